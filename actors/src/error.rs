@@ -1,0 +1,132 @@
+//! The engine's error kinds. The HTTP edge maps each kind to exactly one status and
+//! one code (see `src/http/error.rs`); nothing else builds an error body.
+
+use std::fmt;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// One or more fields failed validation (422).
+    #[error("Request validation failed")]
+    Validation(Vec<FieldError>),
+    /// The record does not exist in this project (404).
+    #[error("{0} not found")]
+    NotFound(Resource),
+    /// The request conflicts with the current state (409).
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        suggestion: Option<String>,
+    },
+    /// A bounded mailbox is full; the caller should come back shortly (503).
+    #[error("The service is busy, please retry shortly")]
+    Busy { retry_after_secs: u64 },
+    /// The data directory is held by another process.
+    #[error("the data directory {path} is in use by another process")]
+    Locked { path: String },
+    /// The store failed; details are logged, never returned to a client.
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn field(field: impl Into<String>, code: FieldCode, message: impl Into<String>) -> Self {
+        Error::Validation(vec![FieldError::new(field, code, message)])
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Error::Conflict {
+            message: message.into(),
+            suggestion: None,
+        }
+    }
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Self {
+        Error::Storage(e.to_string())
+    }
+}
+
+/// Field-level detail of a 422, with zod's codes so that Plunk clients understand them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub code: FieldCode,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: FieldCode, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldCode {
+    InvalidType,
+    InvalidString,
+    TooSmall,
+    TooBig,
+    InvalidEnumValue,
+    Custom,
+    UnverifiedDomain,
+    ReservedEvent,
+    TemplateSyntax,
+}
+
+impl FieldCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldCode::InvalidType => "invalid_type",
+            FieldCode::InvalidString => "invalid_string",
+            FieldCode::TooSmall => "too_small",
+            FieldCode::TooBig => "too_big",
+            FieldCode::InvalidEnumValue => "invalid_enum_value",
+            FieldCode::Custom => "custom",
+            FieldCode::UnverifiedDomain => "unverified_domain",
+            FieldCode::ReservedEvent => "reserved_event",
+            FieldCode::TemplateSyntax => "template_syntax",
+        }
+    }
+}
+
+/// The kinds of record a 404 can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    Contact,
+    Template,
+    Campaign,
+    Segment,
+    Workflow,
+    Domain,
+    Email,
+    Event,
+    Project,
+    Route,
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Resource::Contact => "Contact",
+            Resource::Template => "Template",
+            Resource::Campaign => "Campaign",
+            Resource::Segment => "Segment",
+            Resource::Workflow => "Workflow",
+            Resource::Domain => "Domain",
+            Resource::Email => "Email",
+            Resource::Event => "Event",
+            Resource::Project => "Project",
+            Resource::Route => "Route",
+        };
+        f.write_str(s)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

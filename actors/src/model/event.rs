@@ -1,0 +1,84 @@
+//! An event recorded for a contact: custom ones from /v1/track, and system ones
+//! (`contact.subscribed`, `email.sent`, ...) recorded by the service itself.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ContactId, DataMap, EmailAddress, EventId, Timestamp};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventSource {
+    Api,
+    System,
+}
+
+impl EventSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventSource::Api => "API",
+            EventSource::System => "SYSTEM",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: EventId,
+    pub name: String,
+    pub contact_id: ContactId,
+    pub email: EmailAddress,
+    pub data: DataMap,
+    pub source: EventSource,
+    pub created_at: Timestamp,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    id: EventId,
+    name: String,
+    contact_id: ContactId,
+    email: String,
+    data: String,
+    source: EventSource,
+    created_at: i64,
+}
+
+impl Event {
+    pub fn system(name: &str, contact_id: ContactId, email: &EmailAddress, at: Timestamp) -> Self {
+        Event {
+            id: EventId::new(),
+            name: name.to_owned(),
+            contact_id,
+            email: email.clone(),
+            data: DataMap::new(),
+            source: EventSource::System,
+            created_at: at,
+        }
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        crate::store::codec::encode(&Stored {
+            id: self.id,
+            name: self.name.clone(),
+            contact_id: self.contact_id,
+            email: self.email.as_str().to_owned(),
+            data: serde_json::to_string(&self.data).map_err(|e| Error::Internal(e.to_string()))?,
+            source: self.source,
+            created_at: self.created_at.millis(),
+        })
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let s: Stored = crate::store::codec::decode(bytes)?;
+        Ok(Event {
+            id: s.id,
+            name: s.name,
+            contact_id: s.contact_id,
+            email: EmailAddress::parse(&s.email)
+                .map_err(|_| Error::Storage(format!("stored event {} has a bad email", s.id)))?,
+            data: serde_json::from_str(&s.data).map_err(|e| Error::Storage(e.to_string()))?,
+            source: s.source,
+            created_at: s.created_at.into(),
+        })
+    }
+}

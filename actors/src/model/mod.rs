@@ -1,0 +1,20 @@
+//! Domain types. Each one can only hold a valid value: the HTTP edge parses raw
+//! input into them, and the rest of the engine trusts them.
+
+pub mod contact;
+pub mod data;
+pub mod email;
+pub mod event;
+pub mod id;
+pub mod page;
+pub mod project;
+pub mod time;
+
+pub use contact::Contact;
+pub use data::{DataMap, DataPatch};
+pub use email::EmailAddress;
+pub use event::{Event, EventSource};
+pub use id::{ContactId, EventId, ProjectId};
+pub use page::{Page, PageRequest};
+pub use project::{ApiKey, KeyKind, Project};
+pub use time::Timestamp;

@@ -1,0 +1,95 @@
+//! Cursor pagination shared by every list: newest first, and a cursor that stays valid
+//! while records are inserted or deleted (it is the id of the last record returned).
+
+use crate::error::{Error, FieldCode};
+
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    limit: usize,
+    cursor: Option<String>,
+}
+
+impl PageRequest {
+    /// `limit` must be an integer from 1 to 100; anything else is a 422.
+    pub fn parse(limit: Option<&str>, cursor: Option<&str>) -> Result<Self, Error> {
+        let limit = match limit {
+            None => DEFAULT_LIMIT,
+            Some(raw) => {
+                let n: i64 = raw.trim().parse().map_err(|_| {
+                    Error::field(
+                        "limit",
+                        FieldCode::InvalidType,
+                        "Expected an integer from 1 to 100",
+                    )
+                })?;
+                if n < 1 {
+                    return Err(Error::field(
+                        "limit",
+                        FieldCode::TooSmall,
+                        "limit must be at least 1",
+                    ));
+                }
+                if n > MAX_LIMIT as i64 {
+                    return Err(Error::field(
+                        "limit",
+                        FieldCode::TooBig,
+                        "limit must be at most 100",
+                    ));
+                }
+                n as usize
+            }
+        };
+        let cursor = cursor.filter(|c| !c.is_empty()).map(str::to_owned);
+        Ok(PageRequest { limit, cursor })
+    }
+
+    pub fn first(limit: usize) -> Self {
+        PageRequest {
+            limit: limit.clamp(1, MAX_LIMIT),
+            cursor: None,
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn cursor(&self) -> Option<&str> {
+        self.cursor.as_deref()
+    }
+}
+
+/// One page of a list: the items, the cursor for the next page (None at the end) and
+/// the number of records that match the request's filters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+    pub total: u64,
+}
+
+impl<T> Page<T> {
+    pub fn has_more(&self) -> bool {
+        self.next_cursor.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_outside_one_to_a_hundred_is_refused() {
+        for bad in ["0", "101", "-1", "abc", "1.5"] {
+            assert!(PageRequest::parse(Some(bad), None).is_err(), "{bad}");
+        }
+        assert_eq!(PageRequest::parse(None, None).unwrap().limit(), 20);
+        assert_eq!(
+            PageRequest::parse(Some("100"), Some("")).unwrap().cursor(),
+            None
+        );
+    }
+}

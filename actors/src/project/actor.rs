@@ -1,0 +1,128 @@
+//! The ProjectActor: applies a project's writes to the store in order, then answers
+//! once they are durable. Waiting for the flush happens off the actor (the reply is a
+//! future), so the actor keeps applying later writes while earlier ones are flushed.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
+
+use super::contacts::{self, Counts};
+use super::messages::{
+    DeleteContact, Generation, PatchContact, Restart, UpsertContact, UpsertOutcome,
+};
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::model::{Contact, ProjectId, Timestamp};
+use crate::store::Store;
+
+pub struct ProjectActor {
+    project: ProjectId,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    mailbox_capacity: usize,
+    counts: Counts,
+    generation: u64,
+}
+
+impl ProjectActor {
+    pub fn new(
+        project: ProjectId,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        mailbox_capacity: usize,
+    ) -> Self {
+        ProjectActor {
+            project,
+            store,
+            clock,
+            mailbox_capacity,
+            counts: Counts::default(),
+            generation: 0,
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from(self.clock.now())
+    }
+
+    fn load(&mut self) {
+        self.generation += 1;
+        match Counts::load(&*self.store, self.project) {
+            Ok(c) => self.counts = c,
+            Err(e) => {
+                tracing::error!(project = %self.project, error = %e, "loading project counters")
+            }
+        }
+    }
+
+    /// Turns an applied write into a reply that resolves when it is durable.
+    fn after_flush<T: Send + 'static>(&self, result: Result<T>) -> ResponseFuture<Result<T>> {
+        let durable = self.store.durable();
+        Box::pin(async move {
+            let value = result?;
+            durable.await?;
+            Ok(value)
+        })
+    }
+}
+
+impl Actor for ProjectActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(self.mailbox_capacity);
+        self.load();
+        tracing::debug!(project = %self.project, generation = self.generation, "project actor started");
+    }
+}
+
+impl Supervised for ProjectActor {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!(project = %self.project, "project actor restarting; reloading from the store");
+    }
+}
+
+impl Handler<UpsertContact> for ProjectActor {
+    type Result = ResponseFuture<Result<UpsertOutcome>>;
+
+    fn handle(&mut self, msg: UpsertContact, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = contacts::upsert(&*self.store, self.project, &mut self.counts, msg, now);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<PatchContact> for ProjectActor {
+    type Result = ResponseFuture<Result<Contact>>;
+
+    fn handle(&mut self, msg: PatchContact, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = contacts::patch(&*self.store, self.project, &mut self.counts, msg, now);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<DeleteContact> for ProjectActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteContact, _ctx: &mut Self::Context) -> Self::Result {
+        let result = contacts::delete(&*self.store, self.project, &mut self.counts, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<Restart> for ProjectActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Restart, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+impl Handler<Generation> for ProjectActor {
+    type Result = u64;
+
+    fn handle(&mut self, _msg: Generation, _ctx: &mut Self::Context) -> u64 {
+        self.generation
+    }
+}

@@ -1,0 +1,219 @@
+//! The Registry starts one ProjectActor per project on first use, each under an
+//! `actix::Supervisor` on one of a fixed set of arbiters, and routes messages to it.
+//!
+//! Mailboxes are bounded: the registry counts the messages in flight to each actor and
+//! refuses a message past `mailbox_capacity` with `Error::Busy` (the edge answers 503
+//! with `Retry-After`) instead of queueing without bound.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
+
+use super::ProjectActor;
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::model::ProjectId;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy)]
+pub struct RegistryConfig {
+    /// Threads that host project actors.
+    pub arbiters: usize,
+    /// Messages that may wait for one project actor before new ones get 503.
+    pub mailbox_capacity: usize,
+}
+
+#[derive(Clone)]
+struct Slot {
+    addr: Addr<ProjectActor>,
+    depth: Arc<AtomicUsize>,
+}
+
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: RegistryConfig,
+    arbiters: Vec<Arbiter>,
+    slots: Mutex<HashMap<ProjectId, Slot>>,
+}
+
+/// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Registry {
+    /// Must be called inside a running actix System.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: RegistryConfig) -> Self {
+        let arbiters = (0..config.arbiters.max(1))
+            .map(|_| Arbiter::new())
+            .collect();
+        Registry {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                config,
+                arbiters,
+                slots: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn slot(&self, project: ProjectId) -> Slot {
+        let mut slots = self.inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .entry(project)
+            .or_insert_with(|| {
+                let arbiter = self.arbiter_for(project);
+                let (store, clock) = (self.inner.store.clone(), self.inner.clock.clone());
+                let capacity = self.inner.config.mailbox_capacity;
+                let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
+                    ProjectActor::new(project, store, clock, capacity)
+                });
+                Slot {
+                    addr,
+                    depth: Arc::new(AtomicUsize::new(0)),
+                }
+            })
+            .clone()
+    }
+
+    fn arbiter_for(&self, project: ProjectId) -> ArbiterHandle {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        project.hash(&mut h);
+        let i = (h.finish() as usize) % self.inner.arbiters.len();
+        self.inner.arbiters[i].handle()
+    }
+
+    /// Sends a message to the project's actor and waits for its answer.
+    pub async fn send<M, R>(&self, project: ProjectId, msg: M) -> Result<R>
+    where
+        M: Message<Result = Result<R>> + Send + 'static,
+        R: Send + 'static,
+        ProjectActor: Handler<M>,
+        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
+    {
+        self.call(project, msg).await?
+    }
+
+    /// Like `send`, for messages whose answer is not a `Result`.
+    pub async fn call<M>(&self, project: ProjectId, msg: M) -> Result<M::Result>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ProjectActor: Handler<M>,
+        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
+    {
+        let slot = self.slot(project);
+        let capacity = self.inner.config.mailbox_capacity;
+        if slot.depth.fetch_add(1, Ordering::AcqRel) >= capacity {
+            slot.depth.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::Busy {
+                retry_after_secs: 1,
+            });
+        }
+        let _in_flight = InFlight(slot.depth.clone());
+        slot.addr
+            .send(msg)
+            .await
+            .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))
+    }
+
+    /// Messages waiting for or being handled by each live project actor.
+    pub fn mailbox_depths(&self) -> Vec<(ProjectId, usize)> {
+        let slots = self.inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .iter()
+            .map(|(id, s)| (*id, s.depth.load(Ordering::Acquire)))
+            .collect()
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DataPatch, EmailAddress};
+    use crate::project::messages::{Generation, Restart, UpsertContact};
+    use crate::store::SledStore;
+    use crate::SystemClock;
+
+    fn upsert(email: &str) -> UpsertContact {
+        UpsertContact {
+            email: EmailAddress::parse(email).unwrap(),
+            subscribed: None,
+            default_subscribed: true,
+            data: DataPatch::default(),
+        }
+    }
+
+    #[actix::test]
+    async fn a_stopped_project_actor_is_restarted_and_reloads_its_counters() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let reg = Registry::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            RegistryConfig {
+                arbiters: 1,
+                mailbox_capacity: 16,
+            },
+        );
+        let p = ProjectId::new();
+        reg.send(p, upsert("a@example.com")).await.unwrap();
+        assert_eq!(reg.call(p, Generation).await.unwrap(), 1);
+        reg.call(p, Restart).await.unwrap();
+        let out = reg.send(p, upsert("b@example.com")).await.unwrap();
+        assert!(out.is_new);
+        assert_eq!(reg.call(p, Generation).await.unwrap(), 2, "restarted once");
+        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        assert_eq!(
+            total, 2,
+            "the restarted actor continued from the stored count"
+        );
+    }
+
+    #[actix::test]
+    async fn concurrent_upserts_of_one_email_make_one_contact() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let reg = Registry::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            RegistryConfig {
+                arbiters: 2,
+                mailbox_capacity: 1024,
+            },
+        );
+        let p = ProjectId::new();
+        let sends = (0..50).map(|_| reg.send(p, upsert("same@example.com")));
+        let outcomes = futures_util::future::join_all(sends).await;
+        let new = outcomes
+            .iter()
+            .filter(|o| o.as_ref().unwrap().is_new)
+            .count();
+        assert_eq!(new, 1);
+        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        assert_eq!(total, 1);
+    }
+}

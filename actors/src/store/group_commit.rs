@@ -1,0 +1,146 @@
+//! Group commit: writers register after applying their batch and wait for the next
+//! flush that starts after they registered. One flusher thread runs flushes back to
+//! back while anyone waits, so under load each fsync acknowledges many writes.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+
+/// The flush a waiter needs, and the last one finished (with its outcome).
+struct State {
+    /// Generation the next flush will carry; a waiter registered now needs it.
+    next: u64,
+    waiting: bool,
+    stopping: bool,
+}
+
+#[derive(Clone)]
+pub struct GroupCommit {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// (generation flushed, whether it succeeded)
+    done: watch::Sender<(u64, bool)>,
+}
+
+impl GroupCommit {
+    /// Starts the flusher thread. `flush` is the blocking durability call.
+    pub fn start<F>(flush: F) -> Self
+    where
+        F: Fn() -> Result<()> + Send + 'static,
+    {
+        let (done, _) = watch::channel((0, true));
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                next: 1,
+                waiting: false,
+                stopping: false,
+            }),
+            wake: Condvar::new(),
+            done,
+        });
+        let worker = inner.clone();
+        thread::Builder::new()
+            .name("store-flusher".into())
+            .spawn(move || worker.run(flush))
+            .expect("spawn the store flusher thread");
+        GroupCommit { inner }
+    }
+
+    /// Resolves when a flush that began after this call has finished.
+    pub fn wait(&self) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let target = {
+            let mut st = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.waiting = true;
+            st.next
+        };
+        self.inner.wake.notify_one();
+        let mut rx = self.inner.done.subscribe();
+        async move {
+            let outcome = rx
+                .wait_for(|(gen, _)| *gen >= target)
+                .await
+                .map(|v| v.1)
+                .map_err(|_| Error::Storage("the store flusher has stopped".into()))?;
+            if outcome {
+                Ok(())
+            } else {
+                Err(Error::Storage("flush failed".into()))
+            }
+        }
+    }
+
+    pub fn stop(&self) {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stopping = true;
+        self.inner.wake.notify_one();
+    }
+}
+
+impl Inner {
+    fn run<F: Fn() -> Result<()>>(&self, flush: F) {
+        loop {
+            let gen = {
+                let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                while !st.waiting && !st.stopping {
+                    st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                if st.stopping && !st.waiting {
+                    return;
+                }
+                st.waiting = false;
+                let gen = st.next;
+                st.next += 1;
+                gen
+            };
+            let ok = match flush() {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "store flush failed");
+                    false
+                }
+            };
+            self.done.send_replace((gen, ok));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[tokio::test]
+    async fn many_waiters_share_few_flushes() {
+        let flushes = Arc::new(AtomicU64::new(0));
+        let f = flushes.clone();
+        let gc = GroupCommit::start(move || {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            f.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        let waits: Vec<_> = (0..100).map(|_| gc.wait()).collect();
+        for w in waits {
+            w.await.unwrap();
+        }
+        let n = flushes.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&n), "100 waiters took {n} flushes");
+        gc.stop();
+    }
+
+    #[tokio::test]
+    async fn a_failed_flush_is_reported_to_its_waiters() {
+        let gc = GroupCommit::start(|| Err(Error::Storage("disk gone".into())));
+        assert!(gc.wait().await.is_err());
+        gc.stop();
+    }
+}

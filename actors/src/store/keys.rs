@@ -1,0 +1,52 @@
+//! Every key layout in one place. Ids are UUID v7 in their hyphenated text form, which
+//! sorts like the ids themselves, so a prefix scan walks records in creation order.
+
+use crate::model::{ContactId, EventId, ProjectId};
+
+pub fn project(id: ProjectId) -> Vec<u8> {
+    format!("projects/{id}").into_bytes()
+}
+
+pub const PROJECTS: &[u8] = b"projects/";
+
+pub fn key_hash(hash: &[u8; 32]) -> Vec<u8> {
+    let mut k = b"keys/".to_vec();
+    k.extend_from_slice(hash);
+    k
+}
+
+pub fn contacts(p: ProjectId) -> Vec<u8> {
+    format!("p/{p}/c/").into_bytes()
+}
+
+pub fn contact(p: ProjectId, c: ContactId) -> Vec<u8> {
+    format!("p/{p}/c/{c}").into_bytes()
+}
+
+pub fn contact_by_email(p: ProjectId, email: &str) -> Vec<u8> {
+    format!("p/{p}/ce/{email}").into_bytes()
+}
+
+/// Counters kept in the same batch as the writes they count, so `total` needs no scan.
+pub fn counter(p: ProjectId, name: &str) -> Vec<u8> {
+    format!("p/{p}/n/{name}").into_bytes()
+}
+
+pub fn event(p: ProjectId, e: EventId) -> Vec<u8> {
+    format!("p/{p}/e/{e}").into_bytes()
+}
+
+pub fn event_by_contact(p: ProjectId, c: ContactId, e: EventId) -> Vec<u8> {
+    format!("p/{p}/ec/{c}/{e}").into_bytes()
+}
+
+pub fn event_by_name(p: ProjectId, name: &str, e: EventId) -> Vec<u8> {
+    format!("p/{p}/en/{name}\u{0}{e}").into_bytes()
+}
+
+/// Strips a prefix and reads the rest as an id.
+pub fn id_after<T: std::str::FromStr>(key: &[u8], prefix: &[u8]) -> Option<T> {
+    key.strip_prefix(prefix)
+        .and_then(|rest| std::str::from_utf8(rest).ok())
+        .and_then(|s| s.parse().ok())
+}

@@ -1,0 +1,74 @@
+//! Storage behind a trait. The engine speaks to an ordered key-value store with atomic
+//! batches and a durability barrier; sled is the embedded implementation. A shared
+//! backend (PostgreSQL, for several nodes) can implement the same trait later.
+//!
+//! Keys are designed for range scans: `p/<project>/c/<contact id>` holds a contact,
+//! `p/<project>/ce/<email>` is the email index, and so on (see `keys`).
+
+pub mod codec;
+pub mod group_commit;
+pub mod keys;
+pub mod sled_store;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::error::Result;
+
+pub use sled_store::SledStore;
+
+pub type KvPair = (Vec<u8>, Vec<u8>);
+pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + Send + 'a>;
+pub type Durable = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
+
+/// One atomic write: all of it is applied, or none of it.
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    ops: Vec<Op>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.ops.push(Op::Put(key.into(), value.into()));
+    }
+
+    pub fn delete(&mut self, key: impl Into<Vec<u8>>) {
+        self.ops.push(Op::Delete(key.into()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+}
+
+pub trait Store: Send + Sync + 'static {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Pairs whose keys start with `prefix`, in key order or reversed, beginning
+    /// strictly after (or, reversed, strictly before) `after` when it is given.
+    fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a>;
+
+    /// Applies a batch atomically. It is visible at once and durable after `durable()`.
+    fn apply(&self, batch: Batch) -> Result<()>;
+
+    /// Resolves once every write applied before this call is on disk. Calls made at
+    /// about the same time share one flush (group commit).
+    fn durable(&self) -> Durable;
+
+    /// Flushes everything now, blocking the calling thread. For shutdown and the CLI.
+    fn flush_blocking(&self) -> Result<()>;
+}

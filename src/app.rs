@@ -1,0 +1,130 @@
+//! Building and running the server: open the store, start the actor tree, bind, serve
+//! until SIGTERM or SIGINT, then finish in-flight requests, flush and exit.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{web, App, HttpServer};
+use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::projects::Projects;
+use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::{Clock, SystemClock};
+
+use crate::cli::{explain, ServeArgs};
+use crate::config::Settings;
+use crate::http::{self, AppState};
+
+/// A bound, not yet awaited server, and what it needs to shut down cleanly.
+pub struct Application {
+    server: Server,
+    addrs: Vec<SocketAddr>,
+    store: Arc<dyn Store>,
+}
+
+impl Application {
+    /// Must be called inside an actix System (the actors need it).
+    pub fn build(settings: Settings) -> Result<Application, String> {
+        let store: Arc<dyn Store> = SledStore::open(
+            &settings.storage.path,
+            settings.storage.cache_capacity_bytes,
+        )
+        .map_err(|e| explain(&e))?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let registry = Registry::new(
+            store.clone(),
+            clock.clone(),
+            RegistryConfig {
+                arbiters: settings.actors.arbiters,
+                mailbox_capacity: settings.actors.mailbox_capacity,
+            },
+        );
+        let state = web::Data::new(AppState::new(
+            &settings,
+            registry,
+            Projects::new(store.clone()),
+            store.clone(),
+            clock,
+        ));
+        let workers = match settings.server.workers {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        };
+        let server = HttpServer::new(move || App::new().configure(|cfg| http::configure(cfg, state.clone())))
+            .workers(workers)
+            .shutdown_timeout(settings.server.shutdown_timeout_seconds)
+            .bind((settings.server.host.as_str(), settings.server.port))
+            .map_err(|e| {
+                format!(
+                    "cannot listen on {}:{}: {e}. Choose another with --port or MAILROOM__SERVER__PORT.",
+                    settings.server.host, settings.server.port
+                )
+            })?;
+        let addrs = server.addrs();
+        Ok(Application {
+            server: server.run(),
+            addrs,
+            store,
+        })
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Serves until a shutdown signal, then flushes the store.
+    pub async fn run(self) -> Result<(), String> {
+        for addr in &self.addrs {
+            // A line on stdout that scripts and the test harness read to find the port.
+            println!("mailroom listening on http://{addr}");
+            tracing::info!(%addr, "listening");
+        }
+        self.server
+            .await
+            .map_err(|e| format!("server error: {e}"))?;
+        tracing::info!("stopped accepting requests; flushing the store");
+        let store = self.store.clone();
+        let flushed = tokio::time::timeout(
+            Duration::from_secs(30),
+            actix_web::rt::task::spawn_blocking(move || store.flush_blocking()),
+        )
+        .await;
+        match flushed {
+            Ok(Ok(Ok(()))) => {
+                tracing::info!("store flushed; bye");
+                Ok(())
+            }
+            Ok(Ok(Err(e))) => Err(format!("flushing the store at shutdown: {e}")),
+            _ => Err("flushing the store at shutdown did not finish".into()),
+        }
+    }
+}
+
+pub fn init_tracing(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// `mailroom serve`: applies the CLI flags (the last layer), then runs to completion.
+pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), String> {
+    if let Some(host) = args.host {
+        settings.server.host = host;
+    }
+    if let Some(port) = args.port {
+        settings.server.port = port;
+    }
+    if let Some(dir) = args.data_dir {
+        settings.storage.path = dir;
+    }
+    init_tracing(&settings.log.level);
+    actix_web::rt::System::new().block_on(async move {
+        let app = Application::build(settings)?;
+        app.run().await
+    })
+}

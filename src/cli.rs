@@ -1,0 +1,165 @@
+//! The command line: `mailroom serve` (the default) and `mailroom project ...`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use mailroom_actors::model::{ProjectId, Timestamp};
+use mailroom_actors::projects::{IssuedKeys, Projects};
+use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::{Clock, Error, SystemClock};
+use serde_json::json;
+
+use crate::config::Settings;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mailroom",
+    version,
+    about = "Self-hosted email delivery and audience platform"
+)]
+pub struct Cli {
+    /// A TOML file layered over the embedded defaults (also MAILROOM_CONFIG).
+    #[arg(long, global = true, env = "MAILROOM_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (the default when no command is given).
+    Serve(ServeArgs),
+    /// Manage projects and their API keys. Works on the data directory while the
+    /// server is stopped; use the /admin API while it runs.
+    #[command(subcommand)]
+    Project(ProjectCommand),
+}
+
+#[derive(Debug, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (overrides server.host).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on; 0 picks a free one (overrides server.port).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// sled data directory (overrides storage.path).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// Create a project; prints {id, name, secretKey, publicKey} as JSON.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+    /// List projects as a JSON array.
+    List,
+    /// Disable a project: its keys get 403 PROJECT_DISABLED.
+    Disable { id: String },
+    /// Enable a disabled project.
+    Enable { id: String },
+    /// Issue new keys (the old ones stop working); prints them as JSON.
+    RotateKeys { id: String },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load(cli.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: the configuration could not be loaded: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        None => crate::app::serve_blocking(settings, ServeArgs::default()),
+        Some(Command::Serve(args)) => crate::app::serve_blocking(settings, args),
+        Some(Command::Project(cmd)) => project(&settings, cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Turns an engine error into the sentence a person at a terminal needs.
+pub fn explain(e: &Error) -> String {
+    match e {
+        Error::Locked { path } => format!(
+            "the data directory {path} is in use by another process (is `mailroom serve` running?). \
+             Stop the server first, or manage projects through the /admin API while it runs."
+        ),
+        Error::NotFound(r) => format!("{r} not found"),
+        Error::Validation(errors) => errors
+            .iter()
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
+}
+
+fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), String> {
+    let store = SledStore::open(
+        &settings.storage.path,
+        settings.storage.cache_capacity_bytes,
+    )
+    .map_err(|e| explain(&e))?;
+    let projects = Projects::new(store.clone());
+    let parse = |id: &str| {
+        id.parse::<ProjectId>()
+            .map_err(|_| format!("{id} is not a project id"))
+    };
+    let out = match cmd {
+        ProjectCommand::Create { name } => {
+            let now = Timestamp::from(SystemClock.now());
+            keys_json(&projects.create(&name, now).map_err(|e| explain(&e))?)
+        }
+        ProjectCommand::List => {
+            let list = projects.list().map_err(|e| explain(&e))?;
+            serde_json::Value::Array(list.iter().map(project_json).collect())
+        }
+        ProjectCommand::Disable { id } => project_json(
+            &projects
+                .set_disabled(parse(&id)?, true)
+                .map_err(|e| explain(&e))?,
+        ),
+        ProjectCommand::Enable { id } => project_json(
+            &projects
+                .set_disabled(parse(&id)?, false)
+                .map_err(|e| explain(&e))?,
+        ),
+        ProjectCommand::RotateKeys { id } => {
+            keys_json(&projects.rotate_keys(parse(&id)?).map_err(|e| explain(&e))?)
+        }
+    };
+    store.flush_blocking().map_err(|e| explain(&e))?;
+    println!("{out}");
+    Ok(())
+}
+
+pub fn keys_json(k: &IssuedKeys) -> serde_json::Value {
+    json!({
+        "id": k.project.id.to_string(),
+        "name": k.project.name,
+        "secretKey": k.secret_key.expose(),
+        "publicKey": k.public_key.expose(),
+    })
+}
+
+pub fn project_json(p: &mailroom_actors::model::Project) -> serde_json::Value {
+    json!({
+        "id": p.id.to_string(),
+        "name": p.name,
+        "disabled": p.disabled,
+        "createdAt": Timestamp::from(p.created_at).to_iso(),
+    })
+}

@@ -1,0 +1,184 @@
+//! Settings, layered: the embedded `config/default.toml` < the file named by `--config`
+//! or `MAILROOM_CONFIG` < `MAILROOM__<SECTION>__<KEY>` environment variables < CLI flags.
+//! Every key is documented in `config/default.toml`.
+
+use std::path::{Path, PathBuf};
+
+use config::{Config, Environment, File, FileFormat};
+use serde::Deserialize;
+
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub server: Server,
+    pub storage: Storage,
+    pub mail: Mail,
+    pub smtp: Smtp,
+    pub mailer: Mailer,
+    pub sending: Sending,
+    pub limits: Limits,
+    pub actors: Actors,
+    pub dns: Dns,
+    pub domains: Domains,
+    pub workflows: Workflows,
+    pub tracking: Tracking,
+    pub admin: Admin,
+    pub metrics: Metrics,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Server {
+    pub host: String,
+    pub port: u16,
+    pub public_url: String,
+    pub workers: usize,
+    pub shutdown_timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Storage {
+    pub path: PathBuf,
+    pub cache_capacity_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Mail {
+    pub transport: MailTransport,
+    pub file_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MailTransport {
+    File,
+    Smtp,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Smtp {
+    pub host: String,
+    pub port: u16,
+    pub tls: SmtpTls,
+    pub username: String,
+    pub password: String,
+    pub pool_size: u32,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    None,
+    Starttls,
+    Tls,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Mailer {
+    pub workers: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Sending {
+    pub rate_per_second: u32,
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Limits {
+    pub requests_per_minute: u32,
+    pub max_body_bytes: usize,
+    pub max_data_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Actors {
+    pub arbiters: usize,
+    pub mailbox_capacity: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Dns {
+    pub nameservers: Vec<String>,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Domains {
+    pub recheck_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Workflows {
+    pub allow_private_webhooks: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Tracking {
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Admin {
+    pub token: String,
+}
+
+impl Admin {
+    /// The token, when the admin API is enabled.
+    pub fn token(&self) -> Option<&str> {
+        Some(self.token.as_str()).filter(|t| !t.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Metrics {
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Log {
+    pub level: String,
+}
+
+impl Settings {
+    /// Loads the layers up to the environment; CLI flags are applied by the caller.
+    pub fn load(file: Option<&Path>) -> Result<Settings, config::ConfigError> {
+        let mut builder =
+            Config::builder().add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml));
+        if let Some(path) = file {
+            builder = builder
+                .add_source(File::new(&path.to_string_lossy(), FileFormat::Toml).required(true));
+        }
+        builder
+            .add_source(
+                Environment::with_prefix("MAILROOM")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .list_separator(",")
+                    .with_list_parse_key("dns.nameservers")
+                    .try_parsing(true),
+            )
+            .build()?
+            .try_deserialize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_match_the_documented_values() {
+        let s = Settings::load(None).unwrap();
+        assert_eq!((s.server.host.as_str(), s.server.port), ("127.0.0.1", 8080));
+        assert_eq!(s.storage.path, PathBuf::from("./data"));
+        assert_eq!(s.mail.transport, MailTransport::File);
+        assert_eq!(s.smtp.tls, SmtpTls::None);
+        assert_eq!(s.sending.rate_per_second, 14);
+        assert_eq!(s.limits.requests_per_minute, 1000);
+        assert_eq!(s.limits.max_body_bytes, 15_728_640);
+        assert_eq!(s.dns.timeout_ms, 2000);
+        assert!(s.admin.token().is_none());
+    }
+}

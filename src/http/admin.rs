@@ -1,0 +1,87 @@
+//! The admin API (`/admin`), enabled only when `admin.token` is set: the CLI's project
+//! commands over HTTP, for use while the server runs.
+
+use std::future::{ready, Ready};
+
+use actix_web::dev::Payload;
+use actix_web::http::header::AUTHORIZATION;
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use mailroom_actors::model::{ProjectId, Timestamp};
+use mailroom_actors::Resource;
+
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::validate::{path_id, Fields};
+use super::AppState;
+use crate::cli::{keys_json, project_json};
+
+pub struct Admin;
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let expected = req
+            .app_data::<web::Data<AppState>>()
+            .and_then(|s| s.admin_token.clone());
+        let given = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        ready(match (expected, given) {
+            (None, _) => Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
+            (Some(_), None) => Err(ApiError::MissingAuth),
+            (Some(e), Some(g)) if constant_time_eq(e.as_bytes(), g.trim().as_bytes()) => Ok(Admin),
+            _ => Err(ApiError::InvalidApiKey),
+        })
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[utoipa::path(post, path = "/admin/projects", tag = "Admin",
+    responses((status = 201, description = "{id, name, secretKey, publicKey}")), security(("bearer" = [])))]
+pub async fn create_project(
+    _: Admin,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = Fields::of(&body)?;
+    let name = f.string("name", mailroom_actors::projects::MAX_NAME_LEN);
+    f.finish()?;
+    let now = Timestamp::from(state.clock.now());
+    let issued = state.projects.create(&name.unwrap_or_default(), now)?;
+    state.store.durable().await?;
+    Ok(HttpResponse::Created().json(keys_json(&issued)))
+}
+
+#[utoipa::path(get, path = "/admin/projects", tag = "Admin",
+    responses((status = 200, description = "{projects: [...]}")), security(("bearer" = [])))]
+pub async fn list_projects(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let list = state.projects.list()?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({
+        "projects": list.iter().map(project_json).collect::<Vec<_>>(),
+    })))
+}
+
+/// POST /admin/projects/{id}/{action}: disable, enable or rotate-keys.
+pub async fn project_action(
+    _: Admin,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, action) = path.into_inner();
+    let id: ProjectId = path_id(&id, Resource::Project)?;
+    let body = match action.as_str() {
+        "disable" => project_json(&state.projects.set_disabled(id, true)?),
+        "enable" => project_json(&state.projects.set_disabled(id, false)?),
+        "rotate-keys" => keys_json(&state.projects.rotate_keys(id)?),
+        _ => return Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
+    };
+    state.store.durable().await?;
+    Ok(HttpResponse::Ok().json(body))
+}

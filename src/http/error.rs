@@ -1,0 +1,174 @@
+//! The one error table: every error kind maps to exactly one status and one code, and
+//! every error body is built here, in the form API.md section 1 gives.
+
+use actix_web::http::header::{HeaderValue, RETRY_AFTER};
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use mailroom_actors::{Error, Resource};
+use serde_json::json;
+
+use super::request_id;
+
+#[derive(Debug)]
+pub enum ApiError {
+    BadRequest(String),
+    MissingAuth,
+    InvalidApiKey,
+    Forbidden(&'static str),
+    ProjectDisabled,
+    MethodNotAllowed,
+    PayloadTooLarge { limit: usize },
+    RateLimited { retry_after_secs: u64 },
+    Engine(Error),
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError::Engine(e)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+fn not_found_code(r: Resource) -> &'static str {
+    match r {
+        Resource::Contact => "CONTACT_NOT_FOUND",
+        Resource::Template => "TEMPLATE_NOT_FOUND",
+        Resource::Campaign => "CAMPAIGN_NOT_FOUND",
+        Resource::Segment => "SEGMENT_NOT_FOUND",
+        Resource::Workflow => "WORKFLOW_NOT_FOUND",
+        Resource::Domain => "DOMAIN_NOT_FOUND",
+        Resource::Email | Resource::Event | Resource::Project | Resource::Route => {
+            "RESOURCE_NOT_FOUND"
+        }
+    }
+}
+
+impl ApiError {
+    /// The table.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+            ApiError::MissingAuth => (StatusCode::UNAUTHORIZED, "MISSING_AUTH"),
+            ApiError::InvalidApiKey => (StatusCode::UNAUTHORIZED, "INVALID_API_KEY"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            ApiError::ProjectDisabled => (StatusCode::FORBIDDEN, "PROJECT_DISABLED"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
+            ApiError::PayloadTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE")
+            }
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            ApiError::Engine(e) => match e {
+                Error::Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
+                Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
+                Error::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
+                Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR")
+                }
+            },
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ApiError::BadRequest(m) => m.clone(),
+            ApiError::MissingAuth => "Missing or malformed Authorization header".into(),
+            ApiError::InvalidApiKey => "Invalid API key".into(),
+            ApiError::Forbidden(m) => (*m).into(),
+            ApiError::ProjectDisabled => "This project is disabled".into(),
+            ApiError::MethodNotAllowed => "Method not allowed on this path".into(),
+            ApiError::PayloadTooLarge { limit } => {
+                format!("The request body is larger than {limit} bytes")
+            }
+            ApiError::RateLimited { .. } => "Rate limit exceeded".into(),
+            ApiError::Engine(Error::Validation(_)) => "Request validation failed".into(),
+            ApiError::Engine(Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)) => {
+                "An unexpected error occurred".into()
+            }
+            ApiError::Engine(e) => e.to_string(),
+        }
+    }
+
+    fn suggestion(&self) -> Option<String> {
+        let s = match self {
+            ApiError::BadRequest(_) => "Send a valid JSON body with Content-Type: application/json",
+            ApiError::MissingAuth => "Send the header Authorization: Bearer <API key>",
+            ApiError::InvalidApiKey => {
+                "Check the key; keys start with sk_ (secret) or pk_ (public)"
+            }
+            ApiError::Forbidden(_) => "Use the project's secret key (sk_) for this endpoint",
+            ApiError::ProjectDisabled => {
+                "Ask an operator to enable the project (mailroom project enable)"
+            }
+            ApiError::PayloadTooLarge { .. } => "Send a smaller body",
+            ApiError::RateLimited { .. } => {
+                "Wait for the number of seconds in Retry-After, then retry"
+            }
+            ApiError::Engine(Error::Validation(_)) => "Fix the fields listed in errors and retry",
+            ApiError::Engine(Error::Busy { .. }) => {
+                "Retry after the number of seconds in Retry-After"
+            }
+            ApiError::Engine(Error::Conflict { suggestion, .. }) => return suggestion.clone(),
+            _ => return None,
+        };
+        Some(s.to_owned())
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
+            _ => None,
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status_and_code().0
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let (status, code) = self.status_and_code();
+        if let ApiError::Engine(
+            e @ (Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)),
+        ) = self
+        {
+            tracing::error!(error = %e, "internal error");
+        }
+        let message = self.message();
+        let mut error = json!({
+            "code": code,
+            "message": message,
+            "statusCode": status.as_u16(),
+            "requestId": request_id::current(),
+        });
+        if let ApiError::Engine(Error::Validation(fields)) = self {
+            error["errors"] = fields
+                .iter()
+                .map(|f| json!({"field": f.field, "message": f.message, "code": f.code.as_str()}))
+                .collect();
+        }
+        if let Some(s) = self.suggestion() {
+            error["suggestion"] = json!(s);
+        }
+        let body = json!({
+            "success": false,
+            "error": error,
+            "message": message,
+            "timestamp": super::now_iso(),
+        });
+        let mut res = HttpResponse::build(status).json(body);
+        if let Some(secs) = self.retry_after() {
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                res.headers_mut().insert(RETRY_AFTER, v);
+            }
+        }
+        res
+    }
+}

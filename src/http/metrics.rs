@@ -1,0 +1,109 @@
+//! Prometheus metrics: requests by route, method and status, a latency histogram by
+//! route, and the depth of each project actor's mailbox.
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::web;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use super::AppState;
+
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    mailbox: IntGaugeVec,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "mailroom_http_requests_total",
+                "HTTP requests by route, method and status",
+            ),
+            &["route", "method", "status"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "mailroom_http_request_duration_seconds",
+                "HTTP request latency by route",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+            ]),
+            &["route"],
+        )
+        .expect("valid metric");
+        let mailbox = IntGaugeVec::new(
+            Opts::new(
+                "mailroom_mailbox_depth",
+                "Messages waiting for or in a project actor",
+            ),
+            &["actor", "project"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(latency.clone()),
+            Box::new(mailbox.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
+        Metrics {
+            registry,
+            requests,
+            latency,
+            mailbox,
+        }
+    }
+
+    pub fn render(&self, state: &AppState) -> String {
+        self.mailbox.reset();
+        for (project, depth) in state.registry.mailbox_depths() {
+            self.mailbox
+                .with_label_values(&["project", &project.to_string()])
+                .set(depth as i64);
+        }
+        let mut out = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let start = Instant::now();
+    let res = next.call(req).await?;
+    if let Some(state) = res.request().app_data::<web::Data<AppState>>() {
+        let route = res
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".into());
+        let method = res.request().method().as_str().to_owned();
+        let status = res.status().as_u16().to_string();
+        let m = &state.metrics;
+        m.requests
+            .with_label_values(&[&route, &method, &status])
+            .inc();
+        m.latency
+            .with_label_values(&[&route])
+            .observe(start.elapsed().as_secs_f64());
+    }
+    Ok(res)
+}

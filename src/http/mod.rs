@@ -1,0 +1,135 @@
+//! The HTTP edge: handlers parse, send a message (or read the store) and map the reply.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod contacts;
+pub mod error;
+pub mod metrics;
+pub mod openapi;
+pub mod ops;
+pub mod rate_limit;
+pub mod request_id;
+pub mod validate;
+
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::web::{self, ServiceConfig};
+use mailroom_actors::model::Timestamp;
+use mailroom_actors::project::Registry;
+use mailroom_actors::projects::Projects;
+use mailroom_actors::store::Store;
+use mailroom_actors::{Clock, Error, Resource};
+use utoipa::ToSchema;
+
+use crate::config::Settings;
+use error::ApiError;
+
+/// Shared by every worker.
+pub struct AppState {
+    pub registry: Registry,
+    pub projects: Projects,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub limits: crate::config::Limits,
+    pub rate_limit: Option<rate_limit::ProjectRateLimit>,
+    pub metrics: metrics::Metrics,
+    pub metrics_enabled: bool,
+    pub admin_token: Option<String>,
+}
+
+impl AppState {
+    pub fn new(
+        settings: &Settings,
+        registry: Registry,
+        projects: Projects,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        AppState {
+            registry,
+            projects,
+            store,
+            clock,
+            limits: settings.limits.clone(),
+            rate_limit: rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute),
+            metrics: metrics::Metrics::new(),
+            metrics_enabled: settings.metrics.enabled,
+            admin_token: settings.admin.token().map(str::to_owned),
+        }
+    }
+}
+
+/// The error body, for the OpenAPI document (it is built in `error`).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct ErrorBody {
+    success: bool,
+    #[schema(value_type = Object)]
+    error: serde_json::Value,
+    message: String,
+    timestamp: String,
+}
+
+pub fn now_iso() -> String {
+    Timestamp::from(chrono::Utc::now()).to_iso()
+}
+
+/// Runs a blocking store operation (a scan) off the async worker thread.
+pub async fn blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Result<T, Error> + Send + 'static,
+    T: Send + 'static,
+{
+    web::block(f)
+        .await
+        .map_err(|e| ApiError::Engine(Error::Internal(format!("blocking task: {e}"))))?
+        .map_err(ApiError::from)
+}
+
+async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(Error::NotFound(Resource::Route).into())
+}
+
+async fn method_not_allowed() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}
+
+/// A resource whose other methods answer 405 in the standard error body.
+fn resource(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
+    cfg.app_data(state).service(
+        web::scope("")
+            .wrap(from_fn(metrics::middleware))
+            .wrap(from_fn(rate_limit::headers))
+            .wrap(from_fn(request_id::middleware))
+            .service(resource("/health").route(web::get().to(ops::health)))
+            .service(resource("/metrics").route(web::get().to(ops::metrics)))
+            .service(resource("/openapi.json").route(web::get().to(ops::openapi)))
+            .service(
+                resource("/contacts")
+                    .route(web::get().to(contacts::list))
+                    .route(web::post().to(contacts::upsert)),
+            )
+            .service(
+                resource("/contacts/{id}")
+                    .route(web::get().to(contacts::get))
+                    .route(web::patch().to(contacts::patch))
+                    .route(web::delete().to(contacts::delete)),
+            )
+            .service(
+                resource("/admin/projects")
+                    .route(web::get().to(admin::list_projects))
+                    .route(web::post().to(admin::create_project)),
+            )
+            .service(
+                resource("/admin/projects/{id}/{action}")
+                    .route(web::post().to(admin::project_action)),
+            )
+            .default_service(web::to(not_found)),
+    );
+}

@@ -1,0 +1,35 @@
+//! The OpenAPI 3 description, generated from the handlers' annotations.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{admin, contacts, ops};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Mailroom API", description = "Email delivery and audience API, compatible with Plunk's"),
+    paths(
+        ops::health, ops::metrics, ops::openapi,
+        contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
+        admin::create_project, admin::list_projects,
+    ),
+    components(schemas(
+        contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
+        contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
+        super::ErrorBody,
+    )),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}

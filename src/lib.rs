@@ -1,0 +1,7 @@
+//! Mailroom: a self-hosted email delivery and audience platform. This crate is the
+//! HTTP edge, the CLI and the configuration; the engine lives in `mailroom-actors`.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod http;

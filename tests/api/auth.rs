@@ -1,0 +1,139 @@
+//! Keys and projects: 401, 403, disabled projects, rotation and the rate limit.
+
+use serde_json::json;
+
+use crate::helpers::{TestApp, ADMIN_TOKEN};
+
+#[test]
+fn a_request_without_a_key_gets_401_missing_auth() {
+    let app = TestApp::spawn();
+    let r = app.request("GET", "/contacts", None, None);
+    assert_eq!((r.status, r.code().as_str()), (401, "MISSING_AUTH"));
+    let r = app.request("GET", "/contacts", Some(""), None);
+    assert_eq!(r.status, 401);
+}
+
+#[test]
+fn an_unknown_key_gets_401_invalid_api_key() {
+    let app = TestApp::spawn();
+    for key in ["sk_doesnotexistdoesnotexistdoesnotexist00", "garbage"] {
+        let r = app.get("/contacts", key);
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (401, "INVALID_API_KEY"),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn a_public_key_on_a_secret_endpoint_gets_403_forbidden() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.get("/contacts", &p.public);
+    assert_eq!((r.status, r.code().as_str()), (403, "FORBIDDEN"));
+    let r = app.post("/contacts", &p.public, json!({"email": "a@example.com"}));
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        app.get("/contacts", &p.secret).json()["total"],
+        0,
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_disabled_project_gets_403_until_it_is_enabled_again() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        &format!("/admin/projects/{}/disable", p.id),
+        ADMIN_TOKEN,
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["disabled"], true);
+    let r = app.get("/contacts", &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (403, "PROJECT_DISABLED"));
+    app.post(
+        &format!("/admin/projects/{}/enable", p.id),
+        ADMIN_TOKEN,
+        json!({}),
+    );
+    assert_eq!(app.get("/contacts", &p.secret).status, 200);
+}
+
+#[test]
+fn rotated_keys_work_and_the_old_ones_stop_working() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        &format!("/admin/projects/{}/rotate-keys", p.id),
+        ADMIN_TOKEN,
+        json!({}),
+    );
+    assert_eq!(r.status, 200);
+    let fresh = r.json()["secretKey"].as_str().unwrap().to_owned();
+    assert_eq!(app.get("/contacts", &p.secret).code(), "INVALID_API_KEY");
+    assert_eq!(app.get("/contacts", &fresh).status, 200);
+}
+
+#[test]
+fn the_admin_api_needs_the_admin_token() {
+    let app = TestApp::spawn();
+    let r = app.request("GET", "/admin/projects", None, None);
+    assert_eq!(r.status, 401);
+    let r = app.get("/admin/projects", "wrong-token");
+    assert_eq!(r.status, 401);
+    let p = app.create_project("Acme");
+    let r = app.get("/admin/projects", &p.secret);
+    assert_eq!(r.status, 401, "a project key is not the admin token");
+    let list = app.get("/admin/projects", ADMIN_TOKEN).json();
+    assert_eq!(list["projects"][0]["name"], "Acme");
+    let r = app.post("/admin/projects", ADMIN_TOKEN, json!({"name": ""}));
+    assert_eq!(r.status, 422);
+}
+
+#[test]
+fn the_admin_api_is_absent_without_a_token() {
+    let app = TestApp::spawn_with(&[("MAILROOM__ADMIN__TOKEN", "")]);
+    let r = app.get("/admin/projects", ADMIN_TOKEN);
+    assert_eq!((r.status, r.code().as_str()), (404, "RESOURCE_NOT_FOUND"));
+}
+
+#[test]
+fn past_the_rate_limit_requests_get_429_with_retry_after_and_ratelimit_headers() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "5")]);
+    let p = app.create_project("Acme");
+    let other = app.create_project("Other");
+    for i in 0..5 {
+        let r = app.get("/contacts", &p.secret);
+        assert_eq!(r.status, 200, "request {i}");
+        assert_eq!(r.header("RateLimit-Limit"), Some("5"));
+        assert_eq!(
+            r.header("RateLimit-Remaining"),
+            Some((4 - i).to_string().as_str())
+        );
+        assert!(r.header("RateLimit-Reset").is_some());
+    }
+    let r = app.get("/contacts", &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (429, "RATE_LIMIT_EXCEEDED"));
+    let retry: u64 = r.header("Retry-After").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    assert_eq!(r.header("RateLimit-Remaining"), Some("0"));
+    assert_eq!(
+        app.get("/contacts", &other.secret).status,
+        200,
+        "the budget is per project"
+    );
+}
+
+#[test]
+fn with_the_rate_limit_off_there_are_no_ratelimit_headers() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")]);
+    let p = app.create_project("Acme");
+    for _ in 0..20 {
+        let r = app.get("/contacts", &p.secret);
+        assert_eq!(r.status, 200);
+        assert!(r.header("RateLimit-Limit").is_none());
+    }
+}

@@ -1,0 +1,257 @@
+//! The harness: `TestApp::spawn()` starts the server binary and returns a client for it.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mailroom")
+}
+
+pub fn test_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/test.toml")
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub data_dir: PathBuf,
+    child: Option<Child>,
+    env: Vec<(String, String)>,
+    agent: ureq::Agent,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub id: String,
+    pub secret: String,
+    pub public: String,
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The error code of an error body.
+    pub fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+impl TestApp {
+    pub fn spawn() -> TestApp {
+        Self::spawn_with(&[])
+    }
+
+    pub fn spawn_with(env: &[(&str, &str)]) -> TestApp {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut app = Self::start(tmp.path().join("data"), env);
+        app._tmp = Some(tmp);
+        app
+    }
+
+    fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data_dir.with_extension("log"))
+            .expect("server log file");
+        let mut child = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(test_config())
+            .env("MAILROOM__STORAGE__PATH", &data_dir)
+            .env("MAILROOM__MAIL__FILE_DIR", data_dir.join("outbox"))
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("start the mailroom binary");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                if let Some(url) = line.trim().strip_prefix("mailroom listening on ") {
+                    let _ = tx.send(url.to_owned());
+                }
+                line.clear();
+            }
+        });
+        let base = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(base) => base,
+            Err(_) => {
+                let _ = child.kill();
+                let mut log = String::new();
+                let _ = std::fs::File::open(data_dir.with_extension("log"))
+                    .and_then(|mut f| f.read_to_string(&mut log));
+                panic!("the server did not start; its log:\n{log}");
+            }
+        };
+        TestApp {
+            base,
+            data_dir,
+            child: Some(child),
+            env,
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(30))
+                .build(),
+            _tmp: None,
+        }
+    }
+
+    /// `kill -9`: no shutdown, no flush.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("SIGKILL");
+            c.wait().expect("reap");
+        }
+    }
+
+    /// Starts a new server on the same data directory and settings.
+    pub fn restart(&mut self) {
+        self.kill9();
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut next = Self::start(self.data_dir.clone(), &env);
+        self.base = std::mem::take(&mut next.base);
+        self.child = next.child.take();
+    }
+
+    pub fn child_pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn take_child(&mut self) -> Child {
+        self.child.take().expect("running")
+    }
+
+    pub fn request(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> Resp {
+        let mut req = self
+            .agent
+            .request(method, &format!("{}{}", self.base, path));
+        if let Some(k) = key {
+            req = req.set("Authorization", &format!("Bearer {k}"));
+        }
+        let result = match body {
+            Some(b) => req.set("Content-Type", "application/json").send_string(b),
+            None => req.call(),
+        };
+        let res = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let status = res.status();
+        let headers = res
+            .headers_names()
+            .into_iter()
+            .map(|n| {
+                let v = res.header(&n).unwrap_or_default().to_owned();
+                (n, v)
+            })
+            .collect();
+        let text = res.into_string().unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            text,
+        }
+    }
+
+    pub fn get(&self, path: &str, key: &str) -> Resp {
+        self.request("GET", path, Some(key), None)
+    }
+
+    pub fn post(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request("POST", path, Some(key), Some(&body.to_string()))
+    }
+
+    pub fn patch(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request("PATCH", path, Some(key), Some(&body.to_string()))
+    }
+
+    pub fn delete(&self, path: &str, key: &str) -> Resp {
+        self.request("DELETE", path, Some(key), None)
+    }
+
+    pub fn create_project(&self, name: &str) -> Project {
+        let r = self.post("/admin/projects", ADMIN_TOKEN, json!({ "name": name }));
+        assert_eq!(r.status, 201, "{}", r.text);
+        let v = r.json();
+        Project {
+            id: v["id"].as_str().unwrap().to_owned(),
+            secret: v["secretKey"].as_str().unwrap().to_owned(),
+            public: v["publicKey"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// Upserts a contact and returns its record.
+    pub fn upsert(&self, key: &str, body: Value) -> Value {
+        let r = self.post("/contacts", key, body);
+        assert!(
+            r.status == 200 || r.status == 201,
+            "{} {}",
+            r.status,
+            r.text
+        );
+        r.json()
+    }
+
+    /// Every contact email, walking the pages.
+    pub fn all_emails(&self, key: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(c) => format!("/contacts?limit=100&cursor={c}"),
+                None => "/contacts?limit=100".to_owned(),
+            };
+            let page = self.get(&path, key).json();
+            for c in page["contacts"].as_array().unwrap() {
+                out.push(c["email"].as_str().unwrap().to_owned());
+            }
+            match page["cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return out,
+            }
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,10 @@
+//! Black-box tests: each test starts the real `mailroom` binary on a free port with its
+//! own data directory, and talks to it over real HTTP.
+
+mod auth;
+mod cli;
+mod contacts;
+mod durability;
+mod errors;
+mod helpers;
+mod ops;

@@ -1,0 +1,63 @@
+//! /health, /metrics and /openapi.json need no key.
+
+use serde_json::json;
+
+use crate::helpers::TestApp;
+
+#[test]
+fn health_answers_ok_with_the_version_without_a_key() {
+    let app = TestApp::spawn();
+    let r = app.request("GET", "/health", None, None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "ok");
+    assert!(r.json()["version"].is_string());
+}
+
+#[test]
+fn metrics_count_requests_by_route_and_status_and_show_mailbox_depths() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    app.upsert(&p.secret, json!({"email": "a@example.com"}));
+    app.get("/contacts/nope", &p.secret);
+    let text = app.request("GET", "/metrics", None, None).text;
+    assert!(
+        text.contains(
+            r#"mailroom_http_requests_total{method="POST",route="/contacts",status="201"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"route="/contacts/{id}",status="404""#),
+        "{text}"
+    );
+    assert!(text.contains("mailroom_http_request_duration_seconds_bucket"));
+    assert!(
+        text.contains(&format!(
+            r#"mailroom_mailbox_depth{{actor="project",project="{}"}} 0"#,
+            p.id
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn metrics_can_be_disabled() {
+    let app = TestApp::spawn_with(&[("MAILROOM__METRICS__ENABLED", "false")]);
+    assert_eq!(app.request("GET", "/metrics", None, None).status, 404);
+}
+
+#[test]
+fn openapi_json_describes_the_contact_endpoints() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for (path, method) in [
+        ("/contacts", "get"),
+        ("/contacts", "post"),
+        ("/contacts/{id}", "patch"),
+        ("/contacts/{id}", "delete"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    assert!(doc["components"]["schemas"]["ContactView"].is_object());
+}
