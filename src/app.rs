@@ -26,11 +26,9 @@ pub struct Application {
 impl Application {
     /// Must be called inside an actix System (the actors need it).
     pub fn build(settings: Settings) -> Result<Application, String> {
-        let store: Arc<dyn Store> = SledStore::open(
-            &settings.storage.path,
-            settings.storage.cache_capacity_bytes,
-        )
-        .map_err(|e| explain(&e))?;
+        let store: Arc<dyn Store> =
+            SledStore::open(&settings.storage.path, settings.storage.sled())
+                .map_err(|e| explain(&e))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let registry = Registry::new(
             store.clone(),

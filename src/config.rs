@@ -41,6 +41,16 @@ pub struct Server {
 pub struct Storage {
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
+    pub wal_checkpoint_bytes: u64,
+}
+
+impl Storage {
+    pub fn sled(&self) -> mailroom_actors::store::SledConfig {
+        mailroom_actors::store::SledConfig {
+            cache_capacity_bytes: self.cache_capacity_bytes,
+            wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

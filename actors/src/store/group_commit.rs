@@ -20,6 +20,7 @@ struct State {
 #[derive(Clone)]
 pub struct GroupCommit {
     inner: Arc<Inner>,
+    thread: Arc<Mutex<Option<thread::JoinHandle<()>>>>,
 }
 
 struct Inner {
@@ -46,11 +47,14 @@ impl GroupCommit {
             done,
         });
         let worker = inner.clone();
-        thread::Builder::new()
+        let handle = thread::Builder::new()
             .name("store-flusher".into())
             .spawn(move || worker.run(flush))
             .expect("spawn the store flusher thread");
-        GroupCommit { inner }
+        GroupCommit {
+            inner,
+            thread: Arc::new(Mutex::new(Some(handle))),
+        }
     }
 
     /// Resolves when a flush that began after this call has finished.
@@ -102,7 +106,14 @@ impl Inner {
                 st.next += 1;
                 gen
             };
-            let ok = match flush() {
+            let started = std::time::Instant::now();
+            let outcome = flush();
+            tracing::trace!(
+                gen,
+                micros = started.elapsed().as_micros() as u64,
+                "store flush"
+            );
+            let ok = match outcome {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, "store flush failed");
