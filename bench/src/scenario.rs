@@ -64,7 +64,7 @@ impl Ctx {
             },
             Scenario::Contacts => {
                 let made = self.fresh.load(Ordering::Relaxed);
-                let id = if n % 2 == 0 || made == 0 {
+                let id = if n.is_multiple_of(2) || made == 0 {
                     self.fresh.fetch_add(1, Ordering::Relaxed)
                 } else {
                     mix(seed ^ n) % made

@@ -80,6 +80,7 @@ impl GroupCommit {
         }
     }
 
+    /// Stops the flusher after its last flush, and waits for it.
     pub fn stop(&self) {
         self.inner
             .state
@@ -87,6 +88,10 @@ impl GroupCommit {
             .unwrap_or_else(|p| p.into_inner())
             .stopping = true;
         self.inner.wake.notify_one();
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
     }
 }
 
