@@ -114,6 +114,10 @@ impl SledStore {
         let db = sled::Config::new()
             .path(&db_path)
             .cache_capacity(config.cache_capacity_bytes)
+            // Durability comes from the write-ahead log; sled's own periodic flush would
+            // only add background IO (it is flushed at checkpoints and at shutdown).
+            .flush_every_ms(None)
+            .mode(sled::Mode::HighThroughput)
             .open()
             .map_err(|e| match e {
                 sled::Error::Io(ref io) if io.to_string().contains("lock") => Error::Locked {
