@@ -8,13 +8,17 @@ pub mod event;
 pub mod id;
 pub mod page;
 pub mod project;
+pub mod outbound;
+pub mod template;
 pub mod time;
 
 pub use contact::Contact;
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
 pub use event::{Event, EventSource};
-pub use id::{ContactId, EventId, ProjectId};
+pub use id::{ContactId, EmailId, EventId, ProjectId, TemplateId};
+pub use outbound::{Attachment, EmailStatus, Mailbox, OutboundEmail};
+pub use template::{Template, TemplateKind};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use time::Timestamp;
