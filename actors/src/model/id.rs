@@ -49,3 +49,4 @@ macro_rules! id_type {
 id_type!(ProjectId);
 id_type!(ContactId);
 id_type!(EventId);
+id_type!(DomainId);

@@ -14,7 +14,7 @@ pub use contact::Contact;
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
 pub use event::{Event, EventSource};
-pub use id::{ContactId, EventId, ProjectId};
+pub use id::{ContactId, DomainId, EventId, ProjectId};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use time::Timestamp;

@@ -3,7 +3,9 @@
 use actix::Message;
 
 use crate::error::Result;
-use crate::model::{Contact, ContactId, DataPatch, EmailAddress};
+use crate::domain::dkim::DkimKey;
+use crate::domain::{Domain, DomainCheck, DomainName};
+use crate::model::{Contact, ContactId, DataPatch, DomainId, EmailAddress};
 
 /// Create or update a contact by email.
 #[derive(Debug, Message)]
@@ -46,3 +48,27 @@ pub struct Restart;
 #[derive(Debug, Message)]
 #[rtype(result = "u64")]
 pub struct Generation;
+
+/// Adds a sender domain. The key pair is generated before the message is sent (it
+/// takes a fraction of a second of CPU), so the actor only checks and writes.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Domain>")]
+pub struct CreateDomain {
+    pub name: DomainName,
+    pub token: String,
+    pub key: DkimKey,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteDomain {
+    pub id: DomainId,
+}
+
+/// Records the outcome of a DNS check made by the caller.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Domain>")]
+pub struct ApplyDomainCheck {
+    pub id: DomainId,
+    pub check: DomainCheck,
+}
