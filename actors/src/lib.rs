@@ -2,6 +2,8 @@
 //! project's writes. Nothing in this crate knows about HTTP.
 
 pub mod clock;
+pub mod dns;
+pub mod domain;
 pub mod error;
 pub mod mailer;
 pub mod model;

@@ -17,8 +17,12 @@ pub enum ApiError {
     Forbidden(&'static str),
     ProjectDisabled,
     MethodNotAllowed,
-    PayloadTooLarge { limit: usize },
-    RateLimited { retry_after_secs: u64 },
+    PayloadTooLarge {
+        limit: usize,
+    },
+    RateLimited {
+        retry_after_secs: u64,
+    },
     Engine(Error),
     /// Any of the above, with a more specific `suggestion` than the table's.
     Suggested(Box<ApiError>, String),

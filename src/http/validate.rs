@@ -124,8 +124,16 @@ impl<'a> Fields<'a> {
         match v.as_str() {
             Some(s) if allowed.contains(&s) => Some(s.to_owned()),
             Some(_) => {
-                let list = allowed.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" | ");
-                self.error(field, FieldCode::InvalidEnumValue, format!("Expected {list}"));
+                let list = allowed
+                    .iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                self.error(
+                    field,
+                    FieldCode::InvalidEnumValue,
+                    format!("Expected {list}"),
+                );
                 None
             }
             None => {

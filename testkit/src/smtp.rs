@@ -63,8 +63,11 @@ impl SmtpServer {
                     .build()
                     .expect("runtime");
                 rt.block_on(async move {
-                    let listener = TcpListener::bind(addr).await.expect("bind the test SMTP server");
-                    tx.send(listener.local_addr().expect("local addr")).expect("report address");
+                    let listener = TcpListener::bind(addr)
+                        .await
+                        .expect("bind the test SMTP server");
+                    tx.send(listener.local_addr().expect("local addr"))
+                        .expect("report address");
                     let mut stop_rx = stop_rx;
                     loop {
                         tokio::select! {
@@ -94,11 +97,17 @@ impl SmtpServer {
 
     /// The next end-of-DATA replies, e.g. `[451, 451]` then the default 250.
     pub fn script(&self, replies: &[u16]) {
-        self.shared.script.lock().unwrap().extend(replies.iter().copied());
+        self.shared
+            .script
+            .lock()
+            .unwrap()
+            .extend(replies.iter().copied());
     }
 
     pub fn count_only(&self) {
-        self.shared.count_only.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.shared
+            .count_only
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Messages accepted so far (250 at the end of DATA).
@@ -180,7 +189,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
             let data = read_data(&mut read).await?;
             let code = shared.script.lock().unwrap().pop_front().unwrap_or(250);
             if code == 250 {
-                shared.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared
+                    .count
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let keep = !shared.count_only.load(std::sync::atomic::Ordering::Relaxed);
                 let mut got = shared.received.lock().unwrap();
                 got.push(Received {
@@ -213,7 +224,9 @@ fn address(arg: &str) -> String {
 }
 
 /// Reads up to the lone "." line, undoing dot-stuffing.
-async fn read_data<R: AsyncReadExt + AsyncBufReadExt + Unpin>(read: &mut R) -> std::io::Result<Vec<u8>> {
+async fn read_data<R: AsyncReadExt + AsyncBufReadExt + Unpin>(
+    read: &mut R,
+) -> std::io::Result<Vec<u8>> {
     let mut data = Vec::new();
     let mut line = Vec::new();
     loop {
@@ -224,7 +237,11 @@ async fn read_data<R: AsyncReadExt + AsyncBufReadExt + Unpin>(read: &mut R) -> s
         if line == b".\r\n" || line == b".\n" {
             return Ok(data);
         }
-        let content = if line.starts_with(b"..") { &line[1..] } else { &line[..] };
+        let content = if line.starts_with(b"..") {
+            &line[1..]
+        } else {
+            &line[..]
+        };
         data.extend_from_slice(content);
     }
 }

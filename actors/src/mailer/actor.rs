@@ -56,7 +56,13 @@ impl MailerActor {
                 credentials,
                 pool_size,
                 timeout,
-            } => Transport::Smtp(Arc::new(SmtpPool::new(host.clone(), *port, credentials.clone(), *pool_size, *timeout))),
+            } => Transport::Smtp(Arc::new(SmtpPool::new(
+                host.clone(),
+                *port,
+                credentials.clone(),
+                *pool_size,
+                *timeout,
+            ))),
             TransportConfig::File { dir } => Transport::File(dir.clone()),
         }));
     }

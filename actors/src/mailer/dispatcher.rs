@@ -117,7 +117,9 @@ impl Shared {
         let mut started = 0usize;
         for kv in self.store.scan(outbox::PREFIX, None, false) {
             let Ok((key, _)) = kv else { break };
-            let Some((due, project, id)) = outbox::parse(&key) else { continue };
+            let Some((due, project, id)) = outbox::parse(&key) else {
+                continue;
+            };
             if due > now {
                 wait = wait.min(Duration::from_millis((due - now) as u64));
                 break;
@@ -146,7 +148,13 @@ impl Shared {
         wait
     }
 
-    async fn deliver(self: Arc<Self>, project: ProjectId, id: EmailId, key: Vec<u8>, mailer: Addr<MailerActor>) {
+    async fn deliver(
+        self: Arc<Self>,
+        project: ProjectId,
+        id: EmailId,
+        key: Vec<u8>,
+        mailer: Addr<MailerActor>,
+    ) {
         let email = match self.store.get(&outbox::email_key(project, id)) {
             Ok(Some(bytes)) => OutboundEmail::decode(&bytes).ok(),
             _ => None,
@@ -164,17 +172,27 @@ impl Shared {
                 match result {
                     Delivery::Sent => DeliveryOutcome::Sent { at: now },
                     Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
-                    Delivery::Transient(e) if attempts >= self.config.max_attempts => DeliveryOutcome::Failed { error: e },
+                    Delivery::Transient(e) if attempts >= self.config.max_attempts => {
+                        DeliveryOutcome::Failed { error: e }
+                    }
                     Delivery::Transient(e) => DeliveryOutcome::Retry {
                         error: e,
-                        due_at: now + outbox::backoff_ms(self.config.retry_base_ms, attempts) as i64,
+                        due_at: now
+                            + outbox::backoff_ms(self.config.retry_base_ms, attempts) as i64,
                     },
                 }
             }
         };
         let recorded = self
             .registry
-            .send(project, RecordDelivery { id, outbox_key: key, outcome })
+            .send(
+                project,
+                RecordDelivery {
+                    id,
+                    outbox_key: key,
+                    outcome,
+                },
+            )
             .await;
         if let Err(e) = recorded {
             tracing::error!(email = %id, error = %e, "recording a delivery outcome");

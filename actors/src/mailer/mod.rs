@@ -29,4 +29,5 @@ pub struct DkimParams {
 }
 
 /// Finds the signing key for a sender address of a project, if its domain is verified.
-pub type DkimLookup = std::sync::Arc<dyn Fn(crate::model::ProjectId, &str) -> Option<DkimParams> + Send + Sync>;
+pub type DkimLookup =
+    std::sync::Arc<dyn Fn(crate::model::ProjectId, &str) -> Option<DkimParams> + Send + Sync>;

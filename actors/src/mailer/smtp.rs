@@ -7,10 +7,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use lettre::address::Envelope;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::AsyncSmtpConnection;
 use lettre::transport::smtp::extension::ClientId;
-use lettre::address::Envelope;
 use tokio::net::TcpStream;
 
 use super::messages::Delivery;
@@ -26,7 +26,13 @@ pub struct SmtpPool {
 }
 
 impl SmtpPool {
-    pub fn new(host: String, port: u16, credentials: Option<(String, String)>, max_idle: usize, timeout: Duration) -> Self {
+    pub fn new(
+        host: String,
+        port: u16,
+        credentials: Option<(String, String)>,
+        max_idle: usize,
+        timeout: Duration,
+    ) -> Self {
         SmtpPool {
             host,
             port,
@@ -39,16 +45,26 @@ impl SmtpPool {
     }
 
     async fn connect(&self) -> Result<AsyncSmtpConnection, Delivery> {
-        let transient = |e: String| Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port));
-        let stream = tokio::time::timeout(self.timeout, TcpStream::connect((self.host.as_str(), self.port)))
-            .await
-            .map_err(|_| transient("timed out".into()))?
+        let transient = |e: String| {
+            Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port))
+        };
+        let stream = tokio::time::timeout(
+            self.timeout,
+            TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| transient("timed out".into()))?
+        .map_err(|e| transient(e.to_string()))?;
+        stream
+            .set_nodelay(true)
             .map_err(|e| transient(e.to_string()))?;
-        stream.set_nodelay(true).map_err(|e| transient(e.to_string()))?;
-        let mut conn = tokio::time::timeout(self.timeout, AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello))
-            .await
-            .map_err(|_| transient("greeting timed out".into()))?
-            .map_err(|e| transient(e.to_string()))?;
+        let mut conn = tokio::time::timeout(
+            self.timeout,
+            AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello),
+        )
+        .await
+        .map_err(|_| transient("greeting timed out".into()))?
+        .map_err(|e| transient(e.to_string()))?;
         if let Some(c) = &self.credentials {
             conn.auth(&[Mechanism::Plain, Mechanism::Login], c)
                 .await

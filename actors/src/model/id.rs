@@ -51,3 +51,4 @@ id_type!(ContactId);
 id_type!(EventId);
 id_type!(TemplateId);
 id_type!(EmailId);
+id_type!(DomainId);

@@ -73,8 +73,11 @@ struct Stored {
 }
 
 fn email(s: Option<String>) -> Result<Option<EmailAddress>> {
-    s.map(|e| EmailAddress::parse(&e).map_err(|_| Error::Storage("stored template has a bad address".into())))
-        .transpose()
+    s.map(|e| {
+        EmailAddress::parse(&e)
+            .map_err(|_| Error::Storage("stored template has a bad address".into()))
+    })
+    .transpose()
 }
 
 impl Template {

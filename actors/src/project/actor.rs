@@ -8,11 +8,13 @@ use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::contacts::{self, Counts};
 use super::messages::{
-    CreateTemplate, DeleteContact, DeleteTemplate, Generation, PatchContact, QueueEmails, QueuedEmail, RecordDelivery,
-    Restart, UpdateTemplate, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, CreateDomain, CreateTemplate, DeleteContact, DeleteDomain, DeleteTemplate,
+    Generation, PatchContact, QueueEmails, QueuedEmail, RecordDelivery, Restart, UpdateTemplate,
+    UpsertContact, UpsertOutcome,
 };
 use super::{sending, templates};
 use crate::clock::Clock;
+use crate::domain::{self, Domain};
 use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::store::Store;
@@ -112,6 +114,36 @@ impl Handler<DeleteContact> for ProjectActor {
 
     fn handle(&mut self, msg: DeleteContact, _ctx: &mut Self::Context) -> Self::Result {
         let result = contacts::delete(&*self.store, self.project, &mut self.counts, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<CreateDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: CreateDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = domain::writes::create(&*self.store, self.project, msg, now);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<DeleteDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let result = domain::writes::delete(&*self.store, self.project, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<ApplyDomainCheck> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: ApplyDomainCheck, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result =
+            domain::writes::apply_check(&*self.store, self.project, msg.id, msg.check, now);
         self.after_flush(result)
     }
 }

@@ -2,8 +2,10 @@
 
 use actix::Message;
 
+use crate::domain::dkim::DkimKey;
+use crate::domain::{Domain, DomainCheck, DomainName};
 use crate::error::Result;
-use crate::model::{Contact, ContactId, DataPatch, EmailAddress};
+use crate::model::{Contact, ContactId, DataPatch, DomainId, EmailAddress};
 
 /// Create or update a contact by email.
 #[derive(Debug, Message)]
@@ -91,10 +93,43 @@ pub struct RecordDelivery {
 
 #[derive(Debug, Clone)]
 pub enum DeliveryOutcome {
-    Sent { at: i64 },
-    Retry { error: String, due_at: i64 },
-    Failed { error: String },
-    Bounced { error: String },
+    Sent {
+        at: i64,
+    },
+    Retry {
+        error: String,
+        due_at: i64,
+    },
+    Failed {
+        error: String,
+    },
+    Bounced {
+        error: String,
+    },
     /// The outbox named an email that no longer exists.
     Orphan,
+}
+
+/// Adds a sender domain. The key pair is generated before the message is sent (it
+/// takes a fraction of a second of CPU), so the actor only checks and writes.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Domain>")]
+pub struct CreateDomain {
+    pub name: DomainName,
+    pub token: String,
+    pub key: DkimKey,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteDomain {
+    pub id: DomainId,
+}
+
+/// Records the outcome of a DNS check made by the caller.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Domain>")]
+pub struct ApplyDomainCheck {
+    pub id: DomainId,
+    pub check: DomainCheck,
 }

@@ -10,8 +10,8 @@ use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery
 use crate::error::Result;
 use crate::mailer::outbox;
 use crate::model::{
-    Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox, OutboundEmail, ProjectId,
-    Timestamp,
+    Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
+    OutboundEmail, ProjectId, Timestamp,
 };
 use crate::render::Compiled;
 use crate::store::{Batch, Store};
@@ -47,7 +47,13 @@ pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
     Value::Object(vars)
 }
 
-pub fn queue(store: &dyn Store, p: ProjectId, counts: &mut Counts, spec: SendSpec, now: Timestamp) -> Result<Vec<QueuedEmail>> {
+pub fn queue(
+    store: &dyn Store,
+    p: ProjectId,
+    counts: &mut Counts,
+    spec: SendSpec,
+    now: Timestamp,
+) -> Result<Vec<QueuedEmail>> {
     let mut out = Vec::with_capacity(spec.recipients.len());
     let mut batch = Batch::new();
     for (email, name) in &spec.recipients {
@@ -107,10 +113,19 @@ pub fn queue(store: &dyn Store, p: ProjectId, counts: &mut Counts, spec: SendSpe
 }
 
 pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<OutboundEmail>> {
-    store.get(&outbox::email_key(p, id))?.map(|b| OutboundEmail::decode(&b)).transpose()
+    store
+        .get(&outbox::email_key(p, id))?
+        .map(|b| OutboundEmail::decode(&b))
+        .transpose()
 }
 
-pub fn record(store: &dyn Store, p: ProjectId, counts: &mut Counts, msg: RecordDelivery, now: Timestamp) -> Result<()> {
+pub fn record(
+    store: &dyn Store,
+    p: ProjectId,
+    counts: &mut Counts,
+    msg: RecordDelivery,
+    now: Timestamp,
+) -> Result<()> {
     let mut batch = Batch::new();
     batch.delete(msg.outbox_key);
     let Some(mut email) = load_email(store, p, msg.id)? else {
@@ -148,7 +163,8 @@ pub fn record(store: &dyn Store, p: ProjectId, counts: &mut Counts, msg: RecordD
     batch.put(outbox::email_key(p, email.id), email.encode()?);
     if let (Some(name), Some(to)) = (event, &to) {
         let mut ev = Event::system(name, email.contact_id, to, now);
-        ev.data.insert("emailId".into(), Value::String(email.id.to_string()));
+        ev.data
+            .insert("emailId".into(), Value::String(email.id.to_string()));
         events::append(store, &mut batch, p, &ev)?;
     }
     store.apply(batch)?;

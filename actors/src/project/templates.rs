@@ -14,7 +14,10 @@ pub fn prefix(p: ProjectId) -> Vec<u8> {
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
-    store.get(&key(p, id))?.map(|b| Template::decode(&b)).transpose()
+    store
+        .get(&key(p, id))?
+        .map(|b| Template::decode(&b))
+        .transpose()
 }
 
 pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> {
@@ -26,7 +29,12 @@ pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> 
 
 /// The patch was compiled at the edge on its own; here the merged result is compiled
 /// again, since a new subject can only be checked together with the stored body.
-pub fn update(store: &dyn Store, p: ProjectId, msg: UpdateTemplate, now: Timestamp) -> Result<Template> {
+pub fn update(
+    store: &dyn Store,
+    p: ProjectId,
+    msg: UpdateTemplate,
+    now: Timestamp,
+) -> Result<Template> {
     let mut t = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Template))?;
     t.apply(msg.patch, now);
     crate::render::compile(&t.subject, &t.body)?;

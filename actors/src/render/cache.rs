@@ -15,7 +15,12 @@ pub struct TemplateCache {
 impl TemplateCache {
     pub fn get(&self, t: &Template) -> Result<Arc<Compiled>> {
         let stamp = t.updated_at.millis();
-        if let Some((at, c)) = self.map.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id) {
+        if let Some((at, c)) = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t.id)
+        {
             if *at == stamp {
                 return Ok(c.clone());
             }
@@ -29,6 +34,9 @@ impl TemplateCache {
     }
 
     pub fn invalidate(&self, id: TemplateId) {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
     }
 }

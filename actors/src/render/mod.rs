@@ -30,7 +30,11 @@ pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
     let mut errors = Vec::new();
     for (name, field, src) in [(SUBJECT, "subject", subject), (BODY, "body", body)] {
         if let Err(e) = tera.add_raw_template(name, &syntax::to_tera(src)) {
-            errors.push(crate::error::FieldError::new(field, FieldCode::TemplateSyntax, describe(&e)));
+            errors.push(crate::error::FieldError::new(
+                field,
+                FieldCode::TemplateSyntax,
+                describe(&e),
+            ));
         }
     }
     if errors.is_empty() {
@@ -45,9 +49,13 @@ impl Compiled {
     pub fn render(&self, vars: &Value) -> Result<(String, String)> {
         let ctx = Context::from_value(vars.clone()).map_err(|e| Error::Internal(e.to_string()))?;
         let render = |name: &str| {
-            self.tera
-                .render(name, &ctx)
-                .map_err(|e| Error::field(if name == SUBJECT { "subject" } else { "body" }, FieldCode::TemplateSyntax, describe(&e)))
+            self.tera.render(name, &ctx).map_err(|e| {
+                Error::field(
+                    if name == SUBJECT { "subject" } else { "body" },
+                    FieldCode::TemplateSyntax,
+                    describe(&e),
+                )
+            })
         };
         Ok((render(SUBJECT)?, render(BODY)?))
     }
@@ -92,7 +100,9 @@ mod tests {
             "<p>{{ data.plan }}|{{missing}}|{{name}}|{% if vip %}VIP{% endif %}</p>",
         )
         .unwrap();
-        let (s, b) = c.render(&json!({"data": {"plan": "pro"}, "name": "<Ada>", "vip": true})).unwrap();
+        let (s, b) = c
+            .render(&json!({"data": {"plan": "pro"}, "name": "<Ada>", "vip": true}))
+            .unwrap();
         assert_eq!(s, "Hi <Ada> & co", "subjects are not escaped");
         assert_eq!(b, "<p>pro||&lt;Ada&gt;|VIP</p>", "bodies are escaped");
         let (s, _) = c.render(&json!({})).unwrap();
@@ -102,9 +112,15 @@ mod tests {
     #[test]
     fn a_template_that_does_not_compile_names_the_field_and_the_line() {
         let err = compile("ok", "line one\nline two {{ broken").err().unwrap();
-        let Error::Validation(fields) = err else { panic!("expected a validation error") };
+        let Error::Validation(fields) = err else {
+            panic!("expected a validation error")
+        };
         assert_eq!(fields[0].field, "body");
         assert_eq!(fields[0].code, FieldCode::TemplateSyntax);
-        assert!(fields[0].message.contains("line 2"), "{}", fields[0].message);
+        assert!(
+            fields[0].message.contains("line 2"),
+            "{}",
+            fields[0].message
+        );
     }
 }

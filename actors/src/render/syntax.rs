@@ -41,7 +41,11 @@ fn is_path(s: &str) -> bool {
 }
 
 fn rewrite(inner: &str) -> Option<String> {
-    let inner = inner.trim().trim_start_matches('-').trim_end_matches('-').trim();
+    let inner = inner
+        .trim()
+        .trim_start_matches('-')
+        .trim_end_matches('-')
+        .trim();
     let (path, fallback) = match inner.split_once("??") {
         Some((p, f)) => (p.trim(), Some(f.trim())),
         None => (inner, None),
@@ -51,7 +55,12 @@ fn rewrite(inner: &str) -> Option<String> {
     }
     let fallback = match fallback {
         None => "\"\"".to_owned(),
-        Some(f) if (f.starts_with('"') && f.ends_with('"') && f.len() >= 2) || (f.starts_with('\'') && f.ends_with('\'') && f.len() >= 2) => f.to_owned(),
+        Some(f)
+            if (f.starts_with('"') && f.ends_with('"') && f.len() >= 2)
+                || (f.starts_with('\'') && f.ends_with('\'') && f.len() >= 2) =>
+        {
+            f.to_owned()
+        }
         Some(_) => return None,
     };
     Some(format!("{path} | default(value={fallback})"))
@@ -63,9 +72,18 @@ mod tests {
 
     #[test]
     fn plain_paths_and_fallbacks_get_a_default_and_the_rest_is_untouched() {
-        assert_eq!(to_tera("Hi {{name}}!"), "Hi {{ name | default(value=\"\") }}!");
-        assert_eq!(to_tera("{{ data.plan ?? \"free\" }}"), "{{ data.plan | default(value=\"free\") }}");
-        assert_eq!(to_tera("{{ n + 1 }} {% if x %}y{% endif %}"), "{{ n + 1 }} {% if x %}y{% endif %}");
+        assert_eq!(
+            to_tera("Hi {{name}}!"),
+            "Hi {{ name | default(value=\"\") }}!"
+        );
+        assert_eq!(
+            to_tera("{{ data.plan ?? \"free\" }}"),
+            "{{ data.plan | default(value=\"free\") }}"
+        );
+        assert_eq!(
+            to_tera("{{ n + 1 }} {% if x %}y{% endif %}"),
+            "{{ n + 1 }} {% if x %}y{% endif %}"
+        );
         assert_eq!(to_tera("a\n{{ b"), "a\n{{ b");
     }
 }

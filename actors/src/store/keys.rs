@@ -1,7 +1,7 @@
 //! Every key layout in one place. Ids are UUID v7 in their hyphenated text form, which
 //! sorts like the ids themselves, so a prefix scan walks records in creation order.
 
-use crate::model::{ContactId, EventId, ProjectId};
+use crate::model::{ContactId, DomainId, EventId, ProjectId};
 
 pub fn project(id: ProjectId) -> Vec<u8> {
     format!("projects/{id}").into_bytes()
@@ -49,4 +49,25 @@ pub fn id_after<T: std::str::FromStr>(key: &[u8], prefix: &[u8]) -> Option<T> {
     key.strip_prefix(prefix)
         .and_then(|rest| std::str::from_utf8(rest).ok())
         .and_then(|s| s.parse().ok())
+}
+
+/// A sender domain record.
+pub fn domains(p: ProjectId) -> Vec<u8> {
+    format!("p/{p}/d/").into_bytes()
+}
+
+pub fn domain(p: ProjectId, d: DomainId) -> Vec<u8> {
+    format!("p/{p}/d/{d}").into_bytes()
+}
+
+/// A project's domain by (ASCII) name: uniqueness, and the send path's lookup.
+pub fn domain_by_name(p: ProjectId, name: &str) -> Vec<u8> {
+    format!("p/{p}/dn/{name}").into_bytes()
+}
+
+/// Every domain of every project, for the background re-check.
+pub const ALL_DOMAINS: &[u8] = b"domains/";
+
+pub fn domain_index(p: ProjectId, d: DomainId) -> Vec<u8> {
+    format!("domains/{p}/{d}").into_bytes()
 }

@@ -1,0 +1,18 @@
+//! Sender domains: a project proves it owns a domain and publishes the DKIM key that
+//! signs its mail (API.md section 11). Writes go through the project's actor; DNS
+//! checks run before the message is sent, so the actor never waits on DNS.
+
+pub mod check;
+pub mod dkim;
+pub mod name;
+pub mod queries;
+pub mod record;
+pub mod sender;
+pub mod verifier;
+pub mod writes;
+
+pub use check::{DomainCheck, RecordState};
+pub use name::DomainName;
+pub use record::{Domain, DomainStatus, PublishedRecord, RecordPurpose};
+pub use sender::{is_verified_sender, verified_sender, SenderDomain};
+pub use verifier::DomainVerifier;

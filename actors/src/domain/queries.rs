@@ -1,0 +1,89 @@
+//! Domain reads, straight from the store.
+
+use super::record::{Domain, DomainStatus};
+use crate::error::{Error, FieldCode, Result};
+use crate::model::{DomainId, Page, PageRequest, ProjectId};
+use crate::store::{keys, Store};
+
+pub fn get_domain(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<Option<Domain>> {
+    store
+        .get(&keys::domain(p, id))?
+        .map(|b| Domain::decode(&b))
+        .transpose()
+}
+
+pub fn find_by_name(store: &dyn Store, p: ProjectId, name: &str) -> Result<Option<Domain>> {
+    let Some(id) = store.get(&keys::domain_by_name(p, name))? else {
+        return Ok(None);
+    };
+    let id: DomainId = std::str::from_utf8(&id)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Error::Storage("bad domain index entry".into()))?;
+    get_domain(store, p, id)
+}
+
+/// Newest first; the cursor is the id of the last domain of the previous page. A
+/// project has few domains, so `total` is a count over them.
+pub fn list_domains(
+    store: &dyn Store,
+    p: ProjectId,
+    status: Option<DomainStatus>,
+    page: &PageRequest,
+) -> Result<Page<Domain>> {
+    let prefix = keys::domains(p);
+    let after = match page.cursor() {
+        Some(c) => {
+            let id: DomainId = c
+                .parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
+            Some(keys::domain(p, id))
+        }
+        None => None,
+    };
+    let matches = |d: &Domain| status.is_none_or(|s| d.status == s);
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    for kv in store.scan(&prefix, after.as_deref(), true) {
+        let d = Domain::decode(&kv?.1)?;
+        if matches(&d) {
+            items.push(d);
+            if items.len() > page.limit() {
+                break;
+            }
+        }
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|d| d.id.to_string()))
+        .flatten();
+    let mut total = 0;
+    for kv in store.scan(&prefix, None, false) {
+        if matches(&Domain::decode(&kv?.1)?) {
+            total += 1;
+        }
+    }
+    Ok(Page {
+        items,
+        next_cursor,
+        total,
+    })
+}
+
+/// Every domain of every project, for the background re-check.
+pub fn all_domains(store: &dyn Store) -> Result<Vec<(ProjectId, DomainId)>> {
+    let mut out = Vec::new();
+    for kv in store.scan(keys::ALL_DOMAINS, None, false) {
+        let (k, _) = kv?;
+        let rest = &k[keys::ALL_DOMAINS.len()..];
+        let parsed = std::str::from_utf8(rest)
+            .ok()
+            .and_then(|s| s.split_once('/'))
+            .and_then(|(p, d)| Some((p.parse().ok()?, d.parse().ok()?)));
+        match parsed {
+            Some(pair) => out.push(pair),
+            None => tracing::warn!(key = %String::from_utf8_lossy(&k), "bad domain index key"),
+        }
+    }
+    Ok(out)
+}

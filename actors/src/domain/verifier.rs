@@ -1,0 +1,130 @@
+//! The DomainVerifier: every `domains.recheck_seconds` it checks the DNS records of
+//! every domain of every project (PENDING ones to catch them being published, VERIFIED
+//! ones to catch them being removed, FAILED ones to catch a fix), and hands each
+//! outcome to the project's actor, which owns the write.
+//!
+//! DNS waits happen on the resolver's own runtime; this actor only holds futures, and
+//! a round that is still running when the next tick comes is not started twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::ActorFutureExt;
+use actix::{Actor, AsyncContext, Context, WrapFuture};
+use futures_util::StreamExt;
+
+use super::check;
+use super::queries::{all_domains, get_domain};
+use crate::dns::Resolver;
+use crate::error::{Error, Resource};
+use crate::model::{DomainId, ProjectId};
+use crate::project::messages::ApplyDomainCheck;
+use crate::project::Registry;
+
+/// Domains checked at the same time in one round.
+const CONCURRENT_CHECKS: usize = 8;
+
+pub struct DomainVerifier {
+    registry: Registry,
+    resolver: Arc<Resolver>,
+    spf_include: Arc<str>,
+    interval: Duration,
+    running: bool,
+}
+
+impl DomainVerifier {
+    pub fn new(
+        registry: Registry,
+        resolver: Arc<Resolver>,
+        spf_include: &str,
+        interval: Duration,
+    ) -> Self {
+        DomainVerifier {
+            registry,
+            resolver,
+            spf_include: spf_include.into(),
+            interval: interval.max(Duration::from_secs(1)),
+            running: false,
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        if self.running {
+            return;
+        }
+        self.running = true;
+        let round = recheck_all(
+            self.registry.clone(),
+            self.resolver.clone(),
+            self.spf_include.clone(),
+        );
+        ctx.spawn(round.into_actor(self).map(|checked, act, _| {
+            tracing::debug!(checked, "domain re-check round finished");
+            act.running = false;
+        }));
+    }
+}
+
+impl Actor for DomainVerifier {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.interval, |act, ctx| act.tick(ctx));
+    }
+}
+
+/// One round over every domain; returns how many were checked.
+pub async fn recheck_all(
+    registry: Registry,
+    resolver: Arc<Resolver>,
+    spf_include: Arc<str>,
+) -> usize {
+    let store = registry.store().clone();
+    let ids = match tokio::task::spawn_blocking(move || all_domains(&*store)).await {
+        Ok(Ok(ids)) => ids,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "listing domains for the re-check");
+            return 0;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "listing domains for the re-check");
+            return 0;
+        }
+    };
+    futures_util::stream::iter(ids)
+        .map(|(p, id)| recheck_one(&registry, &resolver, &spf_include, p, id))
+        .buffer_unordered(CONCURRENT_CHECKS)
+        .filter(|checked| std::future::ready(*checked))
+        .count()
+        .await
+}
+
+async fn recheck_one(
+    registry: &Registry,
+    resolver: &Resolver,
+    spf_include: &str,
+    p: ProjectId,
+    id: DomainId,
+) -> bool {
+    let domain = match get_domain(&**registry.store(), p, id) {
+        Ok(Some(d)) => d,
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::error!(project = %p, domain = %id, error = %e, "loading a domain to re-check");
+            return false;
+        }
+    };
+    let outcome = check::run(resolver, &domain, spf_include).await;
+    match registry
+        .send(p, ApplyDomainCheck { id, check: outcome })
+        .await
+    {
+        Ok(_) => true,
+        // Deleted while we were asking DNS.
+        Err(Error::NotFound(Resource::Domain)) => false,
+        Err(e) => {
+            tracing::warn!(project = %p, domain = %domain.name, error = %e, "recording a domain re-check");
+            false
+        }
+    }
+}

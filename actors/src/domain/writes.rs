@@ -1,0 +1,91 @@
+//! Domain writes, applied by the project's actor as atomic batches: the record, the
+//! by-name index (one name per project) and the global index the re-checker walks.
+
+use super::check::{DomainCheck, RecordState};
+use super::queries::{find_by_name, get_domain};
+use super::record::{Domain, DomainStatus};
+use crate::error::{Error, Resource, Result};
+use crate::model::{DomainId, ProjectId, Timestamp};
+use crate::project::messages::CreateDomain;
+use crate::store::{keys, Batch, Store};
+
+pub fn create(
+    store: &dyn Store,
+    p: ProjectId,
+    msg: CreateDomain,
+    now: Timestamp,
+) -> Result<Domain> {
+    if find_by_name(store, p, msg.name.as_str())?.is_some() {
+        return Err(duplicate(msg.name.as_str()));
+    }
+    let domain = Domain {
+        id: DomainId::new(),
+        name: msg.name,
+        status: DomainStatus::Pending,
+        token: msg.token,
+        selector: msg.key.selector,
+        public_key: msg.key.public_key,
+        private_key_pem: msg.key.private_key_pem,
+        ownership_verified: false,
+        dkim_verified: false,
+        spf_verified: false,
+        created_at: now,
+        verified_at: None,
+        checked_at: None,
+    };
+    let mut batch = Batch::new();
+    batch.put(keys::domain(p, domain.id), domain.encode()?);
+    batch.put(
+        keys::domain_by_name(p, domain.name.as_str()),
+        domain.id.to_string().into_bytes(),
+    );
+    batch.put(keys::domain_index(p, domain.id), Vec::new());
+    store.apply(batch)?;
+    Ok(domain)
+}
+
+pub fn duplicate(name: &str) -> Error {
+    Error::Conflict {
+        message: format!("The domain {name} has already been added to this project"),
+        suggestion: Some("Verify or delete the existing domain (GET /domains)".into()),
+    }
+}
+
+pub fn delete(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<()> {
+    let domain = get_domain(store, p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let mut batch = Batch::new();
+    batch.delete(keys::domain(p, id));
+    batch.delete(keys::domain_by_name(p, domain.name.as_str()));
+    batch.delete(keys::domain_index(p, id));
+    store.apply(batch)
+}
+
+/// Records the outcome of a DNS check. Flags of records whose lookup failed keep
+/// their last known value.
+pub fn apply_check(
+    store: &dyn Store,
+    p: ProjectId,
+    id: DomainId,
+    check: DomainCheck,
+    now: Timestamp,
+) -> Result<Domain> {
+    let mut d = get_domain(store, p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let known = |state: RecordState, before: bool| match state {
+        RecordState::Unknown => before,
+        other => other == RecordState::Match,
+    };
+    d.ownership_verified = known(check.ownership, d.ownership_verified);
+    d.dkim_verified = known(check.dkim, d.dkim_verified);
+    d.spf_verified = known(check.spf, d.spf_verified);
+    let next = check.next_status(d.status);
+    if next != d.status {
+        tracing::info!(project = %p, domain = %d.name, from = d.status.as_str(), to = next.as_str(), "domain status changed");
+        d.verified_at = (next == DomainStatus::Verified).then_some(now);
+        d.status = next;
+    }
+    d.checked_at = Some(now);
+    let mut batch = Batch::new();
+    batch.put(keys::domain(p, id), d.encode()?);
+    store.apply(batch)?;
+    Ok(d)
+}
