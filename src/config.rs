@@ -74,6 +74,7 @@ pub struct Smtp {
     pub username: String,
     pub password: String,
     pub pool_size: u32,
+    pub timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -93,6 +94,8 @@ pub struct Mailer {
 pub struct Sending {
     pub rate_per_second: u32,
     pub max_attempts: u32,
+    pub retry_base_ms: u64,
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -4,12 +4,15 @@ pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod contacts;
+pub mod envelope;
 pub mod error;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod rate_limit;
 pub mod request_id;
+pub mod send;
+pub mod templates;
 pub mod validate;
 
 use std::sync::Arc;
@@ -37,6 +40,7 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
+    pub templates: mailroom_actors::render::TemplateCache,
 }
 
 impl AppState {
@@ -57,6 +61,7 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
+            templates: Default::default(),
         }
     }
 }
@@ -121,6 +126,19 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::patch().to(contacts::patch))
                     .route(web::delete().to(contacts::delete)),
             )
+            .service(
+                resource("/templates")
+                    .route(web::get().to(templates::list))
+                    .route(web::post().to(templates::create)),
+            )
+            .service(
+                resource("/templates/{id}")
+                    .route(web::get().to(templates::get))
+                    .route(web::patch().to(templates::update))
+                    .route(web::delete().to(templates::delete)),
+            )
+            .service(resource("/v1/send").route(web::post().to(send::send)))
+            .service(resource("/emails/{id}").route(web::get().to(send::get_email)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, ops};
+use super::{admin, contacts, ops, send, templates};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -11,12 +11,15 @@ use super::{admin, contacts, ops};
     paths(
         ops::health, ops::metrics, ops::openapi,
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
+        templates::list, templates::create, templates::get, templates::update, templates::delete,
+        send::send, send::get_email,
         admin::create_project, admin::list_projects,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
-        super::ErrorBody,
+        super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::TemplateRequest,
+        send::SendRequest,
     )),
     modifiers(&BearerAuth),
 )]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use actix_web::{web, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
-use mailroom_actors::model::{Attachment, EmailAddress, EmailId, Mailbox, TemplateId, TemplateKind};
+use mailroom_actors::model::{
+    Attachment, EmailAddress, EmailId, Mailbox, TemplateId, TemplateKind,
+};
 use mailroom_actors::project::messages::QueueEmails;
 use mailroom_actors::project::sending::{self, SendSpec};
 use mailroom_actors::project::templates as stored;
@@ -60,9 +62,15 @@ fn mailbox(f: &mut Fields<'_>, field: &str, v: &Value) -> Option<(EmailAddress, 
         Value::Object(o) => {
             let name = match o.get("name") {
                 None | Some(Value::Null) => None,
-                Some(Value::String(n)) if n.chars().count() <= MAX_NAME => Some(n.trim().to_owned()).filter(|n| !n.is_empty()),
+                Some(Value::String(n)) if n.chars().count() <= MAX_NAME => {
+                    Some(n.trim().to_owned()).filter(|n| !n.is_empty())
+                }
                 Some(Value::String(_)) => {
-                    f.error(&format!("{field}.name"), FieldCode::TooBig, format!("name must be at most {MAX_NAME} characters"));
+                    f.error(
+                        &format!("{field}.name"),
+                        FieldCode::TooBig,
+                        format!("name must be at most {MAX_NAME} characters"),
+                    );
                     return None;
                 }
                 Some(other) => {
@@ -73,7 +81,11 @@ fn mailbox(f: &mut Fields<'_>, field: &str, v: &Value) -> Option<(EmailAddress, 
             match o.get("email") {
                 Some(Value::String(s)) => (s.as_str(), name),
                 None | Some(Value::Null) => {
-                    f.error(&format!("{field}.email"), FieldCode::InvalidType, "Required");
+                    f.error(
+                        &format!("{field}.email"),
+                        FieldCode::InvalidType,
+                        "Required",
+                    );
                     return None;
                 }
                 Some(other) => {
@@ -102,21 +114,38 @@ fn recipients(f: &mut Fields<'_>) -> Vec<(EmailAddress, Option<String>)> {
         return Vec::new();
     };
     let items: Vec<(String, &Value)> = match to {
-        Value::Array(a) => a.iter().enumerate().map(|(i, v)| (format!("to[{i}]"), v)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("to[{i}]"), v))
+            .collect(),
         single => vec![("to".to_owned(), single)],
     };
     if items.is_empty() {
-        f.error("to", FieldCode::TooSmall, "At least one recipient is required");
+        f.error(
+            "to",
+            FieldCode::TooSmall,
+            "At least one recipient is required",
+        );
     }
     if items.len() > MAX_RECIPIENTS {
-        f.error("to", FieldCode::TooBig, format!("At most {MAX_RECIPIENTS} recipients"));
+        f.error(
+            "to",
+            FieldCode::TooBig,
+            format!("At most {MAX_RECIPIENTS} recipients"),
+        );
         return Vec::new();
     }
-    items.into_iter().filter_map(|(field, v)| mailbox(f, &field, v)).collect()
+    items
+        .into_iter()
+        .filter_map(|(field, v)| mailbox(f, &field, v))
+        .collect()
 }
 
 fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
-    let Some(v) = f.raw("headers") else { return Vec::new() };
+    let Some(v) = f.raw("headers") else {
+        return Vec::new();
+    };
     let Some(map) = v.as_object() else {
         f.wrong_type("headers", "object", v);
         return Vec::new();
@@ -124,12 +153,22 @@ fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (name, value) in map {
         let field = format!("headers.{name}");
-        let valid_name = !name.is_empty() && name.len() <= 76 && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+        let valid_name = !name.is_empty()
+            && name.len() <= 76
+            && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         match value.as_str() {
             _ if !valid_name => f.error(&field, FieldCode::Custom, "Not a valid header name"),
-            _ if is_reserved_header(name) => f.error(&field, FieldCode::Custom, "This header is set by Mailroom"),
-            Some(s) if s.len() <= MAX_SUBJECT && !s.contains(['\r', '\n']) => out.push((name.clone(), s.to_owned())),
-            Some(_) => f.error(&field, FieldCode::Custom, "Header values are single lines of at most 998 characters"),
+            _ if is_reserved_header(name) => {
+                f.error(&field, FieldCode::Custom, "This header is set by Mailroom")
+            }
+            Some(s) if s.len() <= MAX_SUBJECT && !s.contains(['\r', '\n']) => {
+                out.push((name.clone(), s.to_owned()))
+            }
+            Some(_) => f.error(
+                &field,
+                FieldCode::Custom,
+                "Header values are single lines of at most 998 characters",
+            ),
             None => f.wrong_type(&field, "string", value),
         }
     }
@@ -137,13 +176,19 @@ fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
 }
 
 fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
-    let Some(v) = f.raw("attachments") else { return Vec::new() };
+    let Some(v) = f.raw("attachments") else {
+        return Vec::new();
+    };
     let Some(items) = v.as_array() else {
         f.wrong_type("attachments", "array", v);
         return Vec::new();
     };
     if items.len() > MAX_ATTACHMENTS {
-        f.error("attachments", FieldCode::TooBig, format!("At most {MAX_ATTACHMENTS} attachments"));
+        f.error(
+            "attachments",
+            FieldCode::TooBig,
+            format!("At most {MAX_ATTACHMENTS} attachments"),
+        );
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -154,7 +199,12 @@ fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
             f.wrong_type(&field, "object", item);
             continue;
         };
-        let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+        let text = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
         let (Some(filename), Some(content)) = (text("filename"), text("content")) else {
             for k in ["filename", "content"] {
                 if text(k).is_none() {
@@ -173,11 +223,19 @@ fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
                     data,
                 });
             }
-            Err(_) => f.error(&format!("{field}.content"), FieldCode::InvalidString, "Invalid base64"),
+            Err(_) => f.error(
+                &format!("{field}.content"),
+                FieldCode::InvalidString,
+                "Invalid base64",
+            ),
         }
     }
     if total > MAX_ATTACHMENT_BYTES {
-        f.error("attachments", FieldCode::TooBig, "Attachments may be at most 10 MB in total");
+        f.error(
+            "attachments",
+            FieldCode::TooBig,
+            "Attachments may be at most 10 MB in total",
+        );
     }
     out
 }
@@ -186,7 +244,11 @@ fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
     responses((status = 200, description = "{success, data: {emails: [{contact: {id, email}, email}], timestamp}}"),
               (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
     security(("bearer" = [])))]
-pub async fn send(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn send(
+    SecretKey(p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let mut f = Fields::of(&body)?;
     let to = recipients(&mut f);
     let template_id = f.opt_string("template", 64);
@@ -203,19 +265,34 @@ pub async fn send(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web:
         None => None,
         Some(id) => {
             let id: TemplateId = path_id(id, Resource::Template)?;
-            Some(stored::load(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Template))?)
+            Some(
+                stored::load(&*state.store, p.id, id)?
+                    .ok_or(Error::NotFound(Resource::Template))?,
+            )
         }
     };
     if template.is_none() {
         for (name, given) in [("subject", subject.is_some()), ("body", html.is_some())] {
             if !given {
-                f.error(name, FieldCode::InvalidType, "Required when no template is given");
+                f.error(
+                    name,
+                    FieldCode::InvalidType,
+                    "Required when no template is given",
+                );
             }
         }
     }
-    let from = from.or_else(|| template.as_ref().and_then(|t| t.from.clone().map(|e| (e, t.from_name.clone()))));
+    let from = from.or_else(|| {
+        template
+            .as_ref()
+            .and_then(|t| t.from.clone().map(|e| (e, t.from_name.clone())))
+    });
     if from.is_none() && f.raw("from").is_none() {
-        f.error("from", FieldCode::InvalidType, "Required unless the template has a from address");
+        f.error(
+            "from",
+            FieldCode::InvalidType,
+            "Required unless the template has a from address",
+        );
     }
     f.finish()?;
     let Some((from_addr, from_name_given)) = from else {
@@ -235,8 +312,14 @@ pub async fn send(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web:
     let content = match (&template, &subject, &html) {
         (Some(t), None, None) => state.templates.get(t)?,
         (t, s, b) => {
-            let s = s.as_deref().or(t.as_ref().map(|t| t.subject.as_str())).unwrap_or_default();
-            let b = b.as_deref().or(t.as_ref().map(|t| t.body.as_str())).unwrap_or_default();
+            let s = s
+                .as_deref()
+                .or(t.as_ref().map(|t| t.subject.as_str()))
+                .unwrap_or_default();
+            let b = b
+                .as_deref()
+                .or(t.as_ref().map(|t| t.body.as_str()))
+                .unwrap_or_default();
             Arc::new(render::compile(s, b)?)
         }
     };
@@ -246,12 +329,16 @@ pub async fn send(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web:
         content,
         data: data.unwrap_or_default(),
         from: Mailbox::new(from_name.or(from_name_given), &from_addr),
-        reply_to: reply
-            .map(|r| r.to_string())
-            .or_else(|| template.as_ref().and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))),
+        reply_to: reply.map(|r| r.to_string()).or_else(|| {
+            template
+                .as_ref()
+                .and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))
+        }),
         headers,
         attachments,
-        marketing: template.as_ref().is_some_and(|t| t.kind == TemplateKind::Marketing),
+        marketing: template
+            .as_ref()
+            .is_some_and(|t| t.kind == TemplateKind::Marketing),
     };
     let queued = state.registry.send(p.id, QueueEmails(spec)).await?;
     let emails: Vec<Value> = queued
@@ -267,14 +354,21 @@ pub async fn send(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web:
             v
         })
         .collect();
-    Ok(envelope::ok(json!({"emails": emails, "timestamp": super::now_iso()})))
+    Ok(envelope::ok(
+        json!({"emails": emails, "timestamp": super::now_iso()}),
+    ))
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",
     responses((status = 200, description = "{success, data: <email record>}"), (status = 404)), security(("bearer" = [])))]
-pub async fn get_email(SecretKey(p): SecretKey, id: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn get_email(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let id: EmailId = path_id(&id, Resource::Email)?;
-    let e = sending::load_email(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Email))?;
+    let e =
+        sending::load_email(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Email))?;
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     Ok(envelope::ok(json!({
         "id": e.id.to_string(),
@@ -295,4 +389,3 @@ pub async fn get_email(SecretKey(p): SecretKey, id: web::Path<String>, state: we
         "clicks": 0,
     })))
 }
-

@@ -98,7 +98,9 @@ fn parse(f: &mut Fields<'_>, create: bool) -> TemplatePatch {
     let name = text(f, "name", MAX_NAME);
     let subject = text(f, "subject", MAX_SUBJECT);
     let body = text(f, "body", MAX_BODY);
-    let kind = f.opt_enum("type", &["TRANSACTIONAL", "MARKETING"]).and_then(|k| TemplateKind::parse(&k));
+    let kind = f
+        .opt_enum("type", &["TRANSACTIONAL", "MARKETING"])
+        .and_then(|k| TemplateKind::parse(&k));
     TemplatePatch {
         name,
         description: f.opt_string("description", 1000),
@@ -113,7 +115,11 @@ fn parse(f: &mut Fields<'_>, create: bool) -> TemplatePatch {
 
 #[utoipa::path(post, path = "/templates", tag = "Templates", request_body = TemplateRequest,
     responses((status = 201, body = TemplateView), (status = 422)), security(("bearer" = [])))]
-pub async fn create(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn create(
+    SecretKey(p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let mut f = Fields::of(&body)?;
     let patch = parse(&mut f, true);
     f.finish()?;
@@ -144,18 +150,32 @@ pub async fn create(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: we
            ("type" = Option<String>, Query, description = "TRANSACTIONAL or MARKETING"),
            ("search" = Option<String>, Query, description = "substring of the name")),
     responses((status = 200, body = TemplateList)), security(("bearer" = [])))]
-pub async fn list(SecretKey(p): SecretKey, req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn list(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let kind = match q.get("type").filter(|t| !t.is_empty()) {
         None => None,
         Some(t) => Some(TemplateKind::parse(t).ok_or_else(|| {
-            Error::field("type", FieldCode::InvalidEnumValue, "Expected 'TRANSACTIONAL' | 'MARKETING'")
+            Error::field(
+                "type",
+                FieldCode::InvalidEnumValue,
+                "Expected 'TRANSACTIONAL' | 'MARKETING'",
+            )
         })?),
     };
-    let search = q.get("search").map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
+    let search = q
+        .get("search")
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty());
     let cursor = match page.cursor() {
-        Some(c) => Some(c.parse::<TemplateId>().map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?),
+        Some(c) => Some(
+            c.parse::<TemplateId>()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?,
+        ),
         None => None,
     };
     let store = state.store.clone();
@@ -171,14 +191,22 @@ pub async fn list(SecretKey(p): SecretKey, req: HttpRequest, state: web::Data<Ap
     let matching: Vec<&Template> = all
         .iter()
         .filter(|t| kind.is_none_or(|k| t.kind == k))
-        .filter(|t| search.as_deref().is_none_or(|s| t.name.to_lowercase().contains(s)))
+        .filter(|t| {
+            search
+                .as_deref()
+                .is_none_or(|s| t.name.to_lowercase().contains(s))
+        })
         .collect();
     let skip = cursor.map_or(0, |c| matching.iter().take_while(|t| t.id >= c).count());
     let items: Vec<&Template> = matching.iter().skip(skip).take(limit).copied().collect();
     let has_more = skip + items.len() < matching.len();
     let total = matching.len() as u64;
     Ok(HttpResponse::Ok().json(TemplateList {
-        cursor: if has_more { items.last().map(|t| t.id.to_string()) } else { None },
+        cursor: if has_more {
+            items.last().map(|t| t.id.to_string())
+        } else {
+            None
+        },
         templates: items.into_iter().map(TemplateView::from).collect(),
         has_more,
         total,
@@ -190,7 +218,11 @@ pub async fn list(SecretKey(p): SecretKey, req: HttpRequest, state: web::Data<Ap
 
 #[utoipa::path(get, path = "/templates/{id}", tag = "Templates",
     responses((status = 200, body = TemplateView), (status = 404)), security(("bearer" = [])))]
-pub async fn get(SecretKey(p): SecretKey, id: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn get(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
     let t = stored::load(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Template))?;
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
@@ -208,14 +240,21 @@ pub async fn update(
     let mut f = Fields::of(&body)?;
     let patch = parse(&mut f, false);
     f.finish()?;
-    let t = state.registry.send(p.id, UpdateTemplate { id, patch }).await?;
+    let t = state
+        .registry
+        .send(p.id, UpdateTemplate { id, patch })
+        .await?;
     state.templates.invalidate(id);
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "Templates",
     responses((status = 204), (status = 404)), security(("bearer" = [])))]
-pub async fn delete(SecretKey(p): SecretKey, id: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn delete(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
     state.registry.send(p.id, DeleteTemplate { id }).await?;
     state.templates.invalidate(id);

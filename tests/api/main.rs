@@ -8,3 +8,5 @@ mod durability;
 mod errors;
 mod helpers;
 mod ops;
+mod send;
+mod templates;
