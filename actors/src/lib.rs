@@ -9,6 +9,7 @@ pub mod model;
 pub mod project;
 pub mod projects;
 pub mod store;
+pub mod verify;
 
 pub use clock::{Clock, SystemClock};
 pub use error::{Error, FieldCode, FieldError, Resource};
