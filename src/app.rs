@@ -5,8 +5,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::Actor;
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
+use mailroom_actors::dns::{DnsConfig, Resolver};
+use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
@@ -40,12 +43,25 @@ impl Application {
                 mailbox_capacity: settings.actors.mailbox_capacity,
             },
         );
+        let resolver = Resolver::new(&DnsConfig {
+            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
+            timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
+            cache_size: settings.dns.cache_size,
+        })?;
+        DomainVerifier::new(
+            registry.clone(),
+            resolver.clone(),
+            &settings.domains.spf_include,
+            Duration::from_secs(settings.domains.recheck_seconds),
+        )
+        .start();
         let state = web::Data::new(AppState::new(
             &settings,
             registry,
             Projects::new(store.clone()),
             store.clone(),
             clock,
+            resolver,
         ));
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod contacts;
+pub mod domains;
 pub mod error;
 pub mod metrics;
 pub mod openapi;
@@ -11,6 +12,7 @@ pub mod ops;
 pub mod rate_limit;
 pub mod request_id;
 pub mod validate;
+pub mod verify;
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ use mailroom_actors::model::Timestamp;
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::Store;
+use mailroom_actors::dns::Resolver;
+use mailroom_actors::verify::EmailVerifier;
 use mailroom_actors::{Clock, Error, Resource};
 use utoipa::ToSchema;
 
@@ -37,6 +41,10 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
+    /// Shared by domain checks and /v1/verify.
+    pub resolver: Arc<Resolver>,
+    pub email_verifier: EmailVerifier,
+    pub spf_include: String,
 }
 
 impl AppState {
@@ -46,6 +54,7 @@ impl AppState {
         projects: Projects,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
+        resolver: Arc<Resolver>,
     ) -> Self {
         AppState {
             registry,
@@ -57,6 +66,9 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
+            email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
+            resolver,
+            spf_include: settings.domains.spf_include.clone(),
         }
     }
 }
@@ -121,6 +133,18 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::patch().to(contacts::patch))
                     .route(web::delete().to(contacts::delete)),
             )
+            .service(
+                resource("/domains")
+                    .route(web::get().to(domains::list))
+                    .route(web::post().to(domains::create)),
+            )
+            .service(
+                resource("/domains/{id}")
+                    .route(web::get().to(domains::get))
+                    .route(web::delete().to(domains::delete)),
+            )
+            .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
+            .service(resource("/v1/verify").route(web::post().to(verify::verify)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

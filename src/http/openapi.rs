@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, ops};
+use super::{admin, contacts, domains, ops, verify};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -11,11 +11,15 @@ use super::{admin, contacts, ops};
     paths(
         ops::health, ops::metrics, ops::openapi,
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
+        domains::list, domains::create, domains::get, domains::delete, domains::verify,
+        verify::verify,
         admin::create_project, admin::list_projects,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
+        domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
+        verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
         super::ErrorBody,
     )),
     modifiers(&BearerAuth),

@@ -3,8 +3,11 @@
 
 mod auth;
 mod cli;
+mod dns;
+mod domains;
 mod contacts;
 mod durability;
 mod errors;
 mod helpers;
 mod ops;
+mod verify;
