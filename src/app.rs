@@ -5,10 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Arbiter, Supervisor};
+use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
+use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::domain;
+use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::mailer::{
     Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, TransportConfig,
 };
@@ -45,12 +47,25 @@ impl Application {
             },
         );
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
+        let resolver = Resolver::new(&DnsConfig {
+            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
+            timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
+            cache_size: settings.dns.cache_size,
+        })?;
+        DomainVerifier::new(
+            registry.clone(),
+            resolver.clone(),
+            &settings.domains.spf_include,
+            Duration::from_secs(settings.domains.recheck_seconds),
+        )
+        .start();
         let state = web::Data::new(AppState::new(
             &settings,
             registry,
             Projects::new(store.clone()),
             store.clone(),
             clock,
+            resolver,
         ));
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),

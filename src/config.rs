@@ -115,11 +115,13 @@ pub struct Actors {
 pub struct Dns {
     pub nameservers: Vec<String>,
     pub timeout_ms: u64,
+    pub cache_size: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Domains {
     pub recheck_seconds: u64,
+    pub spf_include: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -192,6 +194,8 @@ mod tests {
         assert_eq!(s.limits.requests_per_minute, 1000);
         assert_eq!(s.limits.max_body_bytes, 15_728_640);
         assert_eq!(s.dns.timeout_ms, 2000);
+        assert_eq!(s.domains.recheck_seconds, 300);
+        assert_eq!(s.domains.spf_include, "include:_spf.mailroom.local");
         assert!(s.admin.token().is_none());
     }
 }

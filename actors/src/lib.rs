@@ -11,6 +11,7 @@ pub mod project;
 pub mod projects;
 pub mod render;
 pub mod store;
+pub mod verify;
 
 pub use clock::{Clock, SystemClock};
 pub use error::{Error, FieldCode, FieldError, Resource};

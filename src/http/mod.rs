@@ -4,6 +4,7 @@ pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod contacts;
+pub mod domains;
 pub mod envelope;
 pub mod error;
 pub mod metrics;
@@ -14,15 +15,18 @@ pub mod request_id;
 pub mod send;
 pub mod templates;
 pub mod validate;
+pub mod verify;
 
 use std::sync::Arc;
 
 use actix_web::middleware::from_fn;
 use actix_web::web::{self, ServiceConfig};
+use mailroom_actors::dns::Resolver;
 use mailroom_actors::model::Timestamp;
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::Store;
+use mailroom_actors::verify::EmailVerifier;
 use mailroom_actors::{Clock, Error, Resource};
 use utoipa::ToSchema;
 
@@ -41,6 +45,10 @@ pub struct AppState {
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
     pub templates: mailroom_actors::render::TemplateCache,
+    /// Shared by domain checks and /v1/verify.
+    pub resolver: Arc<Resolver>,
+    pub email_verifier: EmailVerifier,
+    pub spf_include: String,
 }
 
 impl AppState {
@@ -50,6 +58,7 @@ impl AppState {
         projects: Projects,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
+        resolver: Arc<Resolver>,
     ) -> Self {
         AppState {
             registry,
@@ -62,6 +71,9 @@ impl AppState {
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
             templates: Default::default(),
+            email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
+            resolver,
+            spf_include: settings.domains.spf_include.clone(),
         }
     }
 }
@@ -139,6 +151,18 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/v1/send").route(web::post().to(send::send)))
             .service(resource("/emails/{id}").route(web::get().to(send::get_email)))
+            .service(
+                resource("/domains")
+                    .route(web::get().to(domains::list))
+                    .route(web::post().to(domains::create)),
+            )
+            .service(
+                resource("/domains/{id}")
+                    .route(web::get().to(domains::get))
+                    .route(web::delete().to(domains::delete)),
+            )
+            .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
+            .service(resource("/v1/verify").route(web::post().to(verify::verify)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

@@ -4,9 +4,13 @@
 mod auth;
 mod cli;
 mod contacts;
+mod delivery;
+mod dns;
+mod domains;
 mod durability;
 mod errors;
 mod helpers;
 mod ops;
 mod send;
 mod templates;
+mod verify;

@@ -15,6 +15,16 @@ pub enum Answer<T> {
     Failed(DnsFailure),
 }
 
+impl<T> Answer<T> {
+    /// Records, or NODATA: either way the name is there.
+    pub fn name_exists(&self) -> bool {
+        matches!(
+            self,
+            Answer::Found(_) | Answer::NoRecords { name_exists: true }
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DnsFailure {
     Timeout,

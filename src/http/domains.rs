@@ -1,0 +1,206 @@
+//! Sender domains (API.md section 11): bare records and a bare list object.
+//!
+//! The slow parts happen here, before the project's actor is involved: the DKIM key
+//! pair is generated on a blocking thread, and DNS is asked on the resolver's runtime.
+//! The actor only checks and writes, and answers once the write is durable.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::domain::{self, dkim, queries, Domain, DomainName, DomainStatus};
+use mailroom_actors::model::DomainId;
+use mailroom_actors::project::messages::{ApplyDomainCheck, CreateDomain, DeleteDomain};
+use mailroom_actors::{Error, FieldCode, Resource};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::auth::SecretKey;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::validate::{path_id, Fields, Query};
+use super::{blocking, AppState};
+
+/// Longer input cannot be a domain (253 octets), even before punycode.
+const MAX_DOMAIN_INPUT: usize = 253;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainView {
+    pub id: String,
+    /// The ASCII form (IDN names are stored as punycode).
+    pub domain: String,
+    /// PENDING, VERIFIED or FAILED.
+    pub status: &'static str,
+    pub verified: bool,
+    pub records: Vec<RecordView>,
+    pub created_at: String,
+    /// When the domain became VERIFIED; null while it is not.
+    pub verified_at: Option<String>,
+    /// The last DNS check, by request or by the background re-check.
+    pub last_checked_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordView {
+    /// Always TXT.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub name: String,
+    pub value: String,
+    /// OWNERSHIP, DKIM or SPF. The SPF record is advice and does not decide the status.
+    pub purpose: &'static str,
+    pub verified: bool,
+}
+
+impl DomainView {
+    fn new(d: &Domain, spf_include: &str) -> Self {
+        DomainView {
+            id: d.id.to_string(),
+            domain: d.name.to_string(),
+            status: d.status.as_str(),
+            verified: d.is_verified(),
+            records: d
+                .records(spf_include)
+                .into_iter()
+                .map(|r| RecordView {
+                    kind: r.kind,
+                    name: r.name,
+                    value: r.value,
+                    purpose: r.purpose.as_str(),
+                    verified: r.verified,
+                })
+                .collect(),
+            created_at: d.created_at.to_iso(),
+            verified_at: d.verified_at.map(|t| t.to_iso()),
+            last_checked_at: d.checked_at.map(|t| t.to_iso()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DomainList {
+    pub domains: Vec<DomainView>,
+    pub cursor: Option<String>,
+    #[serde(rename = "hasMore")]
+    pub has_more: bool,
+    pub total: u64,
+}
+
+/// Request body of POST /domains.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct CreateDomainRequest {
+    /// A domain name such as `example.com`; IDN names are accepted and stored as punycode.
+    domain: String,
+}
+
+#[utoipa::path(get, path = "/domains", tag = "Domains",
+    params(("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
+           ("cursor" = Option<String>, Query),
+           ("status" = Option<String>, Query, description = "PENDING, VERIFIED or FAILED")),
+    responses((status = 200, body = DomainList)), security(("bearer" = [])))]
+pub async fn list(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = Query::parse(req.query_string())?;
+    let page = q.page()?;
+    let status = match q.get("status").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(DomainStatus::parse(s).ok_or_else(|| {
+            Error::field(
+                "status",
+                FieldCode::InvalidEnumValue,
+                "Expected 'PENDING' | 'VERIFIED' | 'FAILED'",
+            )
+        })?),
+    };
+    let store = state.store.clone();
+    let page = blocking(move || queries::list_domains(&*store, p.id, status, &page)).await?;
+    Ok(HttpResponse::Ok().json(DomainList {
+        domains: page
+            .items
+            .iter()
+            .map(|d| DomainView::new(d, &state.spf_include))
+            .collect(),
+        has_more: page.has_more(),
+        cursor: page.next_cursor,
+        total: page.total,
+    }))
+}
+
+#[utoipa::path(post, path = "/domains", tag = "Domains", request_body = CreateDomainRequest,
+    responses((status = 201, body = DomainView), (status = 409, description = "already added"),
+              (status = 422, description = "not a valid domain name")),
+    security(("bearer" = [])))]
+pub async fn create(
+    SecretKey(p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = Fields::of(&body)?;
+    let raw = f.string("domain", MAX_DOMAIN_INPUT);
+    f.finish()?;
+    let Some(raw) = raw else {
+        return Err(Error::Internal("a validated domain went missing".into()).into());
+    };
+    let name = DomainName::parse(&raw)
+        .map_err(|problem| Error::field("domain", FieldCode::InvalidString, problem.message()))?;
+    // Spare the key generation when the answer is already known; the actor checks again.
+    if queries::find_by_name(&*state.store, p.id, name.as_str())?.is_some() {
+        return Err(domain::writes::duplicate(name.as_str()).into());
+    }
+    let key = blocking(dkim::generate).await?;
+    let msg = CreateDomain {
+        name,
+        token: dkim::ownership_token(),
+        key,
+    };
+    let created = state.registry.send(p.id, msg).await?;
+    Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
+}
+
+#[utoipa::path(get, path = "/domains/{id}", tag = "Domains",
+    responses((status = 200, body = DomainView), (status = 404)), security(("bearer" = [])))]
+pub async fn get(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: DomainId = path_id(&id, Resource::Domain)?;
+    let d =
+        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    Ok(HttpResponse::Ok().json(DomainView::new(&d, &state.spf_include)))
+}
+
+#[utoipa::path(delete, path = "/domains/{id}", tag = "Domains",
+    responses((status = 204), (status = 404)), security(("bearer" = [])))]
+pub async fn delete(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: DomainId = path_id(&id, Resource::Domain)?;
+    state.registry.send(p.id, DeleteDomain { id }).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Checks the records in DNS now (bypassing the cache) and answers with the record.
+#[utoipa::path(post, path = "/domains/{id}/verify", tag = "Domains",
+    responses((status = 200, body = DomainView, description = "the record after the check; `verified` says whether it passed"),
+              (status = 404)),
+    security(("bearer" = [])))]
+pub async fn verify(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: DomainId = path_id(&id, Resource::Domain)?;
+    let d =
+        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let check = domain::check::run(&state.resolver, &d, &state.spf_include).await;
+    let updated = state
+        .registry
+        .send(p.id, ApplyDomainCheck { id, check })
+        .await?;
+    Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.spf_include)))
+}

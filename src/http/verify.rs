@@ -1,0 +1,96 @@
+//! POST /v1/verify (API.md section 7): `{success: true, data: <verification result>}`.
+//! A string that is not shaped like an address at all is a 422; anything address-shaped
+//! gets a result, whose `reasons` explain each negative finding. DNS trouble is a
+//! reason too, never a 5xx.
+
+use actix_web::{web, HttpResponse};
+use mailroom_actors::verify::{self, Verification};
+use mailroom_actors::{Error, FieldCode};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::auth::SecretKey;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::validate::Fields;
+use super::AppState;
+
+/// More than this is not an address (RFC 5321 allows 254 octets; IDN input is longer).
+const MAX_EMAIL_INPUT: usize = 1024;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerificationView {
+    /// The address, trimmed, with its domain lowercased.
+    pub email: String,
+    /// Good syntax, the domain exists, and it has MX records.
+    pub valid: bool,
+    pub is_disposable: bool,
+    pub is_alias: bool,
+    pub is_typo: bool,
+    pub is_plus_addressed: bool,
+    pub is_personal_email: bool,
+    pub domain_exists: bool,
+    pub has_website: bool,
+    pub has_mx_records: bool,
+    /// Each negative finding, in words.
+    pub reasons: Vec<String>,
+    /// The corrected address when the domain looks like a typo.
+    pub suggested_email: Option<String>,
+}
+
+impl From<Verification> for VerificationView {
+    fn from(v: Verification) -> Self {
+        VerificationView {
+            email: v.email,
+            valid: v.valid,
+            is_disposable: v.is_disposable,
+            is_alias: v.is_alias,
+            is_typo: v.is_typo,
+            is_plus_addressed: v.is_plus_addressed,
+            is_personal_email: v.is_personal_email,
+            domain_exists: v.domain_exists,
+            has_website: v.has_website,
+            has_mx_records: v.has_mx_records,
+            reasons: v.reasons.into_iter().map(|r| r.into_owned()).collect(),
+            suggested_email: v.suggested_email,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VerifyEnvelope {
+    pub success: bool,
+    pub data: VerificationView,
+}
+
+/// Request body of POST /v1/verify.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct VerifyRequest {
+    email: String,
+}
+
+#[utoipa::path(post, path = "/v1/verify", tag = "Public", request_body = VerifyRequest,
+    responses((status = 200, body = VerifyEnvelope),
+              (status = 422, description = "email is missing, not a string, or not an address at all")),
+    security(("bearer" = [])))]
+pub async fn verify(
+    SecretKey(_p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = Fields::of(&body)?;
+    let raw = f.string("email", MAX_EMAIL_INPUT);
+    f.finish()?;
+    let Some(raw) = raw else {
+        return Err(Error::Internal("a validated email went missing".into()).into());
+    };
+    let address = verify::parse(&raw)
+        .map_err(|_| Error::field("email", FieldCode::InvalidString, "Invalid email"))?;
+    let result = state.email_verifier.verify(&address).await;
+    Ok(HttpResponse::Ok().json(VerifyEnvelope {
+        success: true,
+        data: result.into(),
+    }))
+}
