@@ -3,9 +3,11 @@
 
 pub mod clock;
 pub mod error;
+pub mod idempotency;
 pub mod model;
 pub mod project;
 pub mod projects;
+pub mod segment;
 pub mod store;
 
 pub use clock::{Clock, SystemClock};

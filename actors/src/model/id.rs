@@ -49,3 +49,26 @@ macro_rules! id_type {
 id_type!(ProjectId);
 id_type!(ContactId);
 id_type!(EventId);
+id_type!(SegmentId);
+
+impl EventId {
+    /// An id that sorts at the event's own time (which comes from the injected clock),
+    /// so that `since` / `until` are key ranges and newest-first is key order.
+    pub fn at(t: super::Timestamp) -> Self {
+        let ms = t.millis().max(0) as u64;
+        let ts = uuid::Timestamp::from_unix(
+            uuid::NoContext,
+            ms / 1000,
+            ((ms % 1000) * 1_000_000) as u32,
+        );
+        EventId(Uuid::new_v7(ts))
+    }
+
+    /// The smallest id an event at `t` can have: a bound for time ranges.
+    pub fn floor(t: super::Timestamp) -> Self {
+        let ms = t.millis().max(0) as u64;
+        let mut bytes = [0u8; 16];
+        bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+        EventId(Uuid::from_bytes(bytes))
+    }
+}

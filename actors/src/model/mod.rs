@@ -10,11 +10,11 @@ pub mod page;
 pub mod project;
 pub mod time;
 
-pub use contact::Contact;
+pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
-pub use event::{Event, EventSource};
-pub use id::{ContactId, EventId, ProjectId};
+pub use event::{Event, EventSource, EventStats};
+pub use id::{ContactId, EventId, ProjectId, SegmentId};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use time::Timestamp;
