@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, ops};
+use super::{admin, contacts, events, ops, segments, track};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -12,11 +12,19 @@ use super::{admin, contacts, ops};
         ops::health, ops::metrics, ops::openapi,
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
         admin::create_project, admin::list_projects,
+        track::track, events::list, events::names, events::get,
+        segments::list, segments::create, segments::get, segments::update, segments::delete,
+        segments::contacts, segments::add_members, segments::remove_members,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
         super::ErrorBody,
+        track::TrackRequest, track::TrackResponse, track::TrackData,
+        events::EventView, events::EventList, events::EventName, events::EventNames,
+        segments::SegmentView, segments::SegmentList, segments::CreateSegmentRequest,
+        segments::UpdateSegmentRequest, segments::MembersRequest, segments::MembersAdded,
+        segments::MembersRemoved,
     )),
     modifiers(&BearerAuth),
 )]

@@ -106,6 +106,17 @@ impl<'a> Fields<'a> {
         self.check_string(field, v, max)
     }
 
+    /// An optional string, trimmed, of 1 to `max` characters.
+    pub fn opt_string(&mut self, field: &str, max: usize) -> Option<String> {
+        let v = self.present(field)?;
+        self.check_string(field, v, max)
+    }
+
+    /// Adds errors found by a parser of a nested value (a filter, ...).
+    pub fn extend(&mut self, errors: Vec<FieldError>) {
+        self.errors.extend(errors);
+    }
+
     fn check_string(&mut self, field: &str, v: &Value, max: usize) -> Option<String> {
         let Some(s) = v.as_str() else {
             self.wrong_type(field, "string", v);
