@@ -67,21 +67,48 @@ pub struct EventNames {
 }
 
 /// One query parameter parsed by `parse`; a failure is noted in `errors`.
-fn param<T>(q: &Query, name: &str, errors: &mut Vec<FieldError>, parse: impl Fn(&str) -> Option<T>, what: &str) -> Option<T> {
+fn param<T>(
+    q: &Query,
+    name: &str,
+    errors: &mut Vec<FieldError>,
+    parse: impl Fn(&str) -> Option<T>,
+    what: &str,
+) -> Option<T> {
     let raw = q.get(name).filter(|s| !s.is_empty())?;
     let parsed = parse(raw);
     if parsed.is_none() {
-        errors.push(FieldError::new(name, FieldCode::InvalidString, format!("Expected {what}")));
+        errors.push(FieldError::new(
+            name,
+            FieldCode::InvalidString,
+            format!("Expected {what}"),
+        ));
     }
     parsed
 }
 
 fn filter(q: &Query) -> Result<EventFilter, ApiError> {
     let mut errors = Vec::new();
-    let name = param(q, "name", &mut errors, |s| (s.chars().count() <= MAX_EVENT_NAME_LEN).then(|| s.to_owned()),
-        "an event name of at most 200 characters");
-    let contact = param(q, "contactId", &mut errors, |s| s.parse::<ContactId>().ok(), "a contact id");
-    let email = param(q, "email", &mut errors, |s| EmailAddress::parse(s).ok(), "an email address");
+    let name = param(
+        q,
+        "name",
+        &mut errors,
+        |s| (s.chars().count() <= MAX_EVENT_NAME_LEN).then(|| s.to_owned()),
+        "an event name of at most 200 characters",
+    );
+    let contact = param(
+        q,
+        "contactId",
+        &mut errors,
+        |s| s.parse::<ContactId>().ok(),
+        "a contact id",
+    );
+    let email = param(
+        q,
+        "email",
+        &mut errors,
+        |s| EmailAddress::parse(s).ok(),
+        "an email address",
+    );
     let instant = |s: &str| parse_instant(s).map(Timestamp::from);
     let since = param(q, "since", &mut errors, instant, "an ISO 8601 date");
     let until = param(q, "until", &mut errors, instant, "an ISO 8601 date");
@@ -123,7 +150,10 @@ pub async fn list(
 
 #[utoipa::path(get, path = "/events/names", tag = "Events",
     responses((status = 200, body = EventNames)), security(("bearer" = [])))]
-pub async fn names(SecretKey(p): SecretKey, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn names(
+    SecretKey(p): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let store = state.store.clone();
     let names = blocking(move || event_queries::event_names(&*store, p.id)).await?;
     Ok(HttpResponse::Ok().json(EventNames {
@@ -147,6 +177,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: EventId = path_id(&id, Resource::Event)?;
-    let event = event_queries::get_event(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Event))?;
+    let event = event_queries::get_event(&*state.store, p.id, id)?
+        .ok_or(Error::NotFound(Resource::Event))?;
     Ok(HttpResponse::Ok().json(EventView::from(&event)))
 }

@@ -11,7 +11,12 @@ use super::error::ApiError;
 pub const HEADER: &str = "Idempotency-Key";
 
 /// None without the header; a 422 when the key is empty, too long or not visible ASCII.
-pub fn claim(req: &HttpRequest, scope: &str, body: &Value, ttl_hours: u64) -> Result<Option<Claim>, ApiError> {
+pub fn claim(
+    req: &HttpRequest,
+    scope: &str,
+    body: &Value,
+    ttl_hours: u64,
+) -> Result<Option<Claim>, ApiError> {
     let Some(raw) = req.headers().get(HEADER) else {
         return Ok(None);
     };

@@ -3,7 +3,9 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::{EmailAddress, SegmentId, Timestamp};
-use mailroom_actors::project::messages::{ChangeMembers, CreateSegment, DeleteSegment, UpdateSegment};
+use mailroom_actors::project::messages::{
+    ChangeMembers, CreateSegment, DeleteSegment, UpdateSegment,
+};
 use mailroom_actors::project::segment_queries;
 use mailroom_actors::segment::{slug, Group, Segment, SegmentKind};
 use mailroom_actors::{Error, FieldCode, Resource};
@@ -120,19 +122,33 @@ fn now(state: &AppState) -> i64 {
 }
 
 /// Answers records with their member counts, computed off the async thread.
-async fn with_counts(state: &AppState, p: mailroom_actors::model::ProjectId, segments: Vec<Segment>) -> Result<Vec<SegmentView>, ApiError> {
+async fn with_counts(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    segments: Vec<Segment>,
+) -> Result<Vec<SegmentView>, ApiError> {
     let store = state.store.clone();
     let at = now(state);
     blocking(move || {
         let counts = segment_queries::member_counts(&*store, p, &segments, at)?;
-        Ok(segments.iter().zip(counts).map(|(s, n)| SegmentView::new(s, n)).collect())
+        Ok(segments
+            .iter()
+            .zip(counts)
+            .map(|(s, n)| SegmentView::new(s, n))
+            .collect())
     })
     .await
 }
 
-async fn one(state: &AppState, p: mailroom_actors::model::ProjectId, s: Segment) -> Result<SegmentView, ApiError> {
+async fn one(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    s: Segment,
+) -> Result<SegmentView, ApiError> {
     let mut views = with_counts(state, p, vec![s]).await?;
-    views.pop().ok_or_else(|| Error::Internal("a counted segment went missing".into()).into())
+    views
+        .pop()
+        .ok_or_else(|| Error::Internal("a counted segment went missing".into()).into())
 }
 
 fn name(f: &mut Fields, required: bool) -> Option<String> {
@@ -143,7 +159,11 @@ fn name(f: &mut Fields, required: bool) -> Option<String> {
     };
     match name {
         Some(n) if slug(&n).is_empty() => {
-            f.error("name", FieldCode::InvalidString, "The name must contain a letter or a digit");
+            f.error(
+                "name",
+                FieldCode::InvalidString,
+                "The name must contain a letter or a digit",
+            );
             None
         }
         other => other,
@@ -154,7 +174,11 @@ fn name(f: &mut Fields, required: bool) -> Option<String> {
 fn filters(f: &mut Fields, body: &Value, max_bytes: usize) -> Option<Group> {
     let v = body.get("filters").filter(|v| !v.is_null())?;
     if serde_json::to_vec(v).map_or(usize::MAX, |b| b.len()) > max_bytes {
-        f.error("filters", FieldCode::TooBig, format!("filters must be at most {max_bytes} bytes of JSON"));
+        f.error(
+            "filters",
+            FieldCode::TooBig,
+            format!("filters must be at most {max_bytes} bytes of JSON"),
+        );
         return None;
     }
     match Group::parse(v, "filters") {
@@ -169,7 +193,11 @@ fn filters(f: &mut Fields, body: &Value, max_bytes: usize) -> Option<Group> {
 #[utoipa::path(get, path = "/segments", tag = "Segments",
     params(("limit" = Option<u32>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = SegmentList)), security(("bearer" = [])))]
-pub async fn list(SecretKey(p): SecretKey, req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn list(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let store = state.store.clone();
@@ -186,7 +214,11 @@ pub async fn list(SecretKey(p): SecretKey, req: HttpRequest, state: web::Data<Ap
 
 #[utoipa::path(post, path = "/segments", tag = "Segments", request_body = CreateSegmentRequest,
     responses((status = 201, body = SegmentView), (status = 422)), security(("bearer" = [])))]
-pub async fn create(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn create(
+    SecretKey(p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let mut f = Fields::of(&body)?;
     let name = name(&mut f, true);
     let description = f.opt_string("description", MAX_DESCRIPTION_LEN);
@@ -195,18 +227,30 @@ pub async fn create(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: we
         Some(Value::String(s)) if s.eq_ignore_ascii_case("dynamic") => Some(SegmentKind::Dynamic),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("static") => Some(SegmentKind::Static),
         Some(Value::String(_)) => {
-            f.error("type", FieldCode::InvalidEnumValue, "Expected 'DYNAMIC' | 'STATIC'");
+            f.error(
+                "type",
+                FieldCode::InvalidEnumValue,
+                "Expected 'DYNAMIC' | 'STATIC'",
+            );
             None
         }
         Some(other) => {
-            f.error("type", FieldCode::InvalidType, format!("Expected string, received {}", json_type(other)));
+            f.error(
+                "type",
+                FieldCode::InvalidType,
+                format!("Expected string, received {}", json_type(other)),
+            );
             None
         }
     };
     let filters = match kind {
         Some(SegmentKind::Static) => {
             if body.get("filters").is_some_and(|v| !v.is_null()) {
-                f.error("filters", FieldCode::Custom, "A STATIC segment takes no filters; add members instead");
+                f.error(
+                    "filters",
+                    FieldCode::Custom,
+                    "A STATIC segment takes no filters; add members instead",
+                );
             }
             None
         }
@@ -235,9 +279,14 @@ pub async fn create(SecretKey(p): SecretKey, JsonBody(body): JsonBody, state: we
 
 #[utoipa::path(get, path = "/segments/{id}", tag = "Segments",
     responses((status = 200, body = SegmentView), (status = 404)), security(("bearer" = [])))]
-pub async fn get(SecretKey(p): SecretKey, id: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn get(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let segment = segment_queries::get_segment(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Segment))?;
+    let segment = segment_queries::get_segment(&*state.store, p.id, id)?
+        .ok_or(Error::NotFound(Resource::Segment))?;
     Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
 }
 
@@ -269,7 +318,11 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/segments/{id}", tag = "Segments",
     responses((status = 204), (status = 404)), security(("bearer" = [])))]
-pub async fn delete(SecretKey(p): SecretKey, id: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn delete(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     state.registry.send(p.id, DeleteSegment { id }).await?;
     Ok(HttpResponse::NoContent().finish())
@@ -290,7 +343,8 @@ pub async fn contacts(
     let store = state.store.clone();
     let at = now(&state);
     let page = blocking(move || {
-        let segment = segment_queries::get_segment(&*store, p.id, id)?.ok_or(Error::NotFound(Resource::Segment))?;
+        let segment = segment_queries::get_segment(&*store, p.id, id)?
+            .ok_or(Error::NotFound(Resource::Segment))?;
         segment_queries::segment_contacts(&*store, p.id, &segment, &page, at)
     })
     .await?;
@@ -308,9 +362,11 @@ fn emails(body: &Value) -> Result<Vec<EmailAddress>, ApiError> {
     let mut out = Vec::new();
     match body.get("emails").filter(|v| !v.is_null()) {
         None => f.error("emails", FieldCode::InvalidType, "Required"),
-        Some(Value::Array(items)) if items.is_empty() => {
-            f.error("emails", FieldCode::TooSmall, "Array must contain at least 1 element(s)")
-        }
+        Some(Value::Array(items)) if items.is_empty() => f.error(
+            "emails",
+            FieldCode::TooSmall,
+            "Array must contain at least 1 element(s)",
+        ),
         Some(Value::Array(items)) if items.len() > MAX_MEMBER_EMAILS => f.error(
             "emails",
             FieldCode::TooBig,
@@ -320,7 +376,11 @@ fn emails(body: &Value) -> Result<Vec<EmailAddress>, ApiError> {
             for (i, item) in items.iter().enumerate() {
                 match item.as_str().map(EmailAddress::parse) {
                     Some(Ok(e)) => out.push(e),
-                    Some(Err(_)) => f.error(&format!("emails.{i}"), FieldCode::InvalidString, "Invalid email"),
+                    Some(Err(_)) => f.error(
+                        &format!("emails.{i}"),
+                        FieldCode::InvalidString,
+                        "Invalid email",
+                    ),
                     None => f.error(
                         &format!("emails.{i}"),
                         FieldCode::InvalidType,
@@ -329,7 +389,11 @@ fn emails(body: &Value) -> Result<Vec<EmailAddress>, ApiError> {
                 }
             }
         }
-        Some(other) => f.error("emails", FieldCode::InvalidType, format!("Expected array, received {}", json_type(other))),
+        Some(other) => f.error(
+            "emails",
+            FieldCode::InvalidType,
+            format!("Expected array, received {}", json_type(other)),
+        ),
     }
     f.finish()?;
     Ok(out)
@@ -346,7 +410,17 @@ pub async fn add_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails(&body)?;
-    let out = state.registry.send(p.id, ChangeMembers { id, emails, add: true }).await?;
+    let out = state
+        .registry
+        .send(
+            p.id,
+            ChangeMembers {
+                id,
+                emails,
+                add: true,
+            },
+        )
+        .await?;
     Ok(HttpResponse::Ok().json(MembersAdded {
         added: out.changed,
         not_found: out.not_found,
@@ -364,7 +438,17 @@ pub async fn remove_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails(&body)?;
-    let out = state.registry.send(p.id, ChangeMembers { id, emails, add: false }).await?;
+    let out = state
+        .registry
+        .send(
+            p.id,
+            ChangeMembers {
+                id,
+                emails,
+                add: false,
+            },
+        )
+        .await?;
     Ok(HttpResponse::Ok().json(MembersRemoved {
         removed: out.changed,
         not_found: out.not_found,

@@ -106,7 +106,11 @@ pub async fn track(
     let data = f.opt_object("data", state.limits.max_data_bytes);
     if let Some(name) = &event {
         if name.chars().any(char::is_control) {
-            f.error("event", FieldCode::InvalidString, "The event name cannot hold control characters");
+            f.error(
+                "event",
+                FieldCode::InvalidString,
+                "The event name cannot hold control characters",
+            );
         } else if is_reserved(name) {
             f.error(
                 "event",
@@ -147,10 +151,23 @@ mod tests {
 
     #[test]
     fn reserved_names_are_the_services_own() {
-        for n in ["email.sent", "Email.open", "contact.subscribed", "contact.unsubscribed", "segment.pro.entry", "segment.a.b.exit"] {
+        for n in [
+            "email.sent",
+            "Email.open",
+            "contact.subscribed",
+            "contact.unsubscribed",
+            "segment.pro.entry",
+            "segment.a.b.exit",
+        ] {
             assert!(is_reserved(n), "{n}");
         }
-        for n in ["signup", "emailed", "contact.created", "segment.pro", "purchase.exit"] {
+        for n in [
+            "signup",
+            "emailed",
+            "contact.created",
+            "segment.pro",
+            "purchase.exit",
+        ] {
             assert!(!is_reserved(n), "{n}");
         }
     }
@@ -159,13 +176,19 @@ mod tests {
     fn persistent_false_values_stay_on_the_event() {
         let data = json!({"plan": "pro", "cart": {"value": 3, "persistent": false},
                           "tier": {"value": "gold", "persistent": true}, "obj": {"value": 1}})
-            .as_object()
-            .cloned()
-            .unwrap();
+        .as_object()
+        .cloned()
+        .unwrap();
         let (contact, event) = split(data);
         let mut target = DataMap::new();
         contact.apply(&mut target);
-        assert_eq!(Value::Object(target), json!({"plan": "pro", "tier": "gold", "obj": {"value": 1}}));
-        assert_eq!(Value::Object(event), json!({"plan": "pro", "cart": 3, "tier": "gold", "obj": {"value": 1}}));
+        assert_eq!(
+            Value::Object(target),
+            json!({"plan": "pro", "tier": "gold", "obj": {"value": 1}})
+        );
+        assert_eq!(
+            Value::Object(event),
+            json!({"plan": "pro", "cart": 3, "tier": "gold", "obj": {"value": 1}})
+        );
     }
 }

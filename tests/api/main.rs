@@ -6,5 +6,8 @@ mod cli;
 mod contacts;
 mod durability;
 mod errors;
+mod events;
 mod helpers;
 mod ops;
+mod segments;
+mod track;

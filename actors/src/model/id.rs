@@ -51,6 +51,25 @@ id_type!(ContactId);
 id_type!(EventId);
 id_type!(SegmentId);
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_sort_by_their_time_and_increase_within_a_millisecond() {
+        let t = crate::model::Timestamp::from(1_700_000_000_123);
+        let ids: Vec<EventId> = (0..100).map(|_| EventId::at(t)).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let later = EventId::at(crate::model::Timestamp::from(1_700_000_000_124));
+        assert!(EventId::floor(t) < ids[0] && ids[99] < EventId::floor(1_700_000_000_124.into()));
+        assert!(ids[99] < later);
+        assert!(
+            ids[0].to_string() > EventId::floor(t).to_string(),
+            "the text form sorts alike"
+        );
+    }
+}
+
 impl EventId {
     /// An id that sorts at the event's own time (which comes from the injected clock),
     /// so that `since` / `until` are key ranges and newest-first is key order.
