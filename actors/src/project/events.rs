@@ -6,6 +6,7 @@
 //! statistics in memory first: two events of the same name in one batch must count
 //! twice, and a batch cannot read its own writes.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crate::error::Result;
@@ -39,17 +40,19 @@ pub fn append_all(
         batch.put(keys::event_by_contact(p, e.contact_id, e.id), Vec::new());
         batch.put(keys::event_by_name(p, &e.name, e.id), Vec::new());
         let at = e.created_at.millis();
-        if !names.contains_key(e.name.as_str()) {
-            let st = read_stats(store, &keys::event_name(p, &e.name))?;
-            names.insert(&e.name, st);
-        }
-        names.entry(&e.name).or_default().add(at);
-        let k = (e.name.as_str(), e.contact_id);
-        if !per_contact.contains_key(&k) {
-            let st = read_stats(store, &keys::contact_event_stats(p, &e.name, e.contact_id))?;
-            per_contact.insert(k, st);
-        }
-        per_contact.entry(k).or_default().add(at);
+        let name_stats = match names.entry(&e.name) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(read_stats(store, &keys::event_name(p, &e.name))?),
+        };
+        name_stats.add(at);
+        let contact_stats = match per_contact.entry((&e.name, e.contact_id)) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(read_stats(
+                store,
+                &keys::contact_event_stats(p, &e.name, e.contact_id),
+            )?),
+        };
+        contact_stats.add(at);
     }
     for (name, st) in names {
         batch.put(keys::event_name(p, name), codec::encode(&st)?);
