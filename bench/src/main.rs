@@ -34,7 +34,11 @@ pub struct Args {
     seconds: u64,
     /// Scenarios, comma-separated: baseline, contacts, send, smtp (reference SMTP clients),
     /// paced (60 s of delivery at 14/s).
-    #[arg(long, default_value = "baseline,contacts,send,smtp", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "baseline,contacts,send,smtp",
+        value_delimiter = ','
+    )]
     scenarios: Vec<String>,
     /// The server binary (default: target/release/mailroom under CARGO_TARGET_DIR or ./target).
     #[arg(long)]
@@ -70,7 +74,10 @@ fn main() {
         server.pid()
     );
     let mut results = Vec::new();
-    for name in ["baseline", "contacts", "send"].into_iter().filter(|s| wanted(s)) {
+    for name in ["baseline", "contacts", "send"]
+        .into_iter()
+        .filter(|s| wanted(s))
+    {
         let s = Scenario::parse(name).expect("known scenario");
         let before = smtp.count();
         let started = Instant::now();
@@ -95,11 +102,22 @@ fn main() {
         let one_nagle = rt.block_on(smtp_client::rate(addr, 1, false, secs));
         let one = rt.block_on(smtp_client::rate(addr, 1, true, secs));
         let same = rt.block_on(smtp_client::rate(addr, args.smtp_connections, true, secs));
-        let ceiling = rt.block_on(smtp_client::rate(addr, args.smtp_connections * 4, true, secs));
+        let ceiling = rt.block_on(smtp_client::rate(
+            addr,
+            args.smtp_connections * 4,
+            true,
+            secs,
+        ));
         println!("bare SMTP client, 1 connection, Nagle on (lettre's default socket): {one_nagle:>8.0} emails/s");
         println!("bare SMTP client, 1 connection, TCP_NODELAY (what Mailroom's mailers use): {one:>8.0} emails/s");
-        println!("bare SMTP client, {} connections, TCP_NODELAY: {same:>8.0} emails/s", args.smtp_connections);
-        println!("SMTP server ceiling ({} connections): {ceiling:>8.0} emails/s", args.smtp_connections * 4);
+        println!(
+            "bare SMTP client, {} connections, TCP_NODELAY: {same:>8.0} emails/s",
+            args.smtp_connections
+        );
+        println!(
+            "SMTP server ceiling ({} connections): {ceiling:>8.0} emails/s",
+            args.smtp_connections * 4
+        );
     }
     println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
     drop(server);
@@ -136,7 +154,12 @@ fn report_delivery(smtp: &SmtpServer, before: u64, started: Instant, seconds: u6
 }
 
 /// Pacing at 14 a second: queue plenty, then watch 60 s of deliveries.
-fn paced(rt: &tokio::runtime::Runtime, bin: &std::path::Path, dns: &TestDns, smtp_connections: usize) {
+fn paced(
+    rt: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    dns: &TestDns,
+    smtp_connections: usize,
+) {
     let smtp = SmtpServer::start();
     let server = server::Server::start(bin, &setup::env(dns, &smtp, 14, smtp_connections));
     setup::verify_domain(rt, &server, dns);
@@ -145,11 +168,20 @@ fn paced(rt: &tokio::runtime::Runtime, bin: &std::path::Path, dns: &TestDns, smt
     rt.block_on(async {
         for n in 0..total as u64 {
             let r = ctx.request(0, n);
-            let (status, _) = client::call(server.addr(), r.method, r.path, Some(&server.secret_key), r.body).await;
+            let (status, _) = client::call(
+                server.addr(),
+                r.method,
+                r.path,
+                Some(&server.secret_key),
+                r.body,
+            )
+            .await;
             assert_eq!(status, 200, "queueing for the paced run");
         }
     });
-    println!("paced: {total} emails queued; watching 60 s of delivery at sending.rate_per_second = 14");
+    println!(
+        "paced: {total} emails queued; watching 60 s of delivery at sending.rate_per_second = 14"
+    );
     std::thread::sleep(Duration::from_secs(62));
     let times: Vec<Instant> = smtp.received().iter().map(|m| m.at).collect();
     let Some(&first) = times.first() else {
@@ -163,7 +195,10 @@ fn paced(rt: &tokio::runtime::Runtime, bin: &std::path::Path, dns: &TestDns, smt
         .collect();
     let mut max_in_any_second = 0;
     for (i, start) in in_window.iter().enumerate() {
-        let n = in_window[i..].iter().take_while(|t| **t < start + 1.0).count();
+        let n = in_window[i..]
+            .iter()
+            .take_while(|t| **t < start + 1.0)
+            .count();
         max_in_any_second = max_in_any_second.max(n);
     }
     println!(

@@ -8,7 +8,12 @@ use crate::server::Server;
 
 pub const DOMAIN: &str = "acme.test";
 
-pub fn env(dns: &TestDns, smtp: &SmtpServer, rate: u32, smtp_connections: usize) -> Vec<(String, String)> {
+pub fn env(
+    dns: &TestDns,
+    smtp: &SmtpServer,
+    rate: u32,
+    smtp_connections: usize,
+) -> Vec<(String, String)> {
     let workers = 4usize;
     [
         ("MAILROOM__MAIL__TRANSPORT", "smtp".to_owned()),
@@ -17,8 +22,14 @@ pub fn env(dns: &TestDns, smtp: &SmtpServer, rate: u32, smtp_connections: usize)
         ("MAILROOM__DNS__NAMESERVERS", dns.addr()),
         ("MAILROOM__SENDING__RATE_PER_SECOND", rate.to_string()),
         ("MAILROOM__MAILER__WORKERS", workers.to_string()),
-        ("MAILROOM__SMTP__POOL_SIZE", (smtp_connections / workers).max(1).to_string()),
-        ("MAILROOM__SENDING__MAX_IN_FLIGHT", smtp_connections.to_string()),
+        (
+            "MAILROOM__SMTP__POOL_SIZE",
+            (smtp_connections / workers).max(1).to_string(),
+        ),
+        (
+            "MAILROOM__SENDING__MAX_IN_FLIGHT",
+            smtp_connections.to_string(),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -28,11 +39,21 @@ pub fn env(dns: &TestDns, smtp: &SmtpServer, rate: u32, smtp_connections: usize)
 pub fn verify_domain(rt: &tokio::runtime::Runtime, server: &Server, dns: &TestDns) {
     rt.block_on(async {
         let key = Some(server.secret_key.as_str());
-        let (status, d) = client::call(server.addr(), "POST", "/domains", key, Some(json!({"domain": DOMAIN}).to_string())).await;
+        let (status, d) = client::call(
+            server.addr(),
+            "POST",
+            "/domains",
+            key,
+            Some(json!({"domain": DOMAIN}).to_string()),
+        )
+        .await;
         assert_eq!(status, 201, "adding the bench domain: {d}");
         for r in d["records"].as_array().expect("records") {
             if r["purpose"] == "OWNERSHIP" || r["purpose"] == "DKIM" {
-                dns.set_txt(r["name"].as_str().unwrap_or_default(), &[r["value"].as_str().unwrap_or_default()]);
+                dns.set_txt(
+                    r["name"].as_str().unwrap_or_default(),
+                    &[r["value"].as_str().unwrap_or_default()],
+                );
             }
         }
         let path = format!("/domains/{}/verify", d["id"].as_str().unwrap_or_default());

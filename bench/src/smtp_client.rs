@@ -11,7 +11,8 @@ use lettre::address::Envelope;
 use lettre::transport::smtp::client::AsyncSmtpConnection;
 use lettre::transport::smtp::extension::ClientId;
 
-const MESSAGE: &[u8] = b"From: bench@acme.test\r\nTo: sink@example.com\r\nSubject: bench\r\n\r\nhello\r\n";
+const MESSAGE: &[u8] =
+    b"From: bench@acme.test\r\nTo: sink@example.com\r\nSubject: bench\r\n\r\nhello\r\n";
 
 /// Messages per second that `connections` clients push for `seconds`.
 pub async fn rate(addr: SocketAddr, connections: usize, nodelay: bool, seconds: f64) -> f64 {
@@ -21,10 +22,14 @@ pub async fn rate(addr: SocketAddr, connections: usize, nodelay: bool, seconds: 
         .map(|_| {
             let sent = sent.clone();
             tokio::spawn(async move {
-                let Ok(stream) = tokio::net::TcpStream::connect(addr).await else { return };
+                let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
+                    return;
+                };
                 let _ = stream.set_nodelay(nodelay);
                 let hello = ClientId::Domain("bench.localhost".into());
-                let Ok(mut conn) = AsyncSmtpConnection::connect_with_transport(Box::new(stream), &hello).await else {
+                let Ok(mut conn) =
+                    AsyncSmtpConnection::connect_with_transport(Box::new(stream), &hello).await
+                else {
                     return;
                 };
                 let envelope = Envelope::new(
