@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::{
@@ -246,9 +246,11 @@ fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
     security(("bearer" = [])))]
 pub async fn send(
     SecretKey(p): SecretKey,
+    req: HttpRequest,
     JsonBody(body): JsonBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let claim = super::idempotency::claim(&req, "send", &body, state.limits.idempotency_ttl_hours)?;
     let mut f = Fields::of(&body)?;
     let to = recipients(&mut f);
     let template_id = f.opt_string("template", 64);
@@ -339,6 +341,7 @@ pub async fn send(
         marketing: template
             .as_ref()
             .is_some_and(|t| t.kind == TemplateKind::Marketing),
+        idempotency: claim,
     };
     let queued = state.registry.send(p.id, QueueEmails(spec)).await?;
     let emails: Vec<Value> = queued
@@ -348,7 +351,7 @@ pub async fn send(
                 "contact": {"id": q.contact_id.to_string(), "email": q.email.to_string()},
                 "email": q.email_id.map(|id| id.to_string()),
             });
-            if let Some(reason) = q.skipped {
+            if let Some(reason) = &q.skipped {
                 v["skipped"] = json!(reason);
             }
             v

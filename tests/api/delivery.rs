@@ -392,3 +392,30 @@ fn the_default_file_transport_writes_an_eml_file_per_email() {
     let text = std::fs::read_to_string(&path).expect("the .eml file");
     assert!(text.contains("Subject: File me"));
 }
+
+#[test]
+fn an_idempotent_replay_answers_the_first_reply_and_sends_once() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
+    let body =
+        json!({"to": "once@example.com", "from": "a@acme.test", "subject": "s", "body": "b"})
+            .to_string();
+    let key = [("Idempotency-Key", "order-42")];
+    let first = app.request_with("POST", "/v1/send", Some(&p.secret), Some(&body), &key);
+    assert_eq!(first.status, 200, "{}", first.text);
+    let again = app.request_with("POST", "/v1/send", Some(&p.secret), Some(&body), &key);
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        again.json()["data"]["emails"],
+        first.json()["data"]["emails"],
+        "the same email id"
+    );
+    let other =
+        json!({"to": "other@example.com", "from": "a@acme.test", "subject": "s", "body": "b"})
+            .to_string();
+    let clash = app.request_with("POST", "/v1/send", Some(&p.secret), Some(&other), &key);
+    assert_eq!((clash.status, clash.code().as_str()), (409, "CONFLICT"));
+    smtp.wait_for(1, wait());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(smtp.received().len(), 1, "sent once");
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// RFC 5321 caps a forward path at 256 octets including the angle brackets.
 pub const MAX_EMAIL_LEN: usize = 254;
@@ -60,6 +60,14 @@ impl fmt::Display for EmailAddress {
 impl Serialize for EmailAddress {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for EmailAddress {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        EmailAddress::parse(&s)
+            .map_err(|_| serde::de::Error::custom(format!("not an email address: {s}")))
     }
 }
 

@@ -136,13 +136,14 @@ pub struct DeleteTemplate {
 #[rtype(result = "Result<Vec<QueuedEmail>>")]
 pub struct QueueEmails(pub crate::project::sending::SendSpec);
 
-#[derive(Debug, Clone)]
+/// One recipient's entry in the answer (also what an idempotent replay answers).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct QueuedEmail {
     pub contact_id: ContactId,
     pub email: EmailAddress,
     /// None when the recipient was skipped.
     pub email_id: Option<crate::model::EmailId>,
-    pub skipped: Option<&'static str>,
+    pub skipped: Option<String>,
 }
 
 /// The end of one delivery attempt, recorded by the dispatcher.

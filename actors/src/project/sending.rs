@@ -8,6 +8,7 @@ use super::contacts::{self, Counts, WriteCtx};
 use super::events;
 use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
 use crate::error::Result;
+use crate::idempotency::{self, Claim};
 use crate::mailer::outbox;
 use crate::model::{
     Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
@@ -28,6 +29,8 @@ pub struct SendSpec {
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
     pub marketing: bool,
+    /// The request's Idempotency-Key: a replay answers the first reply and sends nothing.
+    pub idempotency: Option<Claim>,
 }
 
 /// The variables of API.md section 4: the contact's data, overlaid by the call's data,
@@ -49,6 +52,11 @@ pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
 
 pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<QueuedEmail>> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    if let Some(claim) = &spec.idempotency {
+        if let Some(reply) = idempotency::lookup(store, p, claim, now)? {
+            return Ok(reply);
+        }
+    }
     let mut out = Vec::with_capacity(spec.recipients.len());
     let mut batch = Batch::new();
     for (email, name) in &spec.recipients {
@@ -68,7 +76,7 @@ pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<
                 contact_id: contact.id,
                 email: contact.email,
                 email_id: None,
-                skipped: Some("unsubscribed"),
+                skipped: Some("unsubscribed".into()),
             });
             continue;
         }
@@ -100,6 +108,9 @@ pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<
             email_id: Some(record.id),
             skipped: None,
         });
+    }
+    if let Some(claim) = &spec.idempotency {
+        idempotency::record(&mut batch, p, claim, &out, now)?;
     }
     store.apply(batch)?;
     Ok(out)
