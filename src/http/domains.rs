@@ -167,7 +167,8 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let d = queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let d =
+        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
     Ok(HttpResponse::Ok().json(DomainView::new(&d, &state.spf_include)))
 }
 
@@ -194,8 +195,12 @@ pub async fn verify(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let d = queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let d =
+        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
     let check = domain::check::run(&state.resolver, &d, &state.spf_include).await;
-    let updated = state.registry.send(p.id, ApplyDomainCheck { id, check }).await?;
+    let updated = state
+        .registry
+        .send(p.id, ApplyDomainCheck { id, check })
+        .await?;
     Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.spf_include)))
 }

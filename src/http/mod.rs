@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use actix_web::middleware::from_fn;
 use actix_web::web::{self, ServiceConfig};
+use mailroom_actors::dns::Resolver;
 use mailroom_actors::model::Timestamp;
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::Store;
-use mailroom_actors::dns::Resolver;
 use mailroom_actors::verify::EmailVerifier;
 use mailroom_actors::{Clock, Error, Resource};
 use utoipa::ToSchema;

@@ -36,15 +36,28 @@ impl TestDns {
         let root = Name::root();
         let mut authority = InMemoryAuthority::empty(root.clone(), ZoneType::Primary, false);
         let ns = name("ns.test");
-        let soa = SOA::new(ns.clone(), name("hostmaster.test"), 1, 60, 60, 600, NEGATIVE_TTL);
-        authority.upsert_mut(Record::from_rdata(root.clone(), NEGATIVE_TTL, RData::SOA(soa)), 1);
+        let soa = SOA::new(
+            ns.clone(),
+            name("hostmaster.test"),
+            1,
+            60,
+            60,
+            600,
+            NEGATIVE_TTL,
+        );
+        authority.upsert_mut(
+            Record::from_rdata(root.clone(), NEGATIVE_TTL, RData::SOA(soa)),
+            1,
+        );
         authority.upsert_mut(Record::from_rdata(root.clone(), TTL, RData::NS(NS(ns))), 1);
         let authority = Arc::new(authority);
         let mut catalog = Catalog::new();
         catalog.upsert(LowerName::new(&root), Box::new(authority.clone()));
         let addr = runtime.block_on(async move {
             let (udp, tcp) = loop {
-                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("udp");
+                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0")
+                    .await
+                    .expect("udp");
                 let port = udp.local_addr().unwrap().port();
                 if let Ok(tcp) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
                     break (udp, tcp);
@@ -76,7 +89,9 @@ impl TestDns {
         let record = Record::from_rdata(name(owner), TTL, rdata);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
         let authority = self.authority.clone();
-        let added = self.rt().block_on(async move { authority.upsert(record, serial).await });
+        let added = self
+            .rt()
+            .block_on(async move { authority.upsert(record, serial).await });
         assert!(added, "publishing a record at {owner}");
     }
 
@@ -107,7 +122,11 @@ impl TestDns {
     }
 
     pub fn add_mx(&self, owner: &str, exchange: &str) {
-        let exchange = if exchange == "." { Name::root() } else { name(exchange) };
+        let exchange = if exchange == "." {
+            Name::root()
+        } else {
+            name(exchange)
+        };
         self.upsert(owner, RData::MX(MX::new(10, exchange)));
     }
 

@@ -65,7 +65,11 @@ fn wait_for_status(app: &TestApp, p: &Project, id: &str, status: &str) -> Value 
         if d["status"] == status {
             return d;
         }
-        assert!(Instant::now() < deadline, "still {} instead of {status}", d["status"]);
+        assert!(
+            Instant::now() < deadline,
+            "still {} instead of {status}",
+            d["status"]
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -75,7 +79,11 @@ fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() 
     let dns = TestDns::start();
     let app = app_with(&dns, &[]);
     let p = app.create_project("Acme");
-    let r = app.post("/domains", &p.secret, json!({"domain": "  Mail.Example.COM "}));
+    let r = app.post(
+        "/domains",
+        &p.secret,
+        json!({"domain": "  Mail.Example.COM "}),
+    );
     assert_eq!(r.status, 201, "{}", r.text);
     let d = r.json();
     assert_eq!(d["domain"], "mail.example.com");
@@ -83,16 +91,25 @@ fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() 
     assert_eq!(d["verified"], false);
     assert_eq!(d["verifiedAt"], Value::Null);
     assert!(d["createdAt"].as_str().unwrap().ends_with('Z'));
-    assert!(!r.text.contains("PRIVATE KEY"), "the private key never leaves");
+    assert!(
+        !r.text.contains("PRIVATE KEY"),
+        "the private key never leaves"
+    );
 
     let (name, value) = record(&d, "OWNERSHIP");
     assert_eq!(name, "_mailroom.mail.example.com");
     assert!(value.starts_with("mailroom-verification="), "{value}");
     let (name, value) = record(&d, "DKIM");
     let selector = name.strip_suffix("._domainkey.mail.example.com").unwrap();
-    assert!(selector.starts_with("mr") && selector.len() > 2, "{selector}");
+    assert!(
+        selector.starts_with("mr") && selector.len() > 2,
+        "{selector}"
+    );
     let key = value.strip_prefix("v=DKIM1; k=rsa; p=").unwrap();
-    assert!(key.len() > 300, "an RSA 2048 SubjectPublicKeyInfo in base64: {key}");
+    assert!(
+        key.len() > 300,
+        "an RSA 2048 SubjectPublicKeyInfo in base64: {key}"
+    );
     let (name, value) = record(&d, "SPF");
     assert_eq!(name, "mail.example.com");
     assert_eq!(value, "v=spf1 include:_spf.mailroom.local ~all");
@@ -111,7 +128,10 @@ fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
     let id = d["id"].as_str().unwrap();
 
     let before = verify_now(&app, &p, id);
-    assert_eq!(before["verified"], false, "no records yet: 200 with verified false");
+    assert_eq!(
+        before["verified"], false,
+        "no records yet: 200 with verified false"
+    );
     assert_eq!(before["status"], "PENDING");
     assert!(before["lastCheckedAt"].is_string());
 
@@ -135,7 +155,11 @@ fn the_spf_record_is_advice_and_does_not_block_verification() {
     let app = app_with(&dns, &[("MAILROOM__DOMAINS__SPF_INCLUDE", "ip4:192.0.2.7")]);
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.net");
-    assert_eq!(record(&d, "SPF").1, "v=spf1 ip4:192.0.2.7 ~all", "the configured include");
+    assert_eq!(
+        record(&d, "SPF").1,
+        "v=spf1 ip4:192.0.2.7 ~all",
+        "the configured include"
+    );
     publish(&dns, &d);
     let after = verify_now(&app, &p, d["id"].as_str().unwrap());
     assert_eq!(after["status"], "VERIFIED");
@@ -174,7 +198,10 @@ fn a_dkim_record_with_another_key_fails_the_domain() {
     let (own_name, own_value) = record(&d, "OWNERSHIP");
     let (dkim_name, _) = record(&d, "DKIM");
     dns.set_txt(&own_name, &[&own_value]);
-    dns.set_txt(&dkim_name, &["v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAwrong"]);
+    dns.set_txt(
+        &dkim_name,
+        &["v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAwrong"],
+    );
     let after = verify_now(&app, &p, d["id"].as_str().unwrap());
     assert_eq!(after["status"], "FAILED", "{after}");
     assert!(record_verified(&after, "OWNERSHIP"));
@@ -194,7 +221,11 @@ fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
     assert_eq!(r.code(), "CONFLICT");
 
     let other = add_domain(&app, &b, "example.com");
-    assert_ne!(record(&first, "DKIM").0, record(&other, "DKIM").0, "each has its own selector");
+    assert_ne!(
+        record(&first, "DKIM").0,
+        record(&other, "DKIM").0,
+        "each has its own selector"
+    );
 
     // Both projects publish at the same names; each one's records verify its own.
     publish(&dns, &first);
@@ -204,8 +235,14 @@ fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
     dns.set_txt(&own_a, &[&own_a_value, &own_b_value]);
     let (dkim_b, dkim_b_value) = record(&other, "DKIM");
     dns.set_txt(&dkim_b, &[&dkim_b_value]);
-    assert_eq!(verify_now(&app, &a, first["id"].as_str().unwrap())["status"], "VERIFIED");
-    assert_eq!(verify_now(&app, &b, other["id"].as_str().unwrap())["status"], "VERIFIED");
+    assert_eq!(
+        verify_now(&app, &a, first["id"].as_str().unwrap())["status"],
+        "VERIFIED"
+    );
+    assert_eq!(
+        verify_now(&app, &b, other["id"].as_str().unwrap())["status"],
+        "VERIFIED"
+    );
 }
 
 #[test]
@@ -224,8 +261,15 @@ fn another_project_cannot_see_verify_or_delete_a_domain() {
         assert_eq!(r.code(), "DOMAIN_NOT_FOUND");
     }
     let listed = app.get("/domains", &b.secret).json();
-    assert_eq!(listed, json!({"domains": [], "cursor": null, "hasMore": false, "total": 0}));
-    assert_eq!(app.get(&format!("/domains/{id}"), &a.secret).status, 200, "still there");
+    assert_eq!(
+        listed,
+        json!({"domains": [], "cursor": null, "hasMore": false, "total": 0})
+    );
+    assert_eq!(
+        app.get(&format!("/domains/{id}"), &a.secret).status,
+        200,
+        "still there"
+    );
 }
 
 #[test]
@@ -238,9 +282,15 @@ fn deleting_a_domain_answers_204_and_then_it_is_gone_and_can_be_added_again() {
     let r = app.delete(&format!("/domains/{id}"), &p.secret);
     assert_eq!(r.status, 204);
     assert!(r.text.is_empty());
-    assert_eq!(app.get(&format!("/domains/{id}"), &p.secret).code(), "DOMAIN_NOT_FOUND");
+    assert_eq!(
+        app.get(&format!("/domains/{id}"), &p.secret).code(),
+        "DOMAIN_NOT_FOUND"
+    );
     assert_eq!(app.delete(&format!("/domains/{id}"), &p.secret).status, 404);
-    assert_eq!(app.delete("/domains/not-an-id", &p.secret).code(), "DOMAIN_NOT_FOUND");
+    assert_eq!(
+        app.delete("/domains/not-an-id", &p.secret).code(),
+        "DOMAIN_NOT_FOUND"
+    );
     let again = add_domain(&app, &p, "example.com");
     assert_ne!(again["id"], d["id"]);
 }
@@ -254,18 +304,31 @@ fn domains_list_newest_first_in_pages_and_filter_by_status() {
         add_domain(&app, &p, d);
     }
     let first = app.get("/domains?limit=2", &p.secret).json();
-    let names: Vec<_> = first["domains"].as_array().unwrap().iter().map(|d| d["domain"].clone()).collect();
+    let names: Vec<_> = first["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["domain"].clone())
+        .collect();
     assert_eq!(names, [json!("c.example"), json!("b.example")]);
     assert_eq!(first["hasMore"], true);
     assert_eq!(first["total"], 3);
     let cursor = first["cursor"].as_str().unwrap();
-    let second = app.get(&format!("/domains?limit=2&cursor={cursor}"), &p.secret).json();
+    let second = app
+        .get(&format!("/domains?limit=2&cursor={cursor}"), &p.secret)
+        .json();
     assert_eq!(second["domains"][0]["domain"], "a.example");
     assert_eq!(second["hasMore"], false);
     assert_eq!(second["cursor"], Value::Null);
 
-    assert_eq!(app.get("/domains?status=PENDING", &p.secret).json()["total"], 3);
-    assert_eq!(app.get("/domains?status=VERIFIED", &p.secret).json()["total"], 0);
+    assert_eq!(
+        app.get("/domains?status=PENDING", &p.secret).json()["total"],
+        3
+    );
+    assert_eq!(
+        app.get("/domains?status=VERIFIED", &p.secret).json()["total"],
+        0
+    );
     let r = app.get("/domains?status=DONE", &p.secret);
     assert_eq!(r.status, 422);
     assert_eq!(r.json()["error"]["errors"][0]["code"], "invalid_enum_value");
@@ -278,17 +341,32 @@ fn invalid_domain_names_and_bad_bodies_are_refused() {
     let dns = TestDns::start();
     let app = app_with(&dns, &[]);
     let p = app.create_project("Acme");
-    for bad in ["not a domain", "localhost", "-bad.com", "a..b.com", "https://x.com", "x_y.com", "10.0.0.1"] {
+    for bad in [
+        "not a domain",
+        "localhost",
+        "-bad.com",
+        "a..b.com",
+        "https://x.com",
+        "x_y.com",
+        "10.0.0.1",
+    ] {
         let r = app.post("/domains", &p.secret, json!({ "domain": bad }));
         assert_eq!(r.status, 422, "{bad}: {}", r.text);
         let e = &r.json()["error"]["errors"][0];
-        assert_eq!((e["field"].as_str(), e["code"].as_str()), (Some("domain"), Some("invalid_string")), "{bad}");
+        assert_eq!(
+            (e["field"].as_str(), e["code"].as_str()),
+            (Some("domain"), Some("invalid_string")),
+            "{bad}"
+        );
     }
     let cases = [
         (json!({}), "invalid_type"),
         (json!({"domain": 42}), "invalid_type"),
         (json!({"domain": ""}), "too_small"),
-        (json!({"domain": format!("{}.com", "a".repeat(300))}), "too_big"),
+        (
+            json!({"domain": format!("{}.com", "a".repeat(300))}),
+            "too_big",
+        ),
     ];
     for (body, code) in cases {
         let r = app.post("/domains", &p.secret, body.clone());
@@ -297,9 +375,20 @@ fn invalid_domain_names_and_bad_bodies_are_refused() {
     }
     let r = app.request("POST", "/domains", Some(&p.secret), Some("{not json"));
     assert_eq!(r.status, 400);
-    assert_eq!(app.post("/domains", &p.public, json!({"domain": "example.com"})).code(), "FORBIDDEN");
-    assert_eq!(app.request("GET", "/domains", None, None).code(), "MISSING_AUTH");
-    assert_eq!(app.get("/domains", "sk_0000000000000000000000000000000000000000").code(), "INVALID_API_KEY");
+    assert_eq!(
+        app.post("/domains", &p.public, json!({"domain": "example.com"}))
+            .code(),
+        "FORBIDDEN"
+    );
+    assert_eq!(
+        app.request("GET", "/domains", None, None).code(),
+        "MISSING_AUTH"
+    );
+    assert_eq!(
+        app.get("/domains", "sk_0000000000000000000000000000000000000000")
+            .code(),
+        "INVALID_API_KEY"
+    );
 }
 
 #[test]
@@ -311,5 +400,8 @@ fn an_idn_domain_is_stored_and_published_as_punycode() {
     assert_eq!(d["domain"], "xn--bcher-kva.example");
     assert_eq!(record(&d, "OWNERSHIP").0, "_mailroom.xn--bcher-kva.example");
     publish(&dns, &d);
-    assert_eq!(verify_now(&app, &p, d["id"].as_str().unwrap())["status"], "VERIFIED");
+    assert_eq!(
+        verify_now(&app, &p, d["id"].as_str().unwrap())["status"],
+        "VERIFIED"
+    );
 }

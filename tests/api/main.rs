@@ -3,9 +3,9 @@
 
 mod auth;
 mod cli;
+mod contacts;
 mod dns;
 mod domains;
-mod contacts;
 mod durability;
 mod errors;
 mod helpers;

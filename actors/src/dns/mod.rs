@@ -45,7 +45,10 @@ impl DnsConfig {
             .filter(|s| !s.is_empty())
             .map(|s| {
                 s.parse::<SocketAddr>()
-                    .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
+                    .or_else(|_| {
+                        s.parse::<std::net::IpAddr>()
+                            .map(|ip| SocketAddr::new(ip, 53))
+                    })
                     .map_err(|_| format!("dns.nameservers: {s:?} is not an ip:port address"))
             })
             .collect()
@@ -76,8 +79,9 @@ impl Resolver {
             .build()
             .map_err(|e| format!("starting the DNS runtime: {e}"))?;
         let servers = if config.nameservers.is_empty() {
-            let (system, _) = hickory_resolver::system_conf::read_system_conf()
-                .map_err(|e| format!("reading the system's DNS configuration: {e}; set dns.nameservers"))?;
+            let (system, _) = hickory_resolver::system_conf::read_system_conf().map_err(|e| {
+                format!("reading the system's DNS configuration: {e}; set dns.nameservers")
+            })?;
             system.name_servers().to_vec()
         } else {
             config
@@ -171,7 +175,13 @@ impl Resolver {
         .await
     }
 
-    async fn lookup<T, F>(&self, name: &str, rtype: RecordType, freshness: Freshness, read: F) -> Reply<T>
+    async fn lookup<T, F>(
+        &self,
+        name: &str,
+        rtype: RecordType,
+        freshness: Freshness,
+        read: F,
+    ) -> Reply<T>
     where
         T: Send + 'static + Emptiness,
         F: FnOnce(&Lookup) -> T + Send + 'static,
@@ -244,7 +254,11 @@ fn classify<T>(e: &ResolveError) -> Reply<T> {
             response_code,
             negative_ttl,
             ..
-        } if matches!(response_code, ResponseCode::NXDomain | ResponseCode::NoError) => {
+        } if matches!(
+            response_code,
+            ResponseCode::NXDomain | ResponseCode::NoError
+        ) =>
+        {
             let ttl = Duration::from_secs(u64::from(negative_ttl.unwrap_or(0)));
             Reply::new(
                 Answer::NoRecords {
@@ -267,9 +281,16 @@ mod tests {
 
     #[test]
     fn nameservers_parse_with_a_default_port_and_refuse_garbage() {
-        let ok = DnsConfig::parse_nameservers(&["127.0.0.1:5353".into(), "10.0.0.1".into(), "".into()])
-            .unwrap();
-        assert_eq!(ok, vec!["127.0.0.1:5353".parse().unwrap(), "10.0.0.1:53".parse().unwrap()]);
+        let ok =
+            DnsConfig::parse_nameservers(&["127.0.0.1:5353".into(), "10.0.0.1".into(), "".into()])
+                .unwrap();
+        assert_eq!(
+            ok,
+            vec![
+                "127.0.0.1:5353".parse().unwrap(),
+                "10.0.0.1:53".parse().unwrap()
+            ]
+        );
         assert!(DnsConfig::parse_nameservers(&["dns.example".into()]).is_err());
     }
 
@@ -284,7 +305,11 @@ mod tests {
         .unwrap();
         let started = Instant::now();
         let reply = resolver.mx("example.com", Freshness::Cached).await;
-        assert!(matches!(reply.answer, Answer::Failed(_)), "{:?}", reply.answer);
+        assert!(
+            matches!(reply.answer, Answer::Failed(_)),
+            "{:?}",
+            reply.answer
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
         drop(resolver);
     }

@@ -47,7 +47,11 @@ pub async fn run(resolver: &Resolver, domain: &Domain, spf_include: &str) -> Dom
 }
 
 /// `mismatch_counts`: whether a non-matching record at the name is an error.
-fn judge(answer: &Answer<Vec<String>>, ok: impl Fn(&str) -> bool, mismatch_counts: bool) -> RecordState {
+fn judge(
+    answer: &Answer<Vec<String>>,
+    ok: impl Fn(&str) -> bool,
+    mismatch_counts: bool,
+) -> RecordState {
     match answer {
         Answer::Found(txts) if txts.iter().any(|t| ok(t)) => RecordState::Match,
         Answer::Found(_) if mismatch_counts => RecordState::Mismatch,
@@ -118,24 +122,49 @@ mod tests {
 
     #[test]
     fn both_records_matching_verifies_from_any_status() {
-        for s in [DomainStatus::Pending, DomainStatus::Failed, DomainStatus::Verified] {
+        for s in [
+            DomainStatus::Pending,
+            DomainStatus::Failed,
+            DomainStatus::Verified,
+        ] {
             assert_eq!(check(Match, Match).next_status(s), DomainStatus::Verified);
         }
     }
 
     #[test]
     fn missing_records_keep_pending_but_fail_a_verified_domain() {
-        assert_eq!(check(Absent, Absent).next_status(DomainStatus::Pending), DomainStatus::Pending);
-        assert_eq!(check(Match, Absent).next_status(DomainStatus::Pending), DomainStatus::Pending);
-        assert_eq!(check(Match, Absent).next_status(DomainStatus::Verified), DomainStatus::Failed);
-        assert_eq!(check(Absent, Absent).next_status(DomainStatus::Failed), DomainStatus::Failed);
+        assert_eq!(
+            check(Absent, Absent).next_status(DomainStatus::Pending),
+            DomainStatus::Pending
+        );
+        assert_eq!(
+            check(Match, Absent).next_status(DomainStatus::Pending),
+            DomainStatus::Pending
+        );
+        assert_eq!(
+            check(Match, Absent).next_status(DomainStatus::Verified),
+            DomainStatus::Failed
+        );
+        assert_eq!(
+            check(Absent, Absent).next_status(DomainStatus::Failed),
+            DomainStatus::Failed
+        );
     }
 
     #[test]
     fn a_wrong_dkim_key_fails_and_a_dns_failure_changes_nothing() {
-        assert_eq!(check(Match, Mismatch).next_status(DomainStatus::Pending), DomainStatus::Failed);
-        assert_eq!(check(Unknown, Match).next_status(DomainStatus::Verified), DomainStatus::Verified);
-        assert_eq!(check(Match, Unknown).next_status(DomainStatus::Pending), DomainStatus::Pending);
+        assert_eq!(
+            check(Match, Mismatch).next_status(DomainStatus::Pending),
+            DomainStatus::Failed
+        );
+        assert_eq!(
+            check(Unknown, Match).next_status(DomainStatus::Verified),
+            DomainStatus::Verified
+        );
+        assert_eq!(
+            check(Match, Unknown).next_status(DomainStatus::Pending),
+            DomainStatus::Pending
+        );
     }
 
     #[test]
@@ -145,14 +174,20 @@ mod tests {
         assert!(dkim_matches("p=MIIBIj", "MIIBIj"), "v and k are optional");
         assert!(!dkim_matches("v=DKIM1; k=rsa; p=OTHER", "MIIBIj"));
         assert!(!dkim_matches("v=DKIM1; k=ed25519; p=MIIBIj", "MIIBIj"));
-        assert!(!dkim_matches("v=DKIM1; k=rsa; p=", "MIIBIj"), "a revoked key");
+        assert!(
+            !dkim_matches("v=DKIM1; k=rsa; p=", "MIIBIj"),
+            "a revoked key"
+        );
     }
 
     #[test]
     fn spf_needs_the_version_and_the_include() {
         let inc = "include:_spf.mailroom.local";
         assert!(spf_matches("v=spf1 include:_spf.mailroom.local ~all", inc));
-        assert!(spf_matches("v=spf1 mx INCLUDE:_spf.mailroom.local -all", inc));
+        assert!(spf_matches(
+            "v=spf1 mx INCLUDE:_spf.mailroom.local -all",
+            inc
+        ));
         assert!(!spf_matches("v=spf1 mx -all", inc));
         assert!(!spf_matches("include:_spf.mailroom.local", inc));
     }

@@ -76,7 +76,9 @@ mod tests {
     fn a_generated_key_is_usable_by_lettre_and_its_public_half_decodes() {
         let key = generate().unwrap();
         assert!(key.selector.starts_with("mr") && key.selector.len() == 12);
-        assert!(key.private_key_pem.starts_with("-----BEGIN RSA PRIVATE KEY-----"));
+        assert!(key
+            .private_key_pem
+            .starts_with("-----BEGIN RSA PRIVATE KEY-----"));
         DkimSigningKey::new(&key.private_key_pem, DkimSigningAlgorithm::Rsa)
             .expect("lettre reads the PEM");
         let der = base64::engine::general_purpose::STANDARD

@@ -33,7 +33,9 @@ impl NameProblem {
             }
             NameProblem::HyphenAtEdge => "A label of the domain starts or ends with a hyphen",
             NameProblem::SingleLabel => "The domain has no top-level domain",
-            NameProblem::NumericTld => "The top-level domain is numeric (an IP address is not a domain)",
+            NameProblem::NumericTld => {
+                "The top-level domain is numeric (an IP address is not a domain)"
+            }
         }
     }
 }
@@ -73,7 +75,10 @@ fn check_ascii(d: &str) -> Result<(), NameProblem> {
         if label.len() > MAX_LABEL_LEN {
             return Err(NameProblem::LabelTooLong);
         }
-        if !label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
             return Err(NameProblem::BadCharacter);
         }
         if label.starts_with('-') || label.ends_with('-') {

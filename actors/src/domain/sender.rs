@@ -50,6 +50,10 @@ pub fn verified_sender(
     Ok(None)
 }
 
-pub fn is_verified_sender(store: &dyn Store, project: ProjectId, from: &EmailAddress) -> Result<bool> {
+pub fn is_verified_sender(
+    store: &dyn Store,
+    project: ProjectId,
+    from: &EmailAddress,
+) -> Result<bool> {
     verified_sender(store, project, from).map(|s| s.is_some())
 }

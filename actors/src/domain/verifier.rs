@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, AsyncContext, Context, WrapFuture};
 use actix::ActorFutureExt;
+use actix::{Actor, AsyncContext, Context, WrapFuture};
 use futures_util::StreamExt;
 
 use super::check;
@@ -74,7 +74,11 @@ impl Actor for DomainVerifier {
 }
 
 /// One round over every domain; returns how many were checked.
-pub async fn recheck_all(registry: Registry, resolver: Arc<Resolver>, spf_include: Arc<str>) -> usize {
+pub async fn recheck_all(
+    registry: Registry,
+    resolver: Arc<Resolver>,
+    spf_include: Arc<str>,
+) -> usize {
     let store = registry.store().clone();
     let ids = match tokio::task::spawn_blocking(move || all_domains(&*store)).await {
         Ok(Ok(ids)) => ids,
@@ -111,7 +115,10 @@ async fn recheck_one(
         }
     };
     let outcome = check::run(resolver, &domain, spf_include).await;
-    match registry.send(p, ApplyDomainCheck { id, check: outcome }).await {
+    match registry
+        .send(p, ApplyDomainCheck { id, check: outcome })
+        .await
+    {
         Ok(_) => true,
         // Deleted while we were asking DNS.
         Err(Error::NotFound(Resource::Domain)) => false,

@@ -9,7 +9,12 @@ use crate::model::{DomainId, ProjectId, Timestamp};
 use crate::project::messages::CreateDomain;
 use crate::store::{keys, Batch, Store};
 
-pub fn create(store: &dyn Store, p: ProjectId, msg: CreateDomain, now: Timestamp) -> Result<Domain> {
+pub fn create(
+    store: &dyn Store,
+    p: ProjectId,
+    msg: CreateDomain,
+    now: Timestamp,
+) -> Result<Domain> {
     if find_by_name(store, p, msg.name.as_str())?.is_some() {
         return Err(duplicate(msg.name.as_str()));
     }

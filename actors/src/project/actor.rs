@@ -8,8 +8,8 @@ use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::contacts::{self, Counts};
 use super::messages::{
-    ApplyDomainCheck, CreateDomain, DeleteContact, DeleteDomain, Generation, PatchContact,
-    Restart, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, CreateDomain, DeleteContact, DeleteDomain, Generation, PatchContact, Restart,
+    UpsertContact, UpsertOutcome,
 };
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
@@ -137,7 +137,8 @@ impl Handler<ApplyDomainCheck> for ProjectActor {
 
     fn handle(&mut self, msg: ApplyDomainCheck, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = domain::writes::apply_check(&*self.store, self.project, msg.id, msg.check, now);
+        let result =
+            domain::writes::apply_check(&*self.store, self.project, msg.id, msg.check, now);
         self.after_flush(result)
     }
 }

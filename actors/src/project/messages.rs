@@ -2,9 +2,9 @@
 
 use actix::Message;
 
-use crate::error::Result;
 use crate::domain::dkim::DkimKey;
 use crate::domain::{Domain, DomainCheck, DomainName};
+use crate::error::Result;
 use crate::model::{Contact, ContactId, DataPatch, DomainId, EmailAddress};
 
 /// Create or update a contact by email.

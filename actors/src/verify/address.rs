@@ -167,7 +167,16 @@ mod tests {
 
     #[test]
     fn strings_that_are_not_addresses_are_refused() {
-        for s in ["", "hello", "hello world", "@example.com", "ada@", "a b@example.com", "ada@exa mple.com", "ada\n@example.com"] {
+        for s in [
+            "",
+            "hello",
+            "hello world",
+            "@example.com",
+            "ada@",
+            "a b@example.com",
+            "ada@exa mple.com",
+            "ada\n@example.com",
+        ] {
             assert_eq!(parse(s), Err(NotAnAddress), "{s:?}");
         }
     }
@@ -182,7 +191,11 @@ mod tests {
         assert!(bad("ada@localhost")[0].contains("top-level"));
         assert!(bad("ada@[192.0.2.1]")[0].contains("literal"));
         assert!(bad("ada@exa_mple.com")[0].contains("letters, digits"));
-        let long = format!("{}@{}.com", "a".repeat(64), "b".repeat(60).repeat(1) + &".c".repeat(70));
+        let long = format!(
+            "{}@{}.com",
+            "a".repeat(64),
+            "b".repeat(60) + &".c".repeat(70)
+        );
         assert!(bad(&long).iter().any(|p| p.contains("254")));
     }
 }

@@ -126,7 +126,11 @@ mod tests {
         cache.insert("a.com", facts, later);
         assert_eq!(cache.get("a.com"), Some(facts));
         cache.insert("gone.com", facts, Instant::now());
-        assert_eq!(cache.get("gone.com"), None, "an expired answer is not stored");
+        assert_eq!(
+            cache.get("gone.com"),
+            None,
+            "an expired answer is not stored"
+        );
         cache.insert("b.com", facts, later);
         cache.insert("c.com", facts, later);
         let held = ["a.com", "b.com", "c.com"]

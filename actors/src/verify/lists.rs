@@ -82,7 +82,13 @@ mod tests {
 
     #[test]
     fn alias_services_are_aliases_and_not_disposable() {
-        for d in ["privaterelay.appleid.com", "mozmail.com", "duck.com", "passmail.net", "simplelogin.com"] {
+        for d in [
+            "privaterelay.appleid.com",
+            "mozmail.com",
+            "duck.com",
+            "passmail.net",
+            "simplelogin.com",
+        ] {
             assert!(is_alias(d), "{d}");
             assert!(!is_disposable(d), "{d} is an alias, not disposable");
         }
@@ -102,7 +108,10 @@ mod tests {
     fn the_lists_do_not_overlap() {
         for d in &LISTS.personal {
             assert!(!LISTS.alias.contains(d), "{d} is personal and alias");
-            assert!(!LISTS.disposable.contains(d), "{d} is personal and disposable");
+            assert!(
+                !LISTS.disposable.contains(d),
+                "{d} is personal and disposable"
+            );
         }
         for d in LISTS.personal.iter().chain(&LISTS.alias) {
             assert_eq!(*d, d.trim().to_ascii_lowercase(), "entries are lowercase");
