@@ -15,8 +15,9 @@ use hickory_server::store::in_memory::InMemoryAuthority;
 use hickory_server::ServerFuture;
 
 const TTL: u32 = 60;
-/// The SOA minimum: how long resolvers may cache a negative answer.
-const NEGATIVE_TTL: u32 = 1;
+/// The SOA minimum: how long resolvers may cache a negative answer. Long on purpose:
+/// domain checks must not be fooled by a cached "no such record".
+const NEGATIVE_TTL: u32 = 60;
 
 pub struct TestDns {
     addr: SocketAddr,

@@ -405,3 +405,24 @@ fn an_idn_domain_is_stored_and_published_as_punycode() {
         "VERIFIED"
     );
 }
+
+#[test]
+fn a_domain_check_that_dns_does_not_answer_changes_nothing_and_does_not_hang() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let app = TestApp::spawn_with(&[
+        ("MAILROOM__DNS__NAMESERVERS", &addr),
+        ("MAILROOM__DNS__TIMEOUT_MS", "300"),
+    ]);
+    let p = app.create_project("Acme");
+    let d = add_domain(&app, &p, "example.com");
+    let started = Instant::now();
+    let after = verify_now(&app, &p, d["id"].as_str().unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(after["status"], "PENDING", "no answer is no evidence");
+    assert!(after["lastCheckedAt"].is_string());
+}
