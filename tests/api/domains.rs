@@ -426,3 +426,22 @@ fn a_domain_check_that_dns_does_not_answer_changes_nothing_and_does_not_hang() {
     assert_eq!(after["status"], "PENDING", "no answer is no evidence");
     assert!(after["lastCheckedAt"].is_string());
 }
+
+#[test]
+fn openapi_describes_the_domain_and_verify_endpoints() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    for (path, method) in [
+        ("/domains", "get"),
+        ("/domains", "post"),
+        ("/domains/{id}", "get"),
+        ("/domains/{id}", "delete"),
+        ("/domains/{id}/verify", "post"),
+        ("/v1/verify", "post"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    for schema in ["DomainView", "DomainList", "VerificationView"] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+    }
+}
