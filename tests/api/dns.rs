@@ -87,7 +87,11 @@ impl TestDns {
     }
 
     fn upsert(&self, owner: &str, rdata: RData) {
-        let record = Record::from_rdata(name(owner), TTL, rdata);
+        self.upsert_ttl(owner, rdata, TTL);
+    }
+
+    fn upsert_ttl(&self, owner: &str, rdata: RData, ttl: u32) {
+        let record = Record::from_rdata(name(owner), ttl, rdata);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
         let authority = self.authority.clone();
         let added = self
@@ -137,8 +141,13 @@ impl TestDns {
 
     /// A mail domain: MX and a website.
     pub fn add_mail_domain(&self, domain: &str) {
-        self.add_mx(domain, &format!("mx.{domain}"));
-        self.add_a(domain, Ipv4Addr::new(192, 0, 2, 10));
+        self.add_mail_domain_with_ttl(domain, TTL);
+    }
+
+    pub fn add_mail_domain_with_ttl(&self, domain: &str, ttl: u32) {
+        let mx = MX::new(10, name(&format!("mx.{domain}")));
+        self.upsert_ttl(domain, RData::MX(mx), ttl);
+        self.upsert_ttl(domain, RData::A(A(Ipv4Addr::new(192, 0, 2, 10))), ttl);
     }
 }
 

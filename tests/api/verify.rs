@@ -8,7 +8,7 @@ use crate::dns::TestDns;
 use crate::helpers::{Project, TestApp};
 
 struct World {
-    _dns: TestDns,
+    dns: TestDns,
     app: TestApp,
     p: Project,
 }
@@ -31,7 +31,7 @@ fn world() -> World {
     dns.add_mx("nullmx.test", ".");
     let app = TestApp::spawn_with(&[("MAILROOM__DNS__NAMESERVERS", &dns.addr())]);
     let p = app.create_project("Acme");
-    World { _dns: dns, app, p }
+    World { dns, app, p }
 }
 
 impl World {
@@ -219,6 +219,29 @@ fn what_is_not_an_address_or_not_a_request_is_refused() {
         Some(r#"{"email":"ada@gmail.com"}"#),
     );
     assert_eq!(r.code(), "MISSING_AUTH");
+}
+
+#[test]
+fn answers_are_cached_for_their_ttl_and_negative_answers_too() {
+    let w = world();
+    let v = w.verify("ada@later.test");
+    assert_eq!(v["domainExists"], false);
+    w.dns.add_mail_domain("later.test");
+    let v = w.verify("ada@later.test");
+    assert_eq!(
+        v["domainExists"], false,
+        "NXDOMAIN is cached for the SOA minimum (60 s)"
+    );
+
+    w.dns.add_mail_domain_with_ttl("short.test", 1);
+    assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true);
+    w._dns
+        .remove("short.test", hickory_server::proto::rr::RecordType::MX);
+    assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true, "cached");
+    std::thread::sleep(Duration::from_millis(1500));
+    let v = w.verify("ada@short.test");
+    assert_eq!(v["hasMxRecords"], false, "the 1 s TTL ran out: {v}");
+    assert_eq!(v["domainExists"], true);
 }
 
 #[test]
