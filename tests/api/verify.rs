@@ -235,7 +235,7 @@ fn answers_are_cached_for_their_ttl_and_negative_answers_too() {
 
     w.dns.add_mail_domain_with_ttl("short.test", 1);
     assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true);
-    w._dns
+    w.dns
         .remove("short.test", hickory_server::proto::rr::RecordType::MX);
     assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true, "cached");
     std::thread::sleep(Duration::from_millis(1500));
