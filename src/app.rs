@@ -5,11 +5,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
+use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::domain::DomainVerifier;
+use mailroom_actors::domain::{self, DomainVerifier};
+use mailroom_actors::mailer::{
+    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, TransportConfig,
+};
+use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
@@ -29,11 +33,9 @@ pub struct Application {
 impl Application {
     /// Must be called inside an actix System (the actors need it).
     pub fn build(settings: Settings) -> Result<Application, String> {
-        let store: Arc<dyn Store> = SledStore::open(
-            &settings.storage.path,
-            settings.storage.cache_capacity_bytes,
-        )
-        .map_err(|e| explain(&e))?;
+        let store: Arc<dyn Store> =
+            SledStore::open(&settings.storage.path, settings.storage.sled())
+                .map_err(|e| explain(&e))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let registry = Registry::new(
             store.clone(),
@@ -55,6 +57,7 @@ impl Application {
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
+        start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let state = web::Data::new(AppState::new(
             &settings,
             registry,
@@ -115,6 +118,73 @@ impl Application {
             _ => Err("flushing the store at shutdown did not finish".into()),
         }
     }
+}
+
+/// Starts the mailer pool and the dispatcher, each under a supervisor on its own arbiter.
+fn start_delivery(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    registry: Registry,
+) -> Result<(), String> {
+    use crate::config::{MailTransport, SmtpTls};
+    let transport = match settings.mail.transport {
+        MailTransport::File => TransportConfig::File {
+            dir: settings.mail.file_dir.clone(),
+        },
+        MailTransport::Smtp => {
+            if settings.smtp.tls != SmtpTls::None {
+                return Err(format!(
+                    "smtp.tls = {:?} is not supported yet; use \"none\" (a local relay) for now",
+                    settings.smtp.tls
+                ));
+            }
+            let s = &settings.smtp;
+            TransportConfig::Smtp {
+                host: s.host.clone(),
+                port: s.port,
+                credentials: (!s.username.is_empty())
+                    .then(|| (s.username.clone(), s.password.clone())),
+                pool_size: s.pool_size as usize,
+                timeout: Duration::from_millis(s.timeout_ms),
+            }
+        }
+    };
+    let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
+        .map(|_| {
+            let t = transport.clone();
+            Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+                MailerActor::new(t.clone())
+            })
+        })
+        .collect();
+    let dkim_store = store.clone();
+    let dkim: DkimLookup = Arc::new(move |project, from| {
+        let from = EmailAddress::parse(from).ok()?;
+        let sender = domain::verified_sender(&*dkim_store, project, &from).ok()??;
+        Some(DkimParams {
+            domain: sender.domain,
+            selector: sender.selector,
+            private_key_pem: sender.private_key_pem,
+        })
+    });
+    let config = DispatcherConfig {
+        rate_per_second: settings.sending.rate_per_second,
+        max_attempts: settings.sending.max_attempts.max(1),
+        retry_base_ms: settings.sending.retry_base_ms,
+        max_in_flight: settings.sending.max_in_flight.max(1),
+    };
+    Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+        Dispatcher::new(
+            store.clone(),
+            clock.clone(),
+            registry.clone(),
+            mailers.clone(),
+            dkim.clone(),
+            config,
+        )
+    });
+    Ok(())
 }
 
 pub fn init_tracing(level: &str) {

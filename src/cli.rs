@@ -108,11 +108,8 @@ pub fn explain(e: &Error) -> String {
 }
 
 fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), String> {
-    let store = SledStore::open(
-        &settings.storage.path,
-        settings.storage.cache_capacity_bytes,
-    )
-    .map_err(|e| explain(&e))?;
+    let store = SledStore::open(&settings.storage.path, settings.storage.sled())
+        .map_err(|e| explain(&e))?;
     let projects = Projects::new(store.clone());
     let parse = |id: &str| {
         id.parse::<ProjectId>()

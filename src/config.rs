@@ -41,6 +41,16 @@ pub struct Server {
 pub struct Storage {
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
+    pub wal_checkpoint_bytes: u64,
+}
+
+impl Storage {
+    pub fn sled(&self) -> mailroom_actors::store::SledConfig {
+        mailroom_actors::store::SledConfig {
+            cache_capacity_bytes: self.cache_capacity_bytes,
+            wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +74,7 @@ pub struct Smtp {
     pub username: String,
     pub password: String,
     pub pool_size: u32,
+    pub timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -83,6 +94,8 @@ pub struct Mailer {
 pub struct Sending {
     pub rate_per_second: u32,
     pub max_attempts: u32,
+    pub retry_base_ms: u64,
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -5,9 +5,11 @@ pub mod clock;
 pub mod dns;
 pub mod domain;
 pub mod error;
+pub mod mailer;
 pub mod model;
 pub mod project;
 pub mod projects;
+pub mod render;
 pub mod store;
 pub mod verify;
 

@@ -17,9 +17,15 @@ pub enum ApiError {
     Forbidden(&'static str),
     ProjectDisabled,
     MethodNotAllowed,
-    PayloadTooLarge { limit: usize },
-    RateLimited { retry_after_secs: u64 },
+    PayloadTooLarge {
+        limit: usize,
+    },
+    RateLimited {
+        retry_after_secs: u64,
+    },
     Engine(Error),
+    /// Any of the above, with a more specific `suggestion` than the table's.
+    Suggested(Box<ApiError>, String),
 }
 
 impl From<Error> for ApiError {
@@ -49,9 +55,21 @@ fn not_found_code(r: Resource) -> &'static str {
 }
 
 impl ApiError {
+    pub fn with_suggestion(self, suggestion: impl Into<String>) -> ApiError {
+        ApiError::Suggested(Box::new(self), suggestion.into())
+    }
+
+    fn base(&self) -> &ApiError {
+        match self {
+            ApiError::Suggested(inner, _) => inner.base(),
+            other => other,
+        }
+    }
+
     /// The table.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
+        match self.base() {
+            ApiError::Suggested(inner, _) => inner.status_and_code(),
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
             ApiError::MissingAuth => (StatusCode::UNAUTHORIZED, "MISSING_AUTH"),
             ApiError::InvalidApiKey => (StatusCode::UNAUTHORIZED, "INVALID_API_KEY"),
@@ -75,7 +93,8 @@ impl ApiError {
     }
 
     fn message(&self) -> String {
-        match self {
+        match self.base() {
+            ApiError::Suggested(inner, _) => inner.message(),
             ApiError::BadRequest(m) => m.clone(),
             ApiError::MissingAuth => "Missing or malformed Authorization header".into(),
             ApiError::InvalidApiKey => "Invalid API key".into(),
@@ -96,6 +115,7 @@ impl ApiError {
 
     fn suggestion(&self) -> Option<String> {
         let s = match self {
+            ApiError::Suggested(_, s) => return Some(s.clone()),
             ApiError::BadRequest(_) => "Send a valid JSON body with Content-Type: application/json",
             ApiError::MissingAuth => "Send the header Authorization: Bearer <API key>",
             ApiError::InvalidApiKey => {
@@ -120,7 +140,7 @@ impl ApiError {
     }
 
     fn retry_after(&self) -> Option<u64> {
-        match self {
+        match self.base() {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
             ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
             _ => None,
@@ -148,7 +168,7 @@ impl ResponseError for ApiError {
             "statusCode": status.as_u16(),
             "requestId": request_id::current(),
         });
-        if let ApiError::Engine(Error::Validation(fields)) = self {
+        if let ApiError::Engine(Error::Validation(fields)) = self.base() {
             error["errors"] = fields
                 .iter()
                 .map(|f| json!({"field": f.field, "message": f.message, "code": f.code.as_str()}))

@@ -5,12 +5,15 @@ pub mod auth;
 pub mod body;
 pub mod contacts;
 pub mod domains;
+pub mod envelope;
 pub mod error;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod rate_limit;
 pub mod request_id;
+pub mod send;
+pub mod templates;
 pub mod validate;
 pub mod verify;
 
@@ -45,6 +48,7 @@ pub struct AppState {
     pub resolver: Arc<Resolver>,
     pub email_verifier: EmailVerifier,
     pub spf_include: String,
+    pub templates: mailroom_actors::render::TemplateCache,
 }
 
 impl AppState {
@@ -69,6 +73,7 @@ impl AppState {
             email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
             resolver,
             spf_include: settings.domains.spf_include.clone(),
+            templates: Default::default(),
         }
     }
 }
@@ -145,6 +150,19 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
             .service(resource("/v1/verify").route(web::post().to(verify::verify)))
+            .service(
+                resource("/templates")
+                    .route(web::get().to(templates::list))
+                    .route(web::post().to(templates::create)),
+            )
+            .service(
+                resource("/templates/{id}")
+                    .route(web::get().to(templates::get))
+                    .route(web::patch().to(templates::update))
+                    .route(web::delete().to(templates::delete)),
+            )
+            .service(resource("/v1/send").route(web::post().to(send::send)))
+            .service(resource("/emails/{id}").route(web::get().to(send::get_email)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

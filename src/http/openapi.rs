@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, domains, ops, verify};
+use super::{admin, contacts, domains, ops, send, templates, verify};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -13,6 +13,8 @@ use super::{admin, contacts, domains, ops, verify};
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
         domains::list, domains::create, domains::get, domains::delete, domains::verify,
         verify::verify,
+        templates::list, templates::create, templates::get, templates::update, templates::delete,
+        send::send, send::get_email,
         admin::create_project, admin::list_projects,
     ),
     components(schemas(
@@ -20,7 +22,8 @@ use super::{admin, contacts, domains, ops, verify};
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
         domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
         verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
-        super::ErrorBody,
+        super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::TemplateRequest,
+        send::SendRequest,
     )),
     modifiers(&BearerAuth),
 )]

@@ -45,7 +45,7 @@ impl<'a> Fields<'a> {
         self.errors.push(FieldError::new(field, code, message));
     }
 
-    fn wrong_type(&mut self, field: &str, expected: &str, got: &Value) {
+    pub fn wrong_type(&mut self, field: &str, expected: &str, got: &Value) {
         self.error(
             field,
             FieldCode::InvalidType,
@@ -104,6 +104,48 @@ impl<'a> Fields<'a> {
     pub fn string(&mut self, field: &str, max: usize) -> Option<String> {
         let v = self.required(field)?;
         self.check_string(field, v, max)
+    }
+
+    /// An optional string, trimmed, of 1 to `max` characters.
+    pub fn opt_string(&mut self, field: &str, max: usize) -> Option<String> {
+        let v = self.present(field)?;
+        self.check_string(field, v, max)
+    }
+
+    /// An optional email address.
+    pub fn opt_email(&mut self, field: &str) -> Option<EmailAddress> {
+        self.present(field)?;
+        self.email(field)
+    }
+
+    /// An optional string that must be one of `allowed`.
+    pub fn opt_enum(&mut self, field: &str, allowed: &[&str]) -> Option<String> {
+        let v = self.present(field)?;
+        match v.as_str() {
+            Some(s) if allowed.contains(&s) => Some(s.to_owned()),
+            Some(_) => {
+                let list = allowed
+                    .iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                self.error(
+                    field,
+                    FieldCode::InvalidEnumValue,
+                    format!("Expected {list}"),
+                );
+                None
+            }
+            None => {
+                self.wrong_type(field, "string", v);
+                None
+            }
+        }
+    }
+
+    /// The raw value of an optional field, for shapes parsed elsewhere.
+    pub fn raw(&self, field: &str) -> Option<&'a Value> {
+        self.present(field)
     }
 
     fn check_string(&mut self, field: &str, v: &Value, max: usize) -> Option<String> {

@@ -4,10 +4,12 @@
 mod auth;
 mod cli;
 mod contacts;
-mod dns;
+mod delivery;
 mod domains;
 mod durability;
 mod errors;
 mod helpers;
 mod ops;
+mod send;
+mod templates;
 mod verify;

@@ -4,11 +4,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::dns::TestDns;
 use crate::helpers::{Project, TestApp};
 
 struct World {
-    dns: TestDns,
     app: TestApp,
     p: Project,
 }
@@ -16,7 +14,8 @@ struct World {
 /// Zones: personal providers, a disposable service, an alias service, an IDN domain, a
 /// company domain, one without MX, one with a null MX; everything else is NXDOMAIN.
 fn world() -> World {
-    let dns = TestDns::start();
+    let app = TestApp::spawn_with_dns(&[]);
+    let dns = app.dns();
     for d in [
         "gmail.com",
         "mailinator.com",
@@ -29,9 +28,8 @@ fn world() -> World {
     dns.add_a("www.nomx.test", std::net::Ipv4Addr::new(192, 0, 2, 20));
     dns.set_txt("nomx.test", &["v=spf1 -all"]);
     dns.add_mx("nullmx.test", ".");
-    let app = TestApp::spawn_with(&[("MAILROOM__DNS__NAMESERVERS", &dns.addr())]);
     let p = app.create_project("Acme");
-    World { dns, app, p }
+    World { app, p }
 }
 
 impl World {
@@ -226,17 +224,16 @@ fn answers_are_cached_for_their_ttl_and_negative_answers_too() {
     let w = world();
     let v = w.verify("ada@later.test");
     assert_eq!(v["domainExists"], false);
-    w.dns.add_mail_domain("later.test");
+    w.app.dns().add_mail_domain("later.test");
     let v = w.verify("ada@later.test");
     assert_eq!(
         v["domainExists"], false,
         "NXDOMAIN is cached for the SOA minimum (60 s)"
     );
 
-    w.dns.add_mail_domain_with_ttl("short.test", 1);
+    w.app.dns().add_mail_domain_with_ttl("short.test", 1);
     assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true);
-    w.dns
-        .remove("short.test", hickory_server::proto::rr::RecordType::MX);
+    w.app.dns().remove_mx("short.test");
     assert_eq!(w.verify("ada@short.test")["hasMxRecords"], true, "cached");
     std::thread::sleep(Duration::from_millis(1500));
     let v = w.verify("ada@short.test");

@@ -49,4 +49,6 @@ macro_rules! id_type {
 id_type!(ProjectId);
 id_type!(ContactId);
 id_type!(EventId);
+id_type!(TemplateId);
+id_type!(EmailId);
 id_type!(DomainId);

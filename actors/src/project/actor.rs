@@ -8,13 +8,15 @@ use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::contacts::{self, Counts};
 use super::messages::{
-    ApplyDomainCheck, CreateDomain, DeleteContact, DeleteDomain, Generation, PatchContact, Restart,
+    ApplyDomainCheck, CreateDomain, CreateTemplate, DeleteContact, DeleteDomain, DeleteTemplate,
+    Generation, PatchContact, QueueEmails, QueuedEmail, RecordDelivery, Restart, UpdateTemplate,
     UpsertContact, UpsertOutcome,
 };
+use super::{sending, templates};
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
 use crate::error::Result;
-use crate::model::{Contact, ProjectId, Timestamp};
+use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::store::Store;
 
 pub struct ProjectActor {
@@ -24,6 +26,7 @@ pub struct ProjectActor {
     mailbox_capacity: usize,
     counts: Counts,
     generation: u64,
+    outbox: Arc<tokio::sync::Notify>,
 }
 
 impl ProjectActor {
@@ -32,6 +35,7 @@ impl ProjectActor {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         mailbox_capacity: usize,
+        outbox: Arc<tokio::sync::Notify>,
     ) -> Self {
         ProjectActor {
             project,
@@ -40,6 +44,7 @@ impl ProjectActor {
             mailbox_capacity,
             counts: Counts::default(),
             generation: 0,
+            outbox,
         }
     }
 
@@ -156,5 +161,62 @@ impl Handler<Generation> for ProjectActor {
 
     fn handle(&mut self, _msg: Generation, _ctx: &mut Self::Context) -> u64 {
         self.generation
+    }
+}
+
+impl Handler<CreateTemplate> for ProjectActor {
+    type Result = ResponseFuture<Result<Template>>;
+
+    fn handle(&mut self, msg: CreateTemplate, _ctx: &mut Self::Context) -> Self::Result {
+        let result = templates::create(&*self.store, self.project, msg.0);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<UpdateTemplate> for ProjectActor {
+    type Result = ResponseFuture<Result<Template>>;
+
+    fn handle(&mut self, msg: UpdateTemplate, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = templates::update(&*self.store, self.project, msg, now);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<DeleteTemplate> for ProjectActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteTemplate, _ctx: &mut Self::Context) -> Self::Result {
+        let result = templates::delete(&*self.store, self.project, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<QueueEmails> for ProjectActor {
+    type Result = ResponseFuture<Result<Vec<QueuedEmail>>>;
+
+    fn handle(&mut self, msg: QueueEmails, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = sending::queue(&*self.store, self.project, &mut self.counts, msg.0, now);
+        let reply = self.after_flush(result);
+        let outbox = self.outbox.clone();
+        Box::pin(async move {
+            let queued = reply.await?;
+            // Only durable entries are announced, so the dispatcher never sends one
+            // that a crash could still take back.
+            outbox.notify_one();
+            Ok(queued)
+        })
+    }
+}
+
+/// Delivery outcomes need not wait for a flush: losing one in a crash only means the
+/// email is tried again, which the contract allows for emails in flight at a crash.
+impl Handler<RecordDelivery> for ProjectActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: RecordDelivery, _ctx: &mut Self::Context) -> Result<()> {
+        let now = self.now();
+        sending::record(&*self.store, self.project, &mut self.counts, msg, now)
     }
 }

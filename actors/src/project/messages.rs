@@ -49,6 +49,67 @@ pub struct Restart;
 #[rtype(result = "u64")]
 pub struct Generation;
 
+/// Stores a new template (already compiled once at the edge).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<crate::model::Template>")]
+pub struct CreateTemplate(pub crate::model::Template);
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<crate::model::Template>")]
+pub struct UpdateTemplate {
+    pub id: crate::model::TemplateId,
+    pub patch: crate::model::template::TemplatePatch,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteTemplate {
+    pub id: crate::model::TemplateId,
+}
+
+/// Upserts each recipient as a contact, renders one email per recipient and queues it
+/// in the outbox, all durably before the answer.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<QueuedEmail>>")]
+pub struct QueueEmails(pub crate::project::sending::SendSpec);
+
+#[derive(Debug, Clone)]
+pub struct QueuedEmail {
+    pub contact_id: ContactId,
+    pub email: EmailAddress,
+    /// None when the recipient was skipped.
+    pub email_id: Option<crate::model::EmailId>,
+    pub skipped: Option<&'static str>,
+}
+
+/// The end of one delivery attempt, recorded by the dispatcher.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct RecordDelivery {
+    pub id: crate::model::EmailId,
+    pub outbox_key: Vec<u8>,
+    pub outcome: DeliveryOutcome,
+}
+
+#[derive(Debug, Clone)]
+pub enum DeliveryOutcome {
+    Sent {
+        at: i64,
+    },
+    Retry {
+        error: String,
+        due_at: i64,
+    },
+    Failed {
+        error: String,
+    },
+    Bounced {
+        error: String,
+    },
+    /// The outbox named an email that no longer exists.
+    Orphan,
+}
+
 /// Adds a sender domain. The key pair is generated before the message is sent (it
 /// takes a fraction of a second of CPU), so the actor only checks and writes.
 #[derive(Debug, Message)]

@@ -8,6 +8,8 @@ pub mod events;
 pub mod messages;
 pub mod queries;
 pub mod registry;
+pub mod sending;
+pub mod templates;
 
 pub use actor::ProjectActor;
 pub use registry::{Registry, RegistryConfig};

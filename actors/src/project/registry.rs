@@ -44,6 +44,8 @@ struct Inner {
     config: RegistryConfig,
     arbiters: Vec<Arbiter>,
     slots: Mutex<HashMap<ProjectId, Slot>>,
+    /// Rung when emails were queued, to wake the dispatcher.
+    outbox: Arc<tokio::sync::Notify>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -68,6 +70,7 @@ impl Registry {
                 config,
                 arbiters,
                 slots: Mutex::new(HashMap::new()),
+                outbox: Arc::new(tokio::sync::Notify::new()),
             }),
         }
     }
@@ -80,8 +83,9 @@ impl Registry {
                 let arbiter = self.arbiter_for(project);
                 let (store, clock) = (self.inner.store.clone(), self.inner.clock.clone());
                 let capacity = self.inner.config.mailbox_capacity;
+                let outbox = self.inner.outbox.clone();
                 let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
-                    ProjectActor::new(project, store, clock, capacity)
+                    ProjectActor::new(project, store, clock, capacity, outbox.clone())
                 });
                 Slot {
                     addr,
@@ -139,6 +143,11 @@ impl Registry {
             .iter()
             .map(|(id, s)| (*id, s.depth.load(Ordering::Acquire)))
             .collect()
+    }
+
+    /// Rung whenever emails were durably queued.
+    pub fn outbox_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.outbox.clone()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

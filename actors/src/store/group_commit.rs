@@ -20,6 +20,7 @@ struct State {
 #[derive(Clone)]
 pub struct GroupCommit {
     inner: Arc<Inner>,
+    thread: Arc<Mutex<Option<thread::JoinHandle<()>>>>,
 }
 
 struct Inner {
@@ -46,11 +47,14 @@ impl GroupCommit {
             done,
         });
         let worker = inner.clone();
-        thread::Builder::new()
+        let handle = thread::Builder::new()
             .name("store-flusher".into())
             .spawn(move || worker.run(flush))
             .expect("spawn the store flusher thread");
-        GroupCommit { inner }
+        GroupCommit {
+            inner,
+            thread: Arc::new(Mutex::new(Some(handle))),
+        }
     }
 
     /// Resolves when a flush that began after this call has finished.
@@ -76,6 +80,7 @@ impl GroupCommit {
         }
     }
 
+    /// Stops the flusher after its last flush, and waits for it.
     pub fn stop(&self) {
         self.inner
             .state
@@ -83,6 +88,10 @@ impl GroupCommit {
             .unwrap_or_else(|p| p.into_inner())
             .stopping = true;
         self.inner.wake.notify_one();
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
     }
 }
 
@@ -102,7 +111,14 @@ impl Inner {
                 st.next += 1;
                 gen
             };
-            let ok = match flush() {
+            let started = std::time::Instant::now();
+            let outcome = flush();
+            tracing::trace!(
+                gen,
+                micros = started.elapsed().as_micros() as u64,
+                "store flush"
+            );
+            let ok = match outcome {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, "store flush failed");

@@ -9,13 +9,14 @@ pub mod codec;
 pub mod group_commit;
 pub mod keys;
 pub mod sled_store;
+pub mod wal;
 
 use std::future::Future;
 use std::pin::Pin;
 
 use crate::error::Result;
 
-pub use sled_store::SledStore;
+pub use sled_store::{SledConfig, SledStore};
 
 pub type KvPair = (Vec<u8>, Vec<u8>);
 pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + Send + 'a>;
@@ -27,7 +28,7 @@ pub struct Batch {
     ops: Vec<Op>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),

@@ -1,6 +1,7 @@
-//! A real DNS server on loopback for the tests: hickory-server with one in-memory
-//! authority for the root zone, so every name the test publishes resolves and every
-//! other name gets an authoritative NXDOMAIN. Records can be changed while it runs.
+//! A real DNS server on loopback: hickory-server with one in-memory authority for the
+//! root zone, so every name a test publishes resolves and every other name gets an
+//! authoritative NXDOMAIN. Records can be changed while it runs. Point Mailroom at it
+//! with `MAILROOM__DNS__NAMESERVERS=<addr()>`.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
@@ -118,7 +119,15 @@ impl TestDns {
         }
     }
 
-    pub fn remove(&self, owner: &str, rtype: RecordType) {
+    pub fn remove_txt(&self, owner: &str) {
+        self.remove(owner, RecordType::TXT);
+    }
+
+    pub fn remove_mx(&self, owner: &str) {
+        self.remove(owner, RecordType::MX);
+    }
+
+    fn remove(&self, owner: &str, rtype: RecordType) {
         let key = RrKey::new(LowerName::new(&name(owner)), rtype);
         let authority = self.authority.clone();
         self.rt().block_on(async move {

@@ -1,0 +1,115 @@
+//! A MailerActor builds, signs and sends one email per `Deliver`. Several run, each on
+//! its own arbiter under a supervisor; each holds its own pool of SMTP connections.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Context, Handler, ResponseFuture, Supervised};
+
+use super::messages::{Deliver, Delivery};
+use super::mime;
+use super::smtp::SmtpPool;
+
+#[derive(Debug, Clone)]
+pub enum TransportConfig {
+    Smtp {
+        host: String,
+        port: u16,
+        credentials: Option<(String, String)>,
+        pool_size: usize,
+        timeout: Duration,
+    },
+    /// Writes `<email id>.eml` files into the directory.
+    File { dir: PathBuf },
+}
+
+#[derive(Debug, Clone)]
+pub struct MailerConfig {
+    pub workers: usize,
+    pub transport: TransportConfig,
+}
+
+enum Transport {
+    Smtp(Arc<SmtpPool>),
+    File(PathBuf),
+}
+
+pub struct MailerActor {
+    config: TransportConfig,
+    transport: Option<Arc<Transport>>,
+}
+
+impl MailerActor {
+    pub fn new(config: TransportConfig) -> Self {
+        MailerActor {
+            config,
+            transport: None,
+        }
+    }
+
+    fn connect(&mut self) {
+        self.transport = Some(Arc::new(match &self.config {
+            TransportConfig::Smtp {
+                host,
+                port,
+                credentials,
+                pool_size,
+                timeout,
+            } => Transport::Smtp(Arc::new(SmtpPool::new(
+                host.clone(),
+                *port,
+                credentials.clone(),
+                *pool_size,
+                *timeout,
+            ))),
+            TransportConfig::File { dir } => Transport::File(dir.clone()),
+        }));
+    }
+}
+
+impl Actor for MailerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _ctx: &mut Self::Context) {
+        self.connect();
+    }
+}
+
+impl Supervised for MailerActor {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!("mailer restarting with fresh connections");
+    }
+}
+
+impl Handler<Deliver> for MailerActor {
+    type Result = ResponseFuture<Delivery>;
+
+    fn handle(&mut self, msg: Deliver, _ctx: &mut Self::Context) -> Self::Result {
+        let transport = self.transport.clone();
+        Box::pin(async move {
+            let Some(transport) = transport else {
+                return Delivery::Transient("mailer not started".into());
+            };
+            let message = match mime::build(&msg.email, msg.dkim.as_ref()) {
+                Ok(m) => m,
+                Err(e) => return Delivery::Permanent(e),
+            };
+            let bytes = message.formatted();
+            match &*transport {
+                Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,
+                Transport::File(dir) => {
+                    let path = dir.join(format!("{}.eml", msg.email.id));
+                    let write = async {
+                        tokio::fs::create_dir_all(dir).await?;
+                        tokio::fs::write(&path, &bytes).await
+                    };
+                    match write.await {
+                        Ok(()) => Delivery::Sent,
+                        Err(e) => Delivery::Transient(format!("writing {}: {e}", path.display())),
+                    }
+                }
+            }
+        })
+    }
+}

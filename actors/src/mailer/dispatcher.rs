@@ -1,0 +1,203 @@
+//! The Dispatcher walks the outbox in due order, paces each project with a governor
+//! limiter (`sending.rate_per_second`, no bursts, so never more than that in any one
+//! second), hands due emails to the mailers round robin, and records each outcome through
+//! the project's actor. It holds at most `max_in_flight` emails in memory at a time.
+
+use std::collections::HashSet;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::{Actor, Addr, AsyncContext, Context, Supervised, WrapFuture};
+use governor::clock::{Clock as _, DefaultClock};
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
+use tokio::sync::Notify;
+
+use super::messages::{Deliver, Delivery};
+use super::outbox;
+use super::{DkimLookup, MailerActor};
+use crate::clock::Clock;
+use crate::model::{EmailId, OutboundEmail, ProjectId};
+use crate::project::messages::{DeliveryOutcome, RecordDelivery};
+use crate::project::Registry;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy)]
+pub struct DispatcherConfig {
+    /// Emails per second per project; 0 = unpaced.
+    pub rate_per_second: u32,
+    pub max_attempts: u32,
+    pub retry_base_ms: u64,
+    pub max_in_flight: usize,
+}
+
+type Limiter = RateLimiter<ProjectId, DashMapStateStore<ProjectId>, DefaultClock>;
+
+struct Shared {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    registry: Registry,
+    mailers: Vec<Addr<MailerActor>>,
+    dkim: DkimLookup,
+    config: DispatcherConfig,
+    limiter: Option<Limiter>,
+    wake: Arc<Notify>,
+    in_flight: Mutex<HashSet<EmailId>>,
+}
+
+pub struct Dispatcher {
+    shared: Arc<Shared>,
+}
+
+impl Dispatcher {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        registry: Registry,
+        mailers: Vec<Addr<MailerActor>>,
+        dkim: DkimLookup,
+        config: DispatcherConfig,
+    ) -> Self {
+        let limiter = NonZeroU32::new(config.rate_per_second)
+            .map(|n| RateLimiter::dashmap(Quota::per_second(n).allow_burst(NonZeroU32::MIN)));
+        let wake = registry.outbox_signal();
+        Dispatcher {
+            shared: Arc::new(Shared {
+                store,
+                clock,
+                registry,
+                mailers,
+                dkim,
+                config,
+                limiter,
+                wake,
+                in_flight: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+}
+
+impl Actor for Dispatcher {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let shared = self.shared.clone();
+        ctx.spawn(async move { shared.run().await }.into_actor(self));
+    }
+}
+
+impl Supervised for Dispatcher {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!("dispatcher restarting; resuming from the outbox");
+    }
+}
+
+impl Shared {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<EmailId>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn run(self: Arc<Self>) {
+        let mut next = 0usize;
+        loop {
+            let wait = self.clone().round(&mut next);
+            // A new email, a finished delivery or the next due time wakes the next round.
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One pass over what is due; returns how long to sleep if nothing wakes us sooner.
+    fn round(self: Arc<Self>, next_mailer: &mut usize) -> Duration {
+        let now = self.clock.now().timestamp_millis();
+        let mut wait = Duration::from_secs(1);
+        let mut started = 0usize;
+        for kv in self.store.scan(outbox::PREFIX, None, false) {
+            let Ok((key, _)) = kv else { break };
+            let Some((due, project, id)) = outbox::parse(&key) else {
+                continue;
+            };
+            if due > now {
+                wait = wait.min(Duration::from_millis((due - now) as u64));
+                break;
+            }
+            if self.in_flight().len() >= self.config.max_in_flight {
+                break;
+            }
+            if self.in_flight().contains(&id) {
+                continue;
+            }
+            if let Some(limiter) = &self.limiter {
+                if let Err(not_until) = limiter.check_key(&project) {
+                    wait = wait.min(not_until.wait_time_from(DefaultClock::default().now()));
+                    continue;
+                }
+            }
+            self.in_flight().insert(id);
+            let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
+            *next_mailer += 1;
+            started += 1;
+            actix::spawn(self.clone().deliver(project, id, key, mailer));
+        }
+        if started > 0 {
+            tracing::trace!(started, "dispatched");
+        }
+        wait
+    }
+
+    async fn deliver(
+        self: Arc<Self>,
+        project: ProjectId,
+        id: EmailId,
+        key: Vec<u8>,
+        mailer: Addr<MailerActor>,
+    ) {
+        let email = match self.store.get(&outbox::email_key(project, id)) {
+            Ok(Some(bytes)) => OutboundEmail::decode(&bytes).ok(),
+            _ => None,
+        };
+        let outcome = match email {
+            None => DeliveryOutcome::Orphan,
+            Some(email) => {
+                let dkim = (self.dkim)(project, &email.from.email);
+                let attempts = email.attempts + 1;
+                let result = mailer
+                    .send(Deliver { email, dkim })
+                    .await
+                    .unwrap_or_else(|e| Delivery::Transient(format!("mailer unavailable: {e}")));
+                let now = self.clock.now().timestamp_millis();
+                match result {
+                    Delivery::Sent => DeliveryOutcome::Sent { at: now },
+                    Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
+                    Delivery::Transient(e) if attempts >= self.config.max_attempts => {
+                        DeliveryOutcome::Failed { error: e }
+                    }
+                    Delivery::Transient(e) => DeliveryOutcome::Retry {
+                        error: e,
+                        due_at: now
+                            + outbox::backoff_ms(self.config.retry_base_ms, attempts) as i64,
+                    },
+                }
+            }
+        };
+        let recorded = self
+            .registry
+            .send(
+                project,
+                RecordDelivery {
+                    id,
+                    outbox_key: key,
+                    outcome,
+                },
+            )
+            .await;
+        if let Err(e) = recorded {
+            tracing::error!(email = %id, error = %e, "recording a delivery outcome");
+        }
+        self.in_flight().remove(&id);
+        self.wake.notify_one();
+    }
+}

@@ -1,0 +1,33 @@
+//! Delivery: the durable outbox, the Dispatcher that paces and hands out its entries,
+//! and the pool of MailerActors that speak SMTP (or write files).
+//!
+//! ```text
+//! ProjectActor --(email record + outbox key, one batch)--> store --notify--> Dispatcher
+//! Dispatcher --Deliver--> MailerActor (round robin) --SMTP--> relay
+//! Dispatcher <--outcome-- MailerActor;  Dispatcher --RecordDelivery--> ProjectActor
+//! ```
+//! The queue lives in the store, not in mailboxes, so a flood of sends costs disk, not
+//! memory, and a restart resumes where the last run stopped.
+
+pub mod actor;
+pub mod dispatcher;
+pub mod messages;
+pub mod mime;
+pub mod outbox;
+pub mod smtp;
+
+pub use actor::{MailerActor, MailerConfig, TransportConfig};
+pub use dispatcher::{Dispatcher, DispatcherConfig};
+
+/// What is needed to DKIM-sign mail from one verified domain.
+#[derive(Debug, Clone)]
+pub struct DkimParams {
+    pub domain: String,
+    pub selector: String,
+    /// PKCS#1 PEM, as lettre reads it.
+    pub private_key_pem: String,
+}
+
+/// Finds the signing key for a sender address of a project, if its domain is verified.
+pub type DkimLookup =
+    std::sync::Arc<dyn Fn(crate::model::ProjectId, &str) -> Option<DkimParams> + Send + Sync>;

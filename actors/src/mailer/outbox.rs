@@ -1,0 +1,50 @@
+//! The outbox: `outbox/<due ms, 16 digits>/<project>/<email id>` keys, so a forward scan
+//! yields what is due first. The email record itself is `p/<project>/m/<email id>`.
+
+use crate::model::{EmailId, ProjectId};
+
+pub const PREFIX: &[u8] = b"outbox/";
+
+pub fn key(due_ms: i64, p: ProjectId, id: EmailId) -> Vec<u8> {
+    format!("outbox/{:016}/{p}/{id}", due_ms.max(0)).into_bytes()
+}
+
+pub fn email_key(p: ProjectId, id: EmailId) -> Vec<u8> {
+    format!("p/{p}/m/{id}").into_bytes()
+}
+
+/// (due, project, email) of an outbox key.
+pub fn parse(key: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
+    let s = std::str::from_utf8(key.strip_prefix(PREFIX)?).ok()?;
+    let mut parts = s.split('/');
+    let due = parts.next()?.parse().ok()?;
+    let p = parts.next()?.parse().ok()?;
+    let e = parts.next()?.parse().ok()?;
+    Some((due, p, e))
+}
+
+/// Exponential backoff for the `attempt`th failure (1-based), capped at ten minutes.
+pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
+    base_ms
+        .saturating_mul(1u64 << attempt.saturating_sub(1).min(20))
+        .min(600_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_sort_by_due_time() {
+        let (p, e) = (ProjectId::new(), EmailId::new());
+        assert_eq!(parse(&key(42, p, e)), Some((42, p, e)));
+        assert!(key(9, p, e) < key(10, p, e));
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(backoff_ms(100, 1), 100);
+        assert_eq!(backoff_ms(100, 3), 400);
+        assert_eq!(backoff_ms(1000, 30), 600_000);
+    }
+}

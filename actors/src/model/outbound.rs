@@ -1,0 +1,88 @@
+//! An outgoing email: rendered once when it is queued, then carried through the outbox
+//! to SMTP. Its status moves QUEUED -> SENT, or -> BOUNCED (permanent failure), or ->
+//! FAILED (transient failures past `sending.max_attempts`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{ContactId, EmailAddress, EmailId, ProjectId, Timestamp};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmailStatus {
+    Queued,
+    Sending,
+    Sent,
+    Failed,
+    Bounced,
+}
+
+impl EmailStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmailStatus::Queued => "QUEUED",
+            EmailStatus::Sending => "SENDING",
+            EmailStatus::Sent => "SENT",
+            EmailStatus::Failed => "FAILED",
+            EmailStatus::Bounced => "BOUNCED",
+        }
+    }
+}
+
+/// A name and an address, as in `"Ada" <ada@example.com>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mailbox {
+    pub name: Option<String>,
+    pub email: String,
+}
+
+impl Mailbox {
+    pub fn new(name: Option<String>, email: &EmailAddress) -> Self {
+        Mailbox {
+            name,
+            email: email.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub filename: String,
+    pub content_type: String,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboundEmail {
+    pub id: EmailId,
+    pub project: ProjectId,
+    pub contact_id: ContactId,
+    pub to: Mailbox,
+    pub from: Mailbox,
+    pub reply_to: Option<String>,
+    pub subject: String,
+    pub html: String,
+    pub headers: Vec<(String, String)>,
+    pub attachments: Vec<Attachment>,
+    pub marketing: bool,
+    pub status: EmailStatus,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    /// When the outbox entry for this email falls due (ms since the epoch).
+    pub due_at: i64,
+    pub created_at: i64,
+    pub sent_at: Option<i64>,
+}
+
+impl OutboundEmail {
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        crate::store::codec::encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        crate::store::codec::decode(bytes).map_err(|e| Error::Storage(format!("email record: {e}")))
+    }
+
+    pub fn created(&self) -> Timestamp {
+        self.created_at.into()
+    }
+}

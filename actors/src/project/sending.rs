@@ -1,0 +1,183 @@
+//! Queueing emails and recording how their delivery ended.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::contacts::{self, Counts};
+use super::events;
+use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
+use crate::error::Result;
+use crate::mailer::outbox;
+use crate::model::{
+    Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
+    OutboundEmail, ProjectId, Timestamp,
+};
+use crate::render::Compiled;
+use crate::store::{Batch, Store};
+
+/// Everything /v1/send decided, for every recipient.
+pub struct SendSpec {
+    pub recipients: Vec<(EmailAddress, Option<String>)>,
+    /// Set on each recipient contact when given; a new contact otherwise gets false.
+    pub subscribed: Option<bool>,
+    pub content: Arc<Compiled>,
+    pub data: Map<String, Value>,
+    pub from: Mailbox,
+    pub reply_to: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub attachments: Vec<Attachment>,
+    pub marketing: bool,
+}
+
+/// The variables of API.md section 4: the contact's data, overlaid by the call's data,
+/// plus `email`, `contact`, and `data` holding the same merged map.
+pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
+    let mut merged = contact.data.clone();
+    for (k, v) in call {
+        merged.insert(k.clone(), v.clone());
+    }
+    let mut vars = merged.clone();
+    vars.insert("data".into(), Value::Object(merged));
+    vars.insert("email".into(), Value::String(contact.email.to_string()));
+    vars.insert(
+        "contact".into(),
+        serde_json::json!({"id": contact.id.to_string(), "email": contact.email.to_string()}),
+    );
+    Value::Object(vars)
+}
+
+pub fn queue(
+    store: &dyn Store,
+    p: ProjectId,
+    counts: &mut Counts,
+    spec: SendSpec,
+    now: Timestamp,
+) -> Result<Vec<QueuedEmail>> {
+    let mut out = Vec::with_capacity(spec.recipients.len());
+    let mut batch = Batch::new();
+    for (email, name) in &spec.recipients {
+        let up = contacts::upsert(
+            store,
+            p,
+            counts,
+            UpsertContact {
+                email: email.clone(),
+                subscribed: spec.subscribed,
+                default_subscribed: false,
+                data: DataPatch::default(),
+            },
+            now,
+        )?;
+        let contact = up.contact;
+        if spec.marketing && !contact.subscribed {
+            out.push(QueuedEmail {
+                contact_id: contact.id,
+                email: contact.email,
+                email_id: None,
+                skipped: Some("unsubscribed"),
+            });
+            continue;
+        }
+        let (subject, html) = spec.content.render(&variables(&contact, &spec.data))?;
+        let record = OutboundEmail {
+            id: EmailId::new(),
+            project: p,
+            contact_id: contact.id,
+            to: Mailbox::new(name.clone(), &contact.email),
+            from: spec.from.clone(),
+            reply_to: spec.reply_to.clone(),
+            subject,
+            html,
+            headers: spec.headers.clone(),
+            attachments: spec.attachments.clone(),
+            marketing: spec.marketing,
+            status: EmailStatus::Queued,
+            attempts: 0,
+            last_error: None,
+            due_at: now.millis(),
+            created_at: now.millis(),
+            sent_at: None,
+        };
+        batch.put(outbox::email_key(p, record.id), record.encode()?);
+        batch.put(outbox::key(record.due_at, p, record.id), Vec::new());
+        out.push(QueuedEmail {
+            contact_id: contact.id,
+            email: contact.email,
+            email_id: Some(record.id),
+            skipped: None,
+        });
+    }
+    store.apply(batch)?;
+    Ok(out)
+}
+
+pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<OutboundEmail>> {
+    store
+        .get(&outbox::email_key(p, id))?
+        .map(|b| OutboundEmail::decode(&b))
+        .transpose()
+}
+
+pub fn record(
+    store: &dyn Store,
+    p: ProjectId,
+    counts: &mut Counts,
+    msg: RecordDelivery,
+    now: Timestamp,
+) -> Result<()> {
+    let mut batch = Batch::new();
+    batch.delete(msg.outbox_key);
+    let Some(mut email) = load_email(store, p, msg.id)? else {
+        return store.apply(batch);
+    };
+    email.attempts += 1;
+    let mut bounced = false;
+    let event = match msg.outcome {
+        DeliveryOutcome::Orphan => None,
+        DeliveryOutcome::Sent { at } => {
+            email.status = EmailStatus::Sent;
+            email.sent_at = Some(at);
+            email.last_error = None;
+            Some("email.sent")
+        }
+        DeliveryOutcome::Retry { error, due_at } => {
+            email.last_error = Some(error);
+            email.due_at = due_at;
+            batch.put(outbox::key(due_at, p, email.id), Vec::new());
+            None
+        }
+        DeliveryOutcome::Failed { error } => {
+            email.status = EmailStatus::Failed;
+            email.last_error = Some(error);
+            None
+        }
+        DeliveryOutcome::Bounced { error } => {
+            email.status = EmailStatus::Bounced;
+            email.last_error = Some(error);
+            bounced = true;
+            Some("email.bounce")
+        }
+    };
+    let to = EmailAddress::parse(&email.to.email).ok();
+    batch.put(outbox::email_key(p, email.id), email.encode()?);
+    if let (Some(name), Some(to)) = (event, &to) {
+        let mut ev = Event::system(name, email.contact_id, to, now);
+        ev.data
+            .insert("emailId".into(), Value::String(email.id.to_string()));
+        events::append(store, &mut batch, p, &ev)?;
+    }
+    store.apply(batch)?;
+    if bounced {
+        // A dead address is suppressed: no campaign mails it again.
+        let patch = PatchContact {
+            id: email.contact_id,
+            subscribed: Some(false),
+            data: DataPatch::default(),
+        };
+        if let Err(e) = contacts::patch(store, p, counts, patch, now) {
+            tracing::warn!(email = %email.id, error = %e, "unsubscribing a bounced contact");
+        }
+    }
+    Ok(())
+}

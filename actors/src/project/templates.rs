@@ -1,0 +1,52 @@
+//! Template writes.
+
+use super::messages::UpdateTemplate;
+use crate::error::{Error, Resource, Result};
+use crate::model::{ProjectId, Template, TemplateId, Timestamp};
+use crate::store::{Batch, Store};
+
+pub fn key(p: ProjectId, id: TemplateId) -> Vec<u8> {
+    format!("p/{p}/t/{id}").into_bytes()
+}
+
+pub fn prefix(p: ProjectId) -> Vec<u8> {
+    format!("p/{p}/t/").into_bytes()
+}
+
+pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
+    store
+        .get(&key(p, id))?
+        .map(|b| Template::decode(&b))
+        .transpose()
+}
+
+pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> {
+    let mut batch = Batch::new();
+    batch.put(key(p, t.id), t.encode()?);
+    store.apply(batch)?;
+    Ok(t)
+}
+
+/// The patch was compiled at the edge on its own; here the merged result is compiled
+/// again, since a new subject can only be checked together with the stored body.
+pub fn update(
+    store: &dyn Store,
+    p: ProjectId,
+    msg: UpdateTemplate,
+    now: Timestamp,
+) -> Result<Template> {
+    let mut t = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Template))?;
+    t.apply(msg.patch, now);
+    crate::render::compile(&t.subject, &t.body)?;
+    let mut batch = Batch::new();
+    batch.put(key(p, t.id), t.encode()?);
+    store.apply(batch)?;
+    Ok(t)
+}
+
+pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
+    load(store, p, id)?.ok_or(Error::NotFound(Resource::Template))?;
+    let mut batch = Batch::new();
+    batch.delete(key(p, id));
+    store.apply(batch)
+}

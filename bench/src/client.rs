@@ -1,0 +1,137 @@
+//! The load: one hyper HTTP/1.1 connection per task (TCP_NODELAY), requests back to
+//! back until the deadline, latencies recorded after the warm-up.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::scenario::Ctx;
+
+#[derive(Debug, Default)]
+pub struct Load {
+    /// Microseconds per request, measured after the warm-up.
+    pub latencies_us: Vec<u32>,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub elapsed: Duration,
+}
+
+pub async fn run(
+    addr: SocketAddr,
+    ctx: Arc<Ctx>,
+    connections: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Load {
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let deadline = measure_from + measure;
+    let tasks: Vec<_> = (0..connections)
+        .map(|i| {
+            tokio::spawn(connection(
+                addr,
+                ctx.clone(),
+                i as u64,
+                measure_from,
+                deadline,
+            ))
+        })
+        .collect();
+    let mut total = Load::default();
+    for t in tasks {
+        match t.await {
+            Ok(l) => {
+                total.latencies_us.extend(l.latencies_us);
+                total.errors += l.errors;
+                total.first_error = total.first_error.or(l.first_error);
+            }
+            Err(e) => {
+                total.errors += 1;
+                total.first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    total.elapsed = measure;
+    total
+}
+
+async fn connection(
+    addr: SocketAddr,
+    ctx: Arc<Ctx>,
+    seed: u64,
+    measure_from: Instant,
+    deadline: Instant,
+) -> Load {
+    let mut load = Load::default();
+    let fail = |load: &mut Load, e: String| {
+        load.errors += 1;
+        load.first_error.get_or_insert(e);
+    };
+    let stream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => {
+            fail(&mut load, e.to_string());
+            return load;
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
+    {
+        Ok(pair) => pair,
+        Err(e) => {
+            fail(&mut load, e.to_string());
+            return load;
+        }
+    };
+    tokio::spawn(conn);
+    let host = addr.to_string();
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        n += 1;
+        let r = ctx.request(seed, n);
+        let mut b = Request::builder()
+            .method(r.method)
+            .uri(r.path)
+            .header("host", &host);
+        if let Some(a) = &r.auth {
+            b = b.header("authorization", a);
+        }
+        if r.body.is_some() {
+            b = b.header("content-type", "application/json");
+        }
+        let req = b
+            .body(Full::new(Bytes::from(r.body.unwrap_or_default())))
+            .expect("request");
+        let sent = Instant::now();
+        if sender.ready().await.is_err() {
+            fail(&mut load, "connection closed".into());
+            return load;
+        }
+        let res = match sender.send_request(req).await {
+            Ok(res) => res,
+            Err(e) => {
+                fail(&mut load, e.to_string());
+                return load;
+            }
+        };
+        let status = res.status();
+        let body = res.into_body().collect().await.map(|b| b.to_bytes());
+        let took = sent.elapsed();
+        if !status.is_success() {
+            let text = body
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            fail(&mut load, format!("{status}: {text}"));
+        } else if sent >= measure_from {
+            load.latencies_us
+                .push(took.as_micros().min(u32::MAX as u128) as u32);
+        }
+    }
+    load
+}

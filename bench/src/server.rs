@@ -1,0 +1,98 @@
+//! Starting the server under test: a temporary data directory, a project made with the
+//! CLI, the rate limit off, and the port read from the server's stdout.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub struct Server {
+    child: Child,
+    addr: SocketAddr,
+    pub secret_key: String,
+    _dir: tempfile::TempDir,
+}
+
+pub fn default_bin() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("release/mailroom")
+}
+
+impl Server {
+    pub fn start(bin: &Path) -> Server {
+        assert!(
+            bin.exists(),
+            "{} not found: run `cargo build --release` first",
+            bin.display()
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let created = Command::new(bin)
+            .args(["project", "create", "--name", "bench"])
+            .env("MAILROOM__STORAGE__PATH", &data)
+            .output()
+            .expect("mailroom project create");
+        assert!(
+            created.status.success(),
+            "{}",
+            String::from_utf8_lossy(&created.stderr)
+        );
+        let keys: serde_json::Value =
+            serde_json::from_slice(&created.stdout).expect("project JSON");
+        let mut child = Command::new(bin)
+            .arg("serve")
+            .env("MAILROOM__STORAGE__PATH", &data)
+            .env("MAILROOM__MAIL__FILE_DIR", data.join("outbox"))
+            .env("MAILROOM__SERVER__PORT", "0")
+            .env("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")
+            .env("MAILROOM__LOG__LEVEL", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start mailroom serve");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("server exited before listening")
+                .expect("read stdout");
+            if let Some(url) = line.strip_prefix("mailroom listening on http://") {
+                break url.parse().expect("socket address");
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            child,
+            addr,
+            secret_key: keys["secretKey"].as_str().unwrap_or_default().to_owned(),
+            _dir: dir,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The kernel's high-water mark of the server's resident set (VmHWM).
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

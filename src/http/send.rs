@@ -1,0 +1,391 @@
+//! POST /v1/send (spec "POST /v1/send", API.md section 5) and GET /emails/{id}.
+
+use std::sync::Arc;
+
+use actix_web::{web, HttpResponse};
+use base64::Engine;
+use mailroom_actors::mailer::mime::is_reserved_header;
+use mailroom_actors::model::{
+    Attachment, EmailAddress, EmailId, Mailbox, TemplateId, TemplateKind,
+};
+use mailroom_actors::project::messages::QueueEmails;
+use mailroom_actors::project::sending::{self, SendSpec};
+use mailroom_actors::project::templates as stored;
+use mailroom_actors::{domain, render, Error, FieldCode, Resource};
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+use super::auth::SecretKey;
+use super::body::JsonBody;
+use super::envelope;
+use super::error::ApiError;
+use super::validate::{path_id, Fields};
+use super::AppState;
+
+pub const MAX_RECIPIENTS: usize = 100;
+pub const MAX_ATTACHMENTS: usize = 10;
+pub const MAX_ATTACHMENT_BYTES: usize = 10 * 1024 * 1024;
+const MAX_SUBJECT: usize = 998;
+const MAX_BODY: usize = 5 << 20;
+const MAX_NAME: usize = 200;
+
+/// Request body of POST /v1/send (documentation; parsing is field by field).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct SendRequest {
+    /// A string, `{name, email}`, or an array of either (1 to 100).
+    #[schema(value_type = Object)]
+    to: Value,
+    subject: Option<String>,
+    body: Option<String>,
+    /// A template id; its subject, body, from and reply-to are used unless given here.
+    template: Option<String>,
+    /// A string or `{name, email}`; its domain must be verified.
+    #[schema(value_type = Option<Object>)]
+    from: Option<Value>,
+    name: Option<String>,
+    subscribed: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    data: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    headers: Option<Value>,
+    reply: Option<String>,
+    /// `[{filename, content (base64), contentType}]`, at most 10 and 10 MB decoded.
+    #[schema(value_type = Option<Vec<Object>>)]
+    attachments: Option<Value>,
+}
+
+/// One address in a `to` or `from` form: a string or `{name, email}`.
+fn mailbox(f: &mut Fields<'_>, field: &str, v: &Value) -> Option<(EmailAddress, Option<String>)> {
+    let (email, name) = match v {
+        Value::String(s) => (s.as_str(), None),
+        Value::Object(o) => {
+            let name = match o.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(n)) if n.chars().count() <= MAX_NAME => {
+                    Some(n.trim().to_owned()).filter(|n| !n.is_empty())
+                }
+                Some(Value::String(_)) => {
+                    f.error(
+                        &format!("{field}.name"),
+                        FieldCode::TooBig,
+                        format!("name must be at most {MAX_NAME} characters"),
+                    );
+                    return None;
+                }
+                Some(other) => {
+                    f.wrong_type(&format!("{field}.name"), "string", other);
+                    return None;
+                }
+            };
+            match o.get("email") {
+                Some(Value::String(s)) => (s.as_str(), name),
+                None | Some(Value::Null) => {
+                    f.error(
+                        &format!("{field}.email"),
+                        FieldCode::InvalidType,
+                        "Required",
+                    );
+                    return None;
+                }
+                Some(other) => {
+                    f.wrong_type(&format!("{field}.email"), "string", other);
+                    return None;
+                }
+            }
+        }
+        other => {
+            f.wrong_type(field, "string or {name, email}", other);
+            return None;
+        }
+    };
+    match EmailAddress::parse(email) {
+        Ok(e) => Some((e, name)),
+        Err(_) => {
+            f.error(field, FieldCode::InvalidString, "Invalid email");
+            None
+        }
+    }
+}
+
+fn recipients(f: &mut Fields<'_>) -> Vec<(EmailAddress, Option<String>)> {
+    let Some(to) = f.raw("to") else {
+        f.error("to", FieldCode::InvalidType, "Required");
+        return Vec::new();
+    };
+    let items: Vec<(String, &Value)> = match to {
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("to[{i}]"), v))
+            .collect(),
+        single => vec![("to".to_owned(), single)],
+    };
+    if items.is_empty() {
+        f.error(
+            "to",
+            FieldCode::TooSmall,
+            "At least one recipient is required",
+        );
+    }
+    if items.len() > MAX_RECIPIENTS {
+        f.error(
+            "to",
+            FieldCode::TooBig,
+            format!("At most {MAX_RECIPIENTS} recipients"),
+        );
+        return Vec::new();
+    }
+    items
+        .into_iter()
+        .filter_map(|(field, v)| mailbox(f, &field, v))
+        .collect()
+}
+
+fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
+    let Some(v) = f.raw("headers") else {
+        return Vec::new();
+    };
+    let Some(map) = v.as_object() else {
+        f.wrong_type("headers", "object", v);
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, value) in map {
+        let field = format!("headers.{name}");
+        let valid_name = !name.is_empty()
+            && name.len() <= 76
+            && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+        match value.as_str() {
+            _ if !valid_name => f.error(&field, FieldCode::Custom, "Not a valid header name"),
+            _ if is_reserved_header(name) => {
+                f.error(&field, FieldCode::Custom, "This header is set by Mailroom")
+            }
+            Some(s) if s.len() <= MAX_SUBJECT && !s.contains(['\r', '\n']) => {
+                out.push((name.clone(), s.to_owned()))
+            }
+            Some(_) => f.error(
+                &field,
+                FieldCode::Custom,
+                "Header values are single lines of at most 998 characters",
+            ),
+            None => f.wrong_type(&field, "string", value),
+        }
+    }
+    out
+}
+
+fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
+    let Some(v) = f.raw("attachments") else {
+        return Vec::new();
+    };
+    let Some(items) = v.as_array() else {
+        f.wrong_type("attachments", "array", v);
+        return Vec::new();
+    };
+    if items.len() > MAX_ATTACHMENTS {
+        f.error(
+            "attachments",
+            FieldCode::TooBig,
+            format!("At most {MAX_ATTACHMENTS} attachments"),
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("attachments[{i}]");
+        let Some(o) = item.as_object() else {
+            f.wrong_type(&field, "object", item);
+            continue;
+        };
+        let text = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
+        let (Some(filename), Some(content)) = (text("filename"), text("content")) else {
+            for k in ["filename", "content"] {
+                if text(k).is_none() {
+                    f.error(&format!("{field}.{k}"), FieldCode::InvalidType, "Required");
+                }
+            }
+            continue;
+        };
+        let content_type = text("contentType").unwrap_or("application/octet-stream");
+        match base64::engine::general_purpose::STANDARD.decode(content) {
+            Ok(data) => {
+                total += data.len();
+                out.push(Attachment {
+                    filename: filename.chars().take(255).collect(),
+                    content_type: content_type.to_owned(),
+                    data,
+                });
+            }
+            Err(_) => f.error(
+                &format!("{field}.content"),
+                FieldCode::InvalidString,
+                "Invalid base64",
+            ),
+        }
+    }
+    if total > MAX_ATTACHMENT_BYTES {
+        f.error(
+            "attachments",
+            FieldCode::TooBig,
+            "Attachments may be at most 10 MB in total",
+        );
+    }
+    out
+}
+
+#[utoipa::path(post, path = "/v1/send", tag = "Public", request_body = SendRequest,
+    responses((status = 200, description = "{success, data: {emails: [{contact: {id, email}, email}], timestamp}}"),
+              (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
+    security(("bearer" = [])))]
+pub async fn send(
+    SecretKey(p): SecretKey,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = Fields::of(&body)?;
+    let to = recipients(&mut f);
+    let template_id = f.opt_string("template", 64);
+    let subject = f.opt_string("subject", MAX_SUBJECT);
+    let html = f.opt_string("body", MAX_BODY);
+    let from = f.raw("from").and_then(|v| mailbox(&mut f, "from", v));
+    let from_name = f.opt_string("name", MAX_NAME);
+    let subscribed = f.opt_bool("subscribed");
+    let data = f.opt_object("data", state.limits.max_data_bytes);
+    let headers = headers(&mut f);
+    let reply = f.opt_email("reply");
+    let attachments = attachments(&mut f);
+    let template = match &template_id {
+        None => None,
+        Some(id) => {
+            let id: TemplateId = path_id(id, Resource::Template)?;
+            Some(
+                stored::load(&*state.store, p.id, id)?
+                    .ok_or(Error::NotFound(Resource::Template))?,
+            )
+        }
+    };
+    if template.is_none() {
+        for (name, given) in [("subject", subject.is_some()), ("body", html.is_some())] {
+            if !given {
+                f.error(
+                    name,
+                    FieldCode::InvalidType,
+                    "Required when no template is given",
+                );
+            }
+        }
+    }
+    let from = from.or_else(|| {
+        template
+            .as_ref()
+            .and_then(|t| t.from.clone().map(|e| (e, t.from_name.clone())))
+    });
+    if from.is_none() && f.raw("from").is_none() {
+        f.error(
+            "from",
+            FieldCode::InvalidType,
+            "Required unless the template has a from address",
+        );
+    }
+    f.finish()?;
+    let Some((from_addr, from_name_given)) = from else {
+        return Err(Error::Internal("validated from went missing".into()).into());
+    };
+    if domain::verified_sender(&*state.store, p.id, &from_addr)?.is_none() {
+        return Err(ApiError::Engine(Error::Validation(vec![mailroom_actors::FieldError::new(
+            "from",
+            FieldCode::UnverifiedDomain,
+            format!("The domain {} is not a verified domain of this project", from_addr.domain()),
+        )]))
+        .with_suggestion(format!(
+            "Add {} with POST /domains, publish its DNS records, then verify it with POST /domains/{{id}}/verify",
+            from_addr.domain()
+        )));
+    }
+    let content = match (&template, &subject, &html) {
+        (Some(t), None, None) => state.templates.get(t)?,
+        (t, s, b) => {
+            let s = s
+                .as_deref()
+                .or(t.as_ref().map(|t| t.subject.as_str()))
+                .unwrap_or_default();
+            let b = b
+                .as_deref()
+                .or(t.as_ref().map(|t| t.body.as_str()))
+                .unwrap_or_default();
+            Arc::new(render::compile(s, b)?)
+        }
+    };
+    let spec = SendSpec {
+        recipients: to,
+        subscribed,
+        content,
+        data: data.unwrap_or_default(),
+        from: Mailbox::new(from_name.or(from_name_given), &from_addr),
+        reply_to: reply.map(|r| r.to_string()).or_else(|| {
+            template
+                .as_ref()
+                .and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))
+        }),
+        headers,
+        attachments,
+        marketing: template
+            .as_ref()
+            .is_some_and(|t| t.kind == TemplateKind::Marketing),
+    };
+    let queued = state.registry.send(p.id, QueueEmails(spec)).await?;
+    let emails: Vec<Value> = queued
+        .iter()
+        .map(|q| {
+            let mut v = json!({
+                "contact": {"id": q.contact_id.to_string(), "email": q.email.to_string()},
+                "email": q.email_id.map(|id| id.to_string()),
+            });
+            if let Some(reason) = q.skipped {
+                v["skipped"] = json!(reason);
+            }
+            v
+        })
+        .collect();
+    Ok(envelope::ok(
+        json!({"emails": emails, "timestamp": super::now_iso()}),
+    ))
+}
+
+#[utoipa::path(get, path = "/emails/{id}", tag = "Public",
+    responses((status = 200, description = "{success, data: <email record>}"), (status = 404)), security(("bearer" = [])))]
+pub async fn get_email(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: EmailId = path_id(&id, Resource::Email)?;
+    let e =
+        sending::load_email(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Email))?;
+    let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
+    Ok(envelope::ok(json!({
+        "id": e.id.to_string(),
+        "to": e.to.email,
+        "from": e.from.email,
+        "subject": e.subject,
+        "status": e.status.as_str(),
+        "contactId": e.contact_id.to_string(),
+        "campaignId": null,
+        "workflowExecutionId": null,
+        "attempts": e.attempts,
+        "lastError": e.last_error,
+        "createdAt": iso(e.created_at),
+        "sentAt": e.sent_at.map(iso),
+        "openedAt": null,
+        "clickedAt": null,
+        "opens": 0,
+        "clicks": 0,
+    })))
+}

@@ -1,0 +1,347 @@
+//! Delivery through a real SMTP server on loopback: what arrives, retries, bounces,
+//! a relay that goes away, and `kill -9` with emails in the outbox.
+
+use std::time::Duration;
+
+use mailroom_testkit::SmtpServer;
+use serde_json::json;
+
+use crate::helpers::{Project, TestApp};
+
+const DOMAIN: &str = "acme.test";
+
+/// A server that sends through `smtp`, unpaced, retrying quickly, with a verified domain.
+fn app_with(smtp: &SmtpServer, extra: &[(&str, &str)]) -> (TestApp, Project) {
+    let port = smtp.port().to_string();
+    let mut env = vec![
+        ("MAILROOM__MAIL__TRANSPORT", "smtp"),
+        ("MAILROOM__SMTP__HOST", "127.0.0.1"),
+        ("MAILROOM__SMTP__PORT", port.as_str()),
+        ("MAILROOM__SENDING__RATE_PER_SECOND", "0"),
+        ("MAILROOM__SENDING__RETRY_BASE_MS", "50"),
+        ("MAILROOM__SMTP__TIMEOUT_MS", "2000"),
+        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0"),
+    ];
+    env.extend_from_slice(extra);
+    let app = TestApp::spawn_with_dns(&env);
+    let p = app.create_project("Acme");
+    app.verify_domain(&p, DOMAIN);
+    (app, p)
+}
+
+fn header<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    raw.lines()
+        .find(|l| l.to_ascii_lowercase().starts_with(&prefix))
+        .map(|l| l[prefix.len()..].trim())
+}
+
+/// A header that may be folded over several lines (DKIM-Signature is), unfolded.
+fn unfolded_header(raw: &str, name: &str) -> Option<String> {
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    let mut lines = raw
+        .lines()
+        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
+    let mut value = lines.next()?[prefix.len()..].trim().to_owned();
+    for more in lines.take_while(|l| l.starts_with([' ', '\t'])) {
+        value.push(' ');
+        value.push_str(more.trim());
+    }
+    Some(value)
+}
+
+fn wait() -> Duration {
+    Duration::from_secs(20)
+}
+
+#[test]
+fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signature() {
+    let smtp = SmtpServer::start();
+    let (app, p) = app_with(&smtp, &[]);
+    app.upsert(
+        &p.secret,
+        json!({"email": "ada@example.com", "data": {"name": "Ada", "plan": "free"}}),
+    );
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": {"name": "Ada L", "email": "ada@example.com"}, "from": {"name": "Acme", "email": "hello@acme.test"},
+               "subject": "Hi {{name}}", "body": "<p>Plan {{ data.plan }} {{ missing }}</p>", "data": {"plan": "pro <b>"},
+               "reply": "help@acme.test", "headers": {"X-Campaign": "spring"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let data = &r.json()["data"];
+    assert_eq!(data["emails"][0]["contact"]["email"], "ada@example.com");
+    let email_id = data["emails"][0]["email"].as_str().unwrap().to_owned();
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(got.len(), 1);
+    let m = got[0].text();
+    assert_eq!(got[0].rcpt_to, ["ada@example.com"]);
+    assert_eq!(got[0].mail_from, "hello@acme.test");
+    assert_eq!(header(&m, "Subject"), Some("Hi Ada"));
+    assert!(
+        header(&m, "From").unwrap().contains("Acme")
+            && header(&m, "From").unwrap().contains("hello@acme.test")
+    );
+    assert!(header(&m, "To").unwrap().contains("ada@example.com"));
+    assert_eq!(header(&m, "Reply-To"), Some("help@acme.test"));
+    assert_eq!(header(&m, "X-Campaign"), Some("spring"));
+    assert!(
+        m.contains("Plan pro &lt;b&gt;"),
+        "call data wins and is escaped: {m}"
+    );
+    let dkim = unfolded_header(&m, "DKIM-Signature").expect("signed");
+    assert!(
+        dkim.contains("d=acme.test") && dkim.contains("c=relaxed/relaxed"),
+        "{dkim}"
+    );
+    let status = |app: &TestApp| {
+        app.get(&format!("/emails/{email_id}"), &p.secret).json()["data"]["status"].clone()
+    };
+    for _ in 0..100 {
+        if status(&app) == "SENT" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status(&app), "SENT");
+}
+
+#[test]
+fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
+    let smtp = SmtpServer::start();
+    let (app, p) = app_with(&smtp, &[]);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["one@example.com", {"name": "Two", "email": "two@example.com"}], "from": "a@acme.test", "subject": "s", "body": "b"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "three@example.com", "from": "a@mail.acme.test", "subject": "s", "body": "b"}),
+    );
+    assert_eq!(
+        r.status, 200,
+        "a subdomain of a verified domain may send: {}",
+        r.text
+    );
+    let got = smtp.wait_for(3, wait());
+    let mut rcpts: Vec<String> = got.iter().map(|m| m.rcpt_to.join(",")).collect();
+    rcpts.sort();
+    assert_eq!(
+        rcpts,
+        ["one@example.com", "three@example.com", "two@example.com"]
+    );
+    for m in &got {
+        let to = header(&m.text(), "To").unwrap().to_owned();
+        assert!(to.contains(&m.rcpt_to[0]) && !to.contains(','), "{to}");
+    }
+    let contacts = app.get("/contacts", &p.secret).json();
+    assert_eq!(contacts["total"], 3, "each recipient became a contact");
+    assert_eq!(
+        contacts["contacts"][0]["subscribed"], false,
+        "new recipients are not subscribed by default"
+    );
+}
+
+#[test]
+fn an_attachment_arrives_as_a_mime_part_with_its_filename() {
+    let smtp = SmtpServer::start();
+    let (app, p) = app_with(&smtp, &[]);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "a@example.com", "from": "a@acme.test", "subject": "s", "body": "b",
+               "attachments": [{"filename": "report.txt", "content": "aGVsbG8gd29ybGQ=", "contentType": "text/plain"}]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let m = smtp.wait_for(1, wait())[0].text();
+    assert!(m.contains("multipart/mixed"), "{m}");
+    assert!(
+        m.contains("filename=\"report.txt\"") || m.contains("filename=report.txt"),
+        "{m}"
+    );
+    assert!(
+        m.contains("aGVsbG8gd29ybGQ=") || m.contains("hello world"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
+    let smtp = SmtpServer::start();
+    smtp.script(&[451, 451]);
+    let (app, p) = app_with(&smtp, &[]);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "a@example.com", "from": "a@acme.test", "subject": "s", "body": "b"}),
+    );
+    let id = r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(smtp.wait_for(1, wait()).len(), 1);
+    let mut email = json!(null);
+    for _ in 0..100 {
+        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
+        if email["status"] == "SENT" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(email["status"], "SENT");
+    assert_eq!(email["attempts"], 3);
+}
+
+#[test]
+fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
+    let smtp = SmtpServer::start();
+    smtp.script(&[550]);
+    let (app, p) = app_with(&smtp, &[]);
+    let c = app.upsert(&p.secret, json!({"email": "dead@example.com"}));
+    assert_eq!(c["subscribed"], true);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "dead@example.com", "from": "a@acme.test", "subject": "s", "body": "b"}),
+    );
+    let id = r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut email = json!(null);
+    for _ in 0..100 {
+        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
+        if email["status"] == "BOUNCED" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(email["status"], "BOUNCED");
+    assert!(email["lastError"].as_str().unwrap().contains("550"));
+    let contact = app
+        .get(
+            &format!("/contacts/{}", c["id"].as_str().unwrap()),
+            &p.secret,
+        )
+        .json();
+    assert_eq!(
+        contact["subscribed"], false,
+        "a bounced address is suppressed"
+    );
+    assert!(smtp.received().is_empty());
+}
+
+#[test]
+fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
+    let smtp = SmtpServer::start();
+    let (app, p) = app_with(&smtp, &[]);
+    app.upsert(
+        &p.secret,
+        json!({"email": "out@example.com", "subscribed": false}),
+    );
+    app.upsert(
+        &p.secret,
+        json!({"email": "in@example.com", "subscribed": true}),
+    );
+    let t = app.post("/templates", &p.secret, json!({"name": "News", "subject": "News for {{email}}", "body": "b", "type": "MARKETING", "from": "news@acme.test"})).json();
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["out@example.com", "in@example.com"], "template": t["id"]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let emails = r.json()["data"]["emails"].clone();
+    assert_eq!(emails[0]["skipped"], "unsubscribed");
+    assert!(emails[0]["email"].is_null());
+    assert!(emails[1]["email"].is_string());
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        header(&got[0].text(), "Subject"),
+        Some("News for in@example.com"),
+        "the template's subject and from are used"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(smtp.received().len(), 1);
+}
+
+#[test]
+fn the_relay_going_away_and_coming_back_loses_nothing() {
+    let smtp = SmtpServer::start();
+    let addr = smtp.addr();
+    let (app, p) = app_with(&smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "20")]);
+    smtp.stop();
+    drop(smtp);
+    for i in 0..5 {
+        let r = app.post("/v1/send", &p.secret, json!({"to": format!("u{i}@example.com"), "from": "a@acme.test", "subject": "s", "body": "b"}));
+        assert_eq!(r.status, 200);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let back = SmtpServer::start_on(addr);
+    let got = back.wait_for(5, Duration::from_secs(60));
+    assert_eq!(got.len(), 5);
+}
+
+#[test]
+fn kill_9_right_after_200_acknowledged_sends_still_delivers_all_200_after_a_restart() {
+    let smtp = SmtpServer::start();
+    let (mut app, p) = app_with(&smtp, &[]);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (app, key) = (&app, &p.secret);
+            s.spawn(move || {
+                for i in 0..50 {
+                    let r = app.post("/v1/send", key, json!({"to": format!("k{t}-{i}@example.com"), "from": "a@acme.test", "subject": "s", "body": "b"}));
+                    assert_eq!(r.status, 200);
+                }
+            });
+        }
+    });
+    app.kill9();
+    app.restart();
+    let mut seen = std::collections::HashSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while seen.len() < 200 && std::time::Instant::now() < deadline {
+        seen = smtp
+            .received()
+            .iter()
+            .map(|m| m.rcpt_to[0].clone())
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(seen.len(), 200, "every acknowledged email arrived");
+    let total = smtp.received().len();
+    assert!(
+        total < 200 + 64,
+        "at most the emails in flight at the kill arrive twice ({total})"
+    );
+}
+
+#[test]
+fn the_default_file_transport_writes_an_eml_file_per_email() {
+    let app = TestApp::spawn_with_dns(&[("MAILROOM__SENDING__RATE_PER_SECOND", "0")]);
+    let p = app.create_project("Acme");
+    app.verify_domain(&p, DOMAIN);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "a@example.com", "from": "a@acme.test", "subject": "File me", "body": "b"}),
+    );
+    let id = r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = app.data_dir.join("outbox").join(format!("{id}.eml"));
+    for _ in 0..100 {
+        if path.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&path).expect("the .eml file");
+    assert!(text.contains("Subject: File me"));
+}
