@@ -9,7 +9,8 @@ use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::domain::{self, DomainVerifier};
+use mailroom_actors::domain;
+use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::mailer::{
     Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, TransportConfig,
 };
@@ -45,6 +46,7 @@ impl Application {
                 mailbox_capacity: settings.actors.mailbox_capacity,
             },
         );
+        start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {
             nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
             timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
@@ -57,7 +59,6 @@ impl Application {
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
-        start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let state = web::Data::new(AppState::new(
             &settings,
             registry,

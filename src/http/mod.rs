@@ -44,11 +44,11 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
+    pub templates: mailroom_actors::render::TemplateCache,
     /// Shared by domain checks and /v1/verify.
     pub resolver: Arc<Resolver>,
     pub email_verifier: EmailVerifier,
     pub spf_include: String,
-    pub templates: mailroom_actors::render::TemplateCache,
 }
 
 impl AppState {
@@ -70,10 +70,10 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
+            templates: Default::default(),
             email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
             resolver,
             spf_include: settings.domains.spf_include.clone(),
-            templates: Default::default(),
         }
     }
 }
@@ -139,18 +139,6 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::delete().to(contacts::delete)),
             )
             .service(
-                resource("/domains")
-                    .route(web::get().to(domains::list))
-                    .route(web::post().to(domains::create)),
-            )
-            .service(
-                resource("/domains/{id}")
-                    .route(web::get().to(domains::get))
-                    .route(web::delete().to(domains::delete)),
-            )
-            .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
-            .service(resource("/v1/verify").route(web::post().to(verify::verify)))
-            .service(
                 resource("/templates")
                     .route(web::get().to(templates::list))
                     .route(web::post().to(templates::create)),
@@ -163,6 +151,18 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/v1/send").route(web::post().to(send::send)))
             .service(resource("/emails/{id}").route(web::get().to(send::get_email)))
+            .service(
+                resource("/domains")
+                    .route(web::get().to(domains::list))
+                    .route(web::post().to(domains::create)),
+            )
+            .service(
+                resource("/domains/{id}")
+                    .route(web::get().to(domains::get))
+                    .route(web::delete().to(domains::delete)),
+            )
+            .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
+            .service(resource("/v1/verify").route(web::post().to(verify::verify)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

@@ -11,19 +11,19 @@ use super::{admin, contacts, domains, ops, send, templates, verify};
     paths(
         ops::health, ops::metrics, ops::openapi,
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
-        domains::list, domains::create, domains::get, domains::delete, domains::verify,
-        verify::verify,
         templates::list, templates::create, templates::get, templates::update, templates::delete,
         send::send, send::get_email,
+        domains::list, domains::create, domains::get, domains::delete, domains::verify,
+        verify::verify,
         admin::create_project, admin::list_projects,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
-        domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
-        verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
         super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::TemplateRequest,
         send::SendRequest,
+        domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
+        verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
     )),
     modifiers(&BearerAuth),
 )]

@@ -6,12 +6,40 @@ use std::time::Duration;
 use mailroom_testkit::SmtpServer;
 use serde_json::json;
 
+use crate::dns::TestDns;
 use crate::helpers::{Project, TestApp};
 
 const DOMAIN: &str = "acme.test";
 
+/// A server whose DNS is `dns`, with a project whose domain is verified there.
+fn verified_app(dns: &TestDns, env: &[(&str, &str)]) -> (TestApp, Project) {
+    let ns = dns.addr();
+    let mut env = env.to_vec();
+    env.push(("MAILROOM__DNS__NAMESERVERS", ns.as_str()));
+    let app = TestApp::spawn_with(&env);
+    let p = app.create_project("Acme");
+    let r = app.post("/domains", &p.secret, json!({"domain": DOMAIN}));
+    assert_eq!(r.status, 201, "{}", r.text);
+    let d = r.json();
+    for rec in d["records"].as_array().unwrap() {
+        if rec["purpose"] == "OWNERSHIP" || rec["purpose"] == "DKIM" {
+            dns.set_txt(
+                rec["name"].as_str().unwrap(),
+                &[rec["value"].as_str().unwrap()],
+            );
+        }
+    }
+    let v = app.post(
+        &format!("/domains/{}/verify", d["id"].as_str().unwrap()),
+        &p.secret,
+        json!({}),
+    );
+    assert_eq!(v.json()["status"], "VERIFIED", "{}", v.text);
+    (app, p)
+}
+
 /// A server that sends through `smtp`, unpaced, retrying quickly, with a verified domain.
-fn app_with(smtp: &SmtpServer, extra: &[(&str, &str)]) -> (TestApp, Project) {
+fn app_with(dns: &TestDns, smtp: &SmtpServer, extra: &[(&str, &str)]) -> (TestApp, Project) {
     let port = smtp.port().to_string();
     let mut env = vec![
         ("MAILROOM__MAIL__TRANSPORT", "smtp"),
@@ -23,31 +51,47 @@ fn app_with(smtp: &SmtpServer, extra: &[(&str, &str)]) -> (TestApp, Project) {
         ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0"),
     ];
     env.extend_from_slice(extra);
-    let app = TestApp::spawn_with_dns(&env);
-    let p = app.create_project("Acme");
-    app.verify_domain(&p, DOMAIN);
-    (app, p)
+    verified_app(dns, &env)
 }
 
-fn header<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
-    let prefix = format!("{}:", name.to_ascii_lowercase());
-    raw.lines()
-        .find(|l| l.to_ascii_lowercase().starts_with(&prefix))
-        .map(|l| l[prefix.len()..].trim())
-}
-
-/// A header that may be folded over several lines (DKIM-Signature is), unfolded.
-fn unfolded_header(raw: &str, name: &str) -> Option<String> {
+/// A header's value, with folded continuation lines joined.
+fn header(raw: &str, name: &str) -> Option<String> {
     let prefix = format!("{}:", name.to_ascii_lowercase());
     let mut lines = raw
         .lines()
         .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
-    let mut value = lines.next()?[prefix.len()..].trim().to_owned();
-    for more in lines.take_while(|l| l.starts_with([' ', '\t'])) {
+    let first = lines.next()?;
+    let mut value = first[prefix.len()..].trim().to_owned();
+    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
         value.push(' ');
-        value.push_str(more.trim());
+        value.push_str(cont.trim());
     }
     Some(value)
+}
+
+/// Verifies the DKIM signature the way a receiver does (mail-auth), with the public key
+/// looked up in the test DNS server where the domain's records were published.
+fn dkim_passes(dns: &TestDns, raw: &[u8]) -> bool {
+    use mail_auth::hickory_resolver::config::{
+        NameServerConfigGroup, ResolverConfig, ResolverOpts,
+    };
+    use mail_auth::{AuthenticatedMessage, DkimResult, MessageAuthenticator};
+    let addr: std::net::SocketAddr = dns.addr().parse().expect("dns address");
+    let servers = NameServerConfigGroup::from_ips_clear(&[addr.ip()], addr.port(), true);
+    let auth = MessageAuthenticator::new(
+        ResolverConfig::from_parts(None, vec![], servers),
+        ResolverOpts::default(),
+    )
+    .expect("resolver");
+    let message = AuthenticatedMessage::parse(raw).expect("a parsable message");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let outputs = rt.block_on(auth.verify_dkim(&message));
+    outputs
+        .iter()
+        .any(|o| matches!(o.result(), DkimResult::Pass))
 }
 
 fn wait() -> Duration {
@@ -56,8 +100,8 @@ fn wait() -> Duration {
 
 #[test]
 fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signature() {
-    let smtp = SmtpServer::start();
-    let (app, p) = app_with(&smtp, &[]);
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
     app.upsert(
         &p.secret,
         json!({"email": "ada@example.com", "data": {"name": "Ada", "plan": "free"}}),
@@ -78,22 +122,26 @@ fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signatur
     let m = got[0].text();
     assert_eq!(got[0].rcpt_to, ["ada@example.com"]);
     assert_eq!(got[0].mail_from, "hello@acme.test");
-    assert_eq!(header(&m, "Subject"), Some("Hi Ada"));
+    assert_eq!(header(&m, "Subject").as_deref(), Some("Hi Ada"));
     assert!(
         header(&m, "From").unwrap().contains("Acme")
             && header(&m, "From").unwrap().contains("hello@acme.test")
     );
     assert!(header(&m, "To").unwrap().contains("ada@example.com"));
-    assert_eq!(header(&m, "Reply-To"), Some("help@acme.test"));
-    assert_eq!(header(&m, "X-Campaign"), Some("spring"));
+    assert_eq!(header(&m, "Reply-To").as_deref(), Some("help@acme.test"));
+    assert_eq!(header(&m, "X-Campaign").as_deref(), Some("spring"));
     assert!(
         m.contains("Plan pro &lt;b&gt;"),
         "call data wins and is escaped: {m}"
     );
-    let dkim = unfolded_header(&m, "DKIM-Signature").expect("signed");
+    let dkim = header(&m, "DKIM-Signature").expect("signed");
     assert!(
         dkim.contains("d=acme.test") && dkim.contains("c=relaxed/relaxed"),
         "{dkim}"
+    );
+    assert!(
+        dkim_passes(&dns, &got[0].data),
+        "the signature verifies against the published key"
     );
     let status = |app: &TestApp| {
         app.get(&format!("/emails/{email_id}"), &p.secret).json()["data"]["status"].clone()
@@ -109,8 +157,8 @@ fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signatur
 
 #[test]
 fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
-    let smtp = SmtpServer::start();
-    let (app, p) = app_with(&smtp, &[]);
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -148,8 +196,8 @@ fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
 
 #[test]
 fn an_attachment_arrives_as_a_mime_part_with_its_filename() {
-    let smtp = SmtpServer::start();
-    let (app, p) = app_with(&smtp, &[]);
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -171,9 +219,9 @@ fn an_attachment_arrives_as_a_mime_part_with_its_filename() {
 
 #[test]
 fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
-    let smtp = SmtpServer::start();
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[451, 451]);
-    let (app, p) = app_with(&smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, &[]);
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -198,9 +246,9 @@ fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
 
 #[test]
 fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
-    let smtp = SmtpServer::start();
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[550]);
-    let (app, p) = app_with(&smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, &[]);
     let c = app.upsert(&p.secret, json!({"email": "dead@example.com"}));
     assert_eq!(c["subscribed"], true);
     let r = app.post(
@@ -237,8 +285,8 @@ fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
 
 #[test]
 fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
-    let smtp = SmtpServer::start();
-    let (app, p) = app_with(&smtp, &[]);
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
     app.upsert(
         &p.secret,
         json!({"email": "out@example.com", "subscribed": false}),
@@ -261,7 +309,7 @@ fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
     let got = smtp.wait_for(1, wait());
     assert_eq!(got.len(), 1);
     assert_eq!(
-        header(&got[0].text(), "Subject"),
+        header(&got[0].text(), "Subject").as_deref(),
         Some("News for in@example.com"),
         "the template's subject and from are used"
     );
@@ -271,9 +319,9 @@ fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
 
 #[test]
 fn the_relay_going_away_and_coming_back_loses_nothing() {
-    let smtp = SmtpServer::start();
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let addr = smtp.addr();
-    let (app, p) = app_with(&smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "20")]);
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "20")]);
     smtp.stop();
     drop(smtp);
     for i in 0..5 {
@@ -288,8 +336,8 @@ fn the_relay_going_away_and_coming_back_loses_nothing() {
 
 #[test]
 fn kill_9_right_after_200_acknowledged_sends_still_delivers_all_200_after_a_restart() {
-    let smtp = SmtpServer::start();
-    let (mut app, p) = app_with(&smtp, &[]);
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (mut app, p) = app_with(&dns, &smtp, &[]);
     std::thread::scope(|s| {
         for t in 0..4 {
             let (app, key) = (&app, &p.secret);
@@ -323,9 +371,8 @@ fn kill_9_right_after_200_acknowledged_sends_still_delivers_all_200_after_a_rest
 
 #[test]
 fn the_default_file_transport_writes_an_eml_file_per_email() {
-    let app = TestApp::spawn_with_dns(&[("MAILROOM__SENDING__RATE_PER_SECOND", "0")]);
-    let p = app.create_project("Acme");
-    app.verify_domain(&p, DOMAIN);
+    let dns = TestDns::start();
+    let (app, p) = verified_app(&dns, &[("MAILROOM__SENDING__RATE_PER_SECOND", "0")]);
     let r = app.post(
         "/v1/send",
         &p.secret,

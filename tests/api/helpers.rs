@@ -93,25 +93,6 @@ impl TestApp {
         self.dns.as_ref().expect("started with spawn_with_dns")
     }
 
-    /// Adds `domain` to the project, publishes its records and verifies it. Returns the
-    /// domain record.
-    pub fn verify_domain(&self, p: &Project, domain: &str) -> Value {
-        let r = self.post("/domains", &p.secret, json!({ "domain": domain }));
-        assert_eq!(r.status, 201, "{}", r.text);
-        let d = r.json();
-        for record in d["records"].as_array().unwrap() {
-            if record["purpose"] == "OWNERSHIP" || record["purpose"] == "DKIM" {
-                let name = record["name"].as_str().unwrap();
-                self.dns()
-                    .set_txt(name, &[record["value"].as_str().unwrap()]);
-            }
-        }
-        let id = d["id"].as_str().unwrap();
-        let r = self.post(&format!("/domains/{id}/verify"), &p.secret, json!({}));
-        assert_eq!(r.json()["status"], "VERIFIED", "{}", r.text);
-        r.json()
-    }
-
     fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
         let env: Vec<(String, String)> = env
             .iter()

@@ -5,6 +5,7 @@ mod auth;
 mod cli;
 mod contacts;
 mod delivery;
+mod dns;
 mod domains;
 mod durability;
 mod errors;
