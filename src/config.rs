@@ -103,6 +103,7 @@ pub struct Limits {
     pub requests_per_minute: u32,
     pub max_body_bytes: usize,
     pub max_data_bytes: usize,
+    pub idempotency_ttl_hours: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -5,11 +5,13 @@ pub mod clock;
 pub mod dns;
 pub mod domain;
 pub mod error;
+pub mod idempotency;
 pub mod mailer;
 pub mod model;
 pub mod project;
 pub mod projects;
 pub mod render;
+pub mod segment;
 pub mod store;
 pub mod verify;
 

@@ -135,3 +135,43 @@ async fn connection(
     }
     load
 }
+
+/// One request on a fresh connection, for set-up steps: (status, JSON body).
+pub async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    body: Option<String>,
+) -> (u16, serde_json::Value) {
+    let stream = TcpStream::connect(addr)
+        .await
+        .expect("connect to the server");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    let mut b = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    if let Some(a) = auth {
+        b = b.header("authorization", format!("Bearer {a}"));
+    }
+    let req = b
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .expect("request");
+    let res = sender.send_request(req).await.expect("response");
+    let status = res.status().as_u16();
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}

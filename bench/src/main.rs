@@ -1,6 +1,7 @@
 //! The Mailroom load generator. It starts the release server on a temporary data
-//! directory, drives it over HTTP/1.1 keep-alive connections for a fixed time per
-//! scenario, and prints throughput, latency percentiles and the server's peak RSS.
+//! directory, with a real SMTP server and DNS server of its own on loopback, drives it
+//! over HTTP/1.1 keep-alive connections for a fixed time per scenario, and prints
+//! throughput, latency percentiles and the server's peak RSS.
 //!
 //!     cargo build --release && cargo run --release -p mailroom-bench -- --connections 64 --seconds 10
 //!
@@ -11,11 +12,14 @@ mod client;
 mod report;
 mod scenario;
 mod server;
+mod setup;
+mod smtp_client;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
+use mailroom_testkit::{SmtpServer, TestDns};
 
 use scenario::Scenario;
 
@@ -28,8 +32,13 @@ pub struct Args {
     /// Seconds of load per scenario (after a 1 s warm-up).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
-    /// Scenarios to run, comma-separated: baseline, contacts.
-    #[arg(long, default_value = "baseline,contacts", value_delimiter = ',')]
+    /// Scenarios, comma-separated: baseline, contacts, send, smtp (reference SMTP clients),
+    /// paced (60 s of delivery at 14/s).
+    #[arg(
+        long,
+        default_value = "baseline,contacts,send,smtp",
+        value_delimiter = ','
+    )]
     scenarios: Vec<String>,
     /// The server binary (default: target/release/mailroom under CARGO_TARGET_DIR or ./target).
     #[arg(long)]
@@ -37,22 +46,26 @@ pub struct Args {
     /// Client threads. One keeps most of the 2-core machine for the server.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
+    /// SMTP connections Mailroom may use (mailer.workers x smtp.pool_size), and the bare
+    /// client's connection count in the reference figure.
+    #[arg(long, default_value_t = 32)]
+    smtp_connections: usize,
 }
 
 fn main() {
     let args = Args::parse();
     let bin = args.server_bin.clone().unwrap_or_else(server::default_bin);
-    let scenarios: Vec<Scenario> = args
-        .scenarios
-        .iter()
-        .map(|s| Scenario::parse(s).unwrap_or_else(|| panic!("unknown scenario {s}")))
-        .collect();
+    let wanted = |s: &str| args.scenarios.iter().any(|x| x == s);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads.max(1))
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let server = server::Server::start(&bin);
+    let dns = TestDns::start();
+    let smtp = SmtpServer::start();
+    smtp.count_only();
+    let server = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
+    setup::verify_domain(&rt, &server, &dns);
     println!(
         "mailroom bench: {} connections, {} s per scenario, server {} (pid {})",
         args.connections,
@@ -61,19 +74,136 @@ fn main() {
         server.pid()
     );
     let mut results = Vec::new();
-    for s in &scenarios {
-        let ctx = s.prepare(&server);
+    for name in ["baseline", "contacts", "send"]
+        .into_iter()
+        .filter(|s| wanted(s))
+    {
+        let s = Scenario::parse(name).expect("known scenario");
+        let before = smtp.count();
+        let started = Instant::now();
         let load = rt.block_on(client::run(
             server.addr(),
-            ctx,
+            s.prepare(&server),
             args.connections,
             Duration::from_secs(1),
             Duration::from_secs(args.seconds),
         ));
         let r = report::Report::new(s.name(), load, server.peak_rss_kib());
         r.print();
+        if s == Scenario::Send {
+            report_delivery(&smtp, before, started, args.seconds);
+        }
         results.push(r);
     }
     report::print_ratios(&results);
+    if wanted("smtp") {
+        let addr = smtp.addr();
+        let secs = 3.0;
+        let one_nagle = rt.block_on(smtp_client::rate(addr, 1, false, secs));
+        let one = rt.block_on(smtp_client::rate(addr, 1, true, secs));
+        let same = rt.block_on(smtp_client::rate(addr, args.smtp_connections, true, secs));
+        let ceiling = rt.block_on(smtp_client::rate(
+            addr,
+            args.smtp_connections * 4,
+            true,
+            secs,
+        ));
+        println!("bare SMTP client, 1 connection, Nagle on (lettre's default socket): {one_nagle:>8.0} emails/s");
+        println!("bare SMTP client, 1 connection, TCP_NODELAY (what Mailroom's mailers use): {one:>8.0} emails/s");
+        println!(
+            "bare SMTP client, {} connections, TCP_NODELAY: {same:>8.0} emails/s",
+            args.smtp_connections
+        );
+        println!(
+            "SMTP server ceiling ({} connections): {ceiling:>8.0} emails/s",
+            args.smtp_connections * 4
+        );
+    }
     println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
+    drop(server);
+    if wanted("paced") {
+        paced(&rt, &bin, &dns, args.smtp_connections);
+    }
+}
+
+/// Accepted emails are counted again at the SMTP server: during the measured run, and
+/// until the outbox has drained.
+fn report_delivery(smtp: &SmtpServer, before: u64, started: Instant, seconds: u64) {
+    let during = smtp.count() - before;
+    let window = started.elapsed().as_secs_f64();
+    println!(
+        "POST /v1/send end to end: {:.0} emails/s delivered to the SMTP server while loading ({during} in {window:.1} s, pacing off)",
+        during as f64 / window
+    );
+    let drained = Instant::now();
+    let mut last = smtp.count();
+    while drained.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = smtp.count();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let total = last - before;
+    let secs = started.elapsed().as_secs_f64() - 0.5;
+    println!(
+        "POST /v1/send drained: {total} emails delivered in {secs:.1} s from the first request = {:.0} emails/s (load {seconds} s + 1 s warm-up)",
+        total as f64 / secs
+    );
+}
+
+/// Pacing at 14 a second: queue plenty, then watch 60 s of deliveries.
+fn paced(
+    rt: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    dns: &TestDns,
+    smtp_connections: usize,
+) {
+    let smtp = SmtpServer::start();
+    let server = server::Server::start(bin, &setup::env(dns, &smtp, 14, smtp_connections));
+    setup::verify_domain(rt, &server, dns);
+    let total = 14 * 60 + 200;
+    let ctx = Scenario::Send.prepare(&server);
+    rt.block_on(async {
+        for n in 0..total as u64 {
+            let r = ctx.request(0, n);
+            let (status, _) = client::call(
+                server.addr(),
+                r.method,
+                r.path,
+                Some(&server.secret_key),
+                r.body,
+            )
+            .await;
+            assert_eq!(status, 200, "queueing for the paced run");
+        }
+    });
+    println!(
+        "paced: {total} emails queued; watching 60 s of delivery at sending.rate_per_second = 14"
+    );
+    std::thread::sleep(Duration::from_secs(62));
+    let times: Vec<Instant> = smtp.received().iter().map(|m| m.at).collect();
+    let Some(&first) = times.first() else {
+        println!("paced: nothing was delivered");
+        return;
+    };
+    let in_window: Vec<f64> = times
+        .iter()
+        .map(|t| t.duration_since(first).as_secs_f64())
+        .filter(|t| *t < 60.0)
+        .collect();
+    let mut max_in_any_second = 0;
+    for (i, start) in in_window.iter().enumerate() {
+        let n = in_window[i..]
+            .iter()
+            .take_while(|t| **t < start + 1.0)
+            .count();
+        max_in_any_second = max_in_any_second.max(n);
+    }
+    println!(
+        "paced: {:.2} emails/s over 60 s ({} delivered), at most {max_in_any_second} in any one-second window",
+        in_window.len() as f64 / 60.0,
+        in_window.len()
+    );
 }

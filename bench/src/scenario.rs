@@ -11,6 +11,8 @@ pub enum Scenario {
     Baseline,
     /// POST /contacts: durable upserts, half of fresh emails and half of existing ones.
     Contacts,
+    /// POST /v1/send: one recipient each, durably queued; delivery is counted at the SMTP server.
+    Send,
 }
 
 impl Scenario {
@@ -18,6 +20,7 @@ impl Scenario {
         match s.trim() {
             "baseline" | "health" => Some(Scenario::Baseline),
             "contacts" => Some(Scenario::Contacts),
+            "send" => Some(Scenario::Send),
             _ => None,
         }
     }
@@ -26,13 +29,18 @@ impl Scenario {
         match self {
             Scenario::Baseline => "baseline GET /health",
             Scenario::Contacts => "POST /contacts (upsert)",
+            Scenario::Send => "POST /v1/send (accepted)",
         }
     }
 
     pub fn prepare(&self, server: &Server) -> Arc<Ctx> {
+        self.prepare_with_key(&server.secret_key)
+    }
+
+    pub fn prepare_with_key(&self, secret_key: &str) -> Arc<Ctx> {
         Arc::new(Ctx {
             scenario: *self,
-            auth: format!("Bearer {}", server.secret_key),
+            auth: format!("Bearer {secret_key}"),
             fresh: AtomicU64::new(0),
         })
     }
@@ -61,6 +69,15 @@ impl Ctx {
                 path: "/health",
                 auth: None,
                 body: None,
+            },
+            Scenario::Send => Req {
+                method: "POST",
+                path: "/v1/send",
+                auth: Some(self.auth.clone()),
+                body: Some(format!(
+                    r#"{{"to":"user{}@example.com","from":"bench@acme.test","subject":"Hello {{{{name ?? \"there\"}}}}","body":"<p>Bench {n}</p>"}}"#,
+                    self.fresh.fetch_add(1, Ordering::Relaxed)
+                )),
             },
             Scenario::Contacts => {
                 let made = self.fresh.load(Ordering::Relaxed);

@@ -21,7 +21,8 @@ pub fn default_bin() -> PathBuf {
 }
 
 impl Server {
-    pub fn start(bin: &Path) -> Server {
+    /// Starts the server with `env` added to the bench defaults.
+    pub fn start(bin: &Path, env: &[(String, String)]) -> Server {
         assert!(
             bin.exists(),
             "{} not found: run `cargo build --release` first",
@@ -48,6 +49,7 @@ impl Server {
             .env("MAILROOM__SERVER__PORT", "0")
             .env("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")
             .env("MAILROOM__LOG__LEVEL", "warn")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .spawn()
             .expect("start mailroom serve");

@@ -7,13 +7,17 @@ pub mod contacts;
 pub mod domains;
 pub mod envelope;
 pub mod error;
+pub mod events;
+pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod rate_limit;
 pub mod request_id;
+pub mod segments;
 pub mod send;
 pub mod templates;
+pub mod track;
 pub mod validate;
 pub mod verify;
 
@@ -137,6 +141,27 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::get().to(contacts::get))
                     .route(web::patch().to(contacts::patch))
                     .route(web::delete().to(contacts::delete)),
+            )
+            .service(resource("/v1/track").route(web::post().to(track::track)))
+            .service(resource("/events").route(web::get().to(events::list)))
+            .service(resource("/events/names").route(web::get().to(events::names)))
+            .service(resource("/events/{id}").route(web::get().to(events::get)))
+            .service(
+                resource("/segments")
+                    .route(web::get().to(segments::list))
+                    .route(web::post().to(segments::create)),
+            )
+            .service(
+                resource("/segments/{id}")
+                    .route(web::get().to(segments::get))
+                    .route(web::patch().to(segments::update))
+                    .route(web::delete().to(segments::delete)),
+            )
+            .service(resource("/segments/{id}/contacts").route(web::get().to(segments::contacts)))
+            .service(
+                resource("/segments/{id}/members")
+                    .route(web::post().to(segments::add_members))
+                    .route(web::delete().to(segments::remove_members)),
             )
             .service(
                 resource("/templates")

@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, domains, ops, send, templates, verify};
+use super::{admin, contacts, domains, events, ops, segments, send, templates, track, verify};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -16,6 +16,9 @@ use super::{admin, contacts, domains, ops, send, templates, verify};
         domains::list, domains::create, domains::get, domains::delete, domains::verify,
         verify::verify,
         admin::create_project, admin::list_projects,
+        track::track, events::list, events::names, events::get,
+        segments::list, segments::create, segments::get, segments::update, segments::delete,
+        segments::contacts, segments::add_members, segments::remove_members,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -24,6 +27,11 @@ use super::{admin, contacts, domains, ops, send, templates, verify};
         send::SendRequest,
         domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
         verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
+        track::TrackRequest, track::TrackResponse, track::TrackData,
+        events::EventView, events::EventList, events::EventName, events::EventNames,
+        segments::SegmentView, segments::SegmentList, segments::CreateSegmentRequest,
+        segments::UpdateSegmentRequest, segments::MembersRequest, segments::MembersAdded,
+        segments::MembersRemoved,
     )),
     modifiers(&BearerAuth),
 )]

@@ -148,6 +148,11 @@ impl<'a> Fields<'a> {
         self.present(field)
     }
 
+    /// Adds errors found by a parser of a nested value (a filter, ...).
+    pub fn extend(&mut self, errors: Vec<FieldError>) {
+        self.errors.extend(errors);
+    }
+
     fn check_string(&mut self, field: &str, v: &Value, max: usize) -> Option<String> {
         let Some(s) = v.as_str() else {
             self.wrong_type(field, "string", v);

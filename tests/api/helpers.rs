@@ -178,9 +178,24 @@ impl TestApp {
     }
 
     pub fn request(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> Resp {
+        self.request_with(method, path, key, body, &[])
+    }
+
+    /// A request with extra headers (such as `Idempotency-Key`).
+    pub fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
         let mut req = self
             .agent
             .request(method, &format!("{}{}", self.base, path));
+        for (name, value) in headers {
+            req = req.set(name, value);
+        }
         if let Some(k) = key {
             req = req.set("Authorization", &format!("Bearer {k}"));
         }

@@ -27,6 +27,26 @@ struct Stored {
     updated_at: i64,
 }
 
+/// A stored contact read without copying or parsing: the strings borrow from the
+/// stored bytes and `data` stays JSON text. Segment scans use it so that a million
+/// contacts cost a million cheap decodes, not a million JSON parses. It must list
+/// the fields of `Stored` in the same order.
+#[derive(Deserialize)]
+pub struct ContactRef<'a> {
+    pub id: ContactId,
+    pub email: &'a str,
+    pub subscribed: bool,
+    pub data: &'a str,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl<'a> ContactRef<'a> {
+    pub fn decode(bytes: &'a [u8]) -> Result<Self> {
+        crate::store::codec::decode_borrowed(bytes)
+    }
+}
+
 impl Contact {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let stored = Stored {
@@ -42,6 +62,10 @@ impl Contact {
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let s: Stored = crate::store::codec::decode(bytes)?;
+        Self::from_stored(s)
+    }
+
+    fn from_stored(s: Stored) -> Result<Self> {
         Ok(Contact {
             id: s.id,
             email: EmailAddress::parse(&s.email)
@@ -51,5 +75,34 @@ impl Contact {
             created_at: s.created_at.into(),
             updated_at: s.updated_at.into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_light_form_reads_what_the_full_form_wrote() {
+        let mut data = DataMap::new();
+        data.insert("plan".into(), serde_json::json!("pro"));
+        let c = Contact {
+            id: ContactId::new(),
+            email: EmailAddress::parse("ada@example.com").unwrap(),
+            subscribed: true,
+            data,
+            created_at: 5.into(),
+            updated_at: 7.into(),
+        };
+        let bytes = c.encode().unwrap();
+        let r = ContactRef::decode(&bytes).unwrap();
+        assert_eq!(
+            (r.id, r.email, r.subscribed),
+            (c.id, "ada@example.com", true)
+        );
+        assert_eq!(
+            (r.data, r.created_at, r.updated_at),
+            ("{\"plan\":\"pro\"}", 5, 7)
+        );
     }
 }

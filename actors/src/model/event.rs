@@ -21,6 +21,28 @@ impl EventSource {
     }
 }
 
+/// What is known of one event name for one contact (or for a whole project): kept
+/// up to date as events are appended, so that filters never count events by scanning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventStats {
+    pub count: u64,
+    pub first_at: i64,
+    pub last_at: i64,
+}
+
+impl EventStats {
+    pub fn add(&mut self, at: i64) {
+        if self.count == 0 {
+            self.first_at = at;
+            self.last_at = at;
+        } else {
+            self.first_at = self.first_at.min(at);
+            self.last_at = self.last_at.max(at);
+        }
+        self.count += 1;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub id: EventId,
@@ -46,7 +68,7 @@ struct Stored {
 impl Event {
     pub fn system(name: &str, contact_id: ContactId, email: &EmailAddress, at: Timestamp) -> Self {
         Event {
-            id: EventId::new(),
+            id: EventId::at(at),
             name: name.to_owned(),
             contact_id,
             email: email.clone(),

@@ -52,3 +52,50 @@ id_type!(EventId);
 id_type!(TemplateId);
 id_type!(EmailId);
 id_type!(DomainId);
+id_type!(SegmentId);
+
+impl EventId {
+    /// An id that sorts at the event's own time (which comes from the injected clock),
+    /// so that `since` / `until` are key ranges and newest-first is key order. Its other
+    /// bits are a process-wide counter (from a random start), so ids made in one
+    /// millisecond by this process increase in the order they were made: the events of
+    /// one write (a tracked event, the segment entry it causes) list in order.
+    pub fn at(t: super::Timestamp) -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: std::sync::OnceLock<AtomicU64> = std::sync::OnceLock::new();
+        let c = COUNTER
+            .get_or_init(|| AtomicU64::new(rand::random::<u64>() >> 4))
+            .fetch_add(1, Ordering::Relaxed);
+        let ms = t.millis().clamp(0, (1 << 48) - 1) as u128;
+        let hi = (ms << 80) | (0x7 << 76) | ((u128::from(c >> 62) & 0xfff) << 64);
+        let lo = (0b10u128 << 62) | (u128::from(c) & ((1 << 62) - 1));
+        EventId(Uuid::from_u128(hi | lo))
+    }
+
+    /// The smallest id an event at `t` can have: a bound for time ranges.
+    pub fn floor(t: super::Timestamp) -> Self {
+        let ms = t.millis().max(0) as u64;
+        let mut bytes = [0u8; 16];
+        bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+        EventId(Uuid::from_bytes(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_sort_by_their_time_and_increase_within_a_millisecond() {
+        let t = crate::model::Timestamp::from(1_700_000_000_123);
+        let ids: Vec<EventId> = (0..100).map(|_| EventId::at(t)).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let later = EventId::at(crate::model::Timestamp::from(1_700_000_000_124));
+        assert!(EventId::floor(t) < ids[0] && ids[99] < EventId::floor(1_700_000_000_124.into()));
+        assert!(ids[99] < later);
+        assert!(
+            ids[0].to_string() > EventId::floor(t).to_string(),
+            "the text form sorts alike"
+        );
+    }
+}

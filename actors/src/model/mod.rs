@@ -12,11 +12,11 @@ pub mod project;
 pub mod template;
 pub mod time;
 
-pub use contact::Contact;
+pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
-pub use event::{Event, EventSource};
-pub use id::{ContactId, DomainId, EmailId, EventId, ProjectId, TemplateId};
+pub use event::{Event, EventSource, EventStats};
+pub use id::{ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
 pub use outbound::{Attachment, EmailStatus, Mailbox, OutboundEmail};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};

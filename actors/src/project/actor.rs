@@ -6,17 +6,20 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
-use super::contacts::{self, Counts};
+use super::contacts::{self, Counts, WriteCtx};
+use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, CreateDomain, CreateTemplate, DeleteContact, DeleteDomain, DeleteTemplate,
-    Generation, PatchContact, QueueEmails, QueuedEmail, RecordDelivery, Restart, UpdateTemplate,
-    UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
+    DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
+    QueueEmails, QueuedEmail, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment,
+    UpdateTemplate, UpsertContact, UpsertOutcome,
 };
-use super::{sending, templates};
+use super::{segments, sending, templates, track};
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
 use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
+use crate::segment::Segment;
 use crate::store::Store;
 
 pub struct ProjectActor {
@@ -25,6 +28,8 @@ pub struct ProjectActor {
     clock: Arc<dyn Clock>,
     mailbox_capacity: usize,
     counts: Counts,
+    /// The project's segments, filters compiled, for membership tracking.
+    audience: Audience,
     generation: u64,
     outbox: Arc<tokio::sync::Notify>,
 }
@@ -43,6 +48,7 @@ impl ProjectActor {
             clock,
             mailbox_capacity,
             counts: Counts::default(),
+            audience: Audience::default(),
             generation: 0,
             outbox,
         }
@@ -60,6 +66,26 @@ impl ProjectActor {
                 tracing::error!(project = %self.project, error = %e, "loading project counters")
             }
         }
+        match Audience::load(&*self.store, self.project) {
+            Ok(a) => self.audience = a,
+            Err(e) => {
+                tracing::error!(project = %self.project, error = %e, "loading project segments")
+            }
+        }
+    }
+
+    /// Splits the actor's state into the write context and the counters it updates.
+    fn ctx(&mut self) -> (WriteCtx<'_>, &mut Counts) {
+        let now = self.now();
+        (
+            WriteCtx {
+                store: &*self.store,
+                project: self.project,
+                audience: &self.audience,
+                now,
+            },
+            &mut self.counts,
+        )
     }
 
     /// Turns an applied write into a reply that resolves when it is durable.
@@ -93,8 +119,8 @@ impl Handler<UpsertContact> for ProjectActor {
     type Result = ResponseFuture<Result<UpsertOutcome>>;
 
     fn handle(&mut self, msg: UpsertContact, _ctx: &mut Self::Context) -> Self::Result {
-        let now = self.now();
-        let result = contacts::upsert(&*self.store, self.project, &mut self.counts, msg, now);
+        let (ctx, counts) = self.ctx();
+        let result = contacts::upsert(&ctx, counts, msg);
         self.after_flush(result)
     }
 }
@@ -103,8 +129,8 @@ impl Handler<PatchContact> for ProjectActor {
     type Result = ResponseFuture<Result<Contact>>;
 
     fn handle(&mut self, msg: PatchContact, _ctx: &mut Self::Context) -> Self::Result {
-        let now = self.now();
-        let result = contacts::patch(&*self.store, self.project, &mut self.counts, msg, now);
+        let (ctx, counts) = self.ctx();
+        let result = contacts::patch(&ctx, counts, msg);
         self.after_flush(result)
     }
 }
@@ -113,7 +139,57 @@ impl Handler<DeleteContact> for ProjectActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: DeleteContact, _ctx: &mut Self::Context) -> Self::Result {
-        let result = contacts::delete(&*self.store, self.project, &mut self.counts, msg.id);
+        let (ctx, counts) = self.ctx();
+        let result = contacts::delete(&ctx, counts, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<Track> for ProjectActor {
+    type Result = ResponseFuture<Result<TrackOutcome>>;
+
+    fn handle(&mut self, msg: Track, _ctx: &mut Self::Context) -> Self::Result {
+        let (ctx, counts) = self.ctx();
+        let result = track::track(&ctx, counts, msg);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<CreateSegment> for ProjectActor {
+    type Result = ResponseFuture<Result<Segment>>;
+
+    fn handle(&mut self, msg: CreateSegment, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = segments::create(&*self.store, self.project, now, &mut self.audience, msg);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<UpdateSegment> for ProjectActor {
+    type Result = ResponseFuture<Result<Segment>>;
+
+    fn handle(&mut self, msg: UpdateSegment, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = segments::update(&*self.store, self.project, now, &mut self.audience, msg);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<DeleteSegment> for ProjectActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteSegment, _ctx: &mut Self::Context) -> Self::Result {
+        let result = segments::delete(&*self.store, self.project, &mut self.audience, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<ChangeMembers> for ProjectActor {
+    type Result = ResponseFuture<Result<MembersOutcome>>;
+
+    fn handle(&mut self, msg: ChangeMembers, _ctx: &mut Self::Context) -> Self::Result {
+        let (ctx, _) = self.ctx();
+        let result = segments::change_members(&ctx, msg.id, &msg.emails, msg.add);
         self.after_flush(result)
     }
 }
@@ -196,8 +272,8 @@ impl Handler<QueueEmails> for ProjectActor {
     type Result = ResponseFuture<Result<Vec<QueuedEmail>>>;
 
     fn handle(&mut self, msg: QueueEmails, _ctx: &mut Self::Context) -> Self::Result {
-        let now = self.now();
-        let result = sending::queue(&*self.store, self.project, &mut self.counts, msg.0, now);
+        let (ctx, counts) = self.ctx();
+        let result = sending::queue(&ctx, counts, msg.0);
         let reply = self.after_flush(result);
         let outbox = self.outbox.clone();
         Box::pin(async move {
@@ -216,7 +292,7 @@ impl Handler<RecordDelivery> for ProjectActor {
     type Result = Result<()>;
 
     fn handle(&mut self, msg: RecordDelivery, _ctx: &mut Self::Context) -> Result<()> {
-        let now = self.now();
-        sending::record(&*self.store, self.project, &mut self.counts, msg, now)
+        let (ctx, counts) = self.ctx();
+        sending::record(&ctx, counts, msg)
     }
 }

@@ -1,11 +1,15 @@
 //! Contact writes. Each builds one atomic batch: the record, the email index, the
-//! counters behind `total`, and any `contact.subscribed` / `contact.unsubscribed`
-//! event (recorded only when the flag really changes).
+//! counters behind `total`, any `contact.subscribed` / `contact.unsubscribed` event
+//! (recorded only when the flag really changes), the events the caller adds (a
+//! tracked event), and the segment entries and exits the change causes.
 
 use super::events;
+use super::membership::{self, Audience};
 use super::messages::{PatchContact, UpsertContact, UpsertOutcome};
 use crate::error::{Error, Resource, Result};
-use crate::model::{Contact, ContactId, DataMap, Event, ProjectId, Timestamp};
+use crate::model::{
+    Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId, Timestamp,
+};
 use crate::store::{codec, keys, Batch, Store};
 
 const CONTACTS: &str = "contacts";
@@ -35,6 +39,27 @@ impl Counts {
     }
 }
 
+/// What a contact write needs from its actor.
+pub struct WriteCtx<'a> {
+    pub store: &'a dyn Store,
+    pub project: ProjectId,
+    pub audience: &'a Audience,
+    pub now: Timestamp,
+}
+
+/// A contact change, prepared but not yet written.
+pub struct Change {
+    pub before: Option<Contact>,
+    pub after: Contact,
+    pub counts: Counts,
+}
+
+impl Change {
+    pub fn is_new(&self) -> bool {
+        self.before.is_none()
+    }
+}
+
 pub fn read_counter(store: &dyn Store, p: ProjectId, name: &str) -> Result<u64> {
     Ok(store
         .get(&keys::counter(p, name))?
@@ -43,14 +68,21 @@ pub fn read_counter(store: &dyn Store, p: ProjectId, name: &str) -> Result<u64> 
 }
 
 pub fn find_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<Contact>> {
+    match find_id_by_email(store, p, email)? {
+        Some(id) => load(store, p, id),
+        None => Ok(None),
+    }
+}
+
+pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<ContactId>> {
     let Some(id) = store.get(&keys::contact_by_email(p, email))? else {
         return Ok(None);
     };
-    let id: ContactId = std::str::from_utf8(&id)
+    std::str::from_utf8(&id)
         .ok()
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| Error::Storage("bad email index entry".into()))?;
-    load(store, p, id)
+        .map(Some)
+        .ok_or_else(|| Error::Storage("bad email index entry".into()))
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
@@ -60,66 +92,128 @@ pub fn load(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Con
         .transpose()
 }
 
-pub fn upsert(
-    store: &dyn Store,
-    p: ProjectId,
-    counts: &mut Counts,
-    msg: UpsertContact,
-    now: Timestamp,
-) -> Result<UpsertOutcome> {
-    let existing = find_by_email(store, p, msg.email.as_str())?;
-    let is_new = existing.is_none();
-    let (before, mut contact) = match existing {
-        Some(c) => (Some(c.subscribed), c),
-        None => (
-            None,
-            Contact {
-                id: ContactId::new(),
-                email: msg.email.clone(),
-                subscribed: msg.default_subscribed,
-                data: DataMap::new(),
-                created_at: now,
-                updated_at: now,
-            },
-        ),
+/// Creates or updates the contact with this email, in memory.
+pub fn prepare_upsert(
+    ctx: &WriteCtx,
+    counts: Counts,
+    email: &EmailAddress,
+    subscribed: Option<bool>,
+    default_subscribed: bool,
+    data: &DataPatch,
+) -> Result<Change> {
+    let before = find_by_email(ctx.store, ctx.project, email.as_str())?;
+    let mut after = match &before {
+        Some(c) => c.clone(),
+        None => Contact {
+            id: ContactId::new(),
+            email: email.clone(),
+            subscribed: default_subscribed,
+            data: DataMap::new(),
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        },
     };
-    if let Some(s) = msg.subscribed {
-        contact.subscribed = s;
+    if let Some(s) = subscribed {
+        after.subscribed = s;
     }
-    msg.data.apply(&mut contact.data);
-    contact.updated_at = now;
-    let mut next = *counts;
-    if is_new {
+    data.apply(&mut after.data);
+    after.updated_at = ctx.now;
+    let mut next = counts;
+    if before.is_none() {
         next.contacts += 1;
     }
-    adjust_subscribed(&mut next, before, contact.subscribed);
-    write(store, p, &contact, before, next, now)?;
-    *counts = next;
-    Ok(UpsertOutcome { contact, is_new })
+    adjust_subscribed(
+        &mut next,
+        before.as_ref().map(|c| c.subscribed),
+        after.subscribed,
+    );
+    Ok(Change {
+        before,
+        after,
+        counts: next,
+    })
 }
 
-pub fn patch(
-    store: &dyn Store,
-    p: ProjectId,
-    counts: &mut Counts,
-    msg: PatchContact,
-    now: Timestamp,
-) -> Result<Contact> {
-    let mut contact = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Contact))?;
-    let before = Some(contact.subscribed);
+pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result<UpsertOutcome> {
+    let change = prepare_upsert(
+        ctx,
+        *counts,
+        &msg.email,
+        msg.subscribed,
+        msg.default_subscribed,
+        &msg.data,
+    )?;
+    commit(ctx, &change, Batch::new(), Vec::new())?;
+    *counts = change.counts;
+    Ok(UpsertOutcome {
+        is_new: change.is_new(),
+        contact: change.after,
+    })
+}
+
+pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<Contact> {
+    let before = load(ctx.store, ctx.project, msg.id)?.ok_or(Error::NotFound(Resource::Contact))?;
+    let mut after = before.clone();
     if let Some(s) = msg.subscribed {
-        contact.subscribed = s;
+        after.subscribed = s;
     }
-    msg.data.apply(&mut contact.data);
-    contact.updated_at = now;
+    msg.data.apply(&mut after.data);
+    after.updated_at = ctx.now;
     let mut next = *counts;
-    adjust_subscribed(&mut next, before, contact.subscribed);
-    write(store, p, &contact, before, next, now)?;
-    *counts = next;
-    Ok(contact)
+    adjust_subscribed(&mut next, Some(before.subscribed), after.subscribed);
+    let change = Change {
+        before: Some(before),
+        after,
+        counts: next,
+    };
+    commit(ctx, &change, Batch::new(), Vec::new())?;
+    *counts = change.counts;
+    Ok(change.after)
 }
 
-pub fn delete(store: &dyn Store, p: ProjectId, counts: &mut Counts, id: ContactId) -> Result<()> {
+/// Writes a prepared change in one batch, with `batch` (which the caller may have
+/// started, e.g. with an idempotent reply) and the caller's `events`.
+pub fn commit(
+    ctx: &WriteCtx,
+    change: &Change,
+    mut batch: Batch,
+    mut events: Vec<Event>,
+) -> Result<()> {
+    let (p, contact) = (ctx.project, &change.after);
+    batch.put(keys::contact(p, contact.id), contact.encode()?);
+    batch.put(
+        keys::contact_by_email(p, contact.email.as_str()),
+        contact.id.to_string().into_bytes(),
+    );
+    change.counts.write(&mut batch, p);
+    if let Some(before) = change
+        .before
+        .as_ref()
+        .filter(|b| b.subscribed != contact.subscribed)
+    {
+        let name = if before.subscribed {
+            "contact.unsubscribed"
+        } else {
+            "contact.subscribed"
+        };
+        events.push(Event::system(name, contact.id, &contact.email, ctx.now));
+    }
+    let moves = membership::on_contact_write(
+        ctx.store,
+        p,
+        ctx.audience,
+        change.before.as_ref(),
+        contact,
+        &events,
+        ctx.now,
+    )?;
+    events.extend(moves);
+    events::append_all(ctx.store, &mut batch, p, &events)?;
+    ctx.store.apply(batch)
+}
+
+pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {
+    let (store, p) = (ctx.store, ctx.project);
     let contact = load(store, p, id)?.ok_or(Error::NotFound(Resource::Contact))?;
     let mut next = *counts;
     next.contacts = next.contacts.saturating_sub(1);
@@ -129,6 +223,10 @@ pub fn delete(store: &dyn Store, p: ProjectId, counts: &mut Counts, id: ContactI
     let mut batch = Batch::new();
     batch.delete(keys::contact(p, id));
     batch.delete(keys::contact_by_email(p, contact.email.as_str()));
+    // A deleted contact leaves the STATIC segments it was in.
+    for segment in ctx.audience.statics() {
+        super::segments::drop_member(store, &mut batch, p, segment.id, id)?;
+    }
     next.write(&mut batch, p);
     store.apply(batch)?;
     *counts = next;
@@ -141,35 +239,4 @@ fn adjust_subscribed(counts: &mut Counts, before: Option<bool>, after: bool) {
         (true, false) => counts.subscribed = counts.subscribed.saturating_sub(1),
         _ => {}
     }
-}
-
-fn write(
-    store: &dyn Store,
-    p: ProjectId,
-    contact: &Contact,
-    subscribed_before: Option<bool>,
-    counts: Counts,
-    now: Timestamp,
-) -> Result<()> {
-    let mut batch = Batch::new();
-    batch.put(keys::contact(p, contact.id), contact.encode()?);
-    batch.put(
-        keys::contact_by_email(p, contact.email.as_str()),
-        contact.id.to_string().into_bytes(),
-    );
-    counts.write(&mut batch, p);
-    if let Some(before) = subscribed_before.filter(|b| *b != contact.subscribed) {
-        let name = if before {
-            "contact.unsubscribed"
-        } else {
-            "contact.subscribed"
-        };
-        events::append(
-            store,
-            &mut batch,
-            p,
-            &Event::system(name, contact.id, &contact.email, now),
-        )?;
-    }
-    store.apply(batch)
 }

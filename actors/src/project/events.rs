@@ -1,38 +1,107 @@
 //! Appending events to a batch: the record, its by-contact and by-name index entries,
-//! and the per-name statistics (count and last seen) that `GET /events/names` serves.
+//! the per-name statistics that `GET /events/names` serves, the per-contact-per-name
+//! statistics that segment filters read, and the project's event counter.
+//!
+//! Every event of one write goes through one `append_all`, which adds up the
+//! statistics in memory first: two events of the same name in one batch must count
+//! twice, and a batch cannot read its own writes.
 
-use serde::{Deserialize, Serialize};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 use crate::error::Result;
-use crate::model::{Event, ProjectId};
+use crate::model::{ContactId, Event, EventStats, ProjectId};
 use crate::store::{codec, keys, Batch, Store};
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct NameStats {
-    pub count: u64,
-    pub last_seen_at: i64,
-}
+pub const EVENTS_COUNTER: &str = "events";
 
-pub fn name_stats_key(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/names/{name}").into_bytes()
-}
-
-/// Adds `event` to `batch`. Callers are the project's actor, so the read-modify-write
-/// of the name statistics cannot race with another writer of the same project.
-pub fn append(store: &dyn Store, batch: &mut Batch, p: ProjectId, event: &Event) -> Result<()> {
-    batch.put(keys::event(p, event.id), event.encode()?);
-    batch.put(
-        keys::event_by_contact(p, event.contact_id, event.id),
-        Vec::new(),
-    );
-    batch.put(keys::event_by_name(p, &event.name, event.id), Vec::new());
-    let stats_key = name_stats_key(p, &event.name);
-    let mut stats: NameStats = match store.get(&stats_key)? {
+fn read_stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {
+    Ok(match store.get(key)? {
         Some(bytes) => codec::decode(&bytes)?,
-        None => NameStats::default(),
-    };
-    stats.count += 1;
-    stats.last_seen_at = stats.last_seen_at.max(event.created_at.millis());
-    batch.put(stats_key, codec::encode(&stats)?);
+        None => EventStats::default(),
+    })
+}
+
+/// Adds `events` to `batch`. Callers are the project's actor, so the read-modify-write
+/// of the statistics cannot race with another writer of the same project.
+pub fn append_all(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    events: &[Event],
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut names: HashMap<&str, EventStats> = HashMap::new();
+    let mut per_contact: HashMap<(&str, ContactId), EventStats> = HashMap::new();
+    for e in events {
+        batch.put(keys::event(p, e.id), e.encode()?);
+        batch.put(keys::event_by_contact(p, e.contact_id, e.id), Vec::new());
+        batch.put(keys::event_by_name(p, &e.name, e.id), Vec::new());
+        let at = e.created_at.millis();
+        let name_stats = match names.entry(&e.name) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(read_stats(store, &keys::event_name(p, &e.name))?),
+        };
+        name_stats.add(at);
+        let contact_stats = match per_contact.entry((&e.name, e.contact_id)) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(read_stats(
+                store,
+                &keys::contact_event_stats(p, &e.name, e.contact_id),
+            )?),
+        };
+        contact_stats.add(at);
+    }
+    for (name, st) in names {
+        batch.put(keys::event_name(p, name), codec::encode(&st)?);
+    }
+    for ((name, contact), st) in per_contact {
+        batch.put(
+            keys::contact_event_stats(p, name, contact),
+            codec::encode(&st)?,
+        );
+    }
+    let total = super::contacts::read_counter(store, p, EVENTS_COUNTER)?;
+    batch.put(
+        keys::counter(p, EVENTS_COUNTER),
+        codec::encode_u64(total + events.len() as u64),
+    );
     Ok(())
+}
+
+/// One contact's statistics for each of `names` (None where it never triggered).
+pub fn contact_stats(
+    store: &dyn Store,
+    p: ProjectId,
+    contact: ContactId,
+    names: &[String],
+) -> Result<Vec<Option<EventStats>>> {
+    names
+        .iter()
+        .map(|n| {
+            store
+                .get(&keys::contact_event_stats(p, n, contact))?
+                .map(|b| codec::decode::<EventStats>(&b))
+                .transpose()
+        })
+        .collect()
+}
+
+/// Every contact that triggered `name`, with its statistics: one entry per contact.
+pub fn stats_by_contact(
+    store: &dyn Store,
+    p: ProjectId,
+    name: &str,
+) -> Result<HashMap<ContactId, EventStats>> {
+    let prefix = keys::contact_event_stats_by_name(p, name);
+    let mut out = HashMap::new();
+    for kv in store.scan(&prefix, None, false) {
+        let (k, v) = kv?;
+        if let Some(id) = keys::id_after::<ContactId>(&k, &prefix) {
+            out.insert(id, codec::decode::<EventStats>(&v)?);
+        }
+    }
+    Ok(out)
 }

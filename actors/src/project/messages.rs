@@ -5,7 +5,11 @@ use actix::Message;
 use crate::domain::dkim::DkimKey;
 use crate::domain::{Domain, DomainCheck, DomainName};
 use crate::error::Result;
-use crate::model::{Contact, ContactId, DataPatch, DomainId, EmailAddress};
+use crate::idempotency::Claim;
+use crate::model::{Contact, ContactId, DataMap, DataPatch, DomainId, EmailAddress, SegmentId};
+use crate::segment::{Group, Segment, SegmentKind};
+
+pub use super::track::TrackOutcome;
 
 /// Create or update a contact by email.
 #[derive(Debug, Message)]
@@ -36,6 +40,65 @@ pub struct PatchContact {
 #[rtype(result = "Result<()>")]
 pub struct DeleteContact {
     pub id: ContactId,
+}
+
+/// Record an event for a contact, creating or updating the contact (POST /v1/track).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackOutcome>")]
+pub struct Track {
+    pub email: EmailAddress,
+    pub subscribed: Option<bool>,
+    /// The plain and `persistent: true` values, merged into the contact.
+    pub contact_data: DataPatch,
+    pub event: String,
+    /// Every value of the call's `data`, unwrapped; kept on the event.
+    pub event_data: DataMap,
+    pub idempotency: Option<Claim>,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub struct CreateSegment {
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: SegmentKind,
+    /// Some exactly when `kind` is DYNAMIC.
+    pub filters: Option<Group>,
+    pub track_membership: bool,
+}
+
+/// Each field, when Some, replaces the current value.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub struct UpdateSegment {
+    pub id: SegmentId,
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub filters: Option<Group>,
+    pub track_membership: Option<bool>,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteSegment {
+    pub id: SegmentId,
+}
+
+/// Add (`add`) or remove contacts of a STATIC segment, by email.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<MembersOutcome>")]
+pub struct ChangeMembers {
+    pub id: SegmentId,
+    pub emails: Vec<EmailAddress>,
+    pub add: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MembersOutcome {
+    /// Contacts added (or removed) by this call; ones already in that state are not counted.
+    pub changed: u64,
+    /// Emails with no contact in the project.
+    pub not_found: Vec<String>,
 }
 
 /// Stops the actor so that its supervisor restarts it (and it reloads from the store).

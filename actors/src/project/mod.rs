@@ -4,12 +4,17 @@
 
 pub mod actor;
 pub mod contacts;
+pub mod event_queries;
 pub mod events;
+pub mod membership;
 pub mod messages;
 pub mod queries;
 pub mod registry;
+pub mod segment_queries;
+pub mod segments;
 pub mod sending;
 pub mod templates;
+pub mod track;
 
 pub use actor::ProjectActor;
 pub use registry::{Registry, RegistryConfig};

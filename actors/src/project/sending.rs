@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::contacts::{self, Counts};
+use super::contacts::{self, Counts, WriteCtx};
 use super::events;
 use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
 use crate::error::Result;
 use crate::mailer::outbox;
 use crate::model::{
     Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
-    OutboundEmail, ProjectId, Timestamp,
+    OutboundEmail, ProjectId,
 };
 use crate::render::Compiled;
 use crate::store::{Batch, Store};
@@ -47,19 +47,13 @@ pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
     Value::Object(vars)
 }
 
-pub fn queue(
-    store: &dyn Store,
-    p: ProjectId,
-    counts: &mut Counts,
-    spec: SendSpec,
-    now: Timestamp,
-) -> Result<Vec<QueuedEmail>> {
+pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<QueuedEmail>> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut out = Vec::with_capacity(spec.recipients.len());
     let mut batch = Batch::new();
     for (email, name) in &spec.recipients {
         let up = contacts::upsert(
-            store,
-            p,
+            ctx,
             counts,
             UpsertContact {
                 email: email.clone(),
@@ -67,7 +61,6 @@ pub fn queue(
                 default_subscribed: false,
                 data: DataPatch::default(),
             },
-            now,
         )?;
         let contact = up.contact;
         if spec.marketing && !contact.subscribed {
@@ -119,13 +112,8 @@ pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option
         .transpose()
 }
 
-pub fn record(
-    store: &dyn Store,
-    p: ProjectId,
-    counts: &mut Counts,
-    msg: RecordDelivery,
-    now: Timestamp,
-) -> Result<()> {
+pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut batch = Batch::new();
     batch.delete(msg.outbox_key);
     let Some(mut email) = load_email(store, p, msg.id)? else {
@@ -165,7 +153,7 @@ pub fn record(
         let mut ev = Event::system(name, email.contact_id, to, now);
         ev.data
             .insert("emailId".into(), Value::String(email.id.to_string()));
-        events::append(store, &mut batch, p, &ev)?;
+        events::append_all(store, &mut batch, p, &[ev])?;
     }
     store.apply(batch)?;
     if bounced {
@@ -175,7 +163,7 @@ pub fn record(
             subscribed: Some(false),
             data: DataPatch::default(),
         };
-        if let Err(e) = contacts::patch(store, p, counts, patch, now) {
+        if let Err(e) = contacts::patch(ctx, counts, patch) {
             tracing::warn!(email = %email.id, error = %e, "unsubscribing a bounced contact");
         }
     }

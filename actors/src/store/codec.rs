@@ -15,6 +15,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
         .map_err(|e| Error::Storage(format!("decode: {e}")))
 }
 
+/// Decodes a value that borrows from `bytes` (strings as `&str`), for scans that
+/// should not allocate per record.
+pub fn decode_borrowed<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
+    bincode::serde::borrow_decode_from_slice(bytes, bincode::config::standard())
+        .map(|(v, _)| v)
+        .map_err(|e| Error::Storage(format!("decode: {e}")))
+}
+
 pub fn encode_u64(n: u64) -> Vec<u8> {
     n.to_be_bytes().to_vec()
 }

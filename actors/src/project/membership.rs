@@ -1,0 +1,190 @@
+//! Segment membership tracking. The project actor keeps its segments (`Audience`),
+//! with each DYNAMIC filter compiled once. When a contact changes, the write path
+//! asks `on_contact_write` which tracked segments the contact entered or left, and
+//! records `segment.<slug>.entry` / `.exit` in the same batch as the change.
+//!
+//! Membership is judged on the change itself: the contact before (with its event
+//! statistics before) against the contact after (with the events of this write), both
+//! at the write's instant. A contact that did not change membership gets no event.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::events;
+use crate::error::Result;
+use crate::model::{
+    Contact, ContactId, EmailAddress, Event, EventStats, ProjectId, SegmentId, Timestamp,
+};
+use crate::segment::scan::{self, Matcher};
+use crate::segment::{Compiled, ContactSubject, Segment, SegmentKind};
+use crate::store::{keys, Store};
+
+pub struct Entry {
+    pub segment: Segment,
+    pub compiled: Option<Compiled>,
+}
+
+/// Every segment of a project, as the write path needs them.
+#[derive(Default)]
+pub struct Audience {
+    entries: Vec<Entry>,
+}
+
+impl Audience {
+    pub fn load(store: &dyn Store, p: ProjectId) -> Result<Self> {
+        let mut entries = Vec::new();
+        for kv in store.scan(&keys::segments(p), None, false) {
+            let segment = Segment::decode(&kv?.1)?;
+            entries.push(Entry {
+                compiled: segment.compiled(),
+                segment,
+            });
+        }
+        Ok(Audience { entries })
+    }
+
+    pub fn get(&self, id: SegmentId) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.segment.id == id)
+    }
+
+    pub fn put(&mut self, segment: Segment) {
+        let entry = Entry {
+            compiled: segment.compiled(),
+            segment,
+        };
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.segment.id == entry.segment.id)
+        {
+            Some(slot) => *slot = entry,
+            None => self.entries.push(entry),
+        }
+    }
+
+    pub fn remove(&mut self, id: SegmentId) {
+        self.entries.retain(|e| e.segment.id != id);
+    }
+
+    pub fn statics(&self) -> impl Iterator<Item = &Segment> {
+        self.entries
+            .iter()
+            .map(|e| &e.segment)
+            .filter(|s| s.kind == SegmentKind::Static)
+    }
+
+    fn tracked_dynamic(&self) -> impl Iterator<Item = (&Segment, &Compiled)> {
+        self.entries
+            .iter()
+            .filter(|e| e.segment.track_membership)
+            .filter_map(|e| e.compiled.as_ref().map(|c| (&e.segment, c)))
+    }
+}
+
+/// The entry or exit event of one contact for one segment.
+pub fn membership_event(
+    segment: &Segment,
+    entry: bool,
+    contact: ContactId,
+    email: &EmailAddress,
+    now: Timestamp,
+) -> Event {
+    let mut e = Event::system(&segment.event_name(entry), contact, email, now);
+    e.data
+        .insert("segmentId".into(), json!(segment.id.to_string()));
+    e.data.insert("segmentName".into(), json!(segment.name));
+    e
+}
+
+/// The entries and exits caused by one contact write. `new_events` are the events the
+/// write records for this contact (they count as already triggered "after").
+pub fn on_contact_write(
+    store: &dyn Store,
+    p: ProjectId,
+    audience: &Audience,
+    before: Option<&Contact>,
+    after: &Contact,
+    new_events: &[Event],
+    now: Timestamp,
+) -> Result<Vec<Event>> {
+    let mut out = Vec::new();
+    let mut known: HashMap<String, Option<EventStats>> = HashMap::new();
+    for (segment, compiled) in audience.tracked_dynamic() {
+        let names = compiled.event_names();
+        let mut stats_before = Vec::with_capacity(names.len());
+        for name in names {
+            if !known.contains_key(name) {
+                let st = match before {
+                    Some(_) => {
+                        events::contact_stats(store, p, after.id, std::slice::from_ref(name))?[0]
+                    }
+                    None => None,
+                };
+                known.insert(name.clone(), st);
+            }
+            stats_before.push(known[name]);
+        }
+        let stats_after: Vec<Option<EventStats>> = names
+            .iter()
+            .zip(&stats_before)
+            .map(|(name, st)| {
+                let mut st = *st;
+                for e in new_events
+                    .iter()
+                    .filter(|e| &e.name == name && e.contact_id == after.id)
+                {
+                    st.get_or_insert_with(EventStats::default)
+                        .add(e.created_at.millis());
+                }
+                st
+            })
+            .collect();
+        let was = before.is_some_and(|b| {
+            compiled.matches(
+                &ContactSubject::new(compiled, b, &stats_before),
+                now.millis(),
+            )
+        });
+        let is = compiled.matches(
+            &ContactSubject::new(compiled, after, &stats_after),
+            now.millis(),
+        );
+        if was != is {
+            out.push(membership_event(segment, is, after.id, &after.email, now));
+        }
+    }
+    Ok(out)
+}
+
+/// The entries and exits caused by replacing a tracked segment's filter: every contact
+/// is judged by the old and the new filter, at `now`.
+pub fn on_filter_change(
+    store: &dyn Store,
+    p: ProjectId,
+    segment: &Segment,
+    old: Compiled,
+    new: Compiled,
+    now: Timestamp,
+) -> Result<Vec<Event>> {
+    let mut before = Matcher::load(store, p, old)?;
+    let mut after = Matcher::load(store, p, new)?;
+    let mut out = Vec::new();
+    scan::each_pair(
+        store,
+        p,
+        &mut before,
+        &mut after,
+        now.millis(),
+        |id, email, was, is| {
+            if was != is {
+                let email = EmailAddress::parse(email).map_err(|_| {
+                    crate::error::Error::Storage(format!("stored contact {id} has a bad email"))
+                })?;
+                out.push(membership_event(segment, is, id, &email, now));
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}

@@ -1,0 +1,120 @@
+//! Reading segments: records, exact member counts (evaluated at read time) and members.
+
+use super::contacts::read_counter;
+use super::segments::{static_member_count, SEGMENTS_COUNTER};
+use crate::error::{Error, FieldCode, Result};
+use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
+use crate::segment::scan::{self, Matcher};
+use crate::segment::{Segment, SegmentKind};
+use crate::store::{keys, Store};
+
+pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
+    super::segments::load(store, p, id)
+}
+
+/// Newest first; the cursor is the id of the last segment of the previous page.
+pub fn list_segments(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Segment>> {
+    let prefix = keys::segments(p);
+    let after = match page.cursor() {
+        Some(c) => {
+            let id: SegmentId = c
+                .parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
+            Some(keys::segment(p, id))
+        }
+        None => None,
+    };
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    for kv in store
+        .scan(&prefix, after.as_deref(), true)
+        .take(page.limit() + 1)
+    {
+        items.push(Segment::decode(&kv?.1)?);
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|s| s.id.to_string()))
+        .flatten();
+    Ok(Page {
+        items,
+        next_cursor,
+        total: read_counter(store, p, SEGMENTS_COUNTER)?,
+    })
+}
+
+/// The exact member count of each segment at `now`. The DYNAMIC ones are counted
+/// together, in one pass over the contacts.
+pub fn member_counts(
+    store: &dyn Store,
+    p: ProjectId,
+    segments: &[Segment],
+    now: i64,
+) -> Result<Vec<u64>> {
+    let mut counts = vec![0u64; segments.len()];
+    let mut dynamic = Vec::new();
+    let mut matchers = Vec::new();
+    for (i, s) in segments.iter().enumerate() {
+        match s.compiled() {
+            Some(c) => {
+                dynamic.push(i);
+                matchers.push(Matcher::load(store, p, c)?);
+            }
+            None => counts[i] = static_member_count(store, p, s.id)?,
+        }
+    }
+    for (i, n) in dynamic
+        .into_iter()
+        .zip(scan::count(store, p, &mut matchers, now)?)
+    {
+        counts[i] = n;
+    }
+    Ok(counts)
+}
+
+/// The segment's contacts, newest first, paged like `GET /contacts`.
+pub fn segment_contacts(
+    store: &dyn Store,
+    p: ProjectId,
+    segment: &Segment,
+    page: &PageRequest,
+    now: i64,
+) -> Result<Page<Contact>> {
+    if let (SegmentKind::Dynamic, Some(c)) = (segment.kind, segment.compiled()) {
+        let mut m = Matcher::load(store, p, c)?;
+        return scan::page(store, p, &mut m, page, now);
+    }
+    let prefix = keys::segment_members(p, segment.id);
+    let after = match page.cursor() {
+        Some(c) => {
+            let id: ContactId = c
+                .parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
+            Some(keys::segment_member(p, segment.id, id))
+        }
+        None => None,
+    };
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    for kv in store.scan(&prefix, after.as_deref(), true) {
+        let (k, _) = kv?;
+        let Some(id) = keys::id_after::<ContactId>(&k, &prefix) else {
+            continue;
+        };
+        if let Some(c) = super::contacts::load(store, p, id)? {
+            items.push(c);
+            if items.len() > page.limit() {
+                break;
+            }
+        }
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|c| c.id.to_string()))
+        .flatten();
+    Ok(Page {
+        items,
+        next_cursor,
+        total: static_member_count(store, p, segment.id)?,
+    })
+}

@@ -1,0 +1,64 @@
+//! `POST /v1/track`: create or update the contact and record the event, in one batch
+//! (with the idempotent reply, when the request carries an `Idempotency-Key`).
+
+use serde::{Deserialize, Serialize};
+
+use super::contacts::{self, Counts, WriteCtx};
+use super::messages::Track;
+use crate::error::Result;
+use crate::idempotency;
+use crate::model::{ContactId, Event, EventId, EventSource, Timestamp};
+use crate::store::Batch;
+
+/// The answer, and what an idempotent replay answers again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrackOutcome {
+    pub contact: ContactId,
+    pub event: EventId,
+    /// Milliseconds since the epoch.
+    pub timestamp: i64,
+}
+
+impl TrackOutcome {
+    pub fn timestamp(&self) -> Timestamp {
+        Timestamp::from(self.timestamp)
+    }
+}
+
+pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOutcome> {
+    if let Some(claim) = &msg.idempotency {
+        if let Some(reply) = idempotency::lookup(ctx.store, ctx.project, claim, ctx.now)? {
+            return Ok(reply);
+        }
+    }
+    // A new contact is subscribed unless the call says otherwise, as with POST /contacts.
+    let change = contacts::prepare_upsert(
+        ctx,
+        *counts,
+        &msg.email,
+        msg.subscribed,
+        true,
+        &msg.contact_data,
+    )?;
+    let event = Event {
+        id: EventId::at(ctx.now),
+        name: msg.event,
+        contact_id: change.after.id,
+        email: change.after.email.clone(),
+        data: msg.event_data,
+        source: EventSource::Api,
+        created_at: ctx.now,
+    };
+    let outcome = TrackOutcome {
+        contact: change.after.id,
+        event: event.id,
+        timestamp: ctx.now.millis(),
+    };
+    let mut batch = Batch::new();
+    if let Some(claim) = &msg.idempotency {
+        idempotency::record(&mut batch, ctx.project, claim, &outcome, ctx.now)?;
+    }
+    contacts::commit(ctx, &change, batch, vec![event])?;
+    *counts = change.counts;
+    Ok(outcome)
+}

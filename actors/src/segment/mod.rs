@@ -1,0 +1,17 @@
+//! Segments and the one filter engine. `filter` parses the filter language of
+//! API.md section 8 into a typed tree, `eval` compiles it into an evaluator (segments,
+//! campaign audience filters and workflow CONDITION steps all use these two), `scan`
+//! runs an evaluator over a project's stored contacts, and `model` is the segment
+//! record.
+
+pub mod eval;
+pub mod filter;
+pub mod model;
+pub mod scan;
+
+#[cfg(test)]
+mod proptests;
+
+pub use eval::{Compiled, ContactSubject, Subject};
+pub use filter::{Condition, Group};
+pub use model::{slug, Segment, SegmentKind};

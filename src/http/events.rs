@@ -1,0 +1,183 @@
+//! Events (API.md section 6): `GET /events`, `GET /events/names`, `GET /events/{id}`.
+//! Bare records and bare list objects.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::model::{ContactId, EmailAddress, Event, EventId, Timestamp};
+use mailroom_actors::project::event_queries::{self, EventFilter};
+use mailroom_actors::segment::filter::parse_instant;
+use mailroom_actors::{Error, FieldCode, FieldError, Resource};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::auth::SecretKey;
+use super::error::ApiError;
+use super::track::MAX_EVENT_NAME_LEN;
+use super::validate::{path_id, Query};
+use super::{blocking, AppState};
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    pub id: String,
+    pub name: String,
+    pub contact_id: String,
+    pub email: String,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+    /// API (from /v1/track) or SYSTEM (recorded by the service).
+    pub source: &'static str,
+    pub created_at: String,
+}
+
+impl From<&Event> for EventView {
+    fn from(e: &Event) -> Self {
+        EventView {
+            id: e.id.to_string(),
+            name: e.name.clone(),
+            contact_id: e.contact_id.to_string(),
+            email: e.email.to_string(),
+            data: serde_json::Value::Object(e.data.clone()),
+            source: e.source.as_str(),
+            created_at: e.created_at.to_iso(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventList {
+    pub events: Vec<EventView>,
+    pub cursor: Option<String>,
+    #[serde(rename = "hasMore")]
+    pub has_more: bool,
+    pub total: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventName {
+    pub name: String,
+    pub count: u64,
+    pub last_seen_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventNames {
+    pub names: Vec<EventName>,
+    pub total: u64,
+}
+
+/// One query parameter parsed by `parse`; a failure is noted in `errors`.
+fn param<T>(
+    q: &Query,
+    name: &str,
+    errors: &mut Vec<FieldError>,
+    parse: impl Fn(&str) -> Option<T>,
+    what: &str,
+) -> Option<T> {
+    let raw = q.get(name).filter(|s| !s.is_empty())?;
+    let parsed = parse(raw);
+    if parsed.is_none() {
+        errors.push(FieldError::new(
+            name,
+            FieldCode::InvalidString,
+            format!("Expected {what}"),
+        ));
+    }
+    parsed
+}
+
+fn filter(q: &Query) -> Result<EventFilter, ApiError> {
+    let mut errors = Vec::new();
+    let name = param(
+        q,
+        "name",
+        &mut errors,
+        |s| (s.chars().count() <= MAX_EVENT_NAME_LEN).then(|| s.to_owned()),
+        "an event name of at most 200 characters",
+    );
+    let contact = param(
+        q,
+        "contactId",
+        &mut errors,
+        |s| s.parse::<ContactId>().ok(),
+        "a contact id",
+    );
+    let email = param(
+        q,
+        "email",
+        &mut errors,
+        |s| EmailAddress::parse(s).ok(),
+        "an email address",
+    );
+    let instant = |s: &str| parse_instant(s).map(Timestamp::from);
+    let since = param(q, "since", &mut errors, instant, "an ISO 8601 date");
+    let until = param(q, "until", &mut errors, instant, "an ISO 8601 date");
+    if !errors.is_empty() {
+        return Err(Error::Validation(errors).into());
+    }
+    Ok(EventFilter {
+        name,
+        contact,
+        email,
+        since,
+        until,
+    })
+}
+
+#[utoipa::path(get, path = "/events", tag = "Events",
+    params(("limit" = Option<u32>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query),
+           ("name" = Option<String>, Query), ("contactId" = Option<String>, Query), ("email" = Option<String>, Query),
+           ("since" = Option<String>, Query, description = "ISO 8601, inclusive"),
+           ("until" = Option<String>, Query, description = "ISO 8601, inclusive")),
+    responses((status = 200, body = EventList)), security(("bearer" = [])))]
+pub async fn list(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = Query::parse(req.query_string())?;
+    let page = q.page()?;
+    let filter = filter(&q)?;
+    let store = state.store.clone();
+    let page = blocking(move || event_queries::list_events(&*store, p.id, &filter, &page)).await?;
+    Ok(HttpResponse::Ok().json(EventList {
+        events: page.items.iter().map(EventView::from).collect(),
+        has_more: page.has_more(),
+        cursor: page.next_cursor,
+        total: page.total,
+    }))
+}
+
+#[utoipa::path(get, path = "/events/names", tag = "Events",
+    responses((status = 200, body = EventNames)), security(("bearer" = [])))]
+pub async fn names(
+    SecretKey(p): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let store = state.store.clone();
+    let names = blocking(move || event_queries::event_names(&*store, p.id)).await?;
+    Ok(HttpResponse::Ok().json(EventNames {
+        total: names.len() as u64,
+        names: names
+            .into_iter()
+            .map(|(name, st)| EventName {
+                name,
+                count: st.count,
+                last_seen_at: Timestamp::from(st.last_at).to_iso(),
+            })
+            .collect(),
+    }))
+}
+
+#[utoipa::path(get, path = "/events/{id}", tag = "Events",
+    responses((status = 200, body = EventView), (status = 404)), security(("bearer" = [])))]
+pub async fn get(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: EventId = path_id(&id, Resource::Event)?;
+    let event = event_queries::get_event(&*state.store, p.id, id)?
+        .ok_or(Error::NotFound(Resource::Event))?;
+    Ok(HttpResponse::Ok().json(EventView::from(&event)))
+}

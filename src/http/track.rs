@@ -1,0 +1,194 @@
+//! `POST /v1/track` (API.md section 6): records an event for a contact and creates or
+//! updates the contact, with a public or a secret key. Answers in the `{success, data}`
+//! envelope.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::model::{DataMap, DataPatch};
+use mailroom_actors::project::messages::Track;
+use mailroom_actors::{Error, FieldCode};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::auth::AnyKey;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::idempotency;
+use super::validate::Fields;
+use super::AppState;
+
+/// The longest event name.
+pub const MAX_EVENT_NAME_LEN: usize = 200;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrackData {
+    /// The contact's id.
+    pub contact: String,
+    /// The event's id.
+    pub event: String,
+    pub timestamp: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrackResponse {
+    pub success: bool,
+    pub data: TrackData,
+}
+
+/// Request body of POST /v1/track (documentation; parsing is field by field).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct TrackRequest {
+    email: String,
+    /// The event name; `email.*`, `contact.subscribed`, `contact.unsubscribed` and
+    /// `segment.*.entry|exit` are reserved.
+    event: String,
+    /// Values are merged into the contact; a value `{value, persistent: false}` is kept
+    /// on the event only, and `{value, persistent: true}` is stored as its plain value.
+    #[schema(value_type = Option<Object>)]
+    data: Option<serde_json::Value>,
+    /// Sets the subscription flag; a new contact is subscribed by default.
+    subscribed: Option<bool>,
+}
+
+/// Whether an event name belongs to the service's own events.
+pub fn is_reserved(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with("email.")
+        || n == "contact.subscribed"
+        || n == "contact.unsubscribed"
+        || (n.starts_with("segment.") && (n.ends_with(".entry") || n.ends_with(".exit")))
+}
+
+/// A `data` value of the form `{value, persistent: bool}` (exactly those two keys),
+/// unwrapped; any other value is plain, and persistent.
+fn unwrap(v: &Value) -> (&Value, bool) {
+    if let Some(obj) = v.as_object() {
+        if let (2, Some(value), Some(Value::Bool(persistent))) =
+            (obj.len(), obj.get("value"), obj.get("persistent"))
+        {
+            return (value, *persistent);
+        }
+    }
+    (v, true)
+}
+
+/// Splits the call's data into what the contact keeps and what the event carries.
+fn split(data: DataMap) -> (DataPatch, DataMap) {
+    let mut contact = DataMap::new();
+    let mut event = DataMap::new();
+    for (k, v) in &data {
+        let (value, persistent) = unwrap(v);
+        if persistent {
+            contact.insert(k.clone(), value.clone());
+        }
+        event.insert(k.clone(), value.clone());
+    }
+    (DataPatch::new(contact), event)
+}
+
+#[utoipa::path(post, path = "/v1/track", tag = "Events", request_body = TrackRequest,
+    params(("Idempotency-Key" = Option<String>, Header,
+            description = "the same key and body within 24 h replay the first answer")),
+    responses((status = 200, body = TrackResponse), (status = 409, description = "key reused with another body"),
+              (status = 422, description = "invalid, or a reserved event name")),
+    security(("bearer" = [])))]
+pub async fn track(
+    AnyKey(p): AnyKey,
+    req: HttpRequest,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = Fields::of(&body)?;
+    let email = f.email("email");
+    let event = f.string("event", MAX_EVENT_NAME_LEN);
+    let subscribed = f.opt_bool("subscribed");
+    let data = f.opt_object("data", state.limits.max_data_bytes);
+    if let Some(name) = &event {
+        if name.chars().any(char::is_control) {
+            f.error(
+                "event",
+                FieldCode::InvalidString,
+                "The event name cannot hold control characters",
+            );
+        } else if is_reserved(name) {
+            f.error(
+                "event",
+                FieldCode::ReservedEvent,
+                format!("'{name}' is reserved for the service's own events"),
+            );
+        }
+    }
+    f.finish()?;
+    let claim = idempotency::claim(&req, "track", &body, state.limits.idempotency_ttl_hours)?;
+    let (Some(email), Some(event)) = (email, event) else {
+        return Err(Error::Internal("validated fields went missing".into()).into());
+    };
+    let (contact_data, event_data) = split(data.unwrap_or_default());
+    let msg = Track {
+        email,
+        subscribed,
+        contact_data,
+        event,
+        event_data,
+        idempotency: claim,
+    };
+    let out = state.registry.send(p.id, msg).await?;
+    Ok(HttpResponse::Ok().json(TrackResponse {
+        success: true,
+        data: TrackData {
+            contact: out.contact.to_string(),
+            event: out.event.to_string(),
+            timestamp: out.timestamp().to_iso(),
+        },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reserved_names_are_the_services_own() {
+        for n in [
+            "email.sent",
+            "Email.open",
+            "contact.subscribed",
+            "contact.unsubscribed",
+            "segment.pro.entry",
+            "segment.a.b.exit",
+        ] {
+            assert!(is_reserved(n), "{n}");
+        }
+        for n in [
+            "signup",
+            "emailed",
+            "contact.created",
+            "segment.pro",
+            "purchase.exit",
+        ] {
+            assert!(!is_reserved(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn persistent_false_values_stay_on_the_event() {
+        let data = json!({"plan": "pro", "cart": {"value": 3, "persistent": false},
+                          "tier": {"value": "gold", "persistent": true}, "obj": {"value": 1}})
+        .as_object()
+        .cloned()
+        .unwrap();
+        let (contact, event) = split(data);
+        let mut target = DataMap::new();
+        contact.apply(&mut target);
+        assert_eq!(
+            Value::Object(target),
+            json!({"plan": "pro", "tier": "gold", "obj": {"value": 1}})
+        );
+        assert_eq!(
+            Value::Object(event),
+            json!({"plan": "pro", "cart": 3, "tier": "gold", "obj": {"value": 1}})
+        );
+    }
+}
