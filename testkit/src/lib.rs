@@ -1,6 +1,8 @@
-//! Network peers for the tests and the bench. They are real servers on loopback that
-//! speak the protocol, not mocks of Mailroom's own parts.
+//! Network peers for the tests and the bench (SMTP, DNS). They are real servers on
+//! loopback that speak the protocol, not mocks of Mailroom's own parts.
 
+pub mod dns;
 pub mod smtp;
 
+pub use dns::TestDns;
 pub use smtp::{Received, SmtpServer};

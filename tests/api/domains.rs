@@ -2,18 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use hickory_server::proto::rr::RecordType;
 use serde_json::{json, Value};
 
-use crate::dns::TestDns;
 use crate::helpers::{Project, TestApp};
-
-fn app_with(dns: &TestDns, extra: &[(&str, &str)]) -> TestApp {
-    let mut env = vec![("MAILROOM__DNS__NAMESERVERS", dns.addr())];
-    env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    TestApp::spawn_with(&env)
-}
+use mailroom_testkit::TestDns;
 
 fn add_domain(app: &TestApp, p: &Project, domain: &str) -> Value {
     let r = app.post("/domains", &p.secret, json!({ "domain": domain }));
@@ -76,8 +68,7 @@ fn wait_for_status(app: &TestApp, p: &Project, id: &str, status: &str) -> Value 
 
 #[test]
 fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
     let p = app.create_project("Acme");
     let r = app.post(
         "/domains",
@@ -121,8 +112,8 @@ fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() 
 
 #[test]
 fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
+    let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
     let id = d["id"].as_str().unwrap();
@@ -135,7 +126,7 @@ fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
     assert_eq!(before["status"], "PENDING");
     assert!(before["lastCheckedAt"].is_string());
 
-    publish(&dns, &d);
+    publish(dns, &d);
     dns.set_txt("example.com", &["v=spf1 include:_spf.mailroom.local ~all"]);
     let after = verify_now(&app, &p, id);
     assert_eq!(after["status"], "VERIFIED", "{after}");
@@ -151,8 +142,8 @@ fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
 
 #[test]
 fn the_spf_record_is_advice_and_does_not_block_verification() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[("MAILROOM__DOMAINS__SPF_INCLUDE", "ip4:192.0.2.7")]);
+    let app = TestApp::spawn_with_dns(&[("MAILROOM__DOMAINS__SPF_INCLUDE", "ip4:192.0.2.7")]);
+    let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.net");
     assert_eq!(
@@ -160,7 +151,7 @@ fn the_spf_record_is_advice_and_does_not_block_verification() {
         "v=spf1 ip4:192.0.2.7 ~all",
         "the configured include"
     );
-    publish(&dns, &d);
+    publish(dns, &d);
     let after = verify_now(&app, &p, d["id"].as_str().unwrap());
     assert_eq!(after["status"], "VERIFIED");
     assert!(!record_verified(&after, "SPF"));
@@ -168,31 +159,31 @@ fn the_spf_record_is_advice_and_does_not_block_verification() {
 
 #[test]
 fn the_background_recheck_verifies_a_domain_and_fails_it_when_its_records_disappear() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[("MAILROOM__DOMAINS__RECHECK_SECONDS", "1")]);
+    let app = TestApp::spawn_with_dns(&[("MAILROOM__DOMAINS__RECHECK_SECONDS", "1")]);
+    let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.org");
     let id = d["id"].as_str().unwrap();
-    publish(&dns, &d);
+    publish(dns, &d);
     let verified = wait_for_status(&app, &p, id, "VERIFIED");
     assert!(verified["verifiedAt"].is_string());
 
     let (dkim_name, _) = record(&d, "DKIM");
-    dns.remove(&dkim_name, RecordType::TXT);
+    dns.remove_txt(&dkim_name);
     let failed = wait_for_status(&app, &p, id, "FAILED");
     assert_eq!(failed["verified"], false);
     assert_eq!(failed["verifiedAt"], Value::Null);
     assert!(!record_verified(&failed, "DKIM"));
     assert!(record_verified(&failed, "OWNERSHIP"));
 
-    publish(&dns, &d);
+    publish(dns, &d);
     wait_for_status(&app, &p, id, "VERIFIED");
 }
 
 #[test]
 fn a_dkim_record_with_another_key_fails_the_domain() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
+    let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
     let (own_name, own_value) = record(&d, "OWNERSHIP");
@@ -212,8 +203,8 @@ fn a_dkim_record_with_another_key_fails_the_domain() {
 
 #[test]
 fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
+    let dns = app.dns();
     let (a, b) = (app.create_project("A"), app.create_project("B"));
     let first = add_domain(&app, &a, "example.com");
     let r = app.post("/domains", &a.secret, json!({"domain": "EXAMPLE.com."}));
@@ -228,7 +219,7 @@ fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
     );
 
     // Both projects publish at the same names; each one's records verify its own.
-    publish(&dns, &first);
+    publish(dns, &first);
     let (own_b, own_b_value) = record(&other, "OWNERSHIP");
     let (own_a, own_a_value) = record(&first, "OWNERSHIP");
     assert_eq!(own_a, own_b);
@@ -247,8 +238,7 @@ fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
 
 #[test]
 fn another_project_cannot_see_verify_or_delete_a_domain() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
     let (a, b) = (app.create_project("A"), app.create_project("B"));
     let d = add_domain(&app, &a, "example.com");
     let id = d["id"].as_str().unwrap();
@@ -274,8 +264,7 @@ fn another_project_cannot_see_verify_or_delete_a_domain() {
 
 #[test]
 fn deleting_a_domain_answers_204_and_then_it_is_gone_and_can_be_added_again() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
     let id = d["id"].as_str().unwrap();
@@ -297,8 +286,7 @@ fn deleting_a_domain_answers_204_and_then_it_is_gone_and_can_be_added_again() {
 
 #[test]
 fn domains_list_newest_first_in_pages_and_filter_by_status() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
     let p = app.create_project("Acme");
     for d in ["a.example", "b.example", "c.example"] {
         add_domain(&app, &p, d);
@@ -338,8 +326,7 @@ fn domains_list_newest_first_in_pages_and_filter_by_status() {
 
 #[test]
 fn invalid_domain_names_and_bad_bodies_are_refused() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
     let p = app.create_project("Acme");
     for bad in [
         "not a domain",
@@ -393,15 +380,55 @@ fn invalid_domain_names_and_bad_bodies_are_refused() {
 
 #[test]
 fn an_idn_domain_is_stored_and_published_as_punycode() {
-    let dns = TestDns::start();
-    let app = app_with(&dns, &[]);
+    let app = TestApp::spawn_with_dns(&[]);
+    let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "Bücher.example");
     assert_eq!(d["domain"], "xn--bcher-kva.example");
     assert_eq!(record(&d, "OWNERSHIP").0, "_mailroom.xn--bcher-kva.example");
-    publish(&dns, &d);
+    publish(dns, &d);
     assert_eq!(
         verify_now(&app, &p, d["id"].as_str().unwrap())["status"],
         "VERIFIED"
     );
+}
+
+#[test]
+fn a_domain_check_that_dns_does_not_answer_changes_nothing_and_does_not_hang() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let app = TestApp::spawn_with(&[
+        ("MAILROOM__DNS__NAMESERVERS", &addr),
+        ("MAILROOM__DNS__TIMEOUT_MS", "300"),
+    ]);
+    let p = app.create_project("Acme");
+    let d = add_domain(&app, &p, "example.com");
+    let started = Instant::now();
+    let after = verify_now(&app, &p, d["id"].as_str().unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(after["status"], "PENDING", "no answer is no evidence");
+    assert!(after["lastCheckedAt"].is_string());
+}
+
+#[test]
+fn openapi_describes_the_domain_and_verify_endpoints() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    for (path, method) in [
+        ("/domains", "get"),
+        ("/domains", "post"),
+        ("/domains/{id}", "get"),
+        ("/domains/{id}", "delete"),
+        ("/domains/{id}/verify", "post"),
+        ("/v1/verify", "post"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    for schema in ["DomainView", "DomainList", "VerificationView"] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+    }
 }

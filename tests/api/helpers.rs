@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use mailroom_testkit::TestDns;
 use serde_json::{json, Value};
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
@@ -24,6 +25,8 @@ pub struct TestApp {
     child: Option<Child>,
     env: Vec<(String, String)>,
     agent: ureq::Agent,
+    /// The DNS server the app asks, for apps started with `spawn_with_dns`.
+    dns: Option<TestDns>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -72,6 +75,22 @@ impl TestApp {
         let mut app = Self::start(tmp.path().join("data"), env);
         app._tmp = Some(tmp);
         app
+    }
+
+    /// Starts a DNS server on loopback and an app whose `dns.nameservers` is it.
+    pub fn spawn_with_dns(env: &[(&str, &str)]) -> TestApp {
+        let dns = TestDns::start();
+        let addr = dns.addr();
+        let mut all = vec![("MAILROOM__DNS__NAMESERVERS", addr.as_str())];
+        all.extend_from_slice(env);
+        let mut app = Self::spawn_with(&all);
+        app.dns = Some(dns);
+        app
+    }
+
+    /// The DNS server of an app started with `spawn_with_dns`.
+    pub fn dns(&self) -> &TestDns {
+        self.dns.as_ref().expect("started with spawn_with_dns")
     }
 
     fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
@@ -124,6 +143,7 @@ impl TestApp {
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(30))
                 .build(),
+            dns: None,
             _tmp: None,
         }
     }

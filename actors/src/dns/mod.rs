@@ -79,10 +79,14 @@ impl Resolver {
             .build()
             .map_err(|e| format!("starting the DNS runtime: {e}"))?;
         let servers = if config.nameservers.is_empty() {
-            let (system, _) = hickory_resolver::system_conf::read_system_conf().map_err(|e| {
-                format!("reading the system's DNS configuration: {e}; set dns.nameservers")
-            })?;
-            system.name_servers().to_vec()
+            match hickory_resolver::system_conf::read_system_conf() {
+                Ok((system, _)) => system.name_servers().to_vec(),
+                // The server still starts; every lookup then fails with a reason.
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the system's DNS configuration; set dns.nameservers");
+                    Vec::new()
+                }
+            }
         } else {
             config
                 .nameservers

@@ -57,3 +57,108 @@ pub fn is_verified_sender(
 ) -> Result<bool> {
     verified_sender(store, project, from).map(|s| s.is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::check::{DomainCheck, RecordState};
+    use crate::domain::{dkim, writes, DomainName};
+    use crate::model::Timestamp;
+    use crate::project::messages::CreateDomain;
+    use crate::store::SledStore;
+
+    fn add(
+        store: &dyn Store,
+        p: ProjectId,
+        name: &str,
+        key: &dkim::DkimKey,
+    ) -> crate::model::DomainId {
+        let msg = CreateDomain {
+            name: DomainName::parse(name).unwrap(),
+            token: dkim::ownership_token(),
+            key: key.clone(),
+        };
+        writes::create(store, p, msg, Timestamp::from(0))
+            .unwrap()
+            .id
+    }
+
+    fn check(all: RecordState) -> DomainCheck {
+        DomainCheck {
+            ownership: all,
+            dkim: all,
+            spf: all,
+        }
+    }
+
+    fn from(s: &str) -> EmailAddress {
+        EmailAddress::parse(s).unwrap()
+    }
+
+    #[test]
+    fn only_a_verified_domain_or_a_verified_parent_may_send() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let (p, other) = (ProjectId::new(), ProjectId::new());
+        let key = dkim::generate().unwrap();
+        let id = add(&*store, p, "example.com", &key);
+        let pending = verified_sender(&*store, p, &from("ada@example.com")).unwrap();
+        assert!(pending.is_none(), "PENDING may not send");
+
+        writes::apply_check(
+            &*store,
+            p,
+            id,
+            check(RecordState::Match),
+            Timestamp::from(1),
+        )
+        .unwrap();
+        let s = verified_sender(&*store, p, &from("ada@example.com"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.domain.as_str(), s.selector.as_str()),
+            ("example.com", key.selector.as_str())
+        );
+        assert_eq!(s.private_key_pem, key.private_key_pem);
+        let sub = verified_sender(&*store, p, &from("news@mail.example.com")).unwrap();
+        assert_eq!(
+            sub.unwrap().domain,
+            "example.com",
+            "a subdomain signs with its parent"
+        );
+        assert!(!is_verified_sender(&*store, p, &from("ada@example.org")).unwrap());
+        assert!(!is_verified_sender(&*store, p, &from("ada@notexample.com")).unwrap());
+        assert!(
+            !is_verified_sender(&*store, other, &from("ada@example.com")).unwrap(),
+            "per project"
+        );
+
+        writes::apply_check(
+            &*store,
+            p,
+            id,
+            check(RecordState::Absent),
+            Timestamp::from(2),
+        )
+        .unwrap();
+        assert!(
+            !is_verified_sender(&*store, p, &from("ada@example.com")).unwrap(),
+            "FAILED may not send"
+        );
+        writes::apply_check(
+            &*store,
+            p,
+            id,
+            check(RecordState::Match),
+            Timestamp::from(3),
+        )
+        .unwrap();
+        assert!(is_verified_sender(&*store, p, &from("ada@example.com")).unwrap());
+        writes::delete(&*store, p, id).unwrap();
+        assert!(
+            !is_verified_sender(&*store, p, &from("ada@example.com")).unwrap(),
+            "deleted"
+        );
+    }
+}

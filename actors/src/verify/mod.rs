@@ -92,22 +92,30 @@ impl EmailVerifier {
             Some(f) => f,
             None => {
                 let (probe, valid_until) = facts::probe(&self.resolver, domain).await;
-                match &probe.failure {
-                    None => self.cache.insert(domain, probe.facts, valid_until),
-                    Some(DnsFailure::Timeout) => reasons.push(
-                        format!(
-                            "DNS did not answer within {} ms, so the domain could not be fully checked",
-                            self.resolver.timeout().as_millis()
-                        )
-                        .into(),
+                let Some(failure) = probe.failure else {
+                    self.cache.insert(domain, probe.facts, valid_until);
+                    return Self::explain(probe.facts, reasons);
+                };
+                // What was learned before the failure stands; what was not is unknown,
+                // and "does not exist" would be a guess.
+                reasons.push(match failure {
+                    DnsFailure::Timeout => format!(
+                        "DNS did not answer within {} ms, so the domain could not be fully checked",
+                        self.resolver.timeout().as_millis()
                     ),
-                    Some(DnsFailure::Error(e)) => reasons.push(
-                        format!("DNS lookups failed ({e}), so the domain could not be fully checked").into(),
-                    ),
+                    DnsFailure::Error(e) => {
+                        format!("DNS lookups failed ({e}), so the domain could not be fully checked")
+                    }
                 }
-                probe.facts
+                .into());
+                return probe.facts;
             }
         };
+        Self::explain(facts, reasons)
+    }
+
+    /// The reasons that complete DNS answers give.
+    fn explain(facts: DomainFacts, reasons: &mut Vec<Cow<'static, str>>) -> DomainFacts {
         if !facts.exists {
             reasons.push("The domain does not exist".into());
         } else if facts.null_mx {

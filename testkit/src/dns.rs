@@ -1,0 +1,175 @@
+//! A real DNS server on loopback: hickory-server with one in-memory authority for the
+//! root zone, so every name a test publishes resolves and every other name gets an
+//! authoritative NXDOMAIN. Records can be changed while it runs. Point Mailroom at it
+//! with `MAILROOM__DNS__NAMESERVERS=<addr()>`.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hickory_server::authority::{Catalog, ZoneType};
+use hickory_server::proto::rr::rdata::{A, MX, NS, SOA, TXT};
+use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType, RrKey};
+use hickory_server::store::in_memory::InMemoryAuthority;
+use hickory_server::ServerFuture;
+
+const TTL: u32 = 60;
+/// The SOA minimum: how long resolvers may cache a negative answer. Long on purpose:
+/// domain checks must not be fooled by a cached "no such record".
+const NEGATIVE_TTL: u32 = 60;
+
+pub struct TestDns {
+    addr: SocketAddr,
+    authority: Arc<InMemoryAuthority>,
+    serial: AtomicU32,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl TestDns {
+    /// Serves on a free port of 127.0.0.1, over UDP and TCP.
+    pub fn start() -> TestDns {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("DNS test runtime");
+        let root = Name::root();
+        let mut authority = InMemoryAuthority::empty(root.clone(), ZoneType::Primary, false);
+        let ns = name("ns.test");
+        let soa = SOA::new(
+            ns.clone(),
+            name("hostmaster.test"),
+            1,
+            60,
+            60,
+            600,
+            NEGATIVE_TTL,
+        );
+        authority.upsert_mut(
+            Record::from_rdata(root.clone(), NEGATIVE_TTL, RData::SOA(soa)),
+            1,
+        );
+        authority.upsert_mut(Record::from_rdata(root.clone(), TTL, RData::NS(NS(ns))), 1);
+        let authority = Arc::new(authority);
+        let mut catalog = Catalog::new();
+        catalog.upsert(LowerName::new(&root), Box::new(authority.clone()));
+        let addr = runtime.block_on(async move {
+            let (udp, tcp) = loop {
+                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0")
+                    .await
+                    .expect("udp");
+                let port = udp.local_addr().unwrap().port();
+                if let Ok(tcp) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+                    break (udp, tcp);
+                }
+            };
+            let addr = udp.local_addr().unwrap();
+            let mut server = ServerFuture::new(catalog);
+            server.register_socket(udp);
+            server.register_listener(tcp, Duration::from_secs(5));
+            tokio::spawn(async move {
+                let _ = server.block_until_done().await;
+            });
+            addr
+        });
+        TestDns {
+            addr,
+            authority,
+            serial: AtomicU32::new(2),
+            runtime: Some(runtime),
+        }
+    }
+
+    /// `127.0.0.1:<port>`, for MAILROOM__DNS__NAMESERVERS.
+    pub fn addr(&self) -> String {
+        self.addr.to_string()
+    }
+
+    fn upsert(&self, owner: &str, rdata: RData) {
+        self.upsert_ttl(owner, rdata, TTL);
+    }
+
+    fn upsert_ttl(&self, owner: &str, rdata: RData, ttl: u32) {
+        let record = Record::from_rdata(name(owner), ttl, rdata);
+        let serial = self.serial.fetch_add(1, Ordering::SeqCst);
+        let authority = self.authority.clone();
+        let added = self
+            .rt()
+            .block_on(async move { authority.upsert(record, serial).await });
+        assert!(added, "publishing a record at {owner}");
+    }
+
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("running")
+    }
+
+    /// Replaces every TXT record at `owner`. Values longer than 255 bytes are split
+    /// into several strings, as DNS operators publish DKIM keys.
+    pub fn set_txt(&self, owner: &str, values: &[&str]) {
+        self.remove(owner, RecordType::TXT);
+        for v in values {
+            let parts = v
+                .as_bytes()
+                .chunks(255)
+                .map(|c| String::from_utf8(c.to_vec()).unwrap())
+                .collect();
+            self.upsert(owner, RData::TXT(TXT::new(parts)));
+        }
+    }
+
+    pub fn remove_txt(&self, owner: &str) {
+        self.remove(owner, RecordType::TXT);
+    }
+
+    pub fn remove_mx(&self, owner: &str) {
+        self.remove(owner, RecordType::MX);
+    }
+
+    fn remove(&self, owner: &str, rtype: RecordType) {
+        let key = RrKey::new(LowerName::new(&name(owner)), rtype);
+        let authority = self.authority.clone();
+        self.rt().block_on(async move {
+            authority.records_mut().await.remove(&key);
+        });
+    }
+
+    pub fn add_mx(&self, owner: &str, exchange: &str) {
+        let exchange = if exchange == "." {
+            Name::root()
+        } else {
+            name(exchange)
+        };
+        self.upsert(owner, RData::MX(MX::new(10, exchange)));
+    }
+
+    pub fn add_a(&self, owner: &str, ip: Ipv4Addr) {
+        self.upsert(owner, RData::A(A(ip)));
+    }
+
+    /// A mail domain: MX and a website.
+    pub fn add_mail_domain(&self, domain: &str) {
+        self.add_mail_domain_with_ttl(domain, TTL);
+    }
+
+    pub fn add_mail_domain_with_ttl(&self, domain: &str, ttl: u32) {
+        let mx = MX::new(10, name(&format!("mx.{domain}")));
+        self.upsert_ttl(domain, RData::MX(mx), ttl);
+        self.upsert_ttl(domain, RData::A(A(Ipv4Addr::new(192, 0, 2, 10))), ttl);
+    }
+}
+
+impl Drop for TestDns {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn name(s: &str) -> Name {
+    let mut n = Name::from_str(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+    n.set_fqdn(true);
+    n
+}
