@@ -32,11 +32,11 @@ pub struct Args {
     /// Seconds of load per scenario (after a 1 s warm-up).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
-    /// Scenarios, comma-separated: baseline, contacts, send, smtp (reference SMTP clients),
-    /// paced (60 s of delivery at 14/s).
+    /// Scenarios, comma-separated: baseline, contacts, track, verify, send, smtp (reference
+    /// SMTP clients), paced (60 s of delivery at 14/s).
     #[arg(
         long,
-        default_value = "baseline,contacts,send,smtp",
+        default_value = "baseline,contacts,track,verify,send,smtp",
         value_delimiter = ','
     )]
     scenarios: Vec<String>,
@@ -73,8 +73,9 @@ fn main() {
         bin.display(),
         server.pid()
     );
+    dns.add_mail_domain("gmail.com");
     let mut results = Vec::new();
-    for name in ["baseline", "contacts", "send"]
+    for name in ["baseline", "contacts", "track", "verify", "send"]
         .into_iter()
         .filter(|s| wanted(s))
     {

@@ -13,6 +13,10 @@ pub enum Scenario {
     Contacts,
     /// POST /v1/send: one recipient each, durably queued; delivery is counted at the SMTP server.
     Send,
+    /// POST /v1/track: durable contact upsert plus event.
+    Track,
+    /// POST /v1/verify against a warm DNS cache.
+    Verify,
 }
 
 impl Scenario {
@@ -21,6 +25,8 @@ impl Scenario {
             "baseline" | "health" => Some(Scenario::Baseline),
             "contacts" => Some(Scenario::Contacts),
             "send" => Some(Scenario::Send),
+            "track" => Some(Scenario::Track),
+            "verify" => Some(Scenario::Verify),
             _ => None,
         }
     }
@@ -30,6 +36,8 @@ impl Scenario {
             Scenario::Baseline => "baseline GET /health",
             Scenario::Contacts => "POST /contacts (upsert)",
             Scenario::Send => "POST /v1/send (accepted)",
+            Scenario::Track => "POST /v1/track",
+            Scenario::Verify => "POST /v1/verify (warm)",
         }
     }
 
@@ -69,6 +77,21 @@ impl Ctx {
                 path: "/health",
                 auth: None,
                 body: None,
+            },
+            Scenario::Track => Req {
+                method: "POST",
+                path: "/v1/track",
+                auth: Some(self.auth.clone()),
+                body: Some(format!(
+                    r#"{{"email":"user{}@bench.example.com","event":"signed-in","data":{{"n":{n}}}}}"#,
+                    mix(seed ^ n) % 50_000
+                )),
+            },
+            Scenario::Verify => Req {
+                method: "POST",
+                path: "/v1/verify",
+                auth: Some(self.auth.clone()),
+                body: Some(format!(r#"{{"email":"user{}@gmail.com"}}"#, n % 1000)),
             },
             Scenario::Send => Req {
                 method: "POST",
