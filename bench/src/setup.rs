@@ -39,15 +39,30 @@ pub fn env(
 pub fn verify_domain(rt: &tokio::runtime::Runtime, server: &Server, dns: &TestDns) {
     let key = Some(server.secret_key.as_str());
     let body = json!({"domain": DOMAIN}).to_string();
-    let (status, d) = rt.block_on(client::call(server.addr(), "POST", "/domains", key, Some(body)));
+    let (status, d) = rt.block_on(client::call(
+        server.addr(),
+        "POST",
+        "/domains",
+        key,
+        Some(body),
+    ));
     assert_eq!(status, 201, "adding the bench domain: {d}");
     // The test DNS server runs its own runtime: edit it outside ours.
     for r in d["records"].as_array().expect("records") {
         if r["purpose"] == "OWNERSHIP" || r["purpose"] == "DKIM" {
-            dns.set_txt(r["name"].as_str().unwrap_or_default(), &[r["value"].as_str().unwrap_or_default()]);
+            dns.set_txt(
+                r["name"].as_str().unwrap_or_default(),
+                &[r["value"].as_str().unwrap_or_default()],
+            );
         }
     }
     let path = format!("/domains/{}/verify", d["id"].as_str().unwrap_or_default());
-    let (_, v) = rt.block_on(client::call(server.addr(), "POST", &path, key, Some("{}".into())));
+    let (_, v) = rt.block_on(client::call(
+        server.addr(),
+        "POST",
+        &path,
+        key,
+        Some("{}".into()),
+    ));
     assert_eq!(v["status"], "VERIFIED", "verifying the bench domain: {v}");
 }

@@ -1,15 +1,21 @@
-//! The Dispatcher walks the outbox in due order, paces each project with a governor
-//! limiter (`sending.rate_per_second`, no bursts, so never more than that in any one
-//! second), hands due emails to the mailers round robin, and records each outcome through
-//! the project's actor. It holds at most `max_in_flight` emails in memory at a time.
+//! The Dispatcher walks the outbox in due order, hands due emails to the mailers round
+//! robin, and records each outcome through the project's actor. It holds at most
+//! `max_in_flight` emails in memory at a time.
+//!
+//! Pacing: each project has a governor limiter (`sending.rate_per_second`, no bursts), and
+//! an email waits for its turn right before it goes to a mailer, not when it leaves the
+//! outbox, so that a slow moment between the two cannot bunch deliveries up (measured:
+//! pacing at the outbox let 36-43 emails arrive in one second at 14/s). A paced project
+//! has at most `PACED_IN_FLIGHT` emails out of the outbox at once, so its waiting never
+//! holds the slots that other projects' emails need.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::{Actor, Addr, AsyncContext, Context, Supervised, WrapFuture};
-use governor::clock::{Clock as _, DefaultClock};
+use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use tokio::sync::Notify;
@@ -34,6 +40,9 @@ pub struct DispatcherConfig {
 
 type Limiter = RateLimiter<ProjectId, DashMapStateStore<ProjectId>, DefaultClock>;
 
+/// Emails of one paced project that may be between the outbox and the SMTP server.
+const PACED_IN_FLIGHT: usize = 2;
+
 struct Shared {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
@@ -43,7 +52,7 @@ struct Shared {
     config: DispatcherConfig,
     limiter: Option<Limiter>,
     wake: Arc<Notify>,
-    in_flight: Mutex<HashSet<EmailId>>,
+    in_flight: Mutex<HashMap<EmailId, ProjectId>>,
 }
 
 pub struct Dispatcher {
@@ -72,7 +81,7 @@ impl Dispatcher {
                 config,
                 limiter,
                 wake,
-                in_flight: Mutex::new(HashSet::new()),
+                in_flight: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -94,7 +103,7 @@ impl Supervised for Dispatcher {
 }
 
 impl Shared {
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<EmailId>> {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<EmailId, ProjectId>> {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -127,16 +136,15 @@ impl Shared {
             if self.in_flight().len() >= self.config.max_in_flight {
                 break;
             }
-            if self.in_flight().contains(&id) {
+            if self.in_flight().contains_key(&id) {
                 continue;
             }
-            if let Some(limiter) = &self.limiter {
-                if let Err(not_until) = limiter.check_key(&project) {
-                    wait = wait.min(not_until.wait_time_from(DefaultClock::default().now()));
-                    continue;
-                }
+            if self.limiter.is_some()
+                && self.in_flight().values().filter(|p| **p == project).count() >= PACED_IN_FLIGHT
+            {
+                continue;
             }
-            self.in_flight().insert(id);
+            self.in_flight().insert(id, project);
             let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
             *next_mailer += 1;
             started += 1;
@@ -164,6 +172,9 @@ impl Shared {
             Some(email) => {
                 let dkim = (self.dkim)(project, &email.from.email);
                 let attempts = email.attempts + 1;
+                if let Some(limiter) = &self.limiter {
+                    limiter.until_key_ready(&project).await;
+                }
                 let result = mailer
                     .send(Deliver { email, dkim })
                     .await
