@@ -293,6 +293,10 @@ impl Handler<RecordDelivery> for ProjectActor {
 
     fn handle(&mut self, msg: RecordDelivery, _ctx: &mut Self::Context) -> Result<()> {
         let (ctx, counts) = self.ctx();
-        sending::record(&ctx, counts, msg)
+        let result = sending::record(&ctx, counts, msg);
+        // Nobody waits for this write, but it should reach the log soon: asking for a
+        // flush (and dropping the wait) schedules one.
+        drop(self.store.durable());
+        result
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::group_commit::GroupCommit;
+use super::overlay::{Merge, Overlay};
 use super::wal::{self, WalFile};
 use super::{Batch, Durable, KvIter, Op, Store};
 use crate::error::{Error, Result};
@@ -45,12 +46,18 @@ pub struct SledStore {
 /// The log side: records applied to sled but not yet in the log file, and the file.
 struct Log {
     db: sled::Db,
-    /// Holding this lock while applying to sled and appending here keeps the log in the
-    /// order the writes became visible.
-    pending: Mutex<Vec<u8>>,
+    /// The log bytes not yet written, and the writes not yet moved into sled. One lock
+    /// for both keeps the log in the order the writes became visible.
+    pending: Mutex<Pending>,
     file: Mutex<WalFile>,
     checkpointing: Arc<AtomicBool>,
     checkpoint_bytes: u64,
+}
+
+#[derive(Default)]
+struct Pending {
+    log: Vec<u8>,
+    overlay: Overlay,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -59,16 +66,38 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Log {
     /// Writes and syncs everything applied so far; rolls the file at the checkpoint size.
+    /// Syncs the log, then moves the overlay into sled as one batch.
     fn sync(&self) -> Result<()> {
-        let data = std::mem::take(&mut *lock(&self.pending));
         let mut file = lock(&self.file);
-        file.append_sync(&data)?;
+        let (data, snapshot) = {
+            let mut p = lock(&self.pending);
+            (std::mem::take(&mut p.log), p.overlay.snapshot())
+        };
+        if let Err(e) = file.append_sync(&data) {
+            // Put the bytes back so a later sync writes them, in order.
+            let mut p = lock(&self.pending);
+            let rest = std::mem::take(&mut p.log);
+            p.log = data;
+            p.log.extend_from_slice(&rest);
+            return Err(e);
+        }
+        if !snapshot.is_empty() {
+            let mut batch = sled::Batch::default();
+            for (k, _, v) in &snapshot {
+                match v {
+                    Some(v) => batch.insert(k.as_slice(), v.as_slice()),
+                    None => batch.remove(k.as_slice()),
+                }
+            }
+            self.db.apply_batch(batch)?;
+            lock(&self.pending).overlay.moved(&snapshot);
+        }
         if file.bytes() >= self.checkpoint_bytes && !self.checkpointing.swap(true, Ordering::AcqRel)
         {
             let old = file.rotate()?;
             drop(file);
-            // Every record in the old file was applied to sled before it was logged, so
-            // once sled is flushed the file is no longer needed. Off this thread, so that
+            // Every record in the old file has been moved into sled by now, so once sled
+            // is flushed the file is no longer needed. Off this thread, so that
             // commits continue into the new file meanwhile.
             let (db, flag) = (self.db.clone(), self.checkpointing.clone());
             std::thread::spawn(move || {
@@ -149,7 +178,7 @@ impl SledStore {
         let next_seq = files.last().map_or(1, |(seq, _)| seq + 1);
         let log = Arc::new(Log {
             db: db.clone(),
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(Pending::default()),
             file: Mutex::new(WalFile::create(&wal_dir, next_seq)?),
             checkpointing: Arc::new(AtomicBool::new(false)),
             checkpoint_bytes: config.wal_checkpoint_bytes,
@@ -173,6 +202,10 @@ impl Drop for SledStore {
 
 impl Store for SledStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // The overlay first: a key leaves it only after sled has its value.
+        if let Some(v) = lock(&self.log.pending).overlay.get(key) {
+            return Ok(v);
+        }
         Ok(self.db.get(key)?.map(|v| v.to_vec()))
     }
 
@@ -189,15 +222,23 @@ impl Store for SledStore {
             (_, _, Some(e)) => Excluded(e),
             (_, _, None) => Unbounded,
         };
+        let overlay = {
+            let pending = lock(&self.log.pending);
+            if pending.overlay.is_empty() {
+                Vec::new()
+            } else {
+                pending.overlay.range(lower.clone(), upper.clone(), reverse)
+            }
+        };
         let range = self.db.range::<Vec<u8>, _>((lower, upper));
         let map = |r: sled::Result<(sled::IVec, sled::IVec)>| {
             r.map(|(k, v)| (k.to_vec(), v.to_vec()))
                 .map_err(Error::from)
         };
         if reverse {
-            Box::new(range.rev().map(map))
+            Box::new(Merge::new(overlay, range.rev().map(map), true))
         } else {
-            Box::new(range.map(map))
+            Box::new(Merge::new(overlay, range.map(map), false))
         }
     }
 
@@ -205,10 +246,9 @@ impl Store for SledStore {
         let ops = batch.into_ops();
         let mut record = Vec::new();
         wal::encode_record(&ops, &mut record)?;
-        let b = sled_batch(&ops);
         let mut pending = lock(&self.log.pending);
-        self.db.apply_batch(b)?;
-        pending.extend_from_slice(&record);
+        pending.log.extend_from_slice(&record);
+        pending.overlay.apply(ops);
         Ok(())
     }
 
