@@ -76,10 +76,12 @@ impl Overlay {
     }
 }
 
+type Entries = std::iter::Peekable<std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>>;
+
 /// Merges overlay entries over a sled range walked in the same direction: the overlay wins
 /// on equal keys, and its deletions hide sled's entries.
 pub struct Merge<I: Iterator> {
-    overlay: std::iter::Peekable<std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>>,
+    overlay: Entries,
     base: std::iter::Peekable<I>,
     reverse: bool,
 }
