@@ -56,6 +56,22 @@ impl Resp {
             .map(|(_, v)| v.as_str())
     }
 
+    /// (field, code) of each entry of a 422's `error.errors`.
+    pub fn field_codes(&self) -> Vec<(String, String)> {
+        self.json()["error"]["errors"]
+            .as_array()
+            .map(|errors| {
+                errors
+                    .iter()
+                    .map(|e| {
+                        let text = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+                        (text("field"), text("code"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The error code of an error body.
     pub fn code(&self) -> String {
         self.json()["error"]["code"]

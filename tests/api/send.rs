@@ -4,20 +4,6 @@ use serde_json::json;
 
 use crate::helpers::TestApp;
 
-fn field_codes(r: &crate::helpers::Resp) -> Vec<(String, String)> {
-    r.json()["error"]["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["field"].as_str().unwrap().to_owned(),
-                e["code"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn an_unverified_from_gets_422_unverified_domain_with_a_suggestion() {
     let app = TestApp::spawn();
@@ -25,7 +11,7 @@ fn an_unverified_from_gets_422_unverified_domain_with_a_suggestion() {
     let r = app.post("/v1/send", &p.secret, json!({"to": "a@example.com", "from": "me@unverified.example", "subject": "s", "body": "b"}));
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [("from".to_owned(), "unverified_domain".to_owned())]
     );
     assert!(r.json()["error"]["suggestion"]
@@ -61,7 +47,7 @@ fn subject_and_body_are_required_without_a_template() {
         json!({"to": "a@example.com", "from": "me@x.example"}),
     );
     assert_eq!(r.status, 422);
-    let codes = field_codes(&r);
+    let codes = r.field_codes();
     assert!(
         codes.contains(&("subject".into(), "invalid_type".into())),
         "{codes:?}"
@@ -83,7 +69,7 @@ fn every_bad_field_is_named() {
                "headers": {"X-Ok": "1", "From": "spoof", "X-Num": 2}, "reply": "nope", "subscribed": "yes", "data": []}),
     );
     assert_eq!(r.status, 422);
-    let codes = field_codes(&r);
+    let codes = r.field_codes();
     for expected in [
         ("to[1]", "invalid_string"),
         ("to[2].email", "invalid_type"),
@@ -114,19 +100,19 @@ fn too_many_recipients_or_attachments_and_bad_base64_get_422() {
         b
     };
     let r = app.post("/v1/send", &p.secret, with("to", json!(to)));
-    assert_eq!(field_codes(&r), [("to".to_owned(), "too_big".to_owned())]);
+    assert_eq!(r.field_codes(), [("to".to_owned(), "too_big".to_owned())]);
     let one = json!({"filename": "a.txt", "content": "aGVsbG8=", "contentType": "text/plain"});
     let mut b = with("to", json!("a@example.com"));
     b["attachments"] = json!(vec![one.clone(); 11]);
     let r = app.post("/v1/send", &p.secret, b.clone());
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [("attachments".to_owned(), "too_big".to_owned())]
     );
     b["attachments"] = json!([{"filename": "a.txt", "content": "%%%not base64%%%"}]);
     let r = app.post("/v1/send", &p.secret, b.clone());
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [(
             "attachments[0].content".to_owned(),
             "invalid_string".to_owned()
@@ -135,7 +121,7 @@ fn too_many_recipients_or_attachments_and_bad_base64_get_422() {
     b["attachments"] = json!([{"content": "aGVsbG8="}]);
     let r = app.post("/v1/send", &p.secret, b);
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [(
             "attachments[0].filename".to_owned(),
             "invalid_type".to_owned()

@@ -72,17 +72,7 @@ fn missing_fields_wrong_types_and_bad_enums_are_listed_in_one_422() {
         json!({"subject": 5, "type": "WEEKLY", "from": "nope"}),
     );
     assert_eq!(r.status, 422);
-    let codes: Vec<(String, String)> = r.json()["error"]["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["field"].as_str().unwrap().to_owned(),
-                e["code"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let codes = r.field_codes();
     for expected in [
         ("name", "invalid_type"),
         ("subject", "invalid_type"),

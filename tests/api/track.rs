@@ -22,20 +22,6 @@ fn with_key(app: &TestApp, key: &str, idem: &str, body: &Value) -> Resp {
     )
 }
 
-fn field_codes(r: &Resp) -> Vec<(String, String)> {
-    r.json()["error"]["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["field"].as_str().unwrap().to_owned(),
-                e["code"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn track_with_a_public_key_creates_the_contact_and_records_the_event() {
     let app = TestApp::spawn();
@@ -157,7 +143,7 @@ fn reserved_event_names_are_refused_with_reserved_event() {
         );
         assert_eq!(r.status, 422, "{name}: {}", r.text);
         assert_eq!(
-            field_codes(&r),
+            r.field_codes(),
             [("event".to_owned(), "reserved_event".to_owned())],
             "{name}"
         );
@@ -240,7 +226,7 @@ fn missing_fields_wrong_types_and_oversized_values_are_422() {
     let r = app.post("/v1/track", &p.public, json!({}));
     assert_eq!(r.status, 422);
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [
             ("email".to_owned(), "invalid_type".to_owned()),
             ("event".to_owned(), "invalid_type".to_owned())
@@ -252,7 +238,7 @@ fn missing_fields_wrong_types_and_oversized_values_are_422() {
         json!({"email": "a@example.com", "event": 5, "data": [1], "subscribed": "yes"}),
     );
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [
             ("event".to_owned(), "invalid_type".to_owned()),
             ("subscribed".to_owned(), "invalid_type".to_owned()),
@@ -265,7 +251,7 @@ fn missing_fields_wrong_types_and_oversized_values_are_422() {
         json!({"email": "a@example.com", "event": "x".repeat(201)}),
     );
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [("event".to_owned(), "too_big".to_owned())]
     );
     let r = app.post(
@@ -273,14 +259,14 @@ fn missing_fields_wrong_types_and_oversized_values_are_422() {
         &p.public,
         json!({"email": "a@example.com", "event": "x", "data": {"blob": "b".repeat(70_000)}}),
     );
-    assert_eq!(field_codes(&r), [("data".to_owned(), "too_big".to_owned())]);
+    assert_eq!(r.field_codes(), [("data".to_owned(), "too_big".to_owned())]);
     let r = app.post(
         "/v1/track",
         &p.public,
         json!({"email": "not-an-email", "event": "x"}),
     );
     assert_eq!(
-        field_codes(&r),
+        r.field_codes(),
         [("email".to_owned(), "invalid_string".to_owned())]
     );
 }
