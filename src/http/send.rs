@@ -1,7 +1,5 @@
 //! POST /v1/send (spec "POST /v1/send", API.md section 5) and GET /emails/{id}.
 
-use std::sync::Arc;
-
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
@@ -11,7 +9,7 @@ use mailroom_actors::model::{
 use mailroom_actors::project::messages::QueueEmails;
 use mailroom_actors::project::sending::{self, SendSpec};
 use mailroom_actors::project::templates as stored;
-use mailroom_actors::{domain, render, Error, FieldCode, Resource};
+use mailroom_actors::{domain, Error, FieldCode, Resource};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -322,7 +320,7 @@ pub async fn send(
                 .as_deref()
                 .or(t.as_ref().map(|t| t.body.as_str()))
                 .unwrap_or_default();
-            Arc::new(render::compile(s, b)?)
+            state.templates.inline(s, b)?
         }
     };
     let spec = SendSpec {

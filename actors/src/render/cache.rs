@@ -1,4 +1,7 @@
-//! Compiled stored templates, keyed by id and invalidated by a newer `updated_at`.
+//! Compiled stored templates, keyed by id and invalidated by a newer `updated_at`; and
+//! compiled inline content of /v1/send, keyed by its text, since apps tend to send the
+//! same inline subject and body again and again (parsing them is the costliest step of a
+//! send after DKIM signing).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,9 +10,13 @@ use super::{compile, Compiled};
 use crate::error::Result;
 use crate::model::{Template, TemplateId};
 
+/// Inline entries kept at most; past this the inline cache starts over.
+const MAX_INLINE: usize = 1024;
+
 #[derive(Default)]
 pub struct TemplateCache {
     map: Mutex<HashMap<TemplateId, (i64, Arc<Compiled>)>>,
+    inline: Mutex<HashMap<(String, String), Arc<Compiled>>>,
 }
 
 impl TemplateCache {
@@ -33,10 +40,49 @@ impl TemplateCache {
         Ok(compiled)
     }
 
+    /// Compiles (or finds compiled) an inline subject and body.
+    pub fn inline(&self, subject: &str, body: &str) -> Result<Arc<Compiled>> {
+        let key = (subject.to_owned(), body.to_owned());
+        if let Some(c) = self
+            .inline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let compiled = Arc::new(compile(subject, body)?);
+        let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        if inline.len() >= MAX_INLINE {
+            inline.clear();
+        }
+        inline.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
     pub fn invalidate(&self, id: TemplateId) {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_inline_content_is_compiled_once() {
+        let cache = TemplateCache::default();
+        let a = cache.inline("Hi {{name}}", "<p>x</p>").unwrap();
+        let b = cache.inline("Hi {{name}}", "<p>x</p>").unwrap();
+        let c = cache.inline("Hi {{name}}", "<p>y</p>").unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(
+            cache.inline("{{ broken", "b").is_err(),
+            "errors are not cached as content"
+        );
     }
 }
