@@ -104,16 +104,11 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let status = match q.get("status").filter(|s| !s.is_empty()) {
-        None => None,
-        Some(s) => Some(DomainStatus::parse(s).ok_or_else(|| {
-            Error::field(
-                "status",
-                FieldCode::InvalidEnumValue,
-                "Expected 'PENDING' | 'VERIFIED' | 'FAILED'",
-            )
-        })?),
-    };
+    let status = q.opt_enum(
+        "status",
+        "'PENDING' | 'VERIFIED' | 'FAILED'",
+        DomainStatus::parse,
+    )?;
     let store = state.store.clone();
     let page = blocking(move || queries::list_domains(&*store, p.id, status, &page)).await?;
     Ok(HttpResponse::Ok().json(DomainList {

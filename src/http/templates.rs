@@ -157,16 +157,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let kind = match q.get("type").filter(|t| !t.is_empty()) {
-        None => None,
-        Some(t) => Some(TemplateKind::parse(t).ok_or_else(|| {
-            Error::field(
-                "type",
-                FieldCode::InvalidEnumValue,
-                "Expected 'TRANSACTIONAL' | 'MARKETING'",
-            )
-        })?),
-    };
+    let kind = q.opt_enum("type", "'TRANSACTIONAL' | 'MARKETING'", TemplateKind::parse)?;
     let search = q
         .get("search")
         .map(|s| s.trim().to_lowercase())

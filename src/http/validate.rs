@@ -235,6 +235,26 @@ impl Query {
         }
     }
 
+    /// An optional parameter that `parse` must accept; a 422 lists `expected` otherwise.
+    pub fn opt_enum<T>(
+        &self,
+        name: &str,
+        expected: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, ApiError> {
+        match self.get(name).filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(s) => parse(s).map(Some).ok_or_else(|| {
+                Error::field(
+                    name,
+                    FieldCode::InvalidEnumValue,
+                    format!("Expected {expected}"),
+                )
+                .into()
+            }),
+        }
+    }
+
     pub fn page(&self) -> Result<mailroom_actors::model::PageRequest, ApiError> {
         Ok(mailroom_actors::model::PageRequest::parse(
             self.get("limit"),
