@@ -9,6 +9,7 @@
 //! same middleware stack, so the ratio printed for each scenario is the cost of its work.
 
 mod client;
+mod members;
 mod report;
 mod scenario;
 mod server;
@@ -33,7 +34,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     seconds: u64,
     /// Scenarios, comma-separated: baseline, contacts, track, verify, send, smtp (reference
-    /// SMTP clients), paced (60 s of delivery at 14/s).
+    /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -50,6 +51,9 @@ pub struct Args {
     /// client's connection count in the reference figure.
     #[arg(long, default_value_t = 32)]
     smtp_connections: usize,
+    /// Contacts loaded for the `members` scenario.
+    #[arg(long, default_value_t = 100_000)]
+    contacts: u64,
 }
 
 fn main() {
@@ -122,6 +126,10 @@ fn main() {
     }
     println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
     drop(server);
+    if wanted("members") {
+        let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
+        members::run(&rt, &fresh, args.contacts, args.connections);
+    }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
     }

@@ -1,0 +1,105 @@
+//! `members`: loads N contacts through POST /contacts, makes a two-condition segment, and
+//! times GET /segments/{id} (which counts its members exactly at read time).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::net::TcpStream;
+
+use crate::client;
+use crate::server::Server;
+
+async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
+    let Ok(stream) = TcpStream::connect(addr).await else {
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
+    else {
+        return;
+    };
+    tokio::spawn(conn);
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            return;
+        }
+        let plan = if i % 3 == 0 { "pro" } else { "free" };
+        let body = format!(
+            r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
+            i % 2 == 0
+        );
+        let req = Request::builder()
+            .method("POST")
+            .uri("/contacts")
+            .header("host", addr.to_string())
+            .header("authorization", &auth)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .expect("request");
+        if sender.ready().await.is_err() {
+            return;
+        }
+        match sender.send_request(req).await {
+            Ok(res) => {
+                let _ = res.into_body().collect().await;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connections: usize) {
+    let addr = server.addr();
+    let auth = format!("Bearer {}", server.secret_key);
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..connections)
+            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), contacts)))
+            .collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    println!(
+        "members: loaded {contacts} contacts in {:.1} s; server RSS peak so far {} MiB",
+        started.elapsed().as_secs_f64(),
+        server.peak_rss_kib() / 1024
+    );
+    let filters = json!({"name": "Pro subscribers", "filters": {"operator": "AND", "conditions": [
+        {"field": "data.plan", "operator": "equals", "value": "pro"},
+        {"field": "subscribed", "operator": "equals", "value": true}]}});
+    let key = Some(server.secret_key.as_str());
+    let (status, seg) = rt.block_on(client::call(
+        addr,
+        "POST",
+        "/segments",
+        key,
+        Some(filters.to_string()),
+    ));
+    assert_eq!(status, 201, "creating the segment: {seg}");
+    let path = format!("/segments/{}", seg["id"].as_str().unwrap_or_default());
+    let mut times = Vec::new();
+    let mut count = serde_json::Value::Null;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (_, s) = rt.block_on(client::call(addr, "GET", &path, key, None));
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        count = s["memberCount"].clone();
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "members: GET /segments/{{id}} over {contacts} contacts (two conditions) answers memberCount {count} in {:.0} ms median, {:.0} ms best; server peak RSS {} MiB",
+        times[2],
+        times[0],
+        server.peak_rss_kib() / 1024
+    );
+}
