@@ -31,7 +31,7 @@ async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
         if i >= n {
             return;
         }
-        let plan = if i % 3 == 0 { "pro" } else { "free" };
+        let plan = if i.is_multiple_of(3) { "pro" } else { "free" };
         let body = format!(
             r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
             i % 2 == 0
