@@ -34,7 +34,7 @@ async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
         let plan = if i.is_multiple_of(3) { "pro" } else { "free" };
         let body = format!(
             r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
-            i % 2 == 0
+            i.is_multiple_of(2)
         );
         let req = Request::builder()
             .method("POST")
