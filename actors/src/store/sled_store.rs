@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::group_commit::GroupCommit;
 use super::overlay::{Merge, Overlay};
 use super::wal::{self, WalFile};
-use super::{Batch, Durable, KvIter, Op, Store};
+use super::{Batch, Durable, KvIter, Store};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy)]
@@ -123,17 +123,6 @@ impl Log {
     }
 }
 
-fn sled_batch(ops: &[Op]) -> sled::Batch {
-    let mut b = sled::Batch::default();
-    for op in ops {
-        match op {
-            Op::Put(k, v) => b.insert(k.as_slice(), v.as_slice()),
-            Op::Delete(k) => b.remove(k.as_slice()),
-        }
-    }
-    b
-}
-
 impl SledStore {
     /// Opens (or creates) the store and replays the log of an earlier run. A directory
     /// held by another process gives `Error::Locked` rather than a panic.
@@ -156,14 +145,26 @@ impl SledStore {
             })?;
         let wal_dir = path.join("wal");
         let files = wal::existing(&wal_dir)?;
+        // Later records win per key, so the whole log folds into one final value per key
+        // and goes into sled as one batch: one IO-buffer roll instead of two per record.
+        let started = std::time::Instant::now();
         let mut replayed = 0usize;
+        let mut folded = Overlay::default();
         for (_, file) in &files {
             for ops in wal::read_records(file)? {
-                db.apply_batch(sled_batch(&ops))?;
+                folded.apply(ops);
                 replayed += 1;
             }
         }
         if !files.is_empty() {
+            let mut batch = sled::Batch::default();
+            for (k, _, v) in folded.snapshot() {
+                match v {
+                    Some(v) => batch.insert(k, v),
+                    None => batch.remove(k),
+                }
+            }
+            db.apply_batch(batch)?;
             db.flush()?;
             for (_, file) in &files {
                 std::fs::remove_file(file)
@@ -172,6 +173,7 @@ impl SledStore {
             tracing::info!(
                 records = replayed,
                 files = files.len(),
+                millis = started.elapsed().as_millis() as u64,
                 "replayed the write-ahead log"
             );
         }
