@@ -94,6 +94,19 @@ fn dkim_passes(dns: &TestDns, raw: &[u8]) -> bool {
         .any(|o| matches!(o.result(), DkimResult::Pass))
 }
 
+/// Polls GET /emails/{id} (for up to 5 s) until its status is `status`; the last record.
+fn email_when(app: &TestApp, p: &Project, id: &str, status: &str) -> serde_json::Value {
+    let mut email = json!(null);
+    for _ in 0..100 {
+        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
+        if email["status"] == status {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    email
+}
+
 fn wait() -> Duration {
     Duration::from_secs(20)
 }
@@ -143,16 +156,7 @@ fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signatur
         dkim_passes(&dns, &got[0].data),
         "the signature verifies against the published key"
     );
-    let status = |app: &TestApp| {
-        app.get(&format!("/emails/{email_id}"), &p.secret).json()["data"]["status"].clone()
-    };
-    for _ in 0..100 {
-        if status(&app) == "SENT" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(status(&app), "SENT");
+    assert_eq!(email_when(&app, &p, &email_id, "SENT")["status"], "SENT");
 }
 
 #[test]
@@ -232,14 +236,7 @@ fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
         .unwrap()
         .to_owned();
     assert_eq!(smtp.wait_for(1, wait()).len(), 1);
-    let mut email = json!(null);
-    for _ in 0..100 {
-        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
-        if email["status"] == "SENT" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let email = email_when(&app, &p, &id, "SENT");
     assert_eq!(email["status"], "SENT");
     assert_eq!(email["attempts"], 3);
 }
@@ -260,14 +257,7 @@ fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
         .as_str()
         .unwrap()
         .to_owned();
-    let mut email = json!(null);
-    for _ in 0..100 {
-        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
-        if email["status"] == "BOUNCED" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let email = email_when(&app, &p, &id, "BOUNCED");
     assert_eq!(email["status"], "BOUNCED");
     assert!(email["lastError"].as_str().unwrap().contains("550"));
     let contact = app

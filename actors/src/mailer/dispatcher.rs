@@ -24,8 +24,9 @@ use super::messages::{Deliver, Delivery};
 use super::outbox;
 use super::{DkimLookup, MailerActor};
 use crate::clock::Clock;
-use crate::model::{EmailId, OutboundEmail, ProjectId};
+use crate::model::{EmailId, ProjectId};
 use crate::project::messages::{DeliveryOutcome, RecordDelivery};
+use crate::project::sending;
 use crate::project::Registry;
 use crate::store::Store;
 
@@ -168,10 +169,9 @@ impl Shared {
         key: Vec<u8>,
         mailer: Addr<MailerActor>,
     ) {
-        let email = match self.store.get(&outbox::email_key(project, id)) {
-            Ok(Some(bytes)) => OutboundEmail::decode(&bytes).ok(),
-            _ => None,
-        };
+        let email = sending::load_email(&*self.store, project, id)
+            .ok()
+            .flatten();
         let outcome = match email {
             None => DeliveryOutcome::Orphan,
             Some(email) => {
