@@ -42,6 +42,7 @@ pub struct Storage {
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
     pub wal_checkpoint_bytes: u64,
+    pub move_interval_ms: u64,
 }
 
 impl Storage {
@@ -49,6 +50,7 @@ impl Storage {
         mailroom_actors::store::SledConfig {
             cache_capacity_bytes: self.cache_capacity_bytes,
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+            move_interval_ms: self.move_interval_ms,
         }
     }
 }

@@ -128,9 +128,10 @@ async fn with_counts(
     segments: Vec<Segment>,
 ) -> Result<Vec<SegmentView>, ApiError> {
     let store = state.store.clone();
+    let table = state.registry.contacts(p);
     let at = now(state);
     blocking(move || {
-        let counts = segment_queries::member_counts(&*store, p, &segments, at)?;
+        let counts = segment_queries::member_counts(&*store, &table, p, &segments, at)?;
         Ok(segments
             .iter()
             .zip(counts)
@@ -341,11 +342,12 @@ pub async fn contacts(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let store = state.store.clone();
+    let table = state.registry.contacts(p.id);
     let at = now(&state);
     let page = blocking(move || {
         let segment = segment_queries::get_segment(&*store, p.id, id)?
             .ok_or(Error::NotFound(Resource::Segment))?;
-        segment_queries::segment_contacts(&*store, p.id, &segment, &page, at)
+        segment_queries::segment_contacts(&*store, &table, p.id, &segment, &page, at)
     })
     .await?;
     Ok(HttpResponse::Ok().json(ContactList {

@@ -14,6 +14,7 @@ use super::messages::{
     QueueEmails, QueuedEmail, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment,
     UpdateTemplate, UpsertContact, UpsertOutcome,
 };
+use super::table::ContactTable;
 use super::{segments, sending, templates, track};
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
@@ -30,6 +31,8 @@ pub struct ProjectActor {
     counts: Counts,
     /// The project's segments, filters compiled, for membership tracking.
     audience: Audience,
+    /// The project's contacts in memory, shared with readers through the registry.
+    table: Arc<ContactTable>,
     generation: u64,
     outbox: Arc<tokio::sync::Notify>,
 }
@@ -41,6 +44,7 @@ impl ProjectActor {
         clock: Arc<dyn Clock>,
         mailbox_capacity: usize,
         outbox: Arc<tokio::sync::Notify>,
+        table: Arc<ContactTable>,
     ) -> Self {
         ProjectActor {
             project,
@@ -49,6 +53,7 @@ impl ProjectActor {
             mailbox_capacity,
             counts: Counts::default(),
             audience: Audience::default(),
+            table,
             generation: 0,
             outbox,
         }
@@ -66,6 +71,16 @@ impl ProjectActor {
                 tracing::error!(project = %self.project, error = %e, "loading project counters")
             }
         }
+        // A restart promises a reload from the store; a first start only loads the
+        // table if no reader has loaded it already.
+        let table = if self.generation > 1 {
+            self.table.reload(&*self.store, self.project)
+        } else {
+            self.table.ensure_loaded(&*self.store, self.project)
+        };
+        if let Err(e) = table {
+            tracing::error!(project = %self.project, error = %e, "loading project contacts")
+        }
         match Audience::load(&*self.store, self.project) {
             Ok(a) => self.audience = a,
             Err(e) => {
@@ -82,6 +97,7 @@ impl ProjectActor {
                 store: &*self.store,
                 project: self.project,
                 audience: &self.audience,
+                table: &self.table,
                 now,
             },
             &mut self.counts,

@@ -6,6 +6,7 @@
 use super::events;
 use super::membership::{self, Audience};
 use super::messages::{PatchContact, UpsertContact, UpsertOutcome};
+use super::table::ContactTable;
 use crate::error::{Error, Resource, Result};
 use crate::model::{
     Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId, Timestamp,
@@ -44,6 +45,8 @@ pub struct WriteCtx<'a> {
     pub store: &'a dyn Store,
     pub project: ProjectId,
     pub audience: &'a Audience,
+    /// The project's contacts in memory; the write path reads contacts from here.
+    pub table: &'a ContactTable,
     pub now: Timestamp,
 }
 
@@ -101,7 +104,7 @@ pub fn prepare_upsert(
     default_subscribed: bool,
     data: &DataPatch,
 ) -> Result<Change> {
-    let before = find_by_email(ctx.store, ctx.project, email.as_str())?;
+    let before = ctx.table.by_email(email.as_str())?;
     let mut after = match &before {
         Some(c) => c.clone(),
         None => Contact {
@@ -152,7 +155,10 @@ pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result
 }
 
 pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<Contact> {
-    let before = load(ctx.store, ctx.project, msg.id)?.ok_or(Error::NotFound(Resource::Contact))?;
+    let before = ctx
+        .table
+        .get(msg.id)?
+        .ok_or(Error::NotFound(Resource::Contact))?;
     let mut after = before.clone();
     if let Some(s) = msg.subscribed {
         after.subscribed = s;
@@ -180,7 +186,8 @@ pub fn commit(
     mut events: Vec<Event>,
 ) -> Result<()> {
     let (p, contact) = (ctx.project, &change.after);
-    batch.put(keys::contact(p, contact.id), contact.encode()?);
+    let stored = contact.encode()?;
+    batch.put(keys::contact(p, contact.id), stored.clone());
     batch.put(
         keys::contact_by_email(p, contact.email.as_str()),
         contact.id.to_string().into_bytes(),
@@ -209,12 +216,17 @@ pub fn commit(
     )?;
     events.extend(moves);
     events::append_all(ctx.store, &mut batch, p, &events)?;
-    ctx.store.apply(batch)
+    ctx.store.apply(batch)?;
+    ctx.table.put(contact, &stored);
+    Ok(())
 }
 
 pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {
     let (store, p) = (ctx.store, ctx.project);
-    let contact = load(store, p, id)?.ok_or(Error::NotFound(Resource::Contact))?;
+    let contact = ctx
+        .table
+        .get(id)?
+        .ok_or(Error::NotFound(Resource::Contact))?;
     let mut next = *counts;
     next.contacts = next.contacts.saturating_sub(1);
     if contact.subscribed {
@@ -229,6 +241,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     }
     next.write(&mut batch, p);
     store.apply(batch)?;
+    ctx.table.remove(&contact);
     *counts = next;
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
-use super::ProjectActor;
+use super::{ContactTable, ProjectActor};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::model::ProjectId;
@@ -31,6 +31,7 @@ pub struct RegistryConfig {
 struct Slot {
     addr: Addr<ProjectActor>,
     depth: Arc<AtomicUsize>,
+    table: Arc<ContactTable>,
 }
 
 #[derive(Clone)]
@@ -84,12 +85,15 @@ impl Registry {
                 let (store, clock) = (self.inner.store.clone(), self.inner.clock.clone());
                 let capacity = self.inner.config.mailbox_capacity;
                 let outbox = self.inner.outbox.clone();
+                let table = Arc::new(ContactTable::default());
+                let shared = table.clone();
                 let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
-                    ProjectActor::new(project, store, clock, capacity, outbox.clone())
+                    ProjectActor::new(project, store, clock, capacity, outbox.clone(), shared)
                 });
                 Slot {
                     addr,
                     depth: Arc::new(AtomicUsize::new(0)),
+                    table,
                 }
             })
             .clone()
@@ -134,6 +138,12 @@ impl Registry {
             .send(msg)
             .await
             .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))
+    }
+
+    /// The project's in-memory contacts (starting its actor if needed). A reader calls
+    /// `ensure_loaded` before use: the actor may not have loaded it yet.
+    pub fn contacts(&self, project: ProjectId) -> Arc<ContactTable> {
+        self.slot(project).table
     }
 
     /// Messages waiting for or being handled by each live project actor.
@@ -194,6 +204,12 @@ mod tests {
         reg.call(p, Restart).await.unwrap();
         let out = reg.send(p, upsert("b@example.com")).await.unwrap();
         assert!(out.is_new);
+        let again = reg.send(p, upsert("a@example.com")).await.unwrap();
+        assert!(
+            !again.is_new,
+            "the restarted actor reloaded its contacts from the store"
+        );
+        assert_eq!(reg.contacts(p).len(), 2);
         assert_eq!(reg.call(p, Generation).await.unwrap(), 2, "restarted once");
         let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(

@@ -2,6 +2,7 @@
 
 use super::contacts::read_counter;
 use super::segments::{static_member_count, SEGMENTS_COUNTER};
+use super::table::ContactTable;
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
 use crate::segment::scan::{self, Matcher};
@@ -47,6 +48,7 @@ pub fn list_segments(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Res
 /// together, in one pass over the contacts.
 pub fn member_counts(
     store: &dyn Store,
+    table: &ContactTable,
     p: ProjectId,
     segments: &[Segment],
     now: i64,
@@ -63,9 +65,13 @@ pub fn member_counts(
             None => counts[i] = static_member_count(store, p, s.id)?,
         }
     }
+    if dynamic.is_empty() {
+        return Ok(counts);
+    }
+    table.ensure_loaded(store, p)?;
     for (i, n) in dynamic
         .into_iter()
-        .zip(scan::count(store, p, &mut matchers, now)?)
+        .zip(scan::count(&table.rows(), &mut matchers, now)?)
     {
         counts[i] = n;
     }
@@ -75,6 +81,7 @@ pub fn member_counts(
 /// The segment's contacts, newest first, paged like `GET /contacts`.
 pub fn segment_contacts(
     store: &dyn Store,
+    table: &ContactTable,
     p: ProjectId,
     segment: &Segment,
     page: &PageRequest,
@@ -82,7 +89,8 @@ pub fn segment_contacts(
 ) -> Result<Page<Contact>> {
     if let (SegmentKind::Dynamic, Some(c)) = (segment.kind, segment.compiled()) {
         let mut m = Matcher::load(store, p, c)?;
-        return scan::page(store, p, &mut m, page, now);
+        table.ensure_loaded(store, p)?;
+        return scan::page(store, &table.rows(), p, &mut m, page, now);
     }
     let prefix = keys::segment_members(p, segment.id);
     let after = match page.cursor() {

@@ -2,7 +2,7 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
-use super::contacts::{self, read_counter, WriteCtx};
+use super::contacts::{read_counter, WriteCtx};
 use super::events;
 use super::membership::{self, Audience};
 use super::messages::{CreateSegment, MembersOutcome, UpdateSegment};
@@ -163,7 +163,7 @@ pub fn change_members(
         if !seen.insert(email.as_str()) {
             continue;
         }
-        let Some(contact) = contacts::find_id_by_email(store, p, email.as_str())? else {
+        let Some(contact) = ctx.table.id_by_email(email.as_str()) else {
             not_found.push(email.to_string());
             continue;
         };

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -18,12 +19,16 @@ use super::eval::{Compiled, Subject};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest, ProjectId};
 use crate::project::events::stats_by_contact;
+use crate::project::table::Row;
 use crate::store::{keys, Store};
 
-/// A compiled filter with what it needs to evaluate stored contacts.
+/// A compiled filter with what it needs to evaluate stored contacts. A clone shares
+/// the filter and the event statistics and has scratch slots of its own, so that
+/// threads can count parts of the contacts each with their own clone.
+#[derive(Clone)]
 pub struct Matcher {
-    compiled: Compiled,
-    events: Vec<HashMap<ContactId, EventStats>>,
+    compiled: Arc<Compiled>,
+    events: Arc<Vec<HashMap<ContactId, EventStats>>>,
     slots: Vec<Option<Value>>,
 }
 
@@ -64,8 +69,8 @@ impl Matcher {
             .collect::<Result<Vec<_>>>()?;
         let slots = vec![None; compiled.data_keys().len()];
         Ok(Matcher {
-            compiled,
-            events,
+            compiled: Arc::new(compiled),
+            events: Arc::new(events),
             slots,
         })
     }
@@ -85,20 +90,50 @@ impl Matcher {
     }
 }
 
-/// Counts the contacts each matcher accepts, in one pass over the contacts.
-pub fn count(
-    store: &dyn Store,
-    p: ProjectId,
-    matchers: &mut [Matcher],
-    now: i64,
-) -> Result<Vec<u64>> {
+/// Below this many contacts a count stays on the calling thread.
+const PARALLEL_FROM: usize = 50_000;
+
+/// Counts the contacts each matcher accepts, in one pass over the stored contacts
+/// (the rows of the project's in-memory table). Large tables are split over the
+/// machine's cores, each part counted with its own clones of the matchers.
+pub fn count(rows: &[Row], matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if matchers.is_empty() || rows.len() < PARALLEL_FROM || threads < 2 {
+        return count_part(rows, matchers, now);
+    }
+    let part = rows.len().div_ceil(threads);
+    let results: Vec<Result<Vec<u64>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = rows
+            .chunks(part)
+            .map(|chunk| {
+                let mut mine = matchers.to_vec();
+                s.spawn(move || count_part(chunk, &mut mine, now))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a count thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut counts = vec![0u64; matchers.len()];
+    for r in results {
+        for (total, n) in counts.iter_mut().zip(r?) {
+            *total += n;
+        }
+    }
+    Ok(counts)
+}
+
+fn count_part(rows: &[Row], matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
     let mut counts = vec![0u64; matchers.len()];
     if matchers.is_empty() {
         return Ok(counts);
     }
-    for kv in store.scan(&keys::contacts(p), None, false) {
-        let (_, v) = kv?;
-        let c = ContactRef::decode(&v)?;
+    for row in rows {
+        let c = ContactRef::decode(row)?;
         for (m, n) in matchers.iter_mut().zip(counts.iter_mut()) {
             if m.matches(&c, now) {
                 *n += 1;
@@ -131,6 +166,7 @@ pub fn each_pair(
 /// matches.
 pub fn page(
     store: &dyn Store,
+    rows: &[Row],
     p: ProjectId,
     m: &mut Matcher,
     page: &PageRequest,
@@ -161,7 +197,7 @@ pub fn page(
     let next_cursor = has_more
         .then(|| items.last().map(|c| c.id.to_string()))
         .flatten();
-    let total = count(store, p, std::slice::from_mut(m), now)?[0];
+    let total = count(rows, std::slice::from_mut(m), now)?[0];
     Ok(Page {
         items,
         next_cursor,

@@ -8,6 +8,7 @@
 pub mod codec;
 pub mod group_commit;
 pub mod keys;
+pub mod mover;
 pub mod overlay;
 pub mod sled_store;
 pub mod wal;

@@ -1,8 +1,8 @@
 //! Writes that are visible but not yet in sled. A write goes here and into the
-//! write-ahead log's pending bytes at once; the flusher syncs the log, then moves
-//! everything here into sled as one batch. sled rolls its IO buffer twice for every
-//! batch it applies (`pin_log`), so one batch per group commit instead of one per write
-//! is what makes durable writes cheap; and because sled only ever receives writes whose
+//! write-ahead log's pending bytes at once; the flusher syncs the log, and the mover
+//! (see `mover`) then applies synced groups to sled, several at a time, in one batch.
+//! sled rolls its IO buffer twice for every batch it applies (`pin_log`), so few
+//! batches instead of one per write is what makes durable writes cheap; and because sled only ever receives writes whose
 //! log records are already synced, its files never hold a write that the log lacks.
 
 use std::collections::BTreeMap;
@@ -32,6 +32,21 @@ impl Overlay {
         }
     }
 
+    /// The version of the latest write.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Forgets `keys` where their latest write is at most `upto` (now in sled); a key
+    /// written again since stays, with its newer value.
+    pub fn moved_upto<'a>(&mut self, keys: impl Iterator<Item = &'a Vec<u8>>, upto: u64) {
+        for k in keys {
+            if self.map.get(k).is_some_and(|(v, _)| *v <= upto) {
+                self.map.remove(k);
+            }
+        }
+    }
+
     /// Some(None) when the key was deleted here, None when the overlay knows nothing.
     pub fn get(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
         self.map.get(key).map(|(_, v)| v.clone())
@@ -46,15 +61,6 @@ impl Overlay {
             .iter()
             .map(|(k, (ver, v))| (k.clone(), *ver, v.clone()))
             .collect()
-    }
-
-    /// Forgets what was moved into sled, unless it was written again meanwhile.
-    pub fn moved(&mut self, snapshot: &Snapshot) {
-        for (k, ver, _) in snapshot {
-            if self.map.get(k).is_some_and(|(v, _)| v == ver) {
-                self.map.remove(k);
-            }
-        }
     }
 
     /// The entries within the bounds, in key order or reversed.
@@ -180,15 +186,15 @@ mod tests {
     }
 
     #[test]
-    fn a_move_keeps_keys_written_again_since_the_snapshot() {
+    fn a_move_keeps_keys_written_again_since_the_synced_version() {
         let mut o = Overlay::default();
         o.apply(vec![
             Op::Put(b"k".to_vec(), b"1".to_vec()),
             Op::Put(b"j".to_vec(), b"1".to_vec()),
         ]);
-        let snap = o.snapshot();
+        let upto = o.version();
         o.apply(vec![Op::Put(b"k".to_vec(), b"2".to_vec())]);
-        o.moved(&snap);
+        o.moved_upto([b"k".to_vec(), b"j".to_vec()].iter(), upto);
         assert_eq!(o.get(b"k"), Some(Some(b"2".to_vec())));
         assert_eq!(o.get(b"j"), None);
     }

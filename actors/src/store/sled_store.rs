@@ -5,10 +5,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
 use super::group_commit::GroupCommit;
+use super::mover::{Mover, Target};
 use super::overlay::{Merge, Overlay};
 use super::wal::{self, WalFile};
-use super::{Batch, Durable, KvIter, Store};
+use super::{Batch, Durable, KvIter, Op, Store};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +21,8 @@ pub struct SledConfig {
     pub cache_capacity_bytes: u64,
     /// When the current log file passes this size, sled is flushed and the file dropped.
     pub wal_checkpoint_bytes: u64,
+    /// How long synced writes gather before they move into sled as one batch.
+    pub move_interval_ms: u64,
 }
 
 /// A bare number is the cache capacity, with the default checkpoint size.
@@ -33,6 +40,7 @@ impl Default for SledConfig {
         SledConfig {
             cache_capacity_bytes: 64 << 20,
             wal_checkpoint_bytes: 64 << 20,
+            move_interval_ms: 20,
         }
     }
 }
@@ -41,15 +49,19 @@ pub struct SledStore {
     db: sled::Db,
     log: Arc<Log>,
     commits: GroupCommit,
+    mover: Arc<Mover>,
+    mover_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// The log side: records applied to sled but not yet in the log file, and the file.
+/// The log side: the writes not yet in the log file (as log bytes, and as ops for the
+/// mover), the overlay that serves them until sled has them, and the file.
 struct Log {
     db: sled::Db,
-    /// The log bytes not yet written, and the writes not yet moved into sled. One lock
-    /// for both keeps the log in the order the writes became visible.
+    /// One lock for the log bytes, the ops and the overlay keeps the log in the order
+    /// the writes became visible.
     pending: Mutex<Pending>,
     file: Mutex<WalFile>,
+    mover: Arc<Mover>,
     checkpointing: Arc<AtomicBool>,
     checkpoint_bytes: u64,
 }
@@ -57,6 +69,7 @@ struct Log {
 #[derive(Default)]
 struct Pending {
     log: Vec<u8>,
+    ops: Vec<Op>,
     overlay: Overlay,
 }
 
@@ -65,61 +78,70 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Log {
-    /// Writes and syncs everything applied so far; rolls the file at the checkpoint size.
-    /// Syncs the log, then moves the overlay into sled as one batch.
+    /// Writes and syncs everything applied so far, then hands it to the mover; rolls
+    /// the file at the checkpoint size.
     fn sync(&self) -> Result<()> {
         let mut file = lock(&self.file);
-        let (data, snapshot) = {
+        let (data, ops, upto) = {
             let mut p = lock(&self.pending);
-            (std::mem::take(&mut p.log), p.overlay.snapshot())
+            let upto = p.overlay.version();
+            (std::mem::take(&mut p.log), std::mem::take(&mut p.ops), upto)
         };
         if let Err(e) = file.append_sync(&data) {
-            // Put the bytes back so a later sync writes them, in order.
+            // Put everything back so a later sync writes it, in order.
             let mut p = lock(&self.pending);
-            let rest = std::mem::take(&mut p.log);
-            p.log = data;
+            let rest = std::mem::replace(&mut p.log, data);
             p.log.extend_from_slice(&rest);
+            let later = std::mem::replace(&mut p.ops, ops);
+            p.ops.extend(later);
             return Err(e);
         }
-        if !snapshot.is_empty() {
-            let mut batch = sled::Batch::default();
-            for (k, _, v) in &snapshot {
-                match v {
-                    Some(v) => batch.insert(k.as_slice(), v.as_slice()),
-                    None => batch.remove(k.as_slice()),
-                }
-            }
-            self.db.apply_batch(batch)?;
-            lock(&self.pending).overlay.moved(&snapshot);
-        }
+        self.mover.push(ops, upto);
         if file.bytes() >= self.checkpoint_bytes && !self.checkpointing.swap(true, Ordering::AcqRel)
         {
             let old = file.rotate()?;
-            drop(file);
-            // Every record in the old file has been moved into sled by now, so once sled
-            // is flushed the file is no longer needed. Off this thread, so that
-            // commits continue into the new file meanwhile.
-            let (db, flag) = (self.db.clone(), self.checkpointing.clone());
-            std::thread::spawn(move || {
-                let started = std::time::Instant::now();
-                match db.flush() {
-                    Ok(_) => {
-                        let _ = std::fs::remove_file(&old);
-                        tracing::info!(
-                            millis = started.elapsed().as_millis() as u64,
-                            "store checkpoint done"
-                        );
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "store checkpoint failed; the log file is kept")
-                    }
-                }
-                // Release the handle before saying we are done, so a drop can reopen.
-                drop(db);
-                flag.store(false, Ordering::Release);
-            });
+            self.mover.checkpoint_after(old, upto);
         }
         Ok(())
+    }
+}
+
+impl Target for Log {
+    fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (k, v) in &folded {
+            match v {
+                Some(v) => batch.insert(k.as_slice(), v.as_slice()),
+                None => batch.remove(k.as_slice()),
+            }
+        }
+        self.db.apply_batch(batch)?;
+        lock(&self.pending).overlay.moved_upto(folded.keys(), upto);
+        Ok(())
+    }
+
+    /// Every record in the old file is in sled by now, so once sled is flushed the file
+    /// is no longer needed. Off the mover's thread, so moves continue meanwhile.
+    fn checkpoint(&self, old: PathBuf) {
+        let (db, flag) = (self.db.clone(), self.checkpointing.clone());
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            match db.flush() {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&old);
+                    tracing::info!(
+                        millis = started.elapsed().as_millis() as u64,
+                        "store checkpoint done"
+                    );
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "store checkpoint failed; the log file is kept")
+                }
+            }
+            // Release the handle before saying we are done, so a drop can reopen.
+            drop(db);
+            flag.store(false, Ordering::Release);
+        });
     }
 }
 
@@ -178,16 +200,29 @@ impl SledStore {
             );
         }
         let next_seq = files.last().map_or(1, |(seq, _)| seq + 1);
+        let mover = Mover::new(Duration::from_millis(config.move_interval_ms));
         let log = Arc::new(Log {
             db: db.clone(),
             pending: Mutex::new(Pending::default()),
             file: Mutex::new(WalFile::create(&wal_dir, next_seq)?),
+            mover: mover.clone(),
             checkpointing: Arc::new(AtomicBool::new(false)),
             checkpoint_bytes: config.wal_checkpoint_bytes,
         });
+        let (m, target) = (mover.clone(), log.clone());
+        let mover_thread = std::thread::Builder::new()
+            .name("store-mover".into())
+            .spawn(move || m.run(&*target))
+            .map_err(|e| Error::Storage(format!("starting the store mover: {e}")))?;
         let flusher = log.clone();
         let commits = GroupCommit::start(move || flusher.sync());
-        Ok(Arc::new(SledStore { db, log, commits }))
+        Ok(Arc::new(SledStore {
+            db,
+            log,
+            commits,
+            mover,
+            mover_thread: Mutex::new(Some(mover_thread)),
+        }))
     }
 }
 
@@ -196,6 +231,10 @@ impl Drop for SledStore {
     /// the store is dropped.
     fn drop(&mut self) {
         self.commits.stop();
+        self.mover.stop();
+        if let Some(t) = lock(&self.mover_thread).take() {
+            let _ = t.join();
+        }
         while self.log.checkpointing.load(Ordering::Acquire) {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -250,6 +289,7 @@ impl Store for SledStore {
         wal::encode_record(&ops, &mut record)?;
         let mut pending = lock(&self.log.pending);
         pending.log.extend_from_slice(&record);
+        pending.ops.extend(ops.iter().cloned());
         pending.overlay.apply(ops);
         Ok(())
     }
@@ -260,6 +300,7 @@ impl Store for SledStore {
 
     fn flush_blocking(&self) -> Result<()> {
         self.log.sync()?;
+        self.mover.move_now(&*self.log)?;
         self.db.flush()?;
         Ok(())
     }
@@ -304,6 +345,23 @@ mod tests {
         assert_eq!(keys(s.scan(b"a/", None, true)), ["a/3", "a/2", "a/1"]);
         assert_eq!(keys(s.scan(b"a/", Some(b"a/2"), true)), ["a/1"]);
         assert_eq!(keys(s.scan(b"a/", Some(b"a/2"), false)), ["a/3"]);
+    }
+
+    #[tokio::test]
+    async fn synced_writes_move_into_sled_and_leave_the_overlay() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let mut b = Batch::new();
+        b.put(b"k".to_vec(), b"v1".to_vec());
+        s.apply(b).unwrap();
+        assert_eq!(s.db.get(b"k").unwrap(), None, "not in sled before its sync");
+        s.durable().await.unwrap();
+        let moved = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            s.db.get(b"k").unwrap().is_some() && lock(&s.log.pending).overlay.is_empty()
+        });
+        assert!(moved, "the mover put the synced write into sled");
+        assert_eq!(s.get(b"k").unwrap(), Some(b"v1".to_vec()));
     }
 
     #[test]

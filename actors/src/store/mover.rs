@@ -1,0 +1,137 @@
+//! Moves synced writes from the overlay into sled, on a thread of its own.
+//!
+//! The flusher hands over each group it has synced to the log (its ops, in log order,
+//! and the overlay version they reach), and the mover applies them to sled in the same
+//! order, several groups folded into one sled batch. So sled always holds exactly a
+//! prefix of the log (never a write the log lacks), and the flusher acknowledges a
+//! group as soon as its `fdatasync` returns instead of after sled's apply, which
+//! measured as the larger half of each sync cycle. Waiting `interval` before a move
+//! lets more groups share one sled batch: sled rolls its IO buffer twice per batch,
+//! and keys written again and again (counters, statistics) go in once.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use super::Op;
+use crate::error::Result;
+
+/// Groups synced to the log and not yet in sled, and a log file waiting for them.
+#[derive(Default)]
+pub struct Queue {
+    groups: Vec<(Vec<Op>, u64)>,
+    /// A rotated log file, deletable once sled holds every write up to this version
+    /// and has been flushed.
+    checkpoint: Option<(PathBuf, u64)>,
+    stopping: bool,
+}
+
+pub struct Mover {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    /// One move at a time: the thread, or a caller that wants everything moved now.
+    moving: Mutex<u64>,
+    pub interval: Duration,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the mover does with a folded group: write it to sled and forget it in the
+/// overlay (`upto` is the overlay version the ops reach).
+pub trait Target: Send + Sync + 'static {
+    fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()>;
+    /// Makes sled's files durable and removes a log file they now cover.
+    fn checkpoint(&self, old_log: PathBuf);
+}
+
+impl Mover {
+    pub fn new(interval: Duration) -> Arc<Self> {
+        Arc::new(Mover {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            moving: Mutex::new(0),
+            interval,
+        })
+    }
+
+    /// Called by the flusher, in log order, after the group's log records are synced.
+    pub fn push(&self, ops: Vec<Op>, upto: u64) {
+        if ops.is_empty() {
+            return;
+        }
+        lock(&self.queue).groups.push((ops, upto));
+        self.wake.notify_one();
+    }
+
+    /// Called by the flusher after rotating the log: `old` may go once sled has
+    /// everything up to `upto`.
+    pub fn checkpoint_after(&self, old: PathBuf, upto: u64) {
+        lock(&self.queue).checkpoint = Some((old, upto));
+        self.wake.notify_one();
+    }
+
+    pub fn stop(&self) {
+        lock(&self.queue).stopping = true;
+        self.wake.notify_one();
+    }
+
+    /// Moves every group pushed so far, now, on the calling thread.
+    pub fn move_now(&self, target: &dyn Target) -> Result<()> {
+        let mut moved = lock(&self.moving);
+        let (groups, checkpoint) = {
+            let mut q = lock(&self.queue);
+            (std::mem::take(&mut q.groups), q.checkpoint.take())
+        };
+        let mut upto = *moved;
+        if !groups.is_empty() {
+            let mut folded = BTreeMap::new();
+            for (ops, reach) in groups {
+                upto = upto.max(reach);
+                for op in ops {
+                    match op {
+                        Op::Put(k, v) => folded.insert(k, Some(v)),
+                        Op::Delete(k) => folded.insert(k, None),
+                    };
+                }
+            }
+            if let Err(e) = target.apply(folded, upto) {
+                // The log still has these writes; a restart replays them into sled.
+                // Keep the checkpoint back so the log is not deleted without them.
+                tracing::error!(error = %e, "moving synced writes into sled failed");
+                return Err(e);
+            }
+            *moved = upto;
+        }
+        match checkpoint {
+            Some((old, at)) if at <= *moved => target.checkpoint(old),
+            Some(pending) => lock(&self.queue).checkpoint = Some(pending),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// The mover thread's loop: wait for work, let a little more gather, move it.
+    pub fn run(&self, target: &dyn Target) {
+        loop {
+            {
+                let mut q = lock(&self.queue);
+                while q.groups.is_empty() && q.checkpoint.is_none() && !q.stopping {
+                    q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+                if q.stopping && q.groups.is_empty() {
+                    drop(q);
+                    let _ = self.move_now(target);
+                    return;
+                }
+            }
+            std::thread::sleep(self.interval);
+            if self.move_now(target).is_err() {
+                // Back off instead of spinning on a failing disk.
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+}
