@@ -12,7 +12,8 @@ use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::domain;
 use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, TransportConfig,
+    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, SmtpSecurity,
+    TransportConfig,
 };
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
@@ -121,6 +122,24 @@ impl Application {
     }
 }
 
+/// The TLS settings for the relay, built once so that a bad CA file or server name stops
+/// start-up rather than failing every delivery.
+fn smtp_security(s: &crate::config::Smtp) -> Result<SmtpSecurity, String> {
+    use crate::config::SmtpTls;
+    let extra_roots = match s.tls_ca_file() {
+        Some(path) => Some(
+            std::fs::read(path).map_err(|e| format!("smtp.tls_ca_file {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let name = s.tls_server_name();
+    match s.tls {
+        SmtpTls::None => Ok(SmtpSecurity::None),
+        SmtpTls::Starttls => SmtpSecurity::starttls(name, extra_roots.as_deref()),
+        SmtpTls::Tls => SmtpSecurity::implicit(name, extra_roots.as_deref()),
+    }
+}
+
 /// Starts the mailer pool and the dispatcher, each under a supervisor on its own arbiter.
 fn start_delivery(
     settings: &Settings,
@@ -128,22 +147,17 @@ fn start_delivery(
     clock: Arc<dyn Clock>,
     registry: Registry,
 ) -> Result<(), String> {
-    use crate::config::{MailTransport, SmtpTls};
+    use crate::config::MailTransport;
     let transport = match settings.mail.transport {
         MailTransport::File => TransportConfig::File {
             dir: settings.mail.file_dir.clone(),
         },
         MailTransport::Smtp => {
-            if settings.smtp.tls != SmtpTls::None {
-                return Err(format!(
-                    "smtp.tls = {:?} is not supported yet; use \"none\" (a local relay) for now",
-                    settings.smtp.tls
-                ));
-            }
             let s = &settings.smtp;
             TransportConfig::Smtp {
                 host: s.host.clone(),
                 port: s.port,
+                security: smtp_security(s)?,
                 credentials: (!s.username.is_empty())
                     .then(|| (s.username.clone(), s.password.clone())),
                 pool_size: s.pool_size as usize,

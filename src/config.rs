@@ -73,6 +73,8 @@ pub struct Smtp {
     pub host: String,
     pub port: u16,
     pub tls: SmtpTls,
+    pub tls_ca_file: String,
+    pub tls_server_name: String,
     pub username: String,
     pub password: String,
     pub pool_size: u32,
@@ -85,6 +87,24 @@ pub enum SmtpTls {
     None,
     Starttls,
     Tls,
+}
+
+impl Smtp {
+    /// The extra trusted roots file, when set.
+    pub fn tls_ca_file(&self) -> Option<&Path> {
+        Some(self.tls_ca_file.as_str())
+            .filter(|f| !f.is_empty())
+            .map(Path::new)
+    }
+
+    /// The name the relay's certificate must carry: `tls_server_name`, else `host`.
+    pub fn tls_server_name(&self) -> &str {
+        if self.tls_server_name.is_empty() {
+            &self.host
+        } else {
+            &self.tls_server_name
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -193,6 +213,12 @@ mod tests {
         assert_eq!(s.storage.path, PathBuf::from("./data"));
         assert_eq!(s.mail.transport, MailTransport::File);
         assert_eq!(s.smtp.tls, SmtpTls::None);
+        assert!(s.smtp.tls_ca_file().is_none());
+        assert_eq!(
+            s.smtp.tls_server_name(),
+            "127.0.0.1",
+            "defaults to smtp.host"
+        );
         assert_eq!(s.sending.rate_per_second, 14);
         assert_eq!(s.limits.requests_per_minute, 1000);
         assert_eq!(s.limits.max_body_bytes, 15_728_640);

@@ -3,6 +3,7 @@
 
 pub mod dns;
 pub mod smtp;
+pub mod tls;
 
 pub use dns::TestDns;
-pub use smtp::{Received, SmtpServer};
+pub use smtp::{Received, SmtpServer, TlsMode};

@@ -1,16 +1,32 @@
 //! A small SMTP server (RFC 5321 subset: EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT)
 //! that keeps what it receives and can be told how to answer the end of DATA, so that
 //! tests can make it refuse (451, 550) and then accept. It runs on its own thread and
-//! tokio runtime, and sets TCP_NODELAY on every connection.
+//! tokio runtime, and sets TCP_NODELAY on every connection. Started with a `TlsMode`
+//! it also speaks STARTTLS (RFC 3207) or implicit TLS (RFC 8314), with a certificate
+//! from a CA made at start (see `tls.rs`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use crate::tls::TestCertificates;
+
+/// How the server speaks TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Clear text only; EHLO does not offer STARTTLS.
+    Plain,
+    /// Offers STARTTLS in EHLO and upgrades on it; mail in clear is still accepted.
+    Starttls,
+    /// The TLS handshake comes first, before the greeting (port 465 style).
+    Implicit,
+}
 
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -18,6 +34,8 @@ pub struct Received {
     pub rcpt_to: Vec<String>,
     pub data: Vec<u8>,
     pub at: Instant,
+    /// Whether the message came over TLS (after STARTTLS, or on an implicit-TLS server).
+    pub tls: bool,
 }
 
 impl Received {
@@ -41,6 +59,7 @@ pub struct SmtpServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
+    certificates: Option<Arc<TestCertificates>>,
 }
 
 impl SmtpServer {
@@ -49,12 +68,28 @@ impl SmtpServer {
         Self::start_on("127.0.0.1:0".parse().expect("address"))
     }
 
+    /// Starts on a free loopback port in the given TLS mode, with a fresh CA and a
+    /// certificate for `localhost` and `127.0.0.1` (see `ca_pem`).
+    pub fn start_tls(mode: TlsMode) -> SmtpServer {
+        let certificates = (mode != TlsMode::Plain).then(|| Arc::new(TestCertificates::generate()));
+        Self::start_with("127.0.0.1:0".parse().expect("address"), mode, certificates)
+    }
+
     /// Starts on a given address (to come back on the same port after a stop).
     pub fn start_on(addr: SocketAddr) -> SmtpServer {
+        Self::start_with(addr, TlsMode::Plain, None)
+    }
+
+    fn start_with(
+        addr: SocketAddr,
+        mode: TlsMode,
+        certificates: Option<Arc<TestCertificates>>,
+    ) -> SmtpServer {
         let shared = Arc::new(Shared::default());
         let (stop, stop_rx) = watch::channel(false);
         let (tx, rx) = std::sync::mpsc::channel();
         let s = shared.clone();
+        let acceptor = certificates.as_ref().map(|c| c.acceptor.clone());
         std::thread::Builder::new()
             .name("test-smtp".into())
             .spawn(move || {
@@ -74,7 +109,8 @@ impl SmtpServer {
                             accepted = listener.accept() => {
                                 if let Ok((stream, _)) = accepted {
                                     let _ = stream.set_nodelay(true);
-                                    tokio::spawn(session(stream, s.clone(), stop_rx.clone()));
+                                    let tls = (mode, acceptor.clone());
+                                    tokio::spawn(session(stream, s.clone(), tls, stop_rx.clone()));
                                 }
                             }
                             _ = stop_rx.changed() => break,
@@ -84,7 +120,23 @@ impl SmtpServer {
             })
             .expect("spawn the test SMTP server");
         let addr = rx.recv().expect("the test SMTP server started");
-        SmtpServer { addr, shared, stop }
+        SmtpServer {
+            addr,
+            shared,
+            stop,
+            certificates,
+        }
+    }
+
+    /// The PEM of the CA that signed the server's certificate (TLS modes only): what a
+    /// client adds to its trusted roots.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.certificates.as_ref().map(|c| c.ca_pem.as_str())
+    }
+
+    /// The server's own certificate (PEM), TLS modes only.
+    pub fn cert_pem(&self) -> Option<&str> {
+        self.certificates.as_ref().map(|c| c.cert_pem.as_str())
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -146,28 +198,102 @@ impl Drop for SmtpServer {
     }
 }
 
-async fn session(stream: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+async fn session(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    tls: (TlsMode, Option<TlsAcceptor>),
+    mut stop: watch::Receiver<bool>,
+) {
     tokio::select! {
-        _ = serve(stream, shared) => {}
+        _ = serve(stream, shared, tls) => {}
         _ = stop.changed() => {}
     }
 }
 
-async fn serve(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
-    write.write_all(b"220 test-smtp ready\r\n").await?;
+/// What ended a conversation.
+enum End {
+    Closed,
+    /// The client said STARTTLS and got 220: the handshake comes next.
+    StartTls,
+}
+
+async fn serve(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    (mode, acceptor): (TlsMode, Option<TlsAcceptor>),
+) -> std::io::Result<()> {
+    let tls = || acceptor.clone().expect("TLS modes have certificates");
+    match mode {
+        TlsMode::Plain => {
+            converse(
+                &mut BufReader::new(stream),
+                &shared,
+                Phase::Clear { offer: false },
+            )
+            .await?;
+        }
+        TlsMode::Implicit => {
+            let stream = tls().accept(stream).await?;
+            converse(&mut BufReader::new(stream), &shared, Phase::Implicit).await?;
+        }
+        TlsMode::Starttls => {
+            let mut clear = BufReader::new(stream);
+            if let End::StartTls =
+                converse(&mut clear, &shared, Phase::Clear { offer: true }).await?
+            {
+                // Whatever the client pipelined after STARTTLS is dropped (RFC 3207, 4.2).
+                let stream = tls().accept(clear.into_inner()).await?;
+                converse(&mut BufReader::new(stream), &shared, Phase::Upgraded).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a conversation stands with respect to TLS.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Clear text; `offer` says whether EHLO lists STARTTLS.
+    Clear { offer: bool },
+    /// TLS from the first byte: greet as usual.
+    Implicit,
+    /// After STARTTLS: no new greeting, the client starts over with EHLO.
+    Upgraded,
+}
+
+async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut BufReader<S>,
+    shared: &Shared,
+    phase: Phase,
+) -> std::io::Result<End> {
+    if !matches!(phase, Phase::Upgraded) {
+        conn.write_all(b"220 test-smtp ready\r\n").await?;
+        conn.flush().await?;
+    }
+    let tls = !matches!(phase, Phase::Clear { .. });
+    let offer_starttls = matches!(phase, Phase::Clear { offer: true });
     let mut line = String::new();
     let mut from = String::new();
     let mut rcpt = Vec::new();
     loop {
         line.clear();
-        if read.read_line(&mut line).await? == 0 {
-            return Ok(());
+        if conn.read_line(&mut line).await? == 0 {
+            return Ok(End::Closed);
         }
         let upper = line.to_ascii_uppercase();
         let reply: &[u8] = if upper.starts_with("EHLO") {
-            b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n"
+            if offer_starttls {
+                b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-STARTTLS\r\n250 SMTPUTF8\r\n"
+            } else {
+                b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n"
+            }
+        } else if upper.starts_with("STARTTLS") {
+            if offer_starttls {
+                conn.write_all(b"220 2.0.0 ready to start TLS\r\n").await?;
+                conn.flush().await?;
+                return Ok(End::StartTls);
+            }
+            b"502 5.5.1 STARTTLS not offered\r\n"
         } else if upper.starts_with("HELO") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
         } else if upper.starts_with("MAIL FROM:") {
@@ -182,11 +308,13 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
             rcpt.clear();
             b"250 OK\r\n"
         } else if upper.starts_with("QUIT") {
-            write.write_all(b"221 bye\r\n").await?;
-            return Ok(());
+            conn.write_all(b"221 bye\r\n").await?;
+            conn.flush().await?;
+            return Ok(End::Closed);
         } else if upper.starts_with("DATA") {
-            write.write_all(b"354 go ahead\r\n").await?;
-            let data = read_data(&mut read).await?;
+            conn.write_all(b"354 go ahead\r\n").await?;
+            conn.flush().await?;
+            let data = read_data(conn).await?;
             let code = shared.script.lock().unwrap().pop_front().unwrap_or(250);
             if code == 250 {
                 shared
@@ -199,6 +327,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
                     rcpt_to: std::mem::take(&mut rcpt),
                     data: if keep { data } else { Vec::new() },
                     at: Instant::now(),
+                    tls,
                 });
                 shared.arrived.notify_all();
                 b"250 OK queued\r\n"
@@ -210,7 +339,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
         } else {
             b"500 unknown command\r\n"
         };
-        write.write_all(reply).await?;
+        conn.write_all(reply).await?;
+        // A TLS stream may hold the reply in its buffer until flushed; TCP's flush is free.
+        conn.flush().await?;
     }
 }
 
@@ -243,5 +374,68 @@ async fn read_data<R: AsyncReadExt + AsyncBufReadExt + Unpin>(
             &line[..]
         };
         data.extend_from_slice(content);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::TcpStream;
+    use tokio_rustls::rustls::crypto::ring;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+    use tokio_rustls::TlsConnector;
+
+    use super::*;
+
+    /// The EHLO reply of a clear-text connection.
+    async fn ehlo(addr: SocketAddr) -> String {
+        let mut conn = BufReader::new(TcpStream::connect(addr).await.unwrap());
+        let mut text = String::new();
+        conn.read_line(&mut text).await.unwrap();
+        conn.write_all(b"EHLO me\r\n").await.unwrap();
+        loop {
+            let mut line = String::new();
+            conn.read_line(&mut line).await.unwrap();
+            text.push_str(&line);
+            if line.as_bytes().get(3) == Some(&b' ') {
+                return text;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn only_a_starttls_server_offers_starttls() {
+        let plain = SmtpServer::start();
+        let starttls = SmtpServer::start_tls(TlsMode::Starttls);
+        assert!(!ehlo(plain.addr()).await.contains("STARTTLS"));
+        assert!(ehlo(starttls.addr()).await.contains("250-STARTTLS"));
+        assert!(plain.ca_pem().is_none() && starttls.ca_pem().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_implicit_tls_server_greets_after_a_handshake_that_its_ca_verifies() {
+        let server = SmtpServer::start_tls(TlsMode::Implicit);
+        let mut roots = RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(server.ca_pem().unwrap().as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let tcp = TcpStream::connect(server.addr()).await.unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let tls = TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .expect("the certificate verifies for localhost");
+        let mut greeting = String::new();
+        BufReader::new(tls).read_line(&mut greeting).await.unwrap();
+        assert!(greeting.starts_with("220 "), "{greeting}");
     }
 }

@@ -1,9 +1,10 @@
 //! Delivery through a real SMTP server on loopback: what arrives, retries, bounces,
-//! a relay that goes away, and `kill -9` with emails in the outbox.
+//! a relay that goes away, `kill -9` with emails in the outbox, and TLS to the relay
+//! (STARTTLS, implicit TLS, a relay without STARTTLS, a certificate nobody trusts).
 
 use std::time::Duration;
 
-use mailroom_testkit::SmtpServer;
+use mailroom_testkit::{SmtpServer, TlsMode};
 use serde_json::json;
 
 use crate::dns::TestDns;
@@ -408,4 +409,116 @@ fn an_idempotent_replay_answers_the_first_reply_and_sends_once() {
     smtp.wait_for(1, wait());
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(smtp.received().len(), 1, "sent once");
+}
+
+/// Queues one email to `to` and answers its id.
+fn send_one(app: &TestApp, p: &Project, to: &str) -> String {
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": "a@acme.test", "subject": "Over TLS", "body": "b"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Writes the CA that signed `smtp`'s certificate into `dir`, for smtp.tls_ca_file.
+fn ca_file(smtp: &SmtpServer, dir: &tempfile::TempDir) -> String {
+    let path = dir.path().join("relay-ca.pem");
+    std::fs::write(&path, smtp.ca_pem().expect("a TLS test server")).expect("write the CA");
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn starttls_delivers_over_tls_to_a_relay_whose_ca_is_in_tls_ca_file() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(TlsMode::Starttls));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca_file(&smtp, &dir);
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__TLS", "starttls"),
+            ("MAILROOM__SMTP__TLS_CA_FILE", ca.as_str()),
+        ],
+    );
+    let id = send_one(&app, &p, "tls@example.com");
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].rcpt_to, ["tls@example.com"]);
+    assert!(got[0].tls, "the message came after STARTTLS, not in clear");
+    assert!(dkim_passes(&dns, &got[0].data), "still DKIM-signed");
+    assert_eq!(email_when(&app, &p, &id, "SENT")["status"], "SENT");
+}
+
+#[test]
+fn implicit_tls_delivers_over_tls_checking_the_certificate_against_tls_server_name() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(TlsMode::Implicit));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca_file(&smtp, &dir);
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__TLS", "tls"),
+            ("MAILROOM__SMTP__TLS_CA_FILE", ca.as_str()),
+            ("MAILROOM__SMTP__TLS_SERVER_NAME", "localhost"),
+        ],
+    );
+    let ids: Vec<String> = (0..3)
+        .map(|i| send_one(&app, &p, &format!("tls{i}@example.com")))
+        .collect();
+    let got = smtp.wait_for(3, wait());
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|m| m.tls), "every message came over TLS");
+    for id in &ids {
+        assert_eq!(email_when(&app, &p, id, "SENT")["status"], "SENT");
+    }
+}
+
+#[test]
+fn starttls_to_a_relay_that_does_not_offer_it_sends_nothing_in_clear() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__TLS", "starttls"),
+            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
+        ],
+    );
+    let id = send_one(&app, &p, "secret@example.com");
+    let email = email_when(&app, &p, &id, "FAILED");
+    assert_eq!(email["status"], "FAILED", "{email}");
+    assert_eq!(
+        email["attempts"], 2,
+        "a transient failure, retried: {email}"
+    );
+    let error = email["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("STARTTLS"), "{error}");
+    assert!(smtp.received().is_empty(), "nothing went in clear");
+}
+
+#[test]
+fn a_relay_whose_certificate_is_not_trusted_gets_nothing_and_the_error_names_the_certificate() {
+    for (mode, tls) in [(TlsMode::Implicit, "tls"), (TlsMode::Starttls, "starttls")] {
+        let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(mode));
+        let (app, p) = app_with(
+            &dns,
+            &smtp,
+            &[
+                ("MAILROOM__SMTP__TLS", tls),
+                ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
+            ],
+        );
+        let id = send_one(&app, &p, "nobody@example.com");
+        let email = email_when(&app, &p, &id, "FAILED");
+        assert_eq!(email["status"], "FAILED", "{tls}: {email}");
+        let error = email["lastError"].as_str().unwrap_or_default();
+        assert!(error.contains("certificate"), "{tls}: {error}");
+        assert!(smtp.received().is_empty(), "{tls}: nothing was sent");
+    }
 }

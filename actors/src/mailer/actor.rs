@@ -10,12 +10,14 @@ use actix::{Actor, Context, Handler, ResponseFuture, Supervised};
 use super::messages::{Deliver, Delivery};
 use super::mime;
 use super::smtp::SmtpPool;
+use super::tls::SmtpSecurity;
 
 #[derive(Debug, Clone)]
 pub enum TransportConfig {
     Smtp {
         host: String,
         port: u16,
+        security: SmtpSecurity,
         credentials: Option<(String, String)>,
         pool_size: usize,
         timeout: Duration,
@@ -53,12 +55,14 @@ impl MailerActor {
             TransportConfig::Smtp {
                 host,
                 port,
+                security,
                 credentials,
                 pool_size,
                 timeout,
             } => Transport::Smtp(Arc::new(SmtpPool::new(
                 host.clone(),
                 *port,
+                security.clone(),
                 credentials.clone(),
                 *pool_size,
                 *timeout,

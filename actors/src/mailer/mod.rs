@@ -15,9 +15,11 @@ pub mod messages;
 pub mod mime;
 pub mod outbox;
 pub mod smtp;
+pub mod tls;
 
 pub use actor::{MailerActor, MailerConfig, TransportConfig};
 pub use dispatcher::{Dispatcher, DispatcherConfig};
+pub use tls::SmtpSecurity;
 
 /// What is needed to DKIM-sign mail from one verified domain.
 #[derive(Debug, Clone)]

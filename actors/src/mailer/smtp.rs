@@ -2,22 +2,25 @@
 //! without it, and on loopback Nagle's algorithm against delayed ACKs stalls every
 //! message for about 40 ms (one connection then tops out near 45 emails/s). Here the
 //! socket is ours: we connect, set the option, and hand the stream to lettre's
-//! `AsyncSmtpConnection`, keeping idle connections for reuse.
+//! `AsyncSmtpConnection`, keeping idle connections for reuse. TLS (`tls.rs`) is laid
+//! over that same socket, so every mode keeps TCP_NODELAY.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use lettre::address::Envelope;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
-use lettre::transport::smtp::client::AsyncSmtpConnection;
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::client::{AsyncSmtpConnection, AsyncTokioStream};
+use lettre::transport::smtp::extension::{ClientId, Extension};
 use tokio::net::TcpStream;
 
 use super::messages::Delivery;
+use super::tls::{SmtpSecurity, TlsStream};
 
 pub struct SmtpPool {
     host: String,
     port: u16,
+    security: SmtpSecurity,
     credentials: Option<Credentials>,
     timeout: Duration,
     max_idle: usize,
@@ -29,6 +32,7 @@ impl SmtpPool {
     pub fn new(
         host: String,
         port: u16,
+        security: SmtpSecurity,
         credentials: Option<(String, String)>,
         max_idle: usize,
         timeout: Duration,
@@ -36,6 +40,7 @@ impl SmtpPool {
         SmtpPool {
             host,
             port,
+            security,
             credentials: credentials.map(|(u, p)| Credentials::new(u, p)),
             timeout,
             max_idle: max_idle.max(1),
@@ -58,13 +63,44 @@ impl SmtpPool {
         stream
             .set_nodelay(true)
             .map_err(|e| transient(e.to_string()))?;
+        let stream: Box<dyn AsyncTokioStream> = match &self.security {
+            SmtpSecurity::Implicit {
+                connector,
+                server_name,
+            } => {
+                let tls = tokio::time::timeout(
+                    self.timeout,
+                    connector.connect(server_name.clone(), stream),
+                )
+                .await
+                .map_err(|_| transient("TLS handshake timed out".into()))?
+                .map_err(|e| transient(format!("TLS handshake: {e}")))?;
+                Box::new(TlsStream(tls))
+            }
+            _ => Box::new(stream),
+        };
         let mut conn = tokio::time::timeout(
             self.timeout,
-            AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello),
+            AsyncSmtpConnection::connect_with_transport(stream, &self.hello),
         )
         .await
         .map_err(|_| transient("greeting timed out".into()))?
         .map_err(|e| transient(e.to_string()))?;
+        if let SmtpSecurity::StartTls(params) = &self.security {
+            if !conn.server_info().supports_feature(Extension::StartTls) {
+                // Never fall back to clear text: smtp.tls = "starttls" is a promise.
+                let _ = tokio::time::timeout(self.timeout, conn.abort()).await;
+                return Err(transient(
+                    "the server does not offer STARTTLS (smtp.tls = \"starttls\"); \
+                     nothing was sent in clear"
+                        .into(),
+                ));
+            }
+            tokio::time::timeout(self.timeout, conn.starttls(params.clone(), &self.hello))
+                .await
+                .map_err(|_| transient("STARTTLS timed out".into()))?
+                .map_err(|e| transient(format!("STARTTLS: {e}")))?;
+        }
         if let Some(c) = &self.credentials {
             conn.auth(&[Mechanism::Plain, Mechanism::Login], c)
                 .await
