@@ -32,11 +32,29 @@ impl Counts {
     }
 
     fn write(&self, batch: &mut Batch, p: ProjectId) {
-        batch.put(keys::counter(p, CONTACTS), codec::encode_u64(self.contacts));
-        batch.put(
-            keys::counter(p, SUBSCRIBED),
-            codec::encode_u64(self.subscribed),
-        );
+        self.write_changed(&Counts::unknown(), batch, p);
+    }
+
+    /// Writes the counters that differ from `before`: most updates change neither,
+    /// and every key left out is one less to log and move into sled.
+    fn write_changed(&self, before: &Counts, batch: &mut Batch, p: ProjectId) {
+        if self.contacts != before.contacts {
+            batch.put(keys::counter(p, CONTACTS), codec::encode_u64(self.contacts));
+        }
+        if self.subscribed != before.subscribed {
+            batch.put(
+                keys::counter(p, SUBSCRIBED),
+                codec::encode_u64(self.subscribed),
+            );
+        }
+    }
+
+    /// Counts that match no real counts, so that every counter is written.
+    fn unknown() -> Self {
+        Counts {
+            contacts: u64::MAX,
+            subscribed: u64::MAX,
+        }
     }
 }
 
@@ -54,6 +72,8 @@ pub struct WriteCtx<'a> {
 pub struct Change {
     pub before: Option<Contact>,
     pub after: Contact,
+    /// The counters before and after the change.
+    pub counts_before: Counts,
     pub counts: Counts,
 }
 
@@ -133,6 +153,7 @@ pub fn prepare_upsert(
     Ok(Change {
         before,
         after,
+        counts_before: counts,
         counts: next,
     })
 }
@@ -170,6 +191,7 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     let change = Change {
         before: Some(before),
         after,
+        counts_before: *counts,
         counts: next,
     };
     commit(ctx, &change, Batch::new(), Vec::new())?;
@@ -188,11 +210,16 @@ pub fn commit(
     let (p, contact) = (ctx.project, &change.after);
     let stored = contact.encode()?;
     batch.put(keys::contact(p, contact.id), stored.clone());
-    batch.put(
-        keys::contact_by_email(p, contact.email.as_str()),
-        contact.id.to_string().into_bytes(),
-    );
-    change.counts.write(&mut batch, p);
+    // The email never changes, so its index entry is written once, with the contact.
+    if change.is_new() {
+        batch.put(
+            keys::contact_by_email(p, contact.email.as_str()),
+            contact.id.to_string().into_bytes(),
+        );
+    }
+    change
+        .counts
+        .write_changed(&change.counts_before, &mut batch, p);
     if let Some(before) = change
         .before
         .as_ref()
