@@ -3,7 +3,8 @@
 //! Writes are applied here; the caller makes them durable (`Store::durable` or
 //! `Store::flush_blocking`) before it reports success.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{ApiKey, KeyKind, Project, ProjectId, Timestamp};
@@ -29,11 +30,35 @@ pub struct Authenticated {
 #[derive(Clone)]
 pub struct Projects {
     store: Arc<dyn Store>,
+    known: Arc<RwLock<KnownKeys>>,
 }
+
+/// Keys seen lately, so that a request costs one hash lookup instead of two store reads
+/// and a decode. Only this process writes projects while it holds the data directory
+/// (the CLI refuses a locked one), and every write here clears the map, so an entry is
+/// never stale. `generation` keeps a lookup that raced a write from caching what it read.
+#[derive(Default)]
+struct KnownKeys {
+    by_hash: HashMap<[u8; 32], Authenticated>,
+    generation: u64,
+}
+
+/// Past this many keys the map starts over (a bound, not an eviction policy: real
+/// deployments have far fewer keys than this).
+const KNOWN_KEYS_MAX: usize = 10_000;
 
 impl Projects {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Projects { store }
+        Projects {
+            store,
+            known: Arc::default(),
+        }
+    }
+
+    fn forget_known_keys(&self) {
+        let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
+        known.by_hash.clear();
+        known.generation += 1;
     }
 
     pub fn create(&self, name: &str, now: Timestamp) -> Result<IssuedKeys> {
@@ -99,6 +124,7 @@ impl Projects {
         let mut batch = Batch::new();
         self.put(&mut batch, &project)?;
         self.store.apply(batch)?;
+        self.forget_known_keys();
         Ok(project)
     }
 
@@ -124,6 +150,7 @@ impl Projects {
         );
         self.put(&mut batch, &project)?;
         self.store.apply(batch)?;
+        self.forget_known_keys();
         Ok(IssuedKeys {
             project,
             secret_key,
@@ -134,7 +161,28 @@ impl Projects {
     /// The project a key belongs to, or None for an unknown key.
     pub fn authenticate(&self, key: &ApiKey) -> Result<Option<Authenticated>> {
         let hash = key.hash();
-        let Some(id) = self.store.get(&keys::key_hash(&hash))? else {
+        let generation = {
+            let known = self.known.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(auth) = known.by_hash.get(&hash) {
+                return Ok(Some(auth.clone()));
+            }
+            known.generation
+        };
+        let found = self.lookup(&hash, key.kind())?;
+        if let Some(auth) = &found {
+            let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
+            if known.generation == generation {
+                if known.by_hash.len() >= KNOWN_KEYS_MAX {
+                    known.by_hash.clear();
+                }
+                known.by_hash.insert(hash, auth.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    fn lookup(&self, hash: &[u8; 32], kind: KeyKind) -> Result<Option<Authenticated>> {
+        let Some(id) = self.store.get(&keys::key_hash(hash))? else {
             return Ok(None);
         };
         let id: ProjectId = std::str::from_utf8(&id)
@@ -142,10 +190,7 @@ impl Projects {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| Error::Storage("bad key index entry".into()))?;
         let project = self.get(id)?;
-        Ok(Some(Authenticated {
-            project,
-            kind: key.kind(),
-        }))
+        Ok(Some(Authenticated { project, kind }))
     }
 
     fn put(&self, batch: &mut Batch, project: &Project) -> Result<()> {
@@ -171,5 +216,17 @@ mod tests {
         let auth = projects.authenticate(&rotated.public_key).unwrap().unwrap();
         assert_eq!(auth.kind, KeyKind::Public);
         assert_eq!(projects.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_key_looked_up_before_its_project_is_disabled_sees_the_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let projects = Projects::new(SledStore::open(dir.path(), 8 << 20).unwrap());
+        let issued = projects.create("Acme", Timestamp::from(0)).unwrap();
+        let first = projects.authenticate(&issued.secret_key).unwrap().unwrap();
+        assert!(!first.project.disabled);
+        projects.set_disabled(issued.project.id, true).unwrap();
+        let again = projects.authenticate(&issued.secret_key).unwrap().unwrap();
+        assert!(again.project.disabled, "the remembered key was forgotten");
     }
 }
