@@ -87,6 +87,8 @@ impl Mover {
         };
         let mut upto = *moved;
         if !groups.is_empty() {
+            let started = std::time::Instant::now();
+            let n_groups = groups.len();
             let mut folded = BTreeMap::new();
             for (ops, reach) in groups {
                 upto = upto.max(reach);
@@ -104,6 +106,11 @@ impl Mover {
                 return Err(e);
             }
             *moved = upto;
+            tracing::debug!(
+                groups = n_groups,
+                micros = started.elapsed().as_micros() as u64,
+                "moved synced writes into sled"
+            );
         }
         match checkpoint {
             Some((old, at)) if at <= *moved => target.checkpoint(old),
