@@ -40,6 +40,7 @@ enum Transport {
 pub struct MailerActor {
     config: TransportConfig,
     transport: Option<Arc<Transport>>,
+    signers: mime::Signers,
 }
 
 impl MailerActor {
@@ -47,6 +48,7 @@ impl MailerActor {
         MailerActor {
             config,
             transport: None,
+            signers: mime::Signers::default(),
         }
     }
 
@@ -91,11 +93,16 @@ impl Handler<Deliver> for MailerActor {
 
     fn handle(&mut self, msg: Deliver, _ctx: &mut Self::Context) -> Self::Result {
         let transport = self.transport.clone();
+        let signer = msg.dkim.as_ref().map(|d| self.signers.get(d)).transpose();
         Box::pin(async move {
             let Some(transport) = transport else {
                 return Delivery::Transient("mailer not started".into());
             };
-            let message = match mime::build(&msg.email, msg.dkim.as_ref()) {
+            let signer = match signer {
+                Ok(s) => s,
+                Err(e) => return Delivery::Permanent(e),
+            };
+            let message = match mime::build(&msg.email, signer.as_deref()) {
                 Ok(m) => m,
                 Err(e) => return Delivery::Permanent(e),
             };
