@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::{
-    Attachment, EmailAddress, EmailId, Mailbox, TemplateId, TemplateKind,
+    Attachment, EmailAddress, EmailId, EmailStatus, Mailbox, TemplateId, TemplateKind,
 };
 use mailroom_actors::project::messages::QueueEmails;
 use mailroom_actors::project::sending::{self, SendSpec};
@@ -370,13 +370,19 @@ pub async fn get_email(
     let id: EmailId = path_id(&id, Resource::Email)?;
     let e =
         sending::load_email(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Email))?;
+    // The stored status stays QUEUED during an attempt; the dispatcher knows better.
+    let status = if e.status == EmailStatus::Queued && state.registry.attempts().contains(id) {
+        EmailStatus::Sending
+    } else {
+        e.status
+    };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     Ok(envelope::ok(json!({
         "id": e.id.to_string(),
         "to": e.to.email,
         "from": e.from.email,
         "subject": e.subject,
-        "status": e.status.as_str(),
+        "status": status.as_str(),
         "contactId": e.contact_id.to_string(),
         "campaignId": null,
         "workflowExecutionId": null,

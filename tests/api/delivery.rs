@@ -522,3 +522,34 @@ fn a_relay_whose_certificate_is_not_trusted_gets_nothing_and_the_error_names_the
         assert!(smtp.received().is_empty(), "{tls}: nothing was sent");
     }
 }
+
+#[test]
+fn an_email_in_an_smtp_attempt_reads_sending_and_then_its_outcome() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    // A relay that accepts the connection and never greets: the attempt stays under
+    // way until smtp.timeout_ms.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__PORT", port.as_str()),
+            ("MAILROOM__SMTP__TIMEOUT_MS", "1500"),
+            ("MAILROOM__SENDING__MAX_ATTEMPTS", "1"),
+        ],
+    );
+    let id = send_one(&app, &p, "slow@example.com");
+    let during = email_when(&app, &p, &id, "SENDING");
+    assert_eq!(during["status"], "SENDING", "{during}");
+    let after = email_when(&app, &p, &id, "FAILED");
+    assert_eq!(after["status"], "FAILED", "{after}");
+    assert!(
+        after["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("timed out"),
+        "{after}"
+    );
+    drop(silent);
+}

@@ -180,6 +180,7 @@ impl Shared {
                 if let Some(limiter) = &self.limiter {
                     limiter.until_key_ready(&project).await;
                 }
+                self.registry.attempts().begin(id);
                 let result = mailer
                     .send(Deliver { email, dkim })
                     .await
@@ -213,6 +214,7 @@ impl Shared {
         if let Err(e) = recorded {
             tracing::error!(email = %id, error = %e, "recording a delivery outcome");
         }
+        self.registry.attempts().end(id);
         self.in_flight().remove(&id);
         self.wake.notify_one();
     }

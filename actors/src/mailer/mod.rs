@@ -10,6 +10,7 @@
 //! memory, and a restart resumes where the last run stopped.
 
 pub mod actor;
+pub mod attempts;
 pub mod dispatcher;
 pub mod messages;
 pub mod mime;

@@ -16,6 +16,7 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 use super::{ContactTable, ProjectActor};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::mailer::attempts::Attempts;
 use crate::model::ProjectId;
 use crate::store::Store;
 
@@ -47,6 +48,8 @@ struct Inner {
     slots: Mutex<HashMap<ProjectId, Slot>>,
     /// Rung when emails were queued, to wake the dispatcher.
     outbox: Arc<tokio::sync::Notify>,
+    /// Emails in an SMTP attempt (the dispatcher writes it, `GET /emails/{id}` reads it).
+    attempts: Arc<Attempts>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -72,6 +75,7 @@ impl Registry {
                 arbiters,
                 slots: Mutex::new(HashMap::new()),
                 outbox: Arc::new(tokio::sync::Notify::new()),
+                attempts: Arc::default(),
             }),
         }
     }
@@ -158,6 +162,11 @@ impl Registry {
     /// Rung whenever emails were durably queued.
     pub fn outbox_signal(&self) -> Arc<tokio::sync::Notify> {
         self.inner.outbox.clone()
+    }
+
+    /// The emails in an SMTP attempt right now.
+    pub fn attempts(&self) -> &Arc<Attempts> {
+        &self.inner.attempts
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
