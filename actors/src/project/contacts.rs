@@ -90,13 +90,6 @@ pub fn read_counter(store: &dyn Store, p: ProjectId, name: &str) -> Result<u64> 
         .unwrap_or(0))
 }
 
-pub fn find_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<Contact>> {
-    match find_id_by_email(store, p, email)? {
-        Some(id) => load(store, p, id),
-        None => Ok(None),
-    }
-}
-
 pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<ContactId>> {
     let Some(id) = store.get(&keys::contact_by_email(p, email))? else {
         return Ok(None);
