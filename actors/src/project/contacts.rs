@@ -31,10 +31,6 @@ impl Counts {
         })
     }
 
-    fn write(&self, batch: &mut Batch, p: ProjectId) {
-        self.write_changed(&Counts::unknown(), batch, p);
-    }
-
     /// Writes the counters that differ from `before`: most updates change neither,
     /// and every key left out is one less to log and move into sled.
     fn write_changed(&self, before: &Counts, batch: &mut Batch, p: ProjectId) {
@@ -46,14 +42,6 @@ impl Counts {
                 keys::counter(p, SUBSCRIBED),
                 codec::encode_u64(self.subscribed),
             );
-        }
-    }
-
-    /// Counts that match no real counts, so that every counter is written.
-    fn unknown() -> Self {
-        Counts {
-            contacts: u64::MAX,
-            subscribed: u64::MAX,
         }
     }
 }
@@ -259,7 +247,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     for segment in ctx.audience.statics() {
         super::segments::drop_member(store, &mut batch, p, segment.id, id)?;
     }
-    next.write(&mut batch, p);
+    next.write_changed(counts, &mut batch, p);
     store.apply(batch)?;
     ctx.table.remove(&contact);
     *counts = next;

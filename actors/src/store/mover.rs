@@ -19,7 +19,7 @@ use crate::error::Result;
 
 /// Groups synced to the log and not yet in sled, and a log file waiting for them.
 #[derive(Default)]
-pub struct Queue {
+struct Queue {
     groups: Vec<(Vec<Op>, u64)>,
     /// A rotated log file, deletable once sled holds every write up to this version
     /// and has been flushed.
@@ -32,7 +32,7 @@ pub struct Mover {
     wake: Condvar,
     /// One move at a time: the thread, or a caller that wants everything moved now.
     moving: Mutex<u64>,
-    pub interval: Duration,
+    interval: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -100,8 +100,10 @@ impl Mover {
                 }
             }
             if let Err(e) = target.apply(folded, upto) {
-                // The log still has these writes; a restart replays them into sled.
-                // Keep the checkpoint back so the log is not deleted without them.
+                // The log still has these writes, and the overlay still serves them;
+                // a restart replays them into sled. The checkpoint taken above is
+                // dropped, so no log file is deleted (nor another checkpoint begun)
+                // for the rest of this run.
                 tracing::error!(error = %e, "moving synced writes into sled failed");
                 return Err(e);
             }

@@ -2,8 +2,9 @@
 //! write-ahead log's pending bytes at once; the flusher syncs the log, and the mover
 //! (see `mover`) then applies synced groups to sled, several at a time, in one batch.
 //! sled rolls its IO buffer twice for every batch it applies (`pin_log`), so few
-//! batches instead of one per write is what makes durable writes cheap; and because sled only ever receives writes whose
-//! log records are already synced, its files never hold a write that the log lacks.
+//! batches instead of one per write is what makes durable writes cheap; and because
+//! sled only ever receives writes whose log records are already synced, its files never
+//! hold a write that the log lacks.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
