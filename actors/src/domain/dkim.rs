@@ -69,18 +69,20 @@ pub fn ownership_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lettre::message::dkim::{DkimSigningAlgorithm, DkimSigningKey};
+    use mail_auth::common::crypto::{RsaKey, Sha256};
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{PrivateKeyDer, PrivatePkcs1KeyDer};
     use rsa::pkcs8::DecodePublicKey;
 
     #[test]
-    fn a_generated_key_is_usable_by_lettre_and_its_public_half_decodes() {
+    fn a_generated_key_is_usable_by_the_signer_and_its_public_half_decodes() {
         let key = generate().unwrap();
         assert!(key.selector.starts_with("mr") && key.selector.len() == 12);
         assert!(key
             .private_key_pem
             .starts_with("-----BEGIN RSA PRIVATE KEY-----"));
-        DkimSigningKey::new(&key.private_key_pem, DkimSigningAlgorithm::Rsa)
-            .expect("lettre reads the PEM");
+        let der = PrivatePkcs1KeyDer::from_pem_slice(key.private_key_pem.as_bytes()).unwrap();
+        RsaKey::<Sha256>::from_key_der(PrivateKeyDer::Pkcs1(der)).expect("ring reads the key");
         let der = base64::engine::general_purpose::STANDARD
             .decode(&key.public_key)
             .unwrap();

@@ -102,11 +102,17 @@ impl Handler<Deliver> for MailerActor {
                 Ok(s) => s,
                 Err(e) => return Delivery::Permanent(e),
             };
-            let message = match mime::build(&msg.email, signer.as_deref()) {
+            let message = match mime::build(&msg.email) {
                 Ok(m) => m,
                 Err(e) => return Delivery::Permanent(e),
             };
-            let bytes = message.formatted();
+            let bytes = match signer {
+                Some(signer) => match mime::sign(message.formatted(), &signer) {
+                    Ok(b) => b,
+                    Err(e) => return Delivery::Permanent(e),
+                },
+                None => message.formatted(),
+            };
             match &*transport {
                 Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,
                 Transport::File(dir) => {
