@@ -69,9 +69,7 @@ pub fn ownership_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mail_auth::common::crypto::{RsaKey, Sha256};
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{PrivateKeyDer, PrivatePkcs1KeyDer};
+    use crate::mailer::mime::RsaSha256Key;
     use rsa::pkcs8::DecodePublicKey;
 
     #[test]
@@ -81,8 +79,7 @@ mod tests {
         assert!(key
             .private_key_pem
             .starts_with("-----BEGIN RSA PRIVATE KEY-----"));
-        let der = PrivatePkcs1KeyDer::from_pem_slice(key.private_key_pem.as_bytes()).unwrap();
-        RsaKey::<Sha256>::from_key_der(PrivateKeyDer::Pkcs1(der)).expect("ring reads the key");
+        RsaSha256Key::from_pkcs1_pem(&key.private_key_pem).expect("the signer reads the key");
         let der = base64::engine::general_purpose::STANDARD
             .decode(&key.public_key)
             .unwrap();

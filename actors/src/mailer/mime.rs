@@ -1,23 +1,64 @@
 //! Building the MIME message, and DKIM-signing its bytes with relaxed/relaxed
 //! canonicalization (API.md 14.18: simple header canonicalization breaks verifiers).
-//! Signing is mail-auth's signer over ring's RSA, several times faster than the
-//! pure-Rust rsa crate that lettre's own dkim feature uses.
+//! Signing is mail-auth's signer over an aws-lc-rs RSA key: the signature is the largest
+//! cost of a delivery, and aws-lc-rs signs ~2.4x faster than ring and ~4x faster than the
+//! pure-Rust rsa crate that lettre's own dkim feature uses (figures in actors/Cargo.toml).
 
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 use lettre::{Address, Message};
-use mail_auth::common::crypto::{RsaKey, Sha256};
-use mail_auth::common::headers::HeaderWriter;
+use mail_auth::common::crypto::{Algorithm, Sha256, SigningKey};
+use mail_auth::common::headers::{HeaderWriter, Writable};
 use mail_auth::dkim::{Canonicalization, DkimSigner, Done};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{PrivateKeyDer, PrivatePkcs1KeyDer};
+use rustls_pki_types::PrivatePkcs1KeyDer;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::DkimParams;
 use crate::model::{self, OutboundEmail};
 
-pub type Signer = DkimSigner<RsaKey<Sha256>, Done>;
+pub type Signer = DkimSigner<RsaSha256Key, Done>;
+
+/// An RSA key that signs rsa-sha256 DKIM signatures with aws-lc-rs.
+pub struct RsaSha256Key {
+    pair: RsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl RsaSha256Key {
+    /// From a PKCS#1 PEM, as domain keys are stored.
+    pub fn from_pkcs1_pem(pem: &str) -> Result<Self, String> {
+        let der = PrivatePkcs1KeyDer::from_pem_slice(pem.as_bytes())
+            .map_err(|e| format!("DKIM key: {e}"))?;
+        let pair =
+            RsaKeyPair::from_der(der.secret_pkcs1_der()).map_err(|e| format!("DKIM key: {e}"))?;
+        Ok(Self {
+            pair,
+            rng: SystemRandom::new(),
+        })
+    }
+}
+
+impl SigningKey for RsaSha256Key {
+    type Hasher = Sha256;
+
+    fn sign(&self, input: impl Writable) -> mail_auth::Result<Vec<u8>> {
+        let mut data = Vec::with_capacity(512);
+        input.write(&mut data);
+        let mut signature = vec![0; self.pair.public_modulus_len()];
+        self.pair
+            .sign(&RSA_PKCS1_SHA256, &self.rng, &data, &mut signature)
+            .map_err(|e| mail_auth::Error::CryptoError(e.to_string()))?;
+        Ok(signature)
+    }
+
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::RsaSha256
+    }
+}
 
 fn mailbox(m: &model::Mailbox) -> Result<Mailbox, String> {
     let addr: Address = m
@@ -80,10 +121,7 @@ impl Signers {
 const SIGNED: [&str; 6] = ["From", "Subject", "To", "Date", "Message-ID", "Reply-To"];
 
 fn signer(d: &DkimParams) -> Result<Signer, String> {
-    let der = PrivatePkcs1KeyDer::from_pem_slice(d.private_key_pem.as_bytes())
-        .map_err(|e| format!("DKIM key: {e}"))?;
-    let key = RsaKey::<Sha256>::from_key_der(PrivateKeyDer::Pkcs1(der))
-        .map_err(|e| format!("DKIM key: {e}"))?;
+    let key = RsaSha256Key::from_pkcs1_pem(&d.private_key_pem)?;
     Ok(DkimSigner::from_key(key)
         .domain(d.domain.clone())
         .selector(d.selector.clone())
