@@ -75,12 +75,7 @@ pub fn all_domains(store: &dyn Store) -> Result<Vec<(ProjectId, DomainId)>> {
     let mut out = Vec::new();
     for kv in store.scan(keys::ALL_DOMAINS, None, false) {
         let (k, _) = kv?;
-        let rest = &k[keys::ALL_DOMAINS.len()..];
-        let parsed = std::str::from_utf8(rest)
-            .ok()
-            .and_then(|s| s.split_once('/'))
-            .and_then(|(p, d)| Some((p.parse().ok()?, d.parse().ok()?)));
-        match parsed {
+        match keys::parse_domain_index(&k) {
             Some(pair) => out.push(pair),
             None => tracing::warn!(key = %String::from_utf8_lossy(&k), "bad domain index key"),
         }

@@ -1,26 +1,22 @@
-//! The outbox: `outbox/<due ms, 16 digits>/<project>/<email id>` keys, so a forward scan
-//! yields what is due first. The email record itself is `p/<project>/m/<email id>`.
+//! The outbox: keys that sort by due time (`keys::outbox`), so a forward scan yields
+//! what is due first. The email record itself is `keys::email`.
 
 use crate::model::{EmailId, ProjectId};
+use crate::store::keys;
 
-pub const PREFIX: &[u8] = b"outbox/";
+pub const PREFIX: &[u8] = keys::OUTBOX;
 
 pub fn key(due_ms: i64, p: ProjectId, id: EmailId) -> Vec<u8> {
-    format!("outbox/{:016}/{p}/{id}", due_ms.max(0)).into_bytes()
+    keys::outbox(due_ms, p, id)
 }
 
 pub fn email_key(p: ProjectId, id: EmailId) -> Vec<u8> {
-    format!("p/{p}/m/{id}").into_bytes()
+    keys::email(p, id)
 }
 
 /// (due, project, email) of an outbox key.
 pub fn parse(key: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
-    let s = std::str::from_utf8(key.strip_prefix(PREFIX)?).ok()?;
-    let mut parts = s.split('/');
-    let due = parts.next()?.parse().ok()?;
-    let p = parts.next()?.parse().ok()?;
-    let e = parts.next()?.parse().ok()?;
-    Some((due, p, e))
+    keys::parse_outbox(key)
 }
 
 /// Exponential backoff for the `attempt`th failure (1-based), capped at ten minutes.

@@ -23,6 +23,17 @@ macro_rules! id_type {
             pub fn as_uuid(&self) -> Uuid {
                 self.0
             }
+
+            /// The 16 bytes of the UUID, which sort like the id (store keys).
+            pub fn as_bytes(&self) -> &[u8; 16] {
+                self.0.as_bytes()
+            }
+        }
+
+        impl crate::store::keys::KeyId for $name {
+            fn from_key_bytes(bytes: [u8; 16]) -> Self {
+                $name(Uuid::from_bytes(bytes))
+            }
         }
 
         impl Default for $name {

@@ -41,9 +41,7 @@ pub fn event_names(store: &dyn Store, p: ProjectId) -> Result<Vec<(String, Event
 }
 
 fn with_id(prefix: &[u8], id: EventId) -> Vec<u8> {
-    let mut k = prefix.to_vec();
-    k.extend_from_slice(id.to_string().as_bytes());
-    k
+    keys::with_id(prefix, id.as_bytes())
 }
 
 /// Newest first; the cursor is the id of the last event of the previous page.

@@ -3,14 +3,14 @@
 use super::messages::UpdateTemplate;
 use crate::error::{Error, Resource, Result};
 use crate::model::{ProjectId, Template, TemplateId, Timestamp};
-use crate::store::{Batch, Store};
+use crate::store::{keys, Batch, Store};
 
 pub fn key(p: ProjectId, id: TemplateId) -> Vec<u8> {
-    format!("p/{p}/t/{id}").into_bytes()
+    keys::template(p, id)
 }
 
 pub fn prefix(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/t/").into_bytes()
+    keys::templates(p)
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {

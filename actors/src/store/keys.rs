@@ -1,130 +1,241 @@
-//! Every key layout in one place. Ids are UUID v7 in their hyphenated text form, which
-//! sorts like the ids themselves, so a prefix scan walks records in creation order.
+//! Every key layout in one place. A key is ASCII tags ending in `/` and ids as their 16
+//! UUID bytes (v7, so they sort by creation time: a prefix scan walks records in creation
+//! order). Ids have a fixed length, so a tag always starts at the same offset and no
+//! prefix of one index is a prefix of another. Binary ids keep keys short: sled compares
+//! and copies whole keys on every insert, and the write path of `/v1/track` puts five.
+//!
+//! `FORMAT` names this layout; the store refuses a data directory written with another.
 
-use crate::model::{ContactId, DomainId, EventId, ProjectId, SegmentId};
+use crate::model::{ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
+
+/// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
+pub const FORMAT: u32 = 2;
+pub const FORMAT_KEY: &[u8] = b"meta/key-format";
+
+/// An id that can be read back from the 16 bytes it puts in a key.
+pub trait KeyId: Sized {
+    fn from_key_bytes(bytes: [u8; 16]) -> Self;
+}
+
+/// Joins the parts of a key.
+fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        k.extend_from_slice(part);
+    }
+    k
+}
+
+/// `p/<project>/<tag>`: the start of every per-project key.
+fn in_project(p: ProjectId, tag: &[u8], rest: &[&[u8]]) -> Vec<u8> {
+    let mut k =
+        Vec::with_capacity(2 + 16 + tag.len() + rest.iter().map(|r| r.len()).sum::<usize>());
+    k.extend_from_slice(b"p/");
+    k.extend_from_slice(p.as_bytes());
+    k.extend_from_slice(tag);
+    for r in rest {
+        k.extend_from_slice(r);
+    }
+    k
+}
 
 pub fn project(id: ProjectId) -> Vec<u8> {
-    format!("projects/{id}").into_bytes()
+    key(&[PROJECTS, id.as_bytes()])
 }
 
 pub const PROJECTS: &[u8] = b"projects/";
 
 pub fn key_hash(hash: &[u8; 32]) -> Vec<u8> {
-    let mut k = b"keys/".to_vec();
-    k.extend_from_slice(hash);
-    k
+    key(&[b"keys/", hash])
 }
 
 pub fn contacts(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/c/").into_bytes()
+    in_project(p, b"/c/", &[])
 }
 
 pub fn contact(p: ProjectId, c: ContactId) -> Vec<u8> {
-    format!("p/{p}/c/{c}").into_bytes()
+    in_project(p, b"/c/", &[c.as_bytes()])
 }
 
 pub fn contact_by_email(p: ProjectId, email: &str) -> Vec<u8> {
-    format!("p/{p}/ce/{email}").into_bytes()
+    in_project(p, b"/ce/", &[email.as_bytes()])
 }
 
 /// Counters kept in the same batch as the writes they count, so `total` needs no scan.
 pub fn counter(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/n/{name}").into_bytes()
+    in_project(p, b"/n/", &[name.as_bytes()])
 }
 
 /// Events end with their id, which sorts by the event's time (`EventId::at`), so in
 /// every event index a time range is a key range and newest first is reverse order.
 pub fn events(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/e/").into_bytes()
+    in_project(p, b"/e/", &[])
 }
 
 pub fn event(p: ProjectId, e: EventId) -> Vec<u8> {
-    format!("p/{p}/e/{e}").into_bytes()
+    in_project(p, b"/e/", &[e.as_bytes()])
 }
 
 pub fn events_by_contact(p: ProjectId, c: ContactId) -> Vec<u8> {
-    format!("p/{p}/ec/{c}/").into_bytes()
+    in_project(p, b"/ec/", &[c.as_bytes()])
 }
 
 pub fn event_by_contact(p: ProjectId, c: ContactId, e: EventId) -> Vec<u8> {
-    format!("p/{p}/ec/{c}/{e}").into_bytes()
+    in_project(p, b"/ec/", &[c.as_bytes(), e.as_bytes()])
 }
 
 /// Names cannot hold a NUL, so `<name>\0` never prefixes another name's entries.
 pub fn events_by_name(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/en/{name}\u{0}").into_bytes()
+    in_project(p, b"/en/", &[name.as_bytes(), b"\0"])
 }
 
 pub fn event_by_name(p: ProjectId, name: &str, e: EventId) -> Vec<u8> {
-    format!("p/{p}/en/{name}\u{0}{e}").into_bytes()
+    in_project(p, b"/en/", &[name.as_bytes(), b"\0", e.as_bytes()])
 }
 
 /// Per-name statistics (count, first and last time) behind `GET /events/names`.
 pub fn event_names(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/names/").into_bytes()
+    in_project(p, b"/names/", &[])
 }
 
 pub fn event_name(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/names/{name}").into_bytes()
+    in_project(p, b"/names/", &[name.as_bytes()])
 }
 
 /// Per-name, per-contact statistics: a point read answers "did this contact trigger
 /// X, and when last" on the write path, and a prefix scan gives every contact that
 /// triggered X (one entry per contact, not per event) to a segment count.
 pub fn contact_event_stats_by_name(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/nc/{name}\u{0}").into_bytes()
+    in_project(p, b"/nc/", &[name.as_bytes(), b"\0"])
 }
 
 pub fn contact_event_stats(p: ProjectId, name: &str, c: ContactId) -> Vec<u8> {
-    format!("p/{p}/nc/{name}\u{0}{c}").into_bytes()
+    in_project(p, b"/nc/", &[name.as_bytes(), b"\0", c.as_bytes()])
 }
 
 pub fn segments(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/s/").into_bytes()
+    in_project(p, b"/s/", &[])
 }
 
 pub fn segment(p: ProjectId, s: SegmentId) -> Vec<u8> {
-    format!("p/{p}/s/{s}").into_bytes()
+    in_project(p, b"/s/", &[s.as_bytes()])
 }
 
 /// Members of a STATIC segment, in contact order (so newest contact first in reverse).
 pub fn segment_members(p: ProjectId, s: SegmentId) -> Vec<u8> {
-    format!("p/{p}/sm/{s}/").into_bytes()
+    in_project(p, b"/sm/", &[s.as_bytes()])
 }
 
 pub fn segment_member(p: ProjectId, s: SegmentId, c: ContactId) -> Vec<u8> {
-    format!("p/{p}/sm/{s}/{c}").into_bytes()
+    in_project(p, b"/sm/", &[s.as_bytes(), c.as_bytes()])
+}
+
+pub fn templates(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/t/", &[])
+}
+
+pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
+    in_project(p, b"/t/", &[t.as_bytes()])
+}
+
+/// An email's record; its place in the queue is `outbox`.
+pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
+    in_project(p, b"/m/", &[e.as_bytes()])
 }
 
 /// A remembered answer for an `Idempotency-Key` (see `crate::idempotency`).
 pub fn idempotency(p: ProjectId, scope: &str, key: &str) -> Vec<u8> {
-    format!("p/{p}/idem/{scope}/{key}").into_bytes()
+    in_project(p, b"/idem/", &[scope.as_bytes(), b"/", key.as_bytes()])
 }
 
-/// Strips a prefix and reads the rest as an id.
-pub fn id_after<T: std::str::FromStr>(key: &[u8], prefix: &[u8]) -> Option<T> {
-    key.strip_prefix(prefix)
-        .and_then(|rest| std::str::from_utf8(rest).ok())
-        .and_then(|s| s.parse().ok())
+/// `prefix` followed by an id: a bound for a range scan of an index.
+pub fn with_id(prefix: &[u8], id: &[u8; 16]) -> Vec<u8> {
+    key(&[prefix, id])
+}
+
+/// Strips a prefix and reads the rest, exactly 16 bytes, as an id.
+pub fn id_after<T: KeyId>(key: &[u8], prefix: &[u8]) -> Option<T> {
+    let rest: [u8; 16] = key.strip_prefix(prefix)?.try_into().ok()?;
+    Some(T::from_key_bytes(rest))
 }
 
 /// A sender domain record.
 pub fn domains(p: ProjectId) -> Vec<u8> {
-    format!("p/{p}/d/").into_bytes()
+    in_project(p, b"/d/", &[])
 }
 
 pub fn domain(p: ProjectId, d: DomainId) -> Vec<u8> {
-    format!("p/{p}/d/{d}").into_bytes()
+    in_project(p, b"/d/", &[d.as_bytes()])
 }
 
 /// A project's domain by (ASCII) name: uniqueness, and the send path's lookup.
 pub fn domain_by_name(p: ProjectId, name: &str) -> Vec<u8> {
-    format!("p/{p}/dn/{name}").into_bytes()
+    in_project(p, b"/dn/", &[name.as_bytes()])
 }
 
 /// Every domain of every project, for the background re-check.
 pub const ALL_DOMAINS: &[u8] = b"domains/";
 
 pub fn domain_index(p: ProjectId, d: DomainId) -> Vec<u8> {
-    format!("domains/{p}/{d}").into_bytes()
+    key(&[ALL_DOMAINS, p.as_bytes(), d.as_bytes()])
+}
+
+/// (project, domain) of a `domain_index` key.
+pub fn parse_domain_index(k: &[u8]) -> Option<(ProjectId, DomainId)> {
+    let rest = k.strip_prefix(ALL_DOMAINS)?;
+    if rest.len() != 32 {
+        return None;
+    }
+    Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+/// The outbox: `outbox/<due ms, 8 bytes big-endian><project><email>`, so a forward scan
+/// yields what is due first.
+pub const OUTBOX: &[u8] = b"outbox/";
+
+pub fn outbox(due_ms: i64, p: ProjectId, e: EmailId) -> Vec<u8> {
+    let due = (due_ms.max(0) as u64).to_be_bytes();
+    key(&[OUTBOX, &due, p.as_bytes(), e.as_bytes()])
+}
+
+/// (due, project, email) of an outbox key.
+pub fn parse_outbox(k: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
+    let rest = k.strip_prefix(OUTBOX)?;
+    if rest.len() != 8 + 32 {
+        return None;
+    }
+    let due = u64::from_be_bytes(rest[..8].try_into().ok()?);
+    Some((
+        i64::try_from(due).ok()?,
+        id_after(&rest[8..24], b"")?,
+        id_after(&rest[24..], b"")?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_back_from_keys_and_indexes_do_not_overlap() {
+        let (p, c, e) = (ProjectId::new(), ContactId::new(), EventId::new());
+        assert_eq!(id_after::<ContactId>(&contact(p, c), &contacts(p)), Some(c));
+        assert_eq!(
+            id_after::<EventId>(&event_by_contact(p, c, e), &events_by_contact(p, c)),
+            Some(e)
+        );
+        assert!(!contact_by_email(p, "a@b.c").starts_with(&contacts(p)));
+        assert!(!event_by_contact(p, c, e).starts_with(&events(p)));
+        assert!(!event_by_name(p, "ab", e).starts_with(&events_by_name(p, "a")));
+        let d = DomainId::new();
+        assert_eq!(parse_domain_index(&domain_index(p, d)), Some((p, d)));
+    }
+
+    #[test]
+    fn outbox_keys_round_trip_and_sort_by_due_time() {
+        let (p, e) = (ProjectId::new(), EmailId::new());
+        assert_eq!(parse_outbox(&outbox(42, p, e)), Some((42, p, e)));
+        assert!(outbox(9, p, e) < outbox(10, p, e));
+        assert!(outbox(255, p, e) < outbox(256, p, e));
+    }
 }

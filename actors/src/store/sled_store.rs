@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::group_commit::GroupCommit;
+use super::keys;
 use super::mover::{Mover, Target};
 use super::overlay::{Merge, Overlay};
 use super::wal::{self, WalFile};
@@ -179,6 +180,7 @@ impl SledStore {
                 replayed += 1;
             }
         }
+        check_format(&db, replayed, path)?;
         if !files.is_empty() {
             let mut batch = sled::Batch::default();
             for (k, _, v) in folded.snapshot() {
@@ -224,6 +226,27 @@ impl SledStore {
             mover,
             mover_thread: Mutex::new(Some(mover_thread)),
         }))
+    }
+}
+
+/// A new store is marked with the key layout it is written in; a store written in
+/// another layout is refused with what to do, rather than read as garbage.
+fn check_format(db: &sled::Db, log_records: usize, path: &Path) -> Result<()> {
+    let current = keys::FORMAT.to_be_bytes();
+    match db.get(keys::FORMAT_KEY)? {
+        Some(v) if v.as_ref() == current => Ok(()),
+        None if db.is_empty() && log_records == 0 => {
+            db.insert(keys::FORMAT_KEY, &current)?;
+            db.flush()?;
+            Ok(())
+        }
+        found => Err(Error::Storage(format!(
+            "{} was written by an earlier Mailroom with another key layout (found {}, this \
+             version writes {}); start with an empty data directory (move this one away)",
+            path.display(),
+            found.map_or("no layout mark".into(), |v| format!("layout {v:?}")),
+            keys::FORMAT
+        ))),
     }
 }
 
@@ -389,6 +412,30 @@ mod tests {
             Err(other) => panic!("expected Locked, got {other:?}"),
             Ok(_) => panic!("expected Locked, got a second handle"),
         }
+    }
+
+    #[test]
+    fn a_store_in_an_older_key_layout_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let old = sled::open(dir.path().join("db")).unwrap();
+            old.insert(b"p/0190-text-key/c/x", b"v".as_slice()).unwrap();
+            old.flush().unwrap();
+        }
+        match SledStore::open(dir.path(), SledConfig::default()) {
+            Err(Error::Storage(m)) => assert!(m.contains("empty data directory"), "{m}"),
+            Err(other) => panic!("expected a layout error, got {other:?}"),
+            Ok(_) => panic!("an unmarked store with data was opened"),
+        }
+    }
+
+    #[test]
+    fn a_new_store_is_marked_and_opens_again() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(store(dir.path()));
+        let reopened = store(dir.path());
+        let mark = reopened.db.get(keys::FORMAT_KEY).unwrap().unwrap();
+        assert_eq!(mark.as_ref(), keys::FORMAT.to_be_bytes());
     }
 
     #[tokio::test]
