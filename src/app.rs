@@ -165,6 +165,7 @@ fn start_delivery(
             }
         }
     };
+    mailroom_actors::mailer::mime::warm_up();
     let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
         .map(|_| {
             let t = transport.clone();
