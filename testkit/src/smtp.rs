@@ -351,10 +351,7 @@ async fn send<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> std::io::Result<()> {
     out.extend_from_slice(reply);
     if conn.buffer().is_empty() {
-        conn.write_all(out).await?;
-        // A TLS stream may hold the reply in its buffer until flushed; TCP's flush is free.
-        conn.flush().await?;
-        out.clear();
+        write_out(conn, out).await?;
     }
     Ok(())
 }
@@ -366,7 +363,15 @@ async fn send_now<S: AsyncRead + AsyncWrite + Unpin>(
     last: &[u8],
 ) -> std::io::Result<()> {
     out.extend_from_slice(last);
+    write_out(conn, out).await
+}
+
+async fn write_out<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut BufReader<S>,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
     conn.write_all(out).await?;
+    // A TLS stream may hold the reply in its buffer until flushed; TCP's flush is free.
     conn.flush().await?;
     out.clear();
     Ok(())
