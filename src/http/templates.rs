@@ -6,6 +6,7 @@ use mailroom_actors::model::template::TemplatePatch;
 use mailroom_actors::model::{Template, TemplateId, TemplateKind, Timestamp};
 use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::project::templates as stored;
+use mailroom_actors::store::keys;
 use mailroom_actors::{render, Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -174,7 +175,7 @@ pub async fn list(
     // Templates are few per project: one scan gives the page, the total and the position.
     let all: Vec<Template> = blocking(move || {
         store
-            .scan(&stored::prefix(p.id), None, true)
+            .scan(&keys::templates(p.id), None, true)
             .map(|kv| Template::decode(&kv?.1))
             .collect::<Result<Vec<_>, _>>()
     })

@@ -28,7 +28,7 @@ use crate::model::{EmailId, ProjectId};
 use crate::project::messages::{DeliveryOutcome, RecordDelivery};
 use crate::project::sending;
 use crate::project::Registry;
-use crate::store::Store;
+use crate::store::{keys, Store};
 
 #[derive(Debug, Clone, Copy)]
 pub struct DispatcherConfig {
@@ -130,9 +130,9 @@ impl Shared {
         let now = self.clock.now().timestamp_millis();
         let mut wait = Duration::from_secs(1);
         let mut started = 0usize;
-        for kv in self.store.scan(outbox::PREFIX, None, false) {
+        for kv in self.store.scan(keys::OUTBOX, None, false) {
             let Ok((key, _)) = kv else { break };
-            let Some((due, project, id)) = outbox::parse(&key) else {
+            let Some((due, project, id)) = keys::parse_outbox(&key) else {
                 continue;
             };
             if due > now {

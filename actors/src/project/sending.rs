@@ -9,13 +9,12 @@ use super::events;
 use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
-use crate::mailer::outbox;
 use crate::model::{
     Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
     OutboundEmail, ProjectId,
 };
 use crate::render::Compiled;
-use crate::store::{Batch, Store};
+use crate::store::{keys, Batch, Store};
 
 /// Everything /v1/send decided, for every recipient.
 pub struct SendSpec {
@@ -100,8 +99,8 @@ pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<
             created_at: now.millis(),
             sent_at: None,
         };
-        batch.put(outbox::email_key(p, record.id), record.encode()?);
-        batch.put(outbox::key(record.due_at, p, record.id), Vec::new());
+        batch.put(keys::email(p, record.id), record.encode()?);
+        batch.put(keys::outbox(record.due_at, p, record.id), Vec::new());
         out.push(QueuedEmail {
             contact_id: contact.id,
             email: contact.email,
@@ -118,7 +117,7 @@ pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<
 
 pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<OutboundEmail>> {
     store
-        .get(&outbox::email_key(p, id))?
+        .get(&keys::email(p, id))?
         .map(|b| OutboundEmail::decode(&b))
         .transpose()
 }
@@ -143,7 +142,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         DeliveryOutcome::Retry { error, due_at } => {
             email.last_error = Some(error);
             email.due_at = due_at;
-            batch.put(outbox::key(due_at, p, email.id), Vec::new());
+            batch.put(keys::outbox(due_at, p, email.id), Vec::new());
             None
         }
         DeliveryOutcome::Failed { error } => {
@@ -159,7 +158,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         }
     };
     let to = EmailAddress::parse(&email.to.email).ok();
-    batch.put(outbox::email_key(p, email.id), email.encode()?);
+    batch.put(keys::email(p, email.id), email.encode()?);
     if let (Some(name), Some(to)) = (event, &to) {
         let mut ev = Event::system(name, email.contact_id, to, now);
         ev.data

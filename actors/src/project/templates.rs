@@ -5,24 +5,16 @@ use crate::error::{Error, Resource, Result};
 use crate::model::{ProjectId, Template, TemplateId, Timestamp};
 use crate::store::{keys, Batch, Store};
 
-pub fn key(p: ProjectId, id: TemplateId) -> Vec<u8> {
-    keys::template(p, id)
-}
-
-pub fn prefix(p: ProjectId) -> Vec<u8> {
-    keys::templates(p)
-}
-
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
     store
-        .get(&key(p, id))?
+        .get(&keys::template(p, id))?
         .map(|b| Template::decode(&b))
         .transpose()
 }
 
 pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> {
     let mut batch = Batch::new();
-    batch.put(key(p, t.id), t.encode()?);
+    batch.put(keys::template(p, t.id), t.encode()?);
     store.apply(batch)?;
     Ok(t)
 }
@@ -39,7 +31,7 @@ pub fn update(
     t.apply(msg.patch, now);
     crate::render::compile(&t.subject, &t.body)?;
     let mut batch = Batch::new();
-    batch.put(key(p, t.id), t.encode()?);
+    batch.put(keys::template(p, t.id), t.encode()?);
     store.apply(batch)?;
     Ok(t)
 }
@@ -47,6 +39,6 @@ pub fn update(
 pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
     load(store, p, id)?.ok_or(Error::NotFound(Resource::Template))?;
     let mut batch = Batch::new();
-    batch.delete(key(p, id));
+    batch.delete(keys::template(p, id));
     store.apply(batch)
 }
