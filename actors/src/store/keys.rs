@@ -18,35 +18,28 @@ pub trait KeyId: Sized {
 }
 
 /// Joins the parts of a key.
-fn key(parts: &[&[u8]]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+fn key<'a>(parts: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+    let mut k = Vec::with_capacity(parts.clone().map(<[u8]>::len).sum());
     for part in parts {
         k.extend_from_slice(part);
     }
     k
 }
 
-/// `p/<project>/<tag>`: the start of every per-project key.
+/// `p/<project><tag><rest...>`: every per-project key.
 fn in_project(p: ProjectId, tag: &[u8], rest: &[&[u8]]) -> Vec<u8> {
-    let mut k =
-        Vec::with_capacity(2 + 16 + tag.len() + rest.iter().map(|r| r.len()).sum::<usize>());
-    k.extend_from_slice(b"p/");
-    k.extend_from_slice(p.as_bytes());
-    k.extend_from_slice(tag);
-    for r in rest {
-        k.extend_from_slice(r);
-    }
-    k
+    let head: [&[u8]; 3] = [b"p/", p.as_bytes(), tag];
+    key(head.into_iter().chain(rest.iter().copied()))
 }
 
 pub fn project(id: ProjectId) -> Vec<u8> {
-    key(&[PROJECTS, id.as_bytes()])
+    key([PROJECTS, id.as_bytes()].into_iter())
 }
 
 pub const PROJECTS: &[u8] = b"projects/";
 
 pub fn key_hash(hash: &[u8; 32]) -> Vec<u8> {
-    key(&[b"keys/", hash])
+    key([b"keys/".as_slice(), hash].into_iter())
 }
 
 pub fn contacts(p: ProjectId) -> Vec<u8> {
@@ -150,7 +143,7 @@ pub fn idempotency(p: ProjectId, scope: &str, key: &str) -> Vec<u8> {
 
 /// `prefix` followed by an id: a bound for a range scan of an index.
 pub fn with_id(prefix: &[u8], id: &[u8; 16]) -> Vec<u8> {
-    key(&[prefix, id])
+    key([prefix, id].into_iter())
 }
 
 /// Strips a prefix and reads the rest, exactly 16 bytes, as an id.
@@ -177,7 +170,7 @@ pub fn domain_by_name(p: ProjectId, name: &str) -> Vec<u8> {
 pub const ALL_DOMAINS: &[u8] = b"domains/";
 
 pub fn domain_index(p: ProjectId, d: DomainId) -> Vec<u8> {
-    key(&[ALL_DOMAINS, p.as_bytes(), d.as_bytes()])
+    key([ALL_DOMAINS, p.as_bytes(), d.as_bytes()].into_iter())
 }
 
 /// (project, domain) of a `domain_index` key.
@@ -195,7 +188,7 @@ pub const OUTBOX: &[u8] = b"outbox/";
 
 pub fn outbox(due_ms: i64, p: ProjectId, e: EmailId) -> Vec<u8> {
     let due = (due_ms.max(0) as u64).to_be_bytes();
-    key(&[OUTBOX, &due, p.as_bytes(), e.as_bytes()])
+    key([OUTBOX, &due[..], p.as_bytes(), e.as_bytes()].into_iter())
 }
 
 /// (due, project, email) of an outbox key.
