@@ -58,6 +58,58 @@ fn events_are_listed_newest_first_in_pages_with_a_stable_cursor() {
     }
 }
 
+/// Follows `cursor` from the first page to the last and returns every event's id.
+fn all_pages(app: &TestApp, key: &str, query: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = app
+            .get(&format!("/events?limit=20&{query}{cursor}"), key)
+            .json();
+        ids.extend(
+            page["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned()),
+        );
+        match page["cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => return ids,
+        }
+    }
+}
+
+#[test]
+fn seventy_events_page_through_the_log_and_a_name_without_gap_or_repeat() {
+    // Enough for several of the log's blocks (8 events) and of a name's (32 ids).
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let mut tracked = Vec::new();
+    for i in 0..70 {
+        let name = if i % 2 == 0 { "even" } else { "odd" };
+        let e = track(&app, &p.public, &format!("u{}@example.com", i % 3), name);
+        tracked.push((e["event"].as_str().unwrap().to_owned(), name));
+    }
+    let newest_first: Vec<String> = tracked.iter().rev().map(|t| t.0.clone()).collect();
+    assert_eq!(all_pages(&app, &p.secret, ""), newest_first);
+    let evens: Vec<String> = tracked
+        .iter()
+        .rev()
+        .filter(|t| t.1 == "even")
+        .map(|t| t.0.clone())
+        .collect();
+    assert_eq!(all_pages(&app, &p.secret, "name=even&"), evens);
+    assert_eq!(evens.len(), 35);
+    for (id, name) in &tracked {
+        let e = app.get(&format!("/events/{id}"), &p.secret).json();
+        assert_eq!(
+            (e["id"].as_str(), e["name"].as_str()),
+            (Some(id.as_str()), Some(*name))
+        );
+    }
+}
+
 #[test]
 fn events_filter_by_name_contact_email_and_time() {
     let app = TestApp::spawn();

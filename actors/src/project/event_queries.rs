@@ -1,6 +1,7 @@
 //! Reading events. Every event index ends with the event id, and ids sort by the
-//! event's time, so a listing walks one index backwards between two keys: by contact,
-//! by name, or all events; `since` and `until` only narrow the key range.
+//! event's time, so a listing walks one index backwards between two ids: by contact,
+//! by name, or the whole log; `since` and `until` only narrow the range. The log and
+//! the by-name index are blocks of several events (`store::blocks`).
 
 use super::contacts::{find_id_by_email, read_counter};
 use super::events::EVENTS_COUNTER;
@@ -8,7 +9,8 @@ use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
-use crate::store::{codec, keys, Store};
+use crate::store::keys::KeyId;
+use crate::store::{blocks, codec, keys, Store};
 
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -21,8 +23,7 @@ pub struct EventFilter {
 }
 
 pub fn get_event(store: &dyn Store, p: ProjectId, id: EventId) -> Result<Option<Event>> {
-    store
-        .get(&keys::event(p, id))?
+    blocks::get(store, &keys::events(p), id.as_bytes())?
         .map(|b| Event::decode(&b))
         .transpose()
 }
@@ -38,10 +39,6 @@ pub fn event_names(store: &dyn Store, p: ProjectId) -> Result<Vec<(String, Event
     }
     out.sort_by(|a, b| b.1.last_at.cmp(&a.1.last_at).then_with(|| a.0.cmp(&b.0)));
     Ok(out)
-}
-
-fn with_id(prefix: &[u8], id: EventId) -> Vec<u8> {
-    keys::with_id(prefix, id.as_bytes())
 }
 
 /// Newest first; the cursor is the id of the last event of the previous page.
@@ -68,51 +65,27 @@ pub fn list_events(
         .map(|c| c.parse::<EventId>())
         .transpose()
         .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
-    let (prefix, indexed) = match (&contact, &f.name) {
-        (Some(c), _) => (keys::events_by_contact(p, *c), true),
-        (None, Some(n)) => (keys::events_by_name(p, n), true),
-        (None, None) => (keys::events(p), false),
+    let walk = Walk {
+        store,
+        p,
+        contact,
+        name: f.name.as_deref(),
+        // Both bounds as ids: events below `until` + 1 ms, and at or above `since`.
+        until: f
+            .until
+            .map(|t| EventId::floor(Timestamp::from(t.millis().saturating_add(1)))),
+        since: f.since.map(EventId::floor),
     };
-    // With the contact index, a name is checked on each record.
-    let name_check = contact.and(f.name.as_deref());
-    let until_key = f.until.map(|t| {
-        with_id(
-            &prefix,
-            EventId::floor(Timestamp::from(t.millis().saturating_add(1))),
-        )
-    });
-    let since_key = f.since.map(|t| with_id(&prefix, EventId::floor(t)));
-    let start = match (cursor.map(|c| with_id(&prefix, c)), until_key.clone()) {
+    let start = match (cursor, walk.until) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
 
-    let load = |k: &[u8], v: &[u8]| -> Result<Option<Event>> {
-        let event = if indexed {
-            let Some(id) = keys::id_after::<EventId>(k, &prefix) else {
-                return Ok(None);
-            };
-            match store.get(&keys::event(p, id))? {
-                Some(b) => Event::decode(&b)?,
-                None => return Ok(None),
-            }
-        } else {
-            Event::decode(v)?
-        };
-        Ok(Some(event).filter(|e| name_check.is_none_or(|n| e.name == n)))
-    };
-
     let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store.scan(&prefix, start.as_deref(), true) {
-        let (k, v) = kv?;
-        if since_key.as_ref().is_some_and(|s| k < *s) {
+    for event in walk.events(start) {
+        items.push(event?);
+        if items.len() > page.limit() {
             break;
-        }
-        if let Some(e) = load(&k, &v)? {
-            items.push(e);
-            if items.len() > page.limit() {
-                break;
-            }
         }
     }
     let has_more = items.len() > page.limit();
@@ -128,14 +101,9 @@ pub fn list_events(
         (Some(c), Some(n), true) => stats(store, &keys::contact_event_stats(p, n, c))?.count,
         _ => {
             let mut n = 0;
-            for kv in store.scan(&prefix, until_key.as_deref(), true) {
-                let (k, v) = kv?;
-                if since_key.as_ref().is_some_and(|s| k < *s) {
-                    break;
-                }
-                if name_check.is_none() || load(&k, &v)?.is_some() {
-                    n += 1;
-                }
+            for event in walk.events(walk.until) {
+                event?;
+                n += 1;
             }
             n
         }
@@ -145,6 +113,68 @@ pub fn list_events(
         next_cursor,
         total,
     })
+}
+
+/// One listing's walk over the events, newest first: through the contact's index, the
+/// name's index, or the whole log, whichever the filter narrows to.
+struct Walk<'a> {
+    store: &'a dyn Store,
+    p: ProjectId,
+    contact: Option<ContactId>,
+    name: Option<&'a str>,
+    until: Option<EventId>,
+    since: Option<EventId>,
+}
+
+impl<'a> Walk<'a> {
+    /// The events below `before` (every one when it is None) that pass the filter.
+    fn events(&self, before: Option<EventId>) -> Box<dyn Iterator<Item = Result<Event>> + 'a> {
+        let (store, p, since) = (self.store, self.p, self.since);
+        let load = move |id: EventId| -> Result<Option<Event>> {
+            blocks::get(store, &keys::events(p), id.as_bytes())?
+                .map(|b| Event::decode(&b))
+                .transpose()
+        };
+        let in_range = move |id: &EventId| since.is_none_or(|s| *id >= s);
+        match (self.contact, self.name) {
+            (Some(c), name) => {
+                // The contact's index holds every name, so the name is checked on each.
+                let prefix = keys::events_by_contact(p, c);
+                let from = before.map(|b| keys::with_id(&prefix, b.as_bytes()));
+                let name = name.map(str::to_owned);
+                let ids = store.scan(&prefix, from.as_deref(), true).map(move |kv| {
+                    let (k, _) = kv?;
+                    keys::id_after::<EventId>(&k, &prefix)
+                        .ok_or_else(|| Error::Storage("a bad event index key".into()))
+                });
+                Box::new(
+                    ids.take_while(move |id| id.as_ref().map_or(true, in_range))
+                        .filter_map(move |id| id.and_then(load).transpose())
+                        .filter(move |e| {
+                            e.as_ref()
+                                .map_or(true, |e| name.as_deref().is_none_or(|n| e.name == n))
+                        }),
+                )
+            }
+            (None, Some(name)) => {
+                let ids = blocks::iter_rev(
+                    store,
+                    &keys::events_by_name(p, name),
+                    before.map(|b| *b.as_bytes()),
+                )
+                .map(|e| e.map(|(id, _)| EventId::from_key_bytes(id)));
+                Box::new(
+                    ids.take_while(move |id| id.as_ref().map_or(true, in_range))
+                        .filter_map(move |id| id.and_then(load).transpose()),
+                )
+            }
+            (None, None) => Box::new(
+                blocks::iter_rev(store, &keys::events(p), before.map(|b| *b.as_bytes()))
+                    .map(|e| e.and_then(|(_, bytes)| Event::decode(&bytes)))
+                    .take_while(move |e| e.as_ref().map_or(true, |e| in_range(&e.id))),
+            ),
+        }
+    }
 }
 
 fn stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {

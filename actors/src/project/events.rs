@@ -1,4 +1,5 @@
-//! Appending events to a batch: the record, its by-contact and by-name index entries,
+//! Appending events to a batch: the record (in the event log's blocks, see
+//! `store::blocks`), its by-contact and by-name index entries (by name, in blocks too),
 //! the per-name statistics that `GET /events/names` serves, the per-contact-per-name
 //! statistics that segment filters read, and the project's event counter.
 //!
@@ -11,9 +12,23 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::model::{ContactId, Event, EventStats, ProjectId};
+use crate::store::blocks::{self, Blocks};
 use crate::store::{codec, keys, Batch, Store};
 
 pub const EVENTS_COUNTER: &str = "events";
+
+/// The event log: a few events a block (an event is ~100 bytes; a large one gets a
+/// block of its own), since each new event writes its whole block to the log again.
+pub const EVENT_BLOCKS: Blocks = Blocks {
+    max_entries: 8,
+    max_bytes: 4096,
+};
+
+/// A name's index holds bare ids (20 bytes an entry), so its blocks can be longer.
+pub const NAME_BLOCKS: Blocks = Blocks {
+    max_entries: 32,
+    max_bytes: 4096,
+};
 
 fn read_stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {
     Ok(match store.get(key)? {
@@ -35,10 +50,15 @@ pub fn append_all(
     }
     let mut names: HashMap<&str, EventStats> = HashMap::new();
     let mut per_contact: HashMap<(&str, ContactId), EventStats> = HashMap::new();
+    let mut log = Vec::with_capacity(events.len());
+    let mut by_name: HashMap<&str, Vec<blocks::Entry>> = HashMap::new();
     for e in events {
-        batch.put(keys::event(p, e.id), e.encode()?);
+        log.push((*e.id.as_bytes(), e.encode()?));
+        by_name
+            .entry(&e.name)
+            .or_default()
+            .push((*e.id.as_bytes(), Vec::new()));
         batch.put(keys::event_by_contact(p, e.contact_id, e.id), Vec::new());
-        batch.put(keys::event_by_name(p, &e.name, e.id), Vec::new());
         let at = e.created_at.millis();
         let name_stats = match names.entry(&e.name) {
             Entry::Occupied(o) => o.into_mut(),
@@ -53,6 +73,10 @@ pub fn append_all(
             )?),
         };
         contact_stats.add(at);
+    }
+    EVENT_BLOCKS.insert(store, batch, &keys::events(p), log)?;
+    for (name, ids) in by_name {
+        NAME_BLOCKS.insert(store, batch, &keys::events_by_name(p, name), ids)?;
     }
     for (name, st) in names {
         batch.put(keys::event_name(p, name), codec::encode(&st)?);

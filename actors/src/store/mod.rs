@@ -5,6 +5,7 @@
 //! Keys are designed for range scans: `p/<project>/c/<contact id>` holds a contact,
 //! `p/<project>/ce/<email>` is the email index, and so on (see `keys`).
 
+pub mod blocks;
 pub mod codec;
 pub mod group_commit;
 pub mod keys;
@@ -32,8 +33,13 @@ pub struct Batch {
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Op {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
+    // As bytes, not as sequences of u8: one copy instead of a call per byte when the
+    // log is written and replayed (the bytes on disk are the same).
+    Put(
+        #[serde(with = "serde_bytes")] Vec<u8>,
+        #[serde(with = "serde_bytes")] Vec<u8>,
+    ),
+    Delete(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 impl Batch {
