@@ -81,14 +81,14 @@ fn all_pages(app: &TestApp, key: &str, query: &str) -> Vec<String> {
 }
 
 #[test]
-fn seventy_events_page_through_the_log_and_a_name_without_gap_or_repeat() {
-    // Enough for several of the log's blocks (8 events) and of a name's (32 ids).
+fn seventy_events_page_through_the_log_a_name_and_a_contact_without_gap_or_repeat() {
+    // Enough for several of the log's blocks (8 events) and of an index's (32 ids).
     let app = TestApp::spawn();
     let p = app.create_project("Acme");
     let mut tracked = Vec::new();
     for i in 0..70 {
         let name = if i % 2 == 0 { "even" } else { "odd" };
-        let e = track(&app, &p.public, &format!("u{}@example.com", i % 3), name);
+        let e = track(&app, &p.public, &format!("u{}@example.com", i % 2), name);
         tracked.push((e["event"].as_str().unwrap().to_owned(), name));
     }
     let newest_first: Vec<String> = tracked.iter().rev().map(|t| t.0.clone()).collect();
@@ -101,6 +101,19 @@ fn seventy_events_page_through_the_log_and_a_name_without_gap_or_repeat() {
         .collect();
     assert_eq!(all_pages(&app, &p.secret, "name=even&"), evens);
     assert_eq!(evens.len(), 35);
+    // u0 tracked every even event: its own index crosses blocks too.
+    assert_eq!(all_pages(&app, &p.secret, "email=u0@example.com&"), evens);
+    let since = app.get(&format!("/events/{}", evens[9]), &p.secret).json();
+    let since = since["createdAt"].as_str().unwrap().replace('+', "%2B");
+    let recent = all_pages(
+        &app,
+        &p.secret,
+        &format!("email=u0@example.com&since={since}&"),
+    );
+    assert!(
+        recent.len() >= 10 && evens.starts_with(&recent),
+        "{recent:?}"
+    );
     for (id, name) in &tracked {
         let e = app.get(&format!("/events/{id}"), &p.secret).json();
         assert_eq!(

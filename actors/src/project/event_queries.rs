@@ -136,44 +136,33 @@ impl<'a> Walk<'a> {
                 .transpose()
         };
         let in_range = move |id: &EventId| since.is_none_or(|s| *id >= s);
-        match (self.contact, self.name) {
-            (Some(c), name) => {
-                // The contact's index holds every name, so the name is checked on each.
-                let prefix = keys::events_by_contact(p, c);
-                let from = before.map(|b| keys::with_id(&prefix, b.as_bytes()));
-                let name = name.map(str::to_owned);
-                let ids = store.scan(&prefix, from.as_deref(), true).map(move |kv| {
-                    let (k, _) = kv?;
-                    keys::id_after::<EventId>(&k, &prefix)
-                        .ok_or_else(|| Error::Storage("a bad event index key".into()))
-                });
-                Box::new(
-                    ids.take_while(move |id| id.as_ref().map_or(true, in_range))
-                        .filter_map(move |id| id.and_then(load).transpose())
-                        .filter(move |e| {
-                            e.as_ref()
-                                .map_or(true, |e| name.as_deref().is_none_or(|n| e.name == n))
-                        }),
-                )
-            }
-            (None, Some(name)) => {
-                let ids = blocks::iter_rev(
-                    store,
-                    &keys::events_by_name(p, name),
-                    before.map(|b| *b.as_bytes()),
-                )
-                .map(|e| e.map(|(id, _)| EventId::from_key_bytes(id)));
-                Box::new(
-                    ids.take_while(move |id| id.as_ref().map_or(true, in_range))
-                        .filter_map(move |id| id.and_then(load).transpose()),
-                )
-            }
+        let events: Box<dyn Iterator<Item = Result<Event>> + 'a> = match (self.contact, self.name) {
             (None, None) => Box::new(
                 blocks::iter_rev(store, &keys::events(p), before.map(|b| *b.as_bytes()))
-                    .map(|e| e.and_then(|(_, bytes)| Event::decode(&bytes)))
-                    .take_while(move |e| e.as_ref().map_or(true, |e| in_range(&e.id))),
+                    .map(|e| e.and_then(|(_, bytes)| Event::decode(&bytes))),
             ),
-        }
+            (contact, name) => {
+                // An index holds ids; the events come from the log.
+                let prefix = match (contact, name) {
+                    (Some(c), _) => keys::events_by_contact(p, c),
+                    (None, name) => keys::events_by_name(p, name.unwrap_or_default()),
+                };
+                let ids = blocks::iter_rev(store, &prefix, before.map(|b| *b.as_bytes()))
+                    .map(|e| e.map(|(id, _)| EventId::from_key_bytes(id)))
+                    .take_while(move |id| id.as_ref().map_or(true, in_range));
+                Box::new(ids.filter_map(move |id| id.and_then(load).transpose()))
+            }
+        };
+        // The contact's index holds every name, so a name is checked on each event.
+        let name = self.contact.and(self.name).map(str::to_owned);
+        Box::new(
+            events
+                .take_while(move |e| e.as_ref().map_or(true, |e| in_range(&e.id)))
+                .filter(move |e| {
+                    e.as_ref()
+                        .map_or(true, |e| name.as_deref().is_none_or(|n| e.name == n))
+                }),
+        )
     }
 }
 

@@ -1,5 +1,5 @@
 //! Appending events to a batch: the record (in the event log's blocks, see
-//! `store::blocks`), its by-contact and by-name index entries (by name, in blocks too),
+//! `store::blocks`), its by-contact and by-name index entries (in blocks too),
 //! the per-name statistics that `GET /events/names` serves, the per-contact-per-name
 //! statistics that segment filters read, and the project's event counter.
 //!
@@ -24,8 +24,9 @@ pub const EVENT_BLOCKS: Blocks = Blocks {
     max_bytes: 4096,
 };
 
-/// A name's index holds bare ids (20 bytes an entry), so its blocks can be longer.
-pub const NAME_BLOCKS: Blocks = Blocks {
+/// The by-name and by-contact indexes hold bare ids (20 bytes an entry), so their
+/// blocks can be longer.
+pub const INDEX_BLOCKS: Blocks = Blocks {
     max_entries: 32,
     max_bytes: 4096,
 };
@@ -52,13 +53,15 @@ pub fn append_all(
     let mut per_contact: HashMap<(&str, ContactId), EventStats> = HashMap::new();
     let mut log = Vec::with_capacity(events.len());
     let mut by_name: HashMap<&str, Vec<blocks::Entry>> = HashMap::new();
+    let mut by_contact: HashMap<ContactId, Vec<blocks::Entry>> = HashMap::new();
     for e in events {
         log.push((*e.id.as_bytes(), e.encode()?));
-        by_name
-            .entry(&e.name)
+        let id = *e.id.as_bytes();
+        by_name.entry(&e.name).or_default().push((id, Vec::new()));
+        by_contact
+            .entry(e.contact_id)
             .or_default()
-            .push((*e.id.as_bytes(), Vec::new()));
-        batch.put(keys::event_by_contact(p, e.contact_id, e.id), Vec::new());
+            .push((id, Vec::new()));
         let at = e.created_at.millis();
         let name_stats = match names.entry(&e.name) {
             Entry::Occupied(o) => o.into_mut(),
@@ -76,7 +79,10 @@ pub fn append_all(
     }
     EVENT_BLOCKS.insert(store, batch, &keys::events(p), log)?;
     for (name, ids) in by_name {
-        NAME_BLOCKS.insert(store, batch, &keys::events_by_name(p, name), ids)?;
+        INDEX_BLOCKS.insert(store, batch, &keys::events_by_name(p, name), ids)?;
+    }
+    for (contact, ids) in by_contact {
+        INDEX_BLOCKS.insert(store, batch, &keys::events_by_contact(p, contact), ids)?;
     }
     for (name, st) in names {
         batch.put(keys::event_name(p, name), codec::encode(&st)?);

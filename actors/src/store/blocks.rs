@@ -10,8 +10,11 @@
 //!
 //! The rule that makes lookups work: an entry always lives in the block with the
 //! greatest key at or below its id (the "floor" block). New blocks start where that
-//! rule still holds, so entries may arrive in any order. The key equal to the prefix
-//! names the newest block, so an append finds its block with point reads.
+//! rule still holds, so entries may arrive in any order.
+//!
+//! Every list starts with a head block under the all-zero id, the floor of every id,
+//! and the head names the newest block: an append finds its block with one or two
+//! point reads, and a new list (a contact's first event) costs one new key.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +24,9 @@ use crate::error::{Error, Result};
 pub type Id = [u8; 16];
 /// One entry: its id, and what it carries (empty for a bare index entry).
 pub type Entry = (Id, Vec<u8>);
+
+/// The head block's key within its list.
+const HEAD: Id = [0; 16];
 
 /// How large a block may grow before the next entry starts another. Each write puts
 /// the whole block in the write-ahead log again, so blocks stay small: the saving is
@@ -42,31 +48,35 @@ impl Blocks {
         mut entries: Vec<Entry>,
     ) -> Result<()> {
         entries.sort_by_key(|e| e.0);
+        let head = match store.get(&keys::with_id(prefix, &HEAD))? {
+            Some(bytes) => Some(decode(&HEAD, &bytes)?),
+            None => None,
+        };
+        let tail = head.as_ref().map(|h| h.0);
         // Blocks changed by this call: a batch cannot read its own writes.
         let mut touched: BTreeMap<Id, Vec<Entry>> = BTreeMap::new();
-        let tail = read_tail(store, prefix)?;
+        let mut head_entries = head.map(|h| h.1);
         for (id, payload) in entries {
             let local = touched.range(..=id).next_back().map(|(k, _)| *k);
             let stored = match tail {
-                // The common case, an append: the newest block is the floor, and two
-                // point reads find it (a reverse scan costs several times more).
-                Some(t) if t <= id => {
-                    let bytes = store.get(&keys::with_id(prefix, &t))?;
-                    Some((t, bytes.ok_or_else(|| missing(prefix))?))
-                }
+                // The common case, an append: the newest block is the floor.
+                Some(HEAD) => head_entries.take().map(|es| (HEAD, es)),
+                Some(t) if t <= id => match store.get(&keys::with_id(prefix, &t))? {
+                    Some(bytes) => Some((t, decode(&t, &bytes)?.1)),
+                    None => return Err(missing(prefix)),
+                },
                 Some(_) => floor(store, prefix, &id)?,
                 None => None,
             };
             let key = match stored {
                 Some((stored, _)) if local.is_some_and(|l| l >= stored) => local,
-                Some((stored, bytes)) => {
-                    touched.insert(stored, decode(&bytes)?);
+                Some((stored, entries)) => {
+                    touched.insert(stored, entries);
                     Some(stored)
                 }
                 None => local,
             };
-            let key = key.unwrap_or(id);
-            let block = touched.entry(key).or_default();
+            let block = touched.entry(key.unwrap_or(HEAD)).or_default();
             match block.binary_search_by(|e| e.0.cmp(&id)) {
                 Ok(i) => block[i].1 = payload,
                 Err(i) => block.insert(i, (id, payload)),
@@ -75,12 +85,25 @@ impl Blocks {
                 touched.insert(split[0].0, split);
             }
         }
-        for (first, block) in &touched {
-            batch.put(keys::with_id(prefix, first), encode(block));
-        }
         let newest = touched.last_key_value().map(|(k, _)| *k);
-        if let Some(n) = newest.filter(|n| tail.is_none_or(|t| *n > t)) {
-            batch.put(prefix, n.to_vec());
+        let new_tail = match (tail, newest) {
+            (Some(t), Some(n)) => t.max(n),
+            (t, n) => t.or(n).unwrap_or(HEAD),
+        };
+        if tail != Some(new_tail) && !touched.contains_key(&HEAD) {
+            // The head must name the new tail: write it again, with its entries.
+            let entries = match head_entries {
+                Some(es) => es,
+                None => match store.get(&keys::with_id(prefix, &HEAD))? {
+                    Some(bytes) => decode(&HEAD, &bytes)?.1,
+                    None => Vec::new(),
+                },
+            };
+            touched.insert(HEAD, entries);
+        }
+        for (first, block) in &touched {
+            let value = encode((*first == HEAD).then_some(&new_tail), block);
+            batch.put(keys::with_id(prefix, first), value);
         }
         Ok(())
     }
@@ -104,10 +127,9 @@ impl Blocks {
 
 /// The entry with this id, if any.
 pub fn get(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<Vec<u8>>> {
-    let Some((_, bytes)) = floor(store, prefix, id)? else {
+    let Some((_, mut block)) = floor(store, prefix, id)? else {
         return Ok(None);
     };
-    let mut block = decode(&bytes)?;
     Ok(block
         .binary_search_by(|e| e.0.cmp(id))
         .ok()
@@ -123,14 +145,13 @@ pub fn iter_rev<'a>(
     // The block holding `before` may also hold entries below it, so the walk starts
     // at that block (its key is at or below `before`).
     let from = before.map(|b| at_or_below(prefix, &b));
-    let prefix_len = prefix.len();
+    let prefix = prefix.to_vec();
     store
-        .scan(prefix, from.as_deref(), true)
-        .filter(move |kv| kv.as_ref().map_or(true, |(k, _)| k.len() > prefix_len))
+        .scan(&prefix, from.as_deref(), true)
         .flat_map(move |kv| {
-            let entries = kv.and_then(|(_, v)| decode(&v));
-            let list: Vec<Result<Entry>> = match entries {
-                Ok(mut es) => {
+            let block = kv.and_then(|(k, v)| decode(&first_id(&prefix, &k)?, &v));
+            let list: Vec<Result<Entry>> = match block {
+                Ok((_, mut es)) => {
                     es.retain(|e| before.is_none_or(|b| e.0 < b));
                     es.into_iter().rev().map(Ok).collect()
                 }
@@ -140,37 +161,32 @@ pub fn iter_rev<'a>(
         })
 }
 
-/// The first id of the newest block, kept under the list's own prefix (block keys are
-/// the prefix and 16 bytes, so no block key equals it). None when the list is empty.
-fn read_tail(store: &dyn Store, prefix: &[u8]) -> Result<Option<Id>> {
-    match store.get(prefix)? {
-        Some(v) => Ok(Some(v.as_slice().try_into().map_err(|_| missing(prefix))?)),
-        None => Ok(None),
-    }
-}
-
-fn missing(prefix: &[u8]) -> Error {
-    Error::Storage(format!(
-        "a record block list ({}) has a bad pointer to its newest block",
-        String::from_utf8_lossy(prefix)
-    ))
-}
-
 /// The block whose key is the greatest at or below `id`: where `id` lives, or would.
-fn floor(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<(Id, Vec<u8>)>> {
-    // The scan ends at the tail pointer (the prefix itself) when no block is at or
-    // below `id`.
+fn floor(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<(Id, Vec<Entry>)>> {
     match store
         .scan(prefix, Some(&at_or_below(prefix, id)), true)
         .next()
     {
         Some(kv) => {
             let (k, v) = kv?;
-            let first: Option<Id> = k.strip_prefix(prefix).and_then(|r| r.try_into().ok());
-            Ok(first.map(|f| (f, v)))
+            let first = first_id(prefix, &k)?;
+            Ok(Some((first, decode(&first, &v)?.1)))
         }
         None => Ok(None),
     }
+}
+
+fn first_id(prefix: &[u8], key: &[u8]) -> Result<Id> {
+    key.strip_prefix(prefix)
+        .and_then(|rest| rest.try_into().ok())
+        .ok_or_else(|| Error::Storage("a block key without its 16-byte id".into()))
+}
+
+fn missing(prefix: &[u8]) -> Error {
+    Error::Storage(format!(
+        "the newest block of a record list ({}) is missing",
+        String::from_utf8_lossy(prefix)
+    ))
 }
 
 /// A reverse scan bound that keeps the key of `id` itself: scans stop strictly before
@@ -181,10 +197,14 @@ fn at_or_below(prefix: &[u8], id: &Id) -> Vec<u8> {
     k
 }
 
-/// `id`, payload length (u32 little-endian), payload; repeated.
-fn encode(block: &[Entry]) -> Vec<u8> {
-    let size = block.iter().map(|e| 20 + e.1.len()).sum();
+/// The head block starts with the newest block's id; then, in every block, each
+/// entry's id, payload length (u32 little-endian) and payload.
+fn encode(tail: Option<&Id>, block: &[Entry]) -> Vec<u8> {
+    let size = 16 + block.iter().map(|e| 20 + e.1.len()).sum::<usize>();
     let mut out = Vec::with_capacity(size);
+    if let Some(tail) = tail {
+        out.extend_from_slice(tail);
+    }
     for (id, payload) in block {
         out.extend_from_slice(id);
         out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -193,8 +213,19 @@ fn encode(block: &[Entry]) -> Vec<u8> {
     out
 }
 
-fn decode(mut bytes: &[u8]) -> Result<Vec<Entry>> {
+/// The block stored under `first`: (the newest block's id, from the head; else
+/// `first` itself) and its entries.
+fn decode(first: &Id, mut bytes: &[u8]) -> Result<(Id, Vec<Entry>)> {
     let bad = || Error::Storage("a truncated record block".into());
+    let mut tail = *first;
+    if *first == HEAD {
+        tail = bytes
+            .get(..16)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?;
+        bytes = &bytes[16..];
+    }
     let mut out = Vec::new();
     while !bytes.is_empty() {
         let id: Id = bytes
@@ -208,7 +239,7 @@ fn decode(mut bytes: &[u8]) -> Result<Vec<Entry>> {
         out.push((id, payload.to_vec()));
         bytes = &bytes[20 + len..];
     }
-    Ok(out)
+    Ok((tail, out))
 }
 
 #[cfg(test)]
@@ -241,13 +272,12 @@ mod tests {
             .collect()
     }
 
-    /// Every block, oldest first (the scan also meets the tail pointer, the prefix).
+    /// Every block, oldest first.
     fn blocks(store: &dyn Store) -> Vec<Vec<Entry>> {
         store
             .scan(PREFIX, None, false)
             .map(Result::unwrap)
-            .filter(|(k, _)| k.len() > PREFIX.len())
-            .map(|(_, v)| decode(&v).unwrap())
+            .map(|(k, v)| decode(&first_id(PREFIX, &k).unwrap(), &v).unwrap().1)
             .collect()
     }
 
@@ -304,8 +334,9 @@ mod tests {
 
     #[test]
     fn a_truncated_block_is_a_storage_error_not_a_panic() {
-        let mut bytes = encode(&[(id(1), vec![1, 2, 3])]);
+        let mut bytes = encode(None, &[(id(1), vec![1, 2, 3])]);
         bytes.pop();
-        assert!(matches!(decode(&bytes), Err(Error::Storage(_))));
+        assert!(matches!(decode(&id(1), &bytes), Err(Error::Storage(_))));
+        assert!(matches!(decode(&HEAD, &[1, 2]), Err(Error::Storage(_))));
     }
 }

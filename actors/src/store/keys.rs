@@ -5,9 +5,9 @@
 //! and copies whole keys on every insert, and the write path of `/v1/track` puts several.
 //!
 //! `FORMAT` names this layout; the store refuses a data directory written with another.
-//! Layout 3 keeps the event log and its by-name index in blocks (`store::blocks`).
+//! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
-use crate::model::{ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
+use crate::model::{ContactId, DomainId, EmailId, ProjectId, SegmentId, TemplateId};
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
 pub const FORMAT: u32 = 3;
@@ -60,20 +60,16 @@ pub fn counter(p: ProjectId, name: &str) -> Vec<u8> {
     in_project(p, b"/n/", &[name.as_bytes()])
 }
 
-/// Events end with their id, which sorts by the event's time (`EventId::at`), so in
-/// every event index a time range is a key range and newest first is reverse order.
-/// The log itself and the by-name index are blocks (`store::blocks`): each key there
-/// is the first id of a run of events.
+/// The event log, and its indexes by contact and by name, are lists of blocks
+/// (`store::blocks`): each key there is one of these prefixes and the first event id of
+/// a run of events. Event ids sort by the event's time (`EventId::at`), so a time range
+/// is a key range and newest first is reverse order.
 pub fn events(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/e/", &[])
 }
 
 pub fn events_by_contact(p: ProjectId, c: ContactId) -> Vec<u8> {
     in_project(p, b"/ec/", &[c.as_bytes()])
-}
-
-pub fn event_by_contact(p: ProjectId, c: ContactId, e: EventId) -> Vec<u8> {
-    in_project(p, b"/ec/", &[c.as_bytes(), e.as_bytes()])
 }
 
 /// Names cannot hold a NUL, so `<name>\0` never prefixes another name's entries.
@@ -203,17 +199,19 @@ pub fn parse_outbox(k: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::EventId;
 
     #[test]
     fn ids_read_back_from_keys_and_indexes_do_not_overlap() {
         let (p, c, e) = (ProjectId::new(), ContactId::new(), EventId::new());
         assert_eq!(id_after::<ContactId>(&contact(p, c), &contacts(p)), Some(c));
+        let by_contact = with_id(&events_by_contact(p, c), e.as_bytes());
         assert_eq!(
-            id_after::<EventId>(&event_by_contact(p, c, e), &events_by_contact(p, c)),
+            id_after::<EventId>(&by_contact, &events_by_contact(p, c)),
             Some(e)
         );
         assert!(!contact_by_email(p, "a@b.c").starts_with(&contacts(p)));
-        assert!(!event_by_contact(p, c, e).starts_with(&events(p)));
+        assert!(!by_contact.starts_with(&events(p)));
         assert!(
             !with_id(&events_by_name(p, "ab"), e.as_bytes()).starts_with(&events_by_name(p, "a"))
         );
