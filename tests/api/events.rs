@@ -82,7 +82,7 @@ fn all_pages(app: &TestApp, key: &str, query: &str) -> Vec<String> {
 
 #[test]
 fn seventy_events_page_through_the_log_a_name_and_a_contact_without_gap_or_repeat() {
-    // Enough for several of the log's blocks (8 events) and of an index's (32 ids).
+    // Enough for several of the log's blocks (4 events) and of an index's (16 ids).
     let app = TestApp::spawn();
     let p = app.create_project("Acme");
     let mut tracked = Vec::new();

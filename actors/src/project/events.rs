@@ -18,16 +18,18 @@ use crate::store::{codec, keys, Batch, Store};
 pub const EVENTS_COUNTER: &str = "events";
 
 /// The event log: a few events a block (an event is ~100 bytes; a large one gets a
-/// block of its own), since each new event writes its whole block to the log again.
+/// block of its own), since each new event writes its whole block to the write-ahead
+/// log again. Measured under /v1/track: 8 a block wrote ~1.7 KB of log per request,
+/// 4 a block ~1.35 KB, at the same throughput (the mover folds the rewrites either way).
 pub const EVENT_BLOCKS: Blocks = Blocks {
-    max_entries: 8,
+    max_entries: 4,
     max_bytes: 4096,
 };
 
 /// The by-name and by-contact indexes hold bare ids (20 bytes an entry), so their
 /// blocks can be longer.
 pub const INDEX_BLOCKS: Blocks = Blocks {
-    max_entries: 32,
+    max_entries: 16,
     max_bytes: 4096,
 };
 
