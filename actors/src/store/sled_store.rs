@@ -65,6 +65,20 @@ struct Log {
     mover: Arc<Mover>,
     checkpointing: Arc<AtomicBool>,
     checkpoint_bytes: u64,
+    /// Checkpointed log files kept for reuse as later ones (see `wal`).
+    spares: Arc<Mutex<Vec<PathBuf>>>,
+}
+
+/// Spare log files kept: one is taken at each rotation and one returned at each
+/// checkpoint, so two cover a checkpoint that finishes after the next rotation.
+const MAX_SPARES: usize = 2;
+
+/// Keeps a retired log file as a spare while there is room, else removes it.
+fn retire(spares: &Mutex<Vec<PathBuf>>, old: &Path) {
+    let mut spares = lock(spares);
+    if let Some(spare) = wal::retire(old, spares.len() < MAX_SPARES) {
+        spares.push(spare);
+    }
 }
 
 #[derive(Default)]
@@ -83,12 +97,12 @@ impl Log {
     /// the file at the checkpoint size.
     fn sync(&self) -> Result<()> {
         let mut file = lock(&self.file);
-        let (data, ops, upto) = {
+        let (mut data, ops, upto) = {
             let mut p = lock(&self.pending);
             let upto = p.overlay.version();
             (std::mem::take(&mut p.log), std::mem::take(&mut p.ops), upto)
         };
-        if let Err(e) = file.append_sync(&data) {
+        if let Err(e) = file.append_sync(&mut data) {
             // Put everything back so a later sync writes it, in order.
             let mut p = lock(&self.pending);
             let rest = std::mem::replace(&mut p.log, data);
@@ -100,7 +114,8 @@ impl Log {
         self.mover.push(ops, upto);
         if file.bytes() >= self.checkpoint_bytes && !self.checkpointing.swap(true, Ordering::AcqRel)
         {
-            let old = file.rotate()?;
+            let spare = lock(&self.spares).pop();
+            let old = file.rotate(spare)?;
             self.mover.checkpoint_after(old, upto);
         }
         Ok(())
@@ -125,12 +140,16 @@ impl Target for Log {
     /// Every record in the old file is in sled by now, so once sled is flushed the file
     /// is no longer needed. Off the mover's thread, so moves continue meanwhile.
     fn checkpoint(&self, old: PathBuf) {
-        let (db, flag) = (self.db.clone(), self.checkpointing.clone());
+        let (db, flag, spares) = (
+            self.db.clone(),
+            self.checkpointing.clone(),
+            self.spares.clone(),
+        );
         std::thread::spawn(move || {
             let started = std::time::Instant::now();
             match db.flush() {
                 Ok(_) => {
-                    let _ = std::fs::remove_file(&old);
+                    retire(&spares, &old);
                     tracing::info!(
                         millis = started.elapsed().as_millis() as u64,
                         "store checkpoint done"
@@ -169,13 +188,17 @@ impl SledStore {
             })?;
         let wal_dir = path.join("wal");
         let files = wal::existing(&wal_dir)?;
+        let spares = Arc::new(Mutex::new(Vec::new()));
+        for spare in wal::spares(&wal_dir) {
+            retire(&spares, &spare);
+        }
         // Later records win per key, so the whole log folds into one final value per key
         // and goes into sled as one batch: one IO-buffer roll instead of two per record.
         let started = std::time::Instant::now();
         let mut replayed = 0usize;
         let mut folded = Overlay::default();
-        for (_, file) in &files {
-            for ops in wal::read_records(file)? {
+        for (seq, file) in &files {
+            for ops in wal::read_records(file, *seq)? {
                 folded.apply(ops);
                 replayed += 1;
             }
@@ -192,8 +215,7 @@ impl SledStore {
             db.apply_batch(batch)?;
             db.flush()?;
             for (_, file) in &files {
-                std::fs::remove_file(file)
-                    .map_err(|e| Error::Storage(format!("removing a replayed log: {e}")))?;
+                retire(&spares, file);
             }
             tracing::info!(
                 records = replayed,
@@ -204,13 +226,15 @@ impl SledStore {
         }
         let next_seq = files.last().map_or(1, |(seq, _)| seq + 1);
         let mover = Mover::new(Duration::from_millis(config.move_interval_ms));
+        let first_spare = lock(&spares).pop();
         let log = Arc::new(Log {
             db: db.clone(),
             pending: Mutex::new(Pending::default()),
-            file: Mutex::new(WalFile::create(&wal_dir, next_seq)?),
+            file: Mutex::new(WalFile::create(&wal_dir, next_seq, first_spare)?),
             mover: mover.clone(),
             checkpointing: Arc::new(AtomicBool::new(false)),
             checkpoint_bytes: config.wal_checkpoint_bytes,
+            spares,
         });
         let (m, target) = (mover.clone(), log.clone());
         let mover_thread = std::thread::Builder::new()
