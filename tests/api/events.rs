@@ -114,6 +114,18 @@ fn seventy_events_page_through_the_log_a_name_and_a_contact_without_gap_or_repea
         recent.len() >= 10 && evens.starts_with(&recent),
         "{recent:?}"
     );
+    // Totals with a time bound are counted over the index (or the log).
+    let all_recent = all_pages(&app, &p.secret, &format!("since={since}&")).len();
+    for (filter, expected) in [
+        ("email=u0@example.com&", recent.len()),
+        ("name=even&", recent.len()),
+        ("", all_recent),
+    ] {
+        let page = app
+            .get(&format!("/events?limit=5&{filter}since={since}"), &p.secret)
+            .json();
+        assert_eq!(page["total"], expected, "total for {filter}since");
+    }
     for (id, name) in &tracked {
         let e = app.get(&format!("/events/{id}"), &p.secret).json();
         assert_eq!(

@@ -99,14 +99,7 @@ pub fn list_events(
         (None, None, true) => read_counter(store, p, EVENTS_COUNTER)?,
         (None, Some(n), true) => stats(store, &keys::event_name(p, n))?.count,
         (Some(c), Some(n), true) => stats(store, &keys::contact_event_stats(p, n, c))?.count,
-        _ => {
-            let mut n = 0;
-            for event in walk.events(walk.until) {
-                event?;
-                n += 1;
-            }
-            n
-        }
+        _ => walk.count()?,
     };
     Ok(Page {
         items,
@@ -127,6 +120,29 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
+    /// How many events pass the filter. Ids carry the time, so only a name checked
+    /// against the contact's index needs the events themselves.
+    fn count(&self) -> Result<u64> {
+        if self.contact.is_some() && self.name.is_some() {
+            return self.events(self.until).try_fold(0, |n, e| e.map(|_| n + 1));
+        }
+        let prefix = match (self.contact, self.name) {
+            (Some(c), _) => keys::events_by_contact(self.p, c),
+            (None, Some(name)) => keys::events_by_name(self.p, name),
+            (None, None) => keys::events(self.p),
+        };
+        let since = self.since.map(|s| *s.as_bytes());
+        let mut n = 0;
+        for entry in blocks::iter_rev(self.store, &prefix, self.until.map(|u| *u.as_bytes())) {
+            let (id, _) = entry?;
+            if since.is_some_and(|s| id < s) {
+                break;
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// The events below `before` (every one when it is None) that pass the filter.
     fn events(&self, before: Option<EventId>) -> Box<dyn Iterator<Item = Result<Event>> + 'a> {
         let (store, p, since) = (self.store, self.p, self.since);
