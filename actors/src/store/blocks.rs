@@ -15,6 +15,12 @@
 //! Every list starts with a head block under the all-zero id, the floor of every id,
 //! and the head names the newest block: an append finds its block with one or two
 //! point reads, and a new list (a contact's first event) costs one new key.
+//!
+//! Appends never move an entry. Only an entry older than its list's newest (a clock
+//! that stepped back) can split a block in the middle and move entries to a new key; a
+//! listing that runs right then, while the mover puts that batch into sled, may see the
+//! moved entries twice or not at all (the overlay is read as a snapshot, sled is not).
+//! The next read is whole again.
 
 use std::collections::BTreeMap;
 

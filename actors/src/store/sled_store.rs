@@ -115,8 +115,15 @@ impl Log {
         if file.bytes() >= self.checkpoint_bytes && !self.checkpointing.swap(true, Ordering::AcqRel)
         {
             let spare = lock(&self.spares).pop();
-            let old = file.rotate(spare)?;
-            self.mover.checkpoint_after(old, upto);
+            match file.rotate(spare) {
+                Ok(old) => self.mover.checkpoint_after(old, upto),
+                Err(e) => {
+                    // The records are durable either way: keep writing this file and
+                    // try again at the next sync.
+                    tracing::error!(error = %e, "rolling the write-ahead log failed");
+                    self.checkpointing.store(false, Ordering::Release);
+                }
+            }
         }
         Ok(())
     }
@@ -189,8 +196,17 @@ impl SledStore {
         let wal_dir = path.join("wal");
         let files = wal::existing(&wal_dir)?;
         let spares = Arc::new(Mutex::new(Vec::new()));
-        for spare in wal::spares(&wal_dir) {
-            retire(&spares, &spare);
+        // A new file's seq must be above every seq a spare's records carry, or replay
+        // could take a recycled file's old records for new ones.
+        let mut last_seq = files.last().map_or(0, |(seq, _)| *seq);
+        for (seq, spare) in wal::spares(&wal_dir) {
+            last_seq = last_seq.max(seq);
+            let mut kept = lock(&spares);
+            if kept.len() < MAX_SPARES {
+                kept.push(spare);
+            } else {
+                let _ = std::fs::remove_file(&spare);
+            }
         }
         // Later records win per key, so the whole log folds into one final value per key
         // and goes into sled as one batch: one IO-buffer roll instead of two per record.
@@ -224,7 +240,7 @@ impl SledStore {
                 "replayed the write-ahead log"
             );
         }
-        let next_seq = files.last().map_or(1, |(seq, _)| seq + 1);
+        let next_seq = last_seq + 1;
         let mover = Mover::new(Duration::from_millis(config.move_interval_ms));
         let first_spare = lock(&spares).pop();
         let log = Arc::new(Log {
@@ -502,18 +518,58 @@ mod tests {
                 "old logs are removed"
             );
         }
-        // sled releases its file lock from a background thread after the last handle
-        // drops, so a reopen in the same process may have to wait a moment.
-        let s = (0..200)
-            .find_map(|_| match SledStore::open(dir.path(), config) {
+        let s = reopen(dir.path(), config);
+        assert_eq!(s.scan(b"k/", None, false).count(), 50);
+    }
+
+    #[tokio::test]
+    async fn a_new_log_file_takes_a_seq_above_every_spare_even_with_no_log_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_dir = dir.path().join("wal");
+        let config = SledConfig {
+            wal_checkpoint_bytes: 256,
+            ..SledConfig::default()
+        };
+        {
+            let s = SledStore::open(dir.path(), config).unwrap();
+            for i in 0..30u32 {
+                let mut b = Batch::new();
+                b.put(format!("k/{i:03}").into_bytes(), vec![1u8; 64]);
+                s.apply(b).unwrap();
+                s.durable().await.unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        let spares = wal::spares(&wal_dir);
+        assert!((1..=MAX_SPARES).contains(&spares.len()), "{spares:?}");
+        // A start-up replays and retires the logs, then makes a new (empty) one. A crash
+        // between the two leaves only spares: removing the empty log stands in for it.
+        drop(reopen(dir.path(), config));
+        for (_, file) in wal::existing(&wal_dir).unwrap() {
+            std::fs::remove_file(file).unwrap();
+        }
+        let top = wal::spares(&wal_dir).iter().map(|s| s.0).max().unwrap();
+        let s = reopen(dir.path(), config);
+        let files = wal::existing(&wal_dir).unwrap();
+        assert!(
+            files.iter().all(|(seq, _)| *seq > top),
+            "{files:?} vs spare seq {top}"
+        );
+        assert_eq!(s.scan(b"k/", None, false).count(), 30);
+    }
+
+    /// sled releases its file lock from a background thread after the last handle
+    /// drops, so a reopen in the same process may have to wait a moment.
+    fn reopen(path: &Path, config: SledConfig) -> Arc<SledStore> {
+        (0..200)
+            .find_map(|_| match SledStore::open(path, config) {
                 Err(Error::Locked { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                     None
                 }
                 other => Some(other.unwrap()),
             })
-            .expect("reopened");
-        assert_eq!(s.scan(b"k/", None, false).count(), 50);
+            .expect("reopened")
     }
 
     fn copy_dir(from: &Path, to: &Path) {

@@ -95,17 +95,25 @@ pub fn existing(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
-/// Spare files (checkpointed logs kept for reuse) left in `dir` by an earlier run.
-pub fn spares(dir: &Path) -> Vec<PathBuf> {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(SPARE_PREFIX))
-                .map(|e| e.path())
-                .collect()
+/// Spare files (checkpointed logs kept for reuse) left in `dir` by an earlier run, with
+/// the seq each last had.
+pub fn spares(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let seq = name
+                .strip_prefix(SPARE_PREFIX)?
+                .strip_prefix(PREFIX)?
+                .strip_suffix(SUFFIX)?
+                .parse()
+                .ok()?;
+            Some((seq, e.path()))
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// Keeps the checkpointed log file `old` as a spare under another name (so replay never
@@ -249,7 +257,7 @@ mod tests {
             .unwrap();
         let old = first.rotate(None).unwrap();
         let spare = retire(&old, true).expect("kept as a spare");
-        assert_eq!(spares(dir.path()), std::slice::from_ref(&spare));
+        assert_eq!(spares(dir.path()), [(1, spare.clone())]);
         assert!(existing(dir.path())
             .unwrap()
             .iter()
