@@ -500,25 +500,12 @@ mod tests {
     #[tokio::test]
     async fn a_checkpoint_rolls_the_log_and_keeps_every_write() {
         let dir = tempfile::tempdir().unwrap();
-        let config = SledConfig {
-            wal_checkpoint_bytes: 256,
-            ..SledConfig::default()
-        };
-        {
-            let s = SledStore::open(dir.path(), config).unwrap();
-            for i in 0..50u32 {
-                let mut b = Batch::new();
-                b.put(format!("k/{i:03}").into_bytes(), vec![1u8; 64]);
-                s.apply(b).unwrap();
-                s.durable().await.unwrap();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            assert!(
-                wal::existing(&dir.path().join("wal")).unwrap().len() < 50,
-                "old logs are removed"
-            );
-        }
-        let s = reopen(dir.path(), config);
+        write_through_checkpoints(dir.path(), 50).await;
+        assert!(
+            wal::existing(&dir.path().join("wal")).unwrap().len() < 50,
+            "old logs are retired"
+        );
+        let s = reopen(dir.path(), TINY_LOG);
         assert_eq!(s.scan(b"k/", None, false).count(), 50);
     }
 
@@ -526,20 +513,8 @@ mod tests {
     async fn a_new_log_file_takes_a_seq_above_every_spare_even_with_no_log_left() {
         let dir = tempfile::tempdir().unwrap();
         let wal_dir = dir.path().join("wal");
-        let config = SledConfig {
-            wal_checkpoint_bytes: 256,
-            ..SledConfig::default()
-        };
-        {
-            let s = SledStore::open(dir.path(), config).unwrap();
-            for i in 0..30u32 {
-                let mut b = Batch::new();
-                b.put(format!("k/{i:03}").into_bytes(), vec![1u8; 64]);
-                s.apply(b).unwrap();
-                s.durable().await.unwrap();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
+        let config = TINY_LOG;
+        write_through_checkpoints(dir.path(), 30).await;
         let spares = wal::spares(&wal_dir);
         assert!((1..=MAX_SPARES).contains(&spares.len()), "{spares:?}");
         // A start-up replays and retires the logs, then makes a new (empty) one. A crash
@@ -556,6 +531,25 @@ mod tests {
             "{files:?} vs spare seq {top}"
         );
         assert_eq!(s.scan(b"k/", None, false).count(), 30);
+    }
+
+    /// A log that rolls (and checkpoints) every few records.
+    const TINY_LOG: SledConfig = SledConfig {
+        cache_capacity_bytes: 1 << 20,
+        wal_checkpoint_bytes: 256,
+        move_interval_ms: 10,
+    };
+
+    /// Writes `n` durable keys `k/<i>` through many checkpoints, then closes the store.
+    async fn write_through_checkpoints(path: &Path, n: u32) {
+        let s = SledStore::open(path, TINY_LOG).unwrap();
+        for i in 0..n {
+            let mut b = Batch::new();
+            b.put(format!("k/{i:03}").into_bytes(), vec![1u8; 64]);
+            s.apply(b).unwrap();
+            s.durable().await.unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 
     /// sled releases its file lock from a background thread after the last handle
