@@ -1,7 +1,7 @@
 //! Reading events. Every event index ends with the event id, and ids sort by the
 //! event's time, so a listing walks one index backwards between two ids: by contact,
 //! by name, or the whole log; `since` and `until` only narrow the range. The log and
-//! the by-name index are blocks of several events (`store::blocks`).
+//! both indexes are blocks of several events (`store::blocks`).
 
 use super::contacts::{find_id_by_email, read_counter};
 use super::events::EVENTS_COUNTER;
@@ -120,65 +120,59 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
+    /// The list the walk reads: the contact's index, the name's, or the log itself.
+    fn list(&self) -> Vec<u8> {
+        match (self.contact, self.name) {
+            (Some(c), _) => keys::events_by_contact(self.p, c),
+            (None, Some(name)) => keys::events_by_name(self.p, name),
+            (None, None) => keys::events(self.p),
+        }
+    }
+
+    /// The list's entries below `before` (all when it is None) and at or after `since`,
+    /// newest first: ids, with the event itself when the list is the log.
+    fn entries(
+        &self,
+        before: Option<EventId>,
+    ) -> impl Iterator<Item = Result<(EventId, Vec<u8>)>> + 'a {
+        let since = self.since;
+        blocks::iter_rev(self.store, &self.list(), before.map(|b| *b.as_bytes()))
+            .map(|e| e.map(|(id, bytes)| (EventId::from_key_bytes(id), bytes)))
+            .take_while(move |e| {
+                e.as_ref()
+                    .map_or(true, |(id, _)| since.is_none_or(|s| *id >= s))
+            })
+    }
+
     /// How many events pass the filter. Ids carry the time, so only a name checked
     /// against the contact's index needs the events themselves.
     fn count(&self) -> Result<u64> {
         if self.contact.is_some() && self.name.is_some() {
             return self.events(self.until).try_fold(0, |n, e| e.map(|_| n + 1));
         }
-        let prefix = match (self.contact, self.name) {
-            (Some(c), _) => keys::events_by_contact(self.p, c),
-            (None, Some(name)) => keys::events_by_name(self.p, name),
-            (None, None) => keys::events(self.p),
-        };
-        let since = self.since.map(|s| *s.as_bytes());
-        let mut n = 0;
-        for entry in blocks::iter_rev(self.store, &prefix, self.until.map(|u| *u.as_bytes())) {
-            let (id, _) = entry?;
-            if since.is_some_and(|s| id < s) {
-                break;
-            }
-            n += 1;
-        }
-        Ok(n)
+        self.entries(self.until)
+            .try_fold(0, |n, e| e.map(|_| n + 1))
     }
 
     /// The events below `before` (every one when it is None) that pass the filter.
     fn events(&self, before: Option<EventId>) -> Box<dyn Iterator<Item = Result<Event>> + 'a> {
-        let (store, p, since) = (self.store, self.p, self.since);
-        let load = move |id: EventId| -> Result<Option<Event>> {
-            blocks::get(store, &keys::events(p), id.as_bytes())?
-                .map(|b| Event::decode(&b))
-                .transpose()
-        };
-        let in_range = move |id: &EventId| since.is_none_or(|s| *id >= s);
-        let events: Box<dyn Iterator<Item = Result<Event>> + 'a> = match (self.contact, self.name) {
-            (None, None) => Box::new(
-                blocks::iter_rev(store, &keys::events(p), before.map(|b| *b.as_bytes()))
-                    .map(|e| e.and_then(|(_, bytes)| Event::decode(&bytes))),
-            ),
-            (contact, name) => {
-                // An index holds ids; the events come from the log.
-                let prefix = match (contact, name) {
-                    (Some(c), _) => keys::events_by_contact(p, c),
-                    (None, name) => keys::events_by_name(p, name.unwrap_or_default()),
-                };
-                let ids = blocks::iter_rev(store, &prefix, before.map(|b| *b.as_bytes()))
-                    .map(|e| e.map(|(id, _)| EventId::from_key_bytes(id)))
-                    .take_while(move |id| id.as_ref().map_or(true, in_range));
-                Box::new(ids.filter_map(move |id| id.and_then(load).transpose()))
-            }
-        };
+        let (store, p) = (self.store, self.p);
+        let entries = self.entries(before);
+        let indexed = self.contact.is_some() || self.name.is_some();
+        // An index holds ids, and the events come from the log; the log holds them.
+        let events = entries.filter_map(move |e| {
+            let event = e.and_then(|(id, bytes)| match indexed {
+                true => get_event(store, p, id),
+                false => Event::decode(&bytes).map(Some),
+            });
+            event.transpose()
+        });
         // The contact's index holds every name, so a name is checked on each event.
         let name = self.contact.and(self.name).map(str::to_owned);
-        Box::new(
-            events
-                .take_while(move |e| e.as_ref().map_or(true, |e| in_range(&e.id)))
-                .filter(move |e| {
-                    e.as_ref()
-                        .map_or(true, |e| name.as_deref().is_none_or(|n| e.name == n))
-                }),
-        )
+        Box::new(events.filter(move |e| {
+            e.as_ref()
+                .map_or(true, |e| name.as_deref().is_none_or(|n| e.name == n))
+        }))
     }
 }
 

@@ -58,8 +58,8 @@ pub fn append_all(
     let mut by_name: HashMap<&str, Vec<blocks::Entry>> = HashMap::new();
     let mut by_contact: HashMap<ContactId, Vec<blocks::Entry>> = HashMap::new();
     for e in events {
-        log.push((*e.id.as_bytes(), e.encode()?));
         let id = *e.id.as_bytes();
+        log.push((id, e.encode()?));
         by_name.entry(&e.name).or_default().push((id, Vec::new()));
         by_contact
             .entry(e.contact_id)
