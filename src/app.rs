@@ -35,6 +35,7 @@ pub struct Application {
 impl Application {
     /// Must be called inside an actix System (the actors need it).
     pub fn build(settings: Settings) -> Result<Application, String> {
+        mailroom_actors::render::set_limits(settings.templates.limits());
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
                 .map_err(|e| explain(&e))?;
@@ -45,6 +46,7 @@ impl Application {
             RegistryConfig {
                 arbiters: settings.actors.arbiters,
                 mailbox_capacity: settings.actors.mailbox_capacity,
+                render_threads: settings.templates.render_threads(),
             },
         );
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;

@@ -18,6 +18,7 @@ pub struct Settings {
     pub mailer: Mailer,
     pub sending: Sending,
     pub limits: Limits,
+    pub templates: Templates,
     pub actors: Actors,
     pub dns: Dns,
     pub domains: Domains,
@@ -126,6 +127,33 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub max_data_bytes: usize,
     pub idempotency_ttl_hours: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Templates {
+    pub max_steps: u64,
+    pub max_output_bytes: u64,
+    pub max_nesting: usize,
+    pub max_operators: usize,
+    pub render_threads: usize,
+}
+
+impl Templates {
+    pub fn limits(&self) -> mailroom_actors::render::Limits {
+        mailroom_actors::render::Limits {
+            max_steps: self.max_steps,
+            max_output_bytes: self.max_output_bytes,
+            max_nesting: self.max_nesting,
+            max_operators: self.max_operators,
+        }
+    }
+
+    pub fn render_threads(&self) -> usize {
+        match self.render_threads {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

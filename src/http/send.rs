@@ -6,7 +6,6 @@ use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::{
     Attachment, EmailAddress, EmailId, EmailStatus, Mailbox, TemplateId, TemplateKind,
 };
-use mailroom_actors::project::messages::QueueEmails;
 use mailroom_actors::project::sending::{self, SendSpec};
 use mailroom_actors::project::templates as stored;
 use mailroom_actors::{domain, Error, FieldCode, Resource};
@@ -341,7 +340,7 @@ pub async fn send(
             .is_some_and(|t| t.kind == TemplateKind::Marketing),
         idempotency: claim,
     };
-    let queued = state.registry.send(p.id, QueueEmails(spec)).await?;
+    let queued = mailroom_actors::project::send::send(&state.registry, p.id, spec).await?;
     let emails: Vec<Value> = queued
         .iter()
         .map(|q| {

@@ -13,7 +13,7 @@ use crate::helpers::{Project, TestApp};
 const DOMAIN: &str = "acme.test";
 
 /// A server whose DNS is `dns`, with a project whose domain is verified there.
-fn verified_app(dns: &TestDns, env: &[(&str, &str)]) -> (TestApp, Project) {
+pub(crate) fn verified_app(dns: &TestDns, env: &[(&str, &str)]) -> (TestApp, Project) {
     let ns = dns.addr();
     let mut env = env.to_vec();
     env.push(("MAILROOM__DNS__NAMESERVERS", ns.as_str()));
@@ -40,7 +40,11 @@ fn verified_app(dns: &TestDns, env: &[(&str, &str)]) -> (TestApp, Project) {
 }
 
 /// A server that sends through `smtp`, unpaced, retrying quickly, with a verified domain.
-fn app_with(dns: &TestDns, smtp: &SmtpServer, extra: &[(&str, &str)]) -> (TestApp, Project) {
+pub(crate) fn app_with(
+    dns: &TestDns,
+    smtp: &SmtpServer,
+    extra: &[(&str, &str)],
+) -> (TestApp, Project) {
     let port = smtp.port().to_string();
     let mut env = vec![
         ("MAILROOM__MAIL__TRANSPORT", "smtp"),

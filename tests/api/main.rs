@@ -12,6 +12,7 @@ mod errors;
 mod events;
 mod helpers;
 mod ops;
+mod sandbox;
 mod segments;
 mod send;
 mod templates;

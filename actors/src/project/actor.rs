@@ -9,10 +9,10 @@ use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 use super::contacts::{self, Counts, WriteCtx};
 use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
-    DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
-    QueueEmails, QueuedEmail, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment,
-    UpdateTemplate, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, ChangeMembers, CommitSend, CreateDomain, CreateSegment, CreateTemplate,
+    DeleteContact, DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome,
+    PatchContact, PrepareSend, QueuedEmail, RecordDelivery, Restart, Track, TrackOutcome,
+    UpdateSegment, UpdateTemplate, UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
@@ -284,12 +284,22 @@ impl Handler<DeleteTemplate> for ProjectActor {
     }
 }
 
-impl Handler<QueueEmails> for ProjectActor {
+impl Handler<PrepareSend> for ProjectActor {
+    type Result = Result<sending::Prepared>;
+
+    /// Not waited on for durability: the commit's flush comes after these writes.
+    fn handle(&mut self, msg: PrepareSend, _ctx: &mut Self::Context) -> Self::Result {
+        let (ctx, counts) = self.ctx();
+        sending::prepare(&ctx, counts, msg)
+    }
+}
+
+impl Handler<CommitSend> for ProjectActor {
     type Result = ResponseFuture<Result<Vec<QueuedEmail>>>;
 
-    fn handle(&mut self, msg: QueueEmails, _ctx: &mut Self::Context) -> Self::Result {
-        let (ctx, counts) = self.ctx();
-        let result = sending::queue(&ctx, counts, msg.0);
+    fn handle(&mut self, msg: CommitSend, _ctx: &mut Self::Context) -> Self::Result {
+        let (ctx, _) = self.ctx();
+        let result = sending::commit(&ctx, msg.spec, msg.rendered);
         let reply = self.after_flush(result);
         let outbox = self.outbox.clone();
         Box::pin(async move {

@@ -130,11 +130,25 @@ pub struct DeleteTemplate {
     pub id: crate::model::TemplateId,
 }
 
-/// Upserts each recipient as a contact, renders one email per recipient and queues it
-/// in the outbox, all durably before the answer.
+/// The first half of a send: answers a replay, or upserts each recipient as a contact
+/// and says who gets an email. Rendering happens between the halves, off the actor.
+#[derive(Message)]
+#[rtype(result = "Result<crate::project::sending::Prepared>")]
+pub struct PrepareSend {
+    pub recipients: Vec<(EmailAddress, Option<String>)>,
+    pub subscribed: Option<bool>,
+    pub marketing: bool,
+    pub idempotency: Option<crate::idempotency::Claim>,
+}
+
+/// The second half: writes every rendered email and its outbox entry (and the
+/// idempotency record) in one batch, durably before the answer.
 #[derive(Message)]
 #[rtype(result = "Result<Vec<QueuedEmail>>")]
-pub struct QueueEmails(pub crate::project::sending::SendSpec);
+pub struct CommitSend {
+    pub spec: crate::project::sending::SendSpec,
+    pub rendered: Vec<crate::project::sending::Rendered>,
+}
 
 /// One recipient's entry in the answer (also what an idempotent replay answers).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -14,6 +14,7 @@ pub mod queries;
 pub mod registry;
 pub mod segment_queries;
 pub mod segments;
+pub mod send;
 pub mod sending;
 pub mod table;
 pub mod templates;

@@ -18,6 +18,7 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::mailer::attempts::Attempts;
 use crate::model::ProjectId;
+use crate::render::RenderPool;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +27,8 @@ pub struct RegistryConfig {
     pub arbiters: usize,
     /// Messages that may wait for one project actor before new ones get 503.
     pub mailbox_capacity: usize,
+    /// Renders that may run at once (off the actors' threads).
+    pub render_threads: usize,
 }
 
 #[derive(Clone)]
@@ -50,6 +53,7 @@ struct Inner {
     outbox: Arc<tokio::sync::Notify>,
     /// Emails in an SMTP attempt (the dispatcher writes it, `GET /emails/{id}` reads it).
     attempts: Arc<Attempts>,
+    renders: RenderPool,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -76,6 +80,7 @@ impl Registry {
                 slots: Mutex::new(HashMap::new()),
                 outbox: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
+                renders: RenderPool::new(config.render_threads),
             }),
         }
     }
@@ -169,6 +174,10 @@ impl Registry {
         &self.inner.attempts
     }
 
+    pub fn renders(&self) -> &RenderPool {
+        &self.inner.renders
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
@@ -205,6 +214,7 @@ mod tests {
             RegistryConfig {
                 arbiters: 1,
                 mailbox_capacity: 16,
+                render_threads: 1,
             },
         );
         let p = ProjectId::new();
@@ -237,6 +247,7 @@ mod tests {
             RegistryConfig {
                 arbiters: 2,
                 mailbox_capacity: 1024,
+                render_threads: 1,
             },
         );
         let p = ProjectId::new();

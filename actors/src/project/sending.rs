@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 
 use super::contacts::{self, Counts, WriteCtx};
 use super::events;
-use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
+use super::messages::{
+    DeliveryOutcome, PatchContact, PrepareSend, QueuedEmail, RecordDelivery, UpsertContact,
+};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
@@ -49,28 +51,87 @@ pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
     Value::Object(vars)
 }
 
-pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<QueuedEmail>> {
-    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
-    if let Some(claim) = &spec.idempotency {
-        if let Some(reply) = idempotency::lookup(store, p, claim, now)? {
-            return Ok(reply);
+/// What the actor decided before rendering.
+pub enum Prepared {
+    /// An idempotent replay: the first answer, and nothing to send.
+    Replay(Vec<QueuedEmail>),
+    Recipients(Vec<Recipient>),
+}
+
+/// A recipient contact as upserted, and whether it is skipped.
+pub struct Recipient {
+    pub contact: Contact,
+    pub name: Option<String>,
+    pub skipped: bool,
+}
+
+/// A recipient and its rendered (subject, body), None when skipped.
+pub struct Rendered {
+    pub recipient: Recipient,
+    pub content: Option<(String, String)>,
+}
+
+/// Upserts the recipients; a marketing send skips those who are unsubscribed.
+pub fn prepare(ctx: &WriteCtx, counts: &mut Counts, msg: PrepareSend) -> Result<Prepared> {
+    if let Some(claim) = &msg.idempotency {
+        if let Some(reply) = idempotency::lookup(ctx.store, ctx.project, claim, ctx.now)? {
+            return Ok(Prepared::Replay(reply));
         }
     }
-    let mut out = Vec::with_capacity(spec.recipients.len());
-    let mut batch = Batch::new();
-    for (email, name) in &spec.recipients {
+    let mut out = Vec::with_capacity(msg.recipients.len());
+    for (email, name) in msg.recipients {
         let up = contacts::upsert(
             ctx,
             counts,
             UpsertContact {
-                email: email.clone(),
-                subscribed: spec.subscribed,
+                email,
+                subscribed: msg.subscribed,
                 default_subscribed: false,
                 data: DataPatch::default(),
             },
         )?;
-        let contact = up.contact;
-        if spec.marketing && !contact.subscribed {
+        let skipped = msg.marketing && !up.contact.subscribed;
+        out.push(Recipient {
+            contact: up.contact,
+            name,
+            skipped,
+        });
+    }
+    Ok(Prepared::Recipients(out))
+}
+
+/// Renders each recipient's email; runs on the render pool, not on an actor.
+pub fn render(
+    content: &Compiled,
+    data: &Map<String, Value>,
+    recipients: Vec<Recipient>,
+) -> Result<Vec<Rendered>> {
+    recipients
+        .into_iter()
+        .map(|recipient| {
+            let content = match recipient.skipped {
+                true => None,
+                false => Some(content.render(&variables(&recipient.contact, data))?),
+            };
+            Ok(Rendered { recipient, content })
+        })
+        .collect()
+}
+
+/// Writes the emails, their outbox entries and the idempotency record as one batch.
+pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result<Vec<QueuedEmail>> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    if let Some(claim) = &spec.idempotency {
+        // The same key may have been committed while this request rendered.
+        if let Some(reply) = idempotency::lookup(store, p, claim, now)? {
+            return Ok(reply);
+        }
+    }
+    let mut out = Vec::with_capacity(rendered.len());
+    let mut batch = Batch::new();
+    for Rendered { recipient, content } in rendered {
+        let contact = recipient.contact;
+        let Some((subject, html)) = content else {
             out.push(QueuedEmail {
                 contact_id: contact.id,
                 email: contact.email,
@@ -78,13 +139,12 @@ pub fn queue(ctx: &WriteCtx, counts: &mut Counts, spec: SendSpec) -> Result<Vec<
                 skipped: Some("unsubscribed".into()),
             });
             continue;
-        }
-        let (subject, html) = spec.content.render(&variables(&contact, &spec.data))?;
+        };
         let record = OutboundEmail {
             id: EmailId::new(),
             project: p,
             contact_id: contact.id,
-            to: Mailbox::new(name.clone(), &contact.email),
+            to: Mailbox::new(recipient.name, &contact.email),
             from: spec.from.clone(),
             reply_to: spec.reply_to.clone(),
             subject,

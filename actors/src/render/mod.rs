@@ -2,35 +2,124 @@
 //! `{{name}}`, `{{ data.plan }}`, `{{name ?? "there"}}`. A plain variable that is
 //! missing renders as the empty string (tera would refuse it), so each `{{ path }}` and
 //! `{{ path ?? "fallback" }}` is rewritten to tera's `default` filter before compiling.
-//! Everything else (conditionals, loops, filters) is tera as it is. Bodies are
-//! HTML-escaped, subjects are not.
+//! Conditionals, loops and filters are tera's, inside the sandbox (`sandbox`): no
+//! outside state, no other templates, and a bound on the work of each render (`budget`).
+//! Bodies are HTML-escaped, subjects are not.
 
+pub mod budget;
 mod cache;
+mod pool;
+pub mod sandbox;
 mod syntax;
+
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use tera::{Context, Tera};
 
 pub use cache::TemplateCache;
+pub use pool::RenderPool;
 
-use crate::error::{Error, FieldCode, Result};
+use crate::error::{Error, FieldCode, FieldError, Result};
 
 const SUBJECT: &str = "subject.txt";
 const BODY: &str = "body.html";
+
+/// The bounds on tenant templates (config section `templates`).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Charged steps one render may take (see `budget`).
+    pub max_steps: u64,
+    /// Bytes one render may make, as output or as any value along the way.
+    pub max_output_bytes: u64,
+    /// Blocks or brackets nested in one another.
+    pub max_nesting: usize,
+    /// Operators and filters in one tag.
+    pub max_operators: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 200_000,
+            max_output_bytes: 4 << 20,
+            max_nesting: 16,
+            max_operators: 64,
+        }
+    }
+}
+
+/// The limits in force, set once at start-up from config (`set_limits`); every compile
+/// and render of the process reads them, wherever it runs (HTTP worker, actor, render
+/// pool), which spares threading them through each caller.
+static LIMITS: OnceLock<Limits> = OnceLock::new();
+
+/// Sets the process's template limits; the first call wins.
+pub fn set_limits(limits: Limits) {
+    let _ = LIMITS.set(limits);
+}
+
+pub fn limits() -> Limits {
+    *LIMITS.get_or_init(Limits::default)
+}
 
 /// A compiled subject and body pair.
 pub struct Compiled {
     tera: Tera,
 }
 
-/// Compiles a subject and body, or says which field fails and on which line.
+/// Compiles a subject and body, or says which field fails and on which line. A template
+/// is refused when it uses what the sandbox does not allow, or when it could exceed the
+/// render limits even with no data (a loop over `range(end=10000000000)`).
 pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
-    let mut tera = Tera::default();
-    tera.autoescape_on(vec![".html"]);
+    let limits = limits();
+    let mut tera = sandbox::engine(&limits);
     let mut errors = Vec::new();
     for (name, field, src) in [(SUBJECT, "subject", subject), (BODY, "body", body)] {
-        if let Err(e) = tera.add_raw_template(name, &syntax::to_tera(src)) {
-            errors.push(crate::error::FieldError::new(
+        if let Err(deep) = sandbox::prescan(src, &limits) {
+            errors.push(FieldError::new(
+                field,
+                FieldCode::TemplateSyntax,
+                format!("Template syntax error at line {}: {}", deep.line, deep.what),
+            ));
+            continue;
+        }
+        // Parsed and checked on its own first: adding a template to tera already
+        // resolves `extends`, which must be refused before tera looks for its parent.
+        let source = syntax::to_tera(src);
+        let parsed = match tera::Template::new(name, None, &source) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(FieldError::new(
+                    field,
+                    FieldCode::TemplateSyntax,
+                    describe(&e),
+                ));
+                continue;
+            }
+        };
+        if let Err(refused) = sandbox::check(&parsed.ast) {
+            let at = sandbox::line_of_tag(src, refused.keyword)
+                .map(|l| format!(" at line {l}"))
+                .unwrap_or_default();
+            errors.push(FieldError::new(
+                field,
+                FieldCode::TemplateSyntax,
+                format!("Template error{at}: {}", refused.what),
+            ));
+            continue;
+        }
+        let empty = Value::Object(Default::default());
+        if let Err(over) = budget::charge(&parsed.ast, &empty, name == BODY, &limits) {
+            errors.push(FieldError::new(
+                field,
+                FieldCode::TooBig,
+                format!("Template is too costly: {}", over.0),
+            ));
+            continue;
+        }
+        if let Err(e) = tera.add_raw_template(name, &source) {
+            errors.push(FieldError::new(
                 field,
                 FieldCode::TemplateSyntax,
                 describe(&e),
@@ -45,17 +134,45 @@ pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
 }
 
 impl Compiled {
-    /// Renders (subject, body) with the variables of one recipient.
+    /// Renders (subject, body) with the variables of one recipient, after charging the
+    /// render's worst case against the limits. Call it off any actor's thread: it is
+    /// bounded, but a bounded render can still take milliseconds.
     pub fn render(&self, vars: &Value) -> Result<(String, String)> {
-        let ctx = Context::from_value(vars.clone()).map_err(|e| Error::Internal(e.to_string()))?;
-        let render = |name: &str| {
-            self.tera.render(name, &ctx).map_err(|e| {
+        let limits = limits();
+        let mut ctx = None;
+        let mut render = |name: &str| -> Result<String> {
+            let field = if name == SUBJECT { "subject" } else { "body" };
+            let ast = &self.tera.templates[name].ast;
+            budget::charge(ast, vars, name == BODY, &limits).map_err(|over| {
                 Error::field(
-                    if name == SUBJECT { "subject" } else { "body" },
-                    FieldCode::TemplateSyntax,
-                    describe(&e),
+                    field,
+                    FieldCode::TooBig,
+                    format!("Template is too costly: {}", over.0),
                 )
-            })
+            })?;
+            if ctx.is_none() {
+                ctx = Some(
+                    Context::from_value(vars.clone())
+                        .map_err(|e| Error::Internal(e.to_string()))?,
+                );
+            }
+            let ctx = ctx.as_ref().expect("set above");
+            let text = self
+                .tera
+                .render(name, ctx)
+                .map_err(|e| Error::field(field, FieldCode::TemplateSyntax, describe(&e)))?;
+            if text.len() as u64 > limits.max_output_bytes {
+                return Err(Error::field(
+                    field,
+                    FieldCode::TooBig,
+                    format!(
+                        "Rendered {} bytes; the limit is {}",
+                        text.len(),
+                        limits.max_output_bytes
+                    ),
+                ));
+            }
+            Ok(text)
         };
         Ok((render(SUBJECT)?, render(BODY)?))
     }
@@ -107,6 +224,102 @@ mod tests {
         assert_eq!(b, "<p>pro||&lt;Ada&gt;|VIP</p>", "bodies are escaped");
         let (s, _) = c.render(&json!({})).unwrap();
         assert_eq!(s, "Hi there & co");
+    }
+
+    fn refusal(subject: &str, body: &str) -> (String, FieldCode, String) {
+        let Err(Error::Validation(fields)) = compile(subject, body) else {
+            panic!("expected {body:?} to be refused")
+        };
+        let f = &fields[0];
+        (f.field.clone(), f.code, f.message.clone())
+    }
+
+    #[test]
+    fn templates_cannot_reach_the_environment_or_any_function_but_range() {
+        for call in [
+            "{{ get_env(name=\"PATH\") }}",
+            "{{ get_random(end=5) }}",
+            "{{ now() }}",
+            "{{ throw(message=\"x\") }}",
+        ] {
+            let (field, code, message) = refusal("ok", call);
+            assert_eq!((field.as_str(), code), ("body", FieldCode::TemplateSyntax));
+            assert!(message.contains("not available"), "{call}: {message}");
+        }
+        let (field, _, _) = refusal("{{ get_env(name=\"HOME\") | upper }}", "ok");
+        assert_eq!(field, "subject");
+        assert!(compile("ok", "{% for i in range(end=3) %}{{ i }}{% endfor %}").is_ok());
+    }
+
+    #[test]
+    fn other_templates_macros_and_set_are_refused_with_their_line() {
+        for (body, line) in [
+            ("a\n{% include \"body.html\" %}", 2),
+            ("{% extends \"body.html\" %}", 1),
+            ("x\ny\n{% import \"m\" as m %}", 3),
+            ("{% macro f() %}{{ self::f() }}{% endmacro f %}", 1),
+            ("\n{% set a = \"x\" %}{{ a }}", 2),
+            ("{% set_global a = 1 %}", 1),
+        ] {
+            let (_, code, message) = refusal("ok", body);
+            assert_eq!(code, FieldCode::TemplateSyntax, "{body}");
+            assert!(
+                message.contains(&format!("line {line}")),
+                "{body}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn deep_nesting_and_endless_expressions_are_refused_before_tera_parses_them() {
+        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(5000), ")".repeat(5000));
+        assert!(refusal("ok", &deep).2.contains("brackets"));
+        let long = format!("{{{{ {} }}}}", vec!["1"; 200_000].join("+"));
+        assert!(refusal("ok", &long).2.contains("operators"));
+        let ifs = "{% if a %}".repeat(100);
+        assert!(refusal(&ifs, "ok").2.contains("nest"));
+    }
+
+    #[test]
+    fn a_loop_that_could_run_forever_is_refused_at_save() {
+        let (field, code, message) = refusal(
+            "ok",
+            "{% for i in range(end=100000) %}{% for j in range(end=100000) %}{% endfor %}{% endfor %}",
+        );
+        assert_eq!((field.as_str(), code), ("body", FieldCode::TooBig));
+        assert!(message.contains("steps"), "{message}");
+    }
+
+    #[test]
+    fn loops_over_contact_data_are_charged_with_that_data_before_rendering() {
+        let c = compile(
+            "ok",
+            "{% for a in items %}{% for b in items %}{% for c in items %}.{% endfor %}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let small = json!({"items": [1, 2, 3]});
+        assert_eq!(c.render(&small).unwrap().1, ".".repeat(27));
+        let big = json!({"items": (0..10_000).collect::<Vec<_>>()});
+        let started = std::time::Instant::now();
+        let Err(Error::Validation(fields)) = c.render(&big) else {
+            panic!("10^12 iterations must be refused")
+        };
+        assert_eq!(fields[0].code, FieldCode::TooBig);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn values_that_grow_through_filters_are_refused_before_they_are_made() {
+        let chain = format!("{{{{ x{} }}}}", " | json_encode".repeat(5));
+        let c = compile(&chain, "ok").unwrap();
+        assert!(c.render(&json!({"x": "a"})).is_ok());
+        let Err(Error::Validation(fields)) = c.render(&json!({"x": "\"".repeat(10_000)})) else {
+            panic!("a 6^5 growth of 10 KB must be refused")
+        };
+        assert!(fields[0].message.contains("bytes"), "{}", fields[0].message);
+        let replace = compile("ok", "{{ x | replace(from=\"a\", to=x) }}").unwrap();
+        assert!(replace.render(&json!({"x": "a".repeat(100_000)})).is_err());
+        assert!(replace.render(&json!({"x": "abc"})).is_ok());
     }
 
     #[test]

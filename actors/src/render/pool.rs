@@ -1,0 +1,40 @@
+//! Where renders run: on tokio's blocking threads, at most `threads` at once, never on
+//! an actor's thread. A render is bounded (see `budget`), but even a bounded render of a
+//! hundred recipients can take milliseconds, and an actor's arbiter hosts other
+//! projects whose requests must not wait behind it.
+
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone)]
+pub struct RenderPool {
+    permits: Arc<Semaphore>,
+}
+
+impl RenderPool {
+    pub fn new(threads: usize) -> Self {
+        RenderPool {
+            permits: Arc::new(Semaphore::new(threads.max(1))),
+        }
+    }
+
+    /// Runs `work` on a blocking thread once a slot is free.
+    pub async fn run<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let _slot = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Internal("the render pool is closed".into()))?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| Error::Internal(format!("a render failed: {e}")))
+    }
+}

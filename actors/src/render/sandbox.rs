@@ -1,0 +1,434 @@
+//! The template sandbox: what tenant text may use of tera.
+//!
+//! Tenant templates are hostile input (ARCHITECTURE rule 9). Three walls keep them in:
+//! - an engine with nothing outside the template: tera's functions are dropped but for a
+//!   capped `range` (no `get_env`, `now`, `get_random`, `throw`), and only filters and
+//!   tests that compute on their input are kept;
+//! - an allowlist of statements (`check`): text, output, `if`, `for`, `break`, `continue`,
+//!   `raw`, comments and filter sections. `include`, `extends`, `import`, macros, blocks
+//!   and `set` are refused at save: the first three reach other templates (a body that
+//!   includes itself recursed until the process aborted), and macros and `set` are the
+//!   ways a template could grow values without bound (`{% set a = a ~ a %}` forty times);
+//! - a pre-scan (`prescan`) of the raw text that bounds nesting and the length of one
+//!   expression, since tera's parser, renderer and even the drop of its syntax tree recurse
+//!   once per level: `{{ 1+1+1+... }}` with a million terms would overflow the stack.
+//!
+//! The work of one render is bounded separately, before it starts (`budget`).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tera::ast::{Expr, ExprVal, FunctionCall, Node};
+use tera::Tera;
+
+use super::Limits;
+
+/// Filters whose output size is a known function of their input (see `budget`).
+pub const FILTERS: &[&str] = &[
+    "upper",
+    "lower",
+    "trim",
+    "trim_start",
+    "trim_end",
+    "trim_start_matches",
+    "trim_end_matches",
+    "truncate",
+    "wordcount",
+    "replace",
+    "capitalize",
+    "title",
+    "linebreaksbr",
+    "indent",
+    "striptags",
+    "spaceless",
+    "escape",
+    "escape_xml",
+    "addslashes",
+    "split",
+    "int",
+    "float",
+    "first",
+    "last",
+    "nth",
+    "join",
+    "sort",
+    "unique",
+    "slice",
+    "group_by",
+    "filter",
+    "map",
+    "concat",
+    "abs",
+    "pluralize",
+    "round",
+    "length",
+    "reverse",
+    "json_encode",
+    "as_str",
+    "get",
+    "default",
+    "safe",
+];
+
+/// Tests (`is defined`, `is odd`, ...) that only look at their value.
+const TESTS: &[&str] = &[
+    "defined",
+    "undefined",
+    "odd",
+    "even",
+    "string",
+    "number",
+    "divisibleby",
+    "iterable",
+    "object",
+    "starting_with",
+    "ending_with",
+    "containing",
+];
+
+/// A tera engine holding nothing but the allowed filters, tests and a capped `range`.
+pub fn engine(limits: &Limits) -> Tera {
+    let mut tera = Tera::default();
+    tera.autoescape_on(vec![".html"]);
+    tera.functions.clear();
+    tera.filters
+        .retain(|name, _| FILTERS.contains(&name.as_str()));
+    tera.testers
+        .retain(|name, _| TESTS.contains(&name.as_str()));
+    let cap = limits.max_steps;
+    tera.register_function("range", move |args: &HashMap<String, Value>| {
+        capped_range(args, cap)
+    });
+    tera
+}
+
+/// tera's `range(end, start=0, step_by=1)`, refusing more than `cap` numbers before it
+/// allocates them (tera's own would build a vector of any length it is asked for).
+fn capped_range(args: &HashMap<String, Value>, cap: u64) -> tera::Result<Value> {
+    let arg = |name: &str, default: Option<u64>| -> tera::Result<u64> {
+        match args.get(name) {
+            Some(v) => v.as_u64().ok_or_else(|| {
+                tera::Error::msg(format!(
+                    "range: `{name}` must be a non-negative integer, not {v}"
+                ))
+            }),
+            None => default.ok_or_else(|| tera::Error::msg(format!("range: `{name}` is required"))),
+        }
+    };
+    let (start, end, step) = (
+        arg("start", Some(0))?,
+        arg("end", None)?,
+        arg("step_by", Some(1))?,
+    );
+    if step == 0 {
+        return Err(tera::Error::msg("range: `step_by` must be at least 1"));
+    }
+    let count = end.saturating_sub(start).div_ceil(step);
+    if count > cap {
+        return Err(tera::Error::msg(format!(
+            "range: {count} numbers is more than the {cap} a template may make"
+        )));
+    }
+    Ok(Value::Array(
+        (start..end)
+            .step_by(step as usize)
+            .map(Value::from)
+            .collect(),
+    ))
+}
+
+/// A statement or call that tenant text may not use, with the tag keyword that finds it
+/// in the source for the error's line.
+pub struct Refusal {
+    pub what: String,
+    pub keyword: &'static str,
+}
+
+/// Walks a parsed template and names the first construct outside the allowlist.
+pub fn check(nodes: &[Node]) -> Result<(), Refusal> {
+    for node in nodes {
+        check_node(node)?;
+    }
+    Ok(())
+}
+
+fn refuse(what: &str, keyword: &'static str) -> Result<(), Refusal> {
+    Err(Refusal {
+        what: what.to_owned(),
+        keyword,
+    })
+}
+
+fn check_node(node: &Node) -> Result<(), Refusal> {
+    match node {
+        Node::Text(_) | Node::Raw(..) | Node::Comment(..) | Node::Break(_) | Node::Continue(_) => {
+            Ok(())
+        }
+        Node::VariableBlock(_, e) => check_expr(e),
+        Node::If(i, _) => {
+            for (_, cond, body) in &i.conditions {
+                check_expr(cond)?;
+                check(body)?;
+            }
+            match &i.otherwise {
+                Some((_, body)) => check(body),
+                None => Ok(()),
+            }
+        }
+        Node::Forloop(_, f, _) => {
+            check_expr(&f.container)?;
+            check(&f.body)?;
+            match &f.empty_body {
+                Some(body) => check(body),
+                None => Ok(()),
+            }
+        }
+        Node::FilterSection(_, s, _) => {
+            check_call(&s.filter, true)?;
+            check(&s.body)
+        }
+        Node::Include(..) => refuse("`include` is not available in templates", "include"),
+        Node::Extends(..) => refuse("`extends` is not available in templates", "extends"),
+        Node::ImportMacro(..) => refuse("`import` is not available in templates", "import"),
+        Node::MacroDefinition(..) => refuse("macros are not available in templates", "macro"),
+        Node::Block(..) | Node::Super => refuse("blocks are not available in templates", "block"),
+        Node::Set(_, s) if s.global => {
+            refuse("`set_global` is not available in templates", "set_global")
+        }
+        Node::Set(..) => refuse(
+            "`set` is not available in templates; use the value where it is needed",
+            "set",
+        ),
+    }
+}
+
+fn check_call(call: &FunctionCall, filter: bool) -> Result<(), Refusal> {
+    if filter && !FILTERS.contains(&call.name.as_str()) {
+        return Err(Refusal {
+            what: format!("the filter `{}` is not available in templates", call.name),
+            keyword: "",
+        });
+    }
+    if !filter && call.name != "range" {
+        return Err(Refusal {
+            what: format!(
+                "the function `{}` is not available in templates (only `range` is)",
+                call.name
+            ),
+            keyword: "",
+        });
+    }
+    for arg in call.args.values() {
+        check_expr(arg)?;
+    }
+    Ok(())
+}
+
+fn check_expr(e: &Expr) -> Result<(), Refusal> {
+    for f in &e.filters {
+        check_call(f, true)?;
+    }
+    check_val(&e.val)
+}
+
+fn check_val(v: &ExprVal) -> Result<(), Refusal> {
+    match v {
+        ExprVal::String(_)
+        | ExprVal::Int(_)
+        | ExprVal::Float(_)
+        | ExprVal::Bool(_)
+        | ExprVal::Ident(_) => Ok(()),
+        ExprVal::Math(m) => {
+            check_expr(&m.lhs)?;
+            check_expr(&m.rhs)
+        }
+        ExprVal::Logic(l) => {
+            check_expr(&l.lhs)?;
+            check_expr(&l.rhs)
+        }
+        ExprVal::In(i) => {
+            check_expr(&i.lhs)?;
+            check_expr(&i.rhs)
+        }
+        ExprVal::Test(t) => {
+            if !TESTS.contains(&t.name.as_str()) {
+                return Err(Refusal {
+                    what: format!("the test `{}` is not available in templates", t.name),
+                    keyword: "",
+                });
+            }
+            t.args.iter().try_for_each(check_expr)
+        }
+        ExprVal::MacroCall(_) => refuse("macros are not available in templates", "macro"),
+        ExprVal::FunctionCall(call) => check_call(call, false),
+        ExprVal::Array(items) => items.iter().try_for_each(check_expr),
+        ExprVal::StringConcat(c) => c.values.iter().try_for_each(check_val),
+    }
+}
+
+/// The 1-based line of the first tag that opens with `keyword`, for an error message.
+pub fn line_of_tag(src: &str, keyword: &str) -> Option<usize> {
+    if keyword.is_empty() {
+        return None;
+    }
+    let mut offset = 0;
+    while let Some(at) = src[offset..].find("{%") {
+        let start = offset + at;
+        let word = src[start + 2..]
+            .trim_start_matches('-')
+            .trim_start()
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or_default();
+        if word == keyword {
+            return Some(src[..start].matches('\n').count() + 1);
+        }
+        offset = start + 2;
+    }
+    None
+}
+
+/// Why a template's raw text is refused before it is parsed, and on which line.
+pub struct TooDeep {
+    pub line: usize,
+    pub what: String,
+}
+
+/// Bounds, on the raw text, what tera would otherwise turn into deep recursion: block
+/// nesting (`if`, `for`, `filter`, ...), bracket nesting and operators in one tag.
+pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
+    let bytes = src.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let line_at = |pos: usize| src[..pos].matches('\n').count() + 1;
+    while i + 1 < bytes.len() {
+        let open = &bytes[i..i + 2];
+        let close = match open {
+            b"{{" => b"}}",
+            b"{%" => b"%}",
+            b"{#" => {
+                // A comment ends at `#}`; nothing inside it is parsed.
+                i = match src[i + 2..].find("#}") {
+                    Some(at) => i + 2 + at + 2,
+                    None => return Ok(()),
+                };
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let start = i;
+        let (end, brackets, operators) = scan_tag(bytes, i + 2, close);
+        if brackets > limits.max_nesting {
+            return Err(TooDeep {
+                line: line_at(start),
+                what: format!(
+                    "brackets nest {brackets} deep; at most {} are allowed",
+                    limits.max_nesting
+                ),
+            });
+        }
+        if operators > limits.max_operators {
+            return Err(TooDeep {
+                line: line_at(start),
+                what: format!(
+                    "one expression has {operators} operators and filters; at most {} are allowed",
+                    limits.max_operators
+                ),
+            });
+        }
+        if open == b"{%" {
+            let word = src[start + 2..end]
+                .trim_start_matches('-')
+                .trim_start()
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default();
+            match word {
+                "if" | "for" | "filter" | "macro" | "block" | "raw" => depth += 1,
+                w if w.starts_with("end") => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > limits.max_nesting {
+                return Err(TooDeep {
+                    line: line_at(start),
+                    what: format!("blocks nest more than {} deep", limits.max_nesting),
+                });
+            }
+            if word == "raw" {
+                // Text up to `endraw` is literal, however it looks.
+                match src[end..].find("endraw") {
+                    Some(at) => {
+                        i = end + at;
+                        continue;
+                    }
+                    None => return Ok(()),
+                }
+            }
+        }
+        i = end;
+    }
+    Ok(())
+}
+
+/// Scans one tag from `from` to its closing delimiter (outside string literals) and
+/// returns where it ends, its deepest bracket nesting and its count of operators.
+fn scan_tag(bytes: &[u8], from: usize, close: &[u8]) -> (usize, usize, usize) {
+    let (mut depth, mut deepest, mut operators) = (0usize, 0usize, 0usize);
+    let mut quote: Option<u8> = None;
+    let mut i = from;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if let Some(q) = quote {
+            if b == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        if bytes[i..].starts_with(close) {
+            return (i + 2, deepest, operators);
+        }
+        match b {
+            b'"' | b'\'' | b'`' => quote = Some(b),
+            b'(' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'|' | b'<' | b'>' | b'=' | b'!' | b',' => {
+                operators += 1
+            }
+            b'a'..=b'z' => {
+                // `and`, `or`, `not`, `in`, `is` as whole words.
+                let word_start = i == 0 || !is_word(bytes[i - 1]);
+                let len = bytes[i..].iter().take_while(|c| is_word(**c)).count();
+                if word_start
+                    && matches!(&bytes[i..i + len], b"and" | b"or" | b"not" | b"in" | b"is")
+                {
+                    operators += 1;
+                }
+                i += len;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (bytes.len(), deepest, operators)
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn line_of_tag_finds_the_keyword_line() {
+        let src = "\n\n{% macro r(n) %}{{ self::r(n=n) }}{% endmacro r %}{{ self::r(n=1) }}";
+        assert_eq!(super::line_of_tag(src, "macro"), Some(3));
+    }
+}
