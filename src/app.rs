@@ -178,9 +178,17 @@ fn start_delivery(
         .collect();
     let dkim_store = store.clone();
     let dkim: DkimLookup = Arc::new(move |project, from| {
-        let from = EmailAddress::parse(from).ok()?;
-        let sender = domain::verified_sender(&*dkim_store, project, &from).ok()??;
-        Some(DkimParams {
+        let from = EmailAddress::parse(from).map_err(|e| format!("bad sender {from}: {e:?}"))?;
+        let sender = domain::verified_sender(&*dkim_store, project, &from)
+            .map_err(|e| format!("reading the DKIM key of {}: {e}", from.domain()))?
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a verified domain of this project now; the email waits for it \
+                     (mail is never sent unsigned)",
+                    from.domain()
+                )
+            })?;
+        Ok(DkimParams {
             domain: sender.domain,
             selector: sender.selector,
             private_key_pem: sender.private_key_pem,

@@ -557,3 +557,53 @@ fn an_email_in_an_smtp_attempt_reads_sending_and_then_its_outcome() {
     );
     drop(silent);
 }
+
+#[test]
+fn mail_whose_domain_stops_being_verified_waits_instead_of_leaving_unsigned() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SENDING__RETRY_BASE_MS", "1500"),
+            ("MAILROOM__SENDING__MAX_ATTEMPTS", "3"),
+        ],
+    );
+    smtp.script(&[451]);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "ada@example.com", "from": "hello@acme.test", "subject": "s", "body": "b"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let id = r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The first attempt meets a 451; before the retry, the domain goes away.
+    let mut email = json!(null);
+    for _ in 0..100 {
+        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
+        if email["attempts"] == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(email["attempts"], 1, "{email}");
+    let domains = app.get("/domains", &p.secret).json();
+    let domain = domains["domains"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.delete(&format!("/domains/{domain}"), &p.secret).status,
+        204
+    );
+    let waited = email_when(&app, &p, &id, "FAILED");
+    assert_eq!(waited["status"], "FAILED", "{waited}");
+    assert!(
+        waited["lastError"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("never sent unsigned"),
+        "{waited}"
+    );
+    assert_eq!(smtp.count(), 0, "nothing left unsigned");
+}

@@ -166,3 +166,40 @@ fn a_malformed_body_gets_400_and_an_unknown_email_id_404() {
     let r = app.get("/emails/01a20599-399a-725c-8571-30c7383e660f", &p.secret);
     assert_eq!((r.status, r.code().as_str()), (404, "RESOURCE_NOT_FOUND"));
 }
+
+#[test]
+fn headers_that_speak_for_mailroom_the_relay_or_a_receiver_are_refused_by_name() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    for name in [
+        "Sender",
+        "Return-Path",
+        "List-Unsubscribe",
+        "List-Unsubscribe-Post",
+        "Resent-From",
+        "resent-date",
+        "Received",
+        "Authentication-Results",
+        "ARC-Seal",
+        "ARC-Message-Signature",
+        "Content-Type",
+        "Content-Disposition",
+        "MIME-Version",
+        "DKIM-Signature",
+    ] {
+        let r = app.post(
+            "/v1/send",
+            &p.secret,
+            json!({"to": "a@example.com", "from": "me@x.example", "subject": "s", "body": "b",
+                   "headers": {name: "forged"}}),
+        );
+        assert_eq!(r.status, 422, "{name}: {}", r.text);
+        let field = format!("headers.{name}");
+        assert!(
+            r.field_codes()
+                .contains(&(field.clone(), "custom".to_owned())),
+            "{name}: {:?}",
+            r.field_codes()
+        );
+    }
+}

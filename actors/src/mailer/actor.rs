@@ -98,9 +98,14 @@ impl Handler<Deliver> for MailerActor {
             let Some(transport) = transport else {
                 return Delivery::Transient("mailer not started".into());
             };
+            // A key that cannot be used is ours to fix, never the recipient's fault: the
+            // email waits and is retried (and is never sent unsigned).
             let signer = match signer {
                 Ok(s) => s,
-                Err(e) => return Delivery::Permanent(e),
+                Err(e) => {
+                    tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used; the email waits");
+                    return Delivery::Transient(format!("DKIM key unusable: {e}"));
+                }
             };
             let message = match mime::build(&msg.email) {
                 Ok(m) => m,
@@ -109,7 +114,7 @@ impl Handler<Deliver> for MailerActor {
             let bytes = match signer {
                 Some(signer) => match mime::sign(message.formatted(), &signer) {
                     Ok(b) => b,
-                    Err(e) => return Delivery::Permanent(e),
+                    Err(e) => return Delivery::Transient(format!("DKIM signing failed: {e}")),
                 },
                 None => message.formatted(),
             };

@@ -175,16 +175,28 @@ impl Shared {
         let outcome = match email {
             None => DeliveryOutcome::Orphan,
             Some(email) => {
-                let dkim = (self.dkim)(project, &email.from.email);
                 let attempts = email.attempts + 1;
-                if let Some(limiter) = &self.limiter {
-                    limiter.until_key_ready(&project).await;
-                }
-                self.registry.attempts().begin(id);
-                let result = mailer
-                    .send(Deliver { email, dkim })
-                    .await
-                    .unwrap_or_else(|e| Delivery::Transient(format!("mailer unavailable: {e}")));
+                let result = match (self.dkim)(project, &email.from.email) {
+                    Err(why) => {
+                        tracing::warn!(email = %id, %project, reason = %why, "no DKIM key for the sender; the email waits");
+                        Delivery::Transient(why)
+                    }
+                    Ok(dkim) => {
+                        if let Some(limiter) = &self.limiter {
+                            limiter.until_key_ready(&project).await;
+                        }
+                        self.registry.attempts().begin(id);
+                        mailer
+                            .send(Deliver {
+                                email,
+                                dkim: Some(dkim),
+                            })
+                            .await
+                            .unwrap_or_else(|e| {
+                                Delivery::Transient(format!("mailer unavailable: {e}"))
+                            })
+                    }
+                };
                 let now = self.clock.now().timestamp_millis();
                 match result {
                     Delivery::Sent => DeliveryOutcome::Sent { at: now },

@@ -85,7 +85,9 @@ fn mailbox(m: &model::Mailbox) -> Result<Mailbox, String> {
     Ok(Mailbox::new(m.name.clone(), addr))
 }
 
-/// Headers that callers may not set through `headers`: they are ours to write.
+/// Headers that callers may not set through `headers`: they are ours to write, or they
+/// speak for the relay or a receiver (a tenant's `Authentication-Results` or `Received`
+/// would forge a verdict or a trace), or they would change how the message is parsed.
 const RESERVED: &[&str] = &[
     "from",
     "to",
@@ -93,16 +95,22 @@ const RESERVED: &[&str] = &[
     "bcc",
     "subject",
     "reply-to",
+    "sender",
+    "return-path",
     "message-id",
     "date",
-    "content-type",
-    "content-transfer-encoding",
     "mime-version",
     "dkim-signature",
+    "received",
+    "authentication-results",
 ];
 
+/// Families of reserved headers, by prefix.
+const RESERVED_PREFIXES: &[&str] = &["content-", "list-unsubscribe", "resent-", "arc-"];
+
 pub fn is_reserved_header(name: &str) -> bool {
-    RESERVED.contains(&name.to_ascii_lowercase().as_str())
+    let name = name.to_ascii_lowercase();
+    RESERVED.contains(&name.as_str()) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// Parsed DKIM signers by domain and selector. Parsing a PKCS#1 key checks it and

@@ -31,6 +31,9 @@ pub struct DkimParams {
     pub private_key_pem: String,
 }
 
-/// Finds the signing key for a sender address of a project, if its domain is verified.
-pub type DkimLookup =
-    std::sync::Arc<dyn Fn(crate::model::ProjectId, &str) -> Option<DkimParams> + Send + Sync>;
+/// Finds the signing key for a sender address of a project, or says why it cannot be
+/// had now (the domain is no longer verified, or the store failed). Mail is never sent
+/// unsigned: without a key the email waits and is retried.
+pub type DkimLookup = std::sync::Arc<
+    dyn Fn(crate::model::ProjectId, &str) -> Result<DkimParams, String> + Send + Sync,
+>;
