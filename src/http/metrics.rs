@@ -1,5 +1,10 @@
 //! Prometheus metrics: requests by route, method and status, a latency histogram by
-//! route, and the depth of each project actor's mailbox.
+//! route, and the depths of the project actors' mailboxes.
+//!
+//! Every label takes a bounded set of values, since anyone can send requests: routes
+//! are the registered patterns (or "unmatched"), methods outside the standard ones fold
+//! into "OTHER", statuses are those the server answers. Project ids are not labels:
+//! mailboxes are reported as the deepest and the sum, with the number of actors.
 
 use std::time::Instant;
 
@@ -47,7 +52,7 @@ impl Metrics {
                 "mailroom_mailbox_depth",
                 "Messages waiting for or in a project actor",
             ),
-            &["actor", "project"],
+            &["actor", "stat"],
         )
         .expect("valid metric");
         for c in [
@@ -66,11 +71,13 @@ impl Metrics {
     }
 
     pub fn render(&self, state: &AppState) -> String {
-        self.mailbox.reset();
-        for (project, depth) in state.registry.mailbox_depths() {
+        let depths = state.registry.mailbox_depths();
+        let deepest = depths.iter().map(|(_, d)| *d).max().unwrap_or(0);
+        let total: usize = depths.iter().map(|(_, d)| *d).sum();
+        for (stat, value) in [("max", deepest), ("total", total), ("actors", depths.len())] {
             self.mailbox
-                .with_label_values(&["project", &project.to_string()])
-                .set(depth as i64);
+                .with_label_values(&["project", stat])
+                .set(value as i64);
         }
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
@@ -95,15 +102,30 @@ pub async fn middleware(
             .request()
             .match_pattern()
             .unwrap_or_else(|| "unmatched".into());
-        let method = res.request().method().as_str().to_owned();
+        let method = method_label(res.request().method());
         let status = res.status().as_u16().to_string();
         let m = &state.metrics;
         m.requests
-            .with_label_values(&[&route, &method, &status])
+            .with_label_values(&[&route, method, &status])
             .inc();
         m.latency
             .with_label_values(&[&route])
             .observe(start.elapsed().as_secs_f64());
     }
     Ok(res)
+}
+
+/// The method as a label: the standard ones by name, anything else as "OTHER".
+fn method_label(m: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
 }

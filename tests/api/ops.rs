@@ -32,12 +32,41 @@ fn metrics_count_requests_by_route_and_status_and_show_mailbox_depths() {
     );
     assert!(text.contains("mailroom_http_request_duration_seconds_bucket"));
     assert!(
-        text.contains(&format!(
-            r#"mailroom_mailbox_depth{{actor="project",project="{}"}} 0"#,
-            p.id
-        )),
+        text.contains(r#"mailroom_mailbox_depth{actor="project",stat="actors"} 1"#),
         "{text}"
     );
+    assert!(
+        text.contains(r#"mailroom_mailbox_depth{actor="project",stat="max"} 0"#),
+        "{text}"
+    );
+    assert!(!text.contains(&p.id), "no project ids in metrics: {text}");
+}
+
+#[test]
+fn fifty_unknown_methods_leave_metrics_as_they_were() {
+    let app = TestApp::spawn();
+    let series = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("mailroom_http_requests_total"))
+            .count()
+    };
+    app.request("FROB0", "/health", None, None);
+    let before = app.request("GET", "/metrics", None, None).text;
+    for i in 1..=50 {
+        let r = app.request(&format!("FROB{i}"), "/health", None, None);
+        assert_eq!(r.status, 405, "{}", r.text);
+    }
+    let after = app.request("GET", "/metrics", None, None).text;
+    assert_eq!(
+        series(&before) + 1,
+        series(&after),
+        "only GET /metrics was added: {after}"
+    );
+    assert!(
+        after.contains(r#"method="OTHER",route="/health",status="405"} 51"#),
+        "{after}"
+    );
+    assert!(!after.contains("FROB"), "{after}");
 }
 
 #[test]
