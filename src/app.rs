@@ -36,6 +36,7 @@ impl Application {
     /// Must be called inside an actix System (the actors need it).
     pub fn build(settings: Settings) -> Result<Application, String> {
         mailroom_actors::render::set_limits(settings.templates.limits());
+        settings.admin.check()?;
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
                 .map_err(|e| explain(&e))?;

@@ -185,6 +185,8 @@ pub struct Tracking {
     pub enabled: bool,
 }
 
+pub const MIN_ADMIN_TOKEN: usize = 32;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Admin {
     pub token: String,
@@ -194,6 +196,18 @@ impl Admin {
     /// The token, when the admin API is enabled.
     pub fn token(&self) -> Option<&str> {
         Some(self.token.as_str()).filter(|t| !t.is_empty())
+    }
+
+    /// A short token can be guessed: the admin API holds every project's keys.
+    pub fn check(&self) -> Result<(), String> {
+        match self.token() {
+            Some(t) if t.chars().count() < MIN_ADMIN_TOKEN => Err(format!(
+                "admin.token is {} characters long; it must be at least {MIN_ADMIN_TOKEN} \
+                 (for example the output of `openssl rand -hex 32`), or empty to turn /admin off",
+                t.chars().count()
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! `Store::flush_blocking`) before it reports success.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{ApiKey, KeyKind, Project, ProjectId, Timestamp};
@@ -31,6 +31,10 @@ pub struct Authenticated {
 pub struct Projects {
     store: Arc<dyn Store>,
     known: Arc<RwLock<KnownKeys>>,
+    /// Held across each read-modify-write of a project: two rotations that both read
+    /// the old hashes would otherwise each delete only those, and the first rotation's
+    /// new keys would survive beside the second's.
+    writes: Arc<Mutex<()>>,
 }
 
 /// Keys seen lately, so that a request costs one hash lookup instead of two store reads
@@ -52,6 +56,7 @@ impl Projects {
         Projects {
             store,
             known: Arc::default(),
+            writes: Arc::default(),
         }
     }
 
@@ -119,6 +124,7 @@ impl Projects {
     }
 
     pub fn set_disabled(&self, id: ProjectId, disabled: bool) -> Result<Project> {
+        let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut project = self.get(id)?;
         project.disabled = disabled;
         let mut batch = Batch::new();
@@ -130,6 +136,7 @@ impl Projects {
 
     /// Issues new keys; the old ones stop working at once.
     pub fn rotate_keys(&self, id: ProjectId) -> Result<IssuedKeys> {
+        let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut project = self.get(id)?;
         let (secret_key, public_key) = (
             ApiKey::generate(KeyKind::Secret),

@@ -8,6 +8,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use mailroom_actors::model::{ProjectId, Timestamp};
 use mailroom_actors::Resource;
+use subtle::ConstantTimeEq;
 
 use super::body::JsonBody;
 use super::error::ApiError;
@@ -25,22 +26,36 @@ impl FromRequest for Admin {
         let expected = req
             .app_data::<web::Data<AppState>>()
             .and_then(|s| s.admin_token.clone());
+        let Some(expected) = expected else {
+            return ready(Err(mailroom_actors::Error::NotFound(Resource::Route).into()));
+        };
+        let Some(state) = req.app_data::<web::Data<AppState>>() else {
+            return ready(Err(ApiError::MissingAuth));
+        };
+        let ip = req
+            .peer_addr()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        if let Some(secs) = state.admin_guard.blocked_for(ip) {
+            return ready(Err(ApiError::RateLimited {
+                retry_after_secs: secs,
+            }));
+        }
         let given = req
             .headers()
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        ready(match (expected, given) {
-            (None, _) => Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
-            (Some(_), None) => Err(ApiError::MissingAuth),
-            (Some(e), Some(g)) if constant_time_eq(e.as_bytes(), g.trim().as_bytes()) => Ok(Admin),
-            _ => Err(ApiError::InvalidApiKey),
+        ready(match given {
+            Some(g) if bool::from(expected.as_bytes().ct_eq(g.trim().as_bytes())) => Ok(Admin),
+            given => match state.admin_guard.failed(ip) {
+                Some(secs) => Err(ApiError::RateLimited {
+                    retry_after_secs: secs,
+                }),
+                None if given.is_none() => Err(ApiError::MissingAuth),
+                None => Err(ApiError::InvalidApiKey),
+            },
         })
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[utoipa::path(post, path = "/admin/projects", tag = "Admin",

@@ -1,6 +1,7 @@
 //! The HTTP edge: handlers parse, send a message (or read the store) and map the reply.
 
 pub mod admin;
+mod admin_guard;
 pub mod auth;
 pub mod body;
 pub mod contacts;
@@ -48,6 +49,7 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
+    pub admin_guard: admin_guard::AdminGuard,
     pub templates: mailroom_actors::render::TemplateCache,
     /// Shared by domain checks and /v1/verify.
     pub resolver: Arc<Resolver>,
@@ -74,6 +76,7 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
+            admin_guard: admin_guard::AdminGuard::default(),
             templates: Default::default(),
             email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
             resolver,

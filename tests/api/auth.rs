@@ -137,3 +137,73 @@ fn with_the_rate_limit_off_there_are_no_ratelimit_headers() {
         assert!(r.header("RateLimit-Limit").is_none());
     }
 }
+
+#[test]
+fn a_short_admin_token_stops_start_up_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(crate::helpers::bin())
+        .args(["serve", "--config"])
+        .arg(crate::helpers::test_config())
+        .env("MAILROOM__STORAGE__PATH", dir.path())
+        .env("MAILROOM__ADMIN__TOKEN", "short-token-of-31-characters-xx")
+        .output()
+        .expect("run mailroom");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("admin.token") && stderr.contains("at least 32"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn wrong_admin_tokens_are_throttled_and_then_even_the_right_one_waits() {
+    let app = TestApp::spawn();
+    for i in 0..5 {
+        let r = app.get("/admin/projects", &format!("guess-{i}"));
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    let r = app.get("/admin/projects", "guess-5");
+    assert_eq!(r.status, 429, "{}", r.text);
+    assert!(r.header("retry-after").is_some());
+    let r = app.get("/admin/projects", ADMIN_TOKEN);
+    assert_eq!(
+        r.status, 429,
+        "a blocked address learns nothing, not even from the right token"
+    );
+    assert_eq!(
+        app.get("/health", ADMIN_TOKEN).status,
+        200,
+        "only /admin is blocked"
+    );
+}
+
+#[test]
+fn racing_key_rotations_leave_only_the_last_keys_working() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let rotations: Vec<_> = (0..16)
+        .map(|_| {
+            let url = format!("{}/admin/projects/{}/rotate-keys", app.base, p.id);
+            std::thread::spawn(move || {
+                let r = ureq::post(&url)
+                    .set("Authorization", &format!("Bearer {ADMIN_TOKEN}"))
+                    .send_json(json!({}))
+                    .expect("rotated");
+                let v: serde_json::Value = r.into_json().unwrap();
+                v["secretKey"].as_str().unwrap().to_owned()
+            })
+        })
+        .collect();
+    let keys: Vec<String> = rotations.into_iter().map(|h| h.join().unwrap()).collect();
+    let working: Vec<_> = keys
+        .iter()
+        .filter(|k| app.get("/contacts", k).status == 200)
+        .collect();
+    assert_eq!(working.len(), 1, "exactly one of the rotated keys works");
+    assert_eq!(
+        app.get("/contacts", &p.secret).status,
+        401,
+        "the first key is gone"
+    );
+}

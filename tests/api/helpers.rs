@@ -9,7 +9,7 @@ use std::time::Duration;
 use mailroom_testkit::TestDns;
 use serde_json::{json, Value};
 
-pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdefghijklmnop";
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mailroom")
