@@ -53,6 +53,19 @@ struct Shared {
     /// When true, keep no message bodies (the bench counts only).
     count_only: std::sync::atomic::AtomicBool,
     count: std::sync::atomic::AtomicU64,
+    /// How AUTH is answered, once `auth` has been called: EHLO then offers it.
+    auth: Mutex<Option<Auth>>,
+}
+
+/// How the server answers AUTH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// 235: any credentials are good.
+    Accept,
+    /// 535: the credentials are refused.
+    Refuse,
+    /// No answer at all, ever (a relay that hangs in the login step).
+    Hang,
 }
 
 pub struct SmtpServer {
@@ -154,6 +167,11 @@ impl SmtpServer {
             .lock()
             .unwrap()
             .extend(replies.iter().copied());
+    }
+
+    /// Offers AUTH PLAIN and LOGIN in EHLO from now on, and answers AUTH as `mode` says.
+    pub fn auth(&self, mode: Auth) {
+        *self.shared.auth.lock().unwrap() = Some(mode);
     }
 
     pub fn count_only(&self) {
@@ -282,7 +300,17 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(End::Closed);
         }
         let upper = line.to_ascii_uppercase();
-        let reply: &[u8] = if upper.starts_with("EHLO") {
+        let auth = *shared.auth.lock().unwrap();
+        let reply: &[u8] = if upper.starts_with("EHLO") && auth.is_some() {
+            b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-AUTH PLAIN LOGIN\r\n250 SMTPUTF8\r\n"
+        } else if upper.starts_with("AUTH") {
+            match auth {
+                Some(Auth::Accept) => b"235 2.7.0 Authentication successful\r\n",
+                Some(Auth::Refuse) => b"535 5.7.8 Authentication credentials invalid\r\n",
+                Some(Auth::Hang) => std::future::pending().await,
+                None => b"502 5.5.1 AUTH not offered\r\n",
+            }
+        } else if upper.starts_with("EHLO") {
             if offer_starttls {
                 b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-STARTTLS\r\n250 SMTPUTF8\r\n"
             } else {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mailroom_testkit::{SmtpServer, TlsMode};
+use mailroom_testkit::{Auth, SmtpServer, TlsMode};
 use serde_json::json;
 
 use crate::dns::TestDns;
@@ -606,4 +606,121 @@ fn mail_whose_domain_stops_being_verified_waits_instead_of_leaving_unsigned() {
         "{waited}"
     );
     assert_eq!(smtp.count(), 0, "nothing left unsigned");
+}
+
+#[test]
+fn a_relay_that_hangs_at_login_times_out_and_the_email_is_retried_not_bounced() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    smtp.auth(Auth::Hang);
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__USERNAME", "mailroom"),
+            ("MAILROOM__SMTP__PASSWORD", "secret"),
+            ("MAILROOM__SMTP__TIMEOUT_MS", "300"),
+            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
+        ],
+    );
+    let id = send_one(&app, &p, "ada@example.com");
+    let email = email_when(&app, &p, &id, "FAILED");
+    assert_eq!(email["status"], "FAILED", "{email}");
+    assert_eq!(email["attempts"], 2, "{email}");
+    assert!(
+        email["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("AUTH timed out"),
+        "{email}"
+    );
+    let contact = &app.get("/contacts", &p.secret).json()["contacts"][0];
+    assert_eq!(
+        contact["subscribed"], false,
+        "unchanged: a new /v1/send recipient starts unsubscribed"
+    );
+    assert_eq!(app.get("/health", &p.secret).status, 200);
+}
+
+#[test]
+fn a_refused_relay_login_is_retried_and_never_bounces_the_recipient() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    smtp.auth(Auth::Refuse);
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[
+            ("MAILROOM__SMTP__USERNAME", "mailroom"),
+            ("MAILROOM__SMTP__PASSWORD", "wrong"),
+            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
+        ],
+    );
+    app.upsert(
+        &p.secret,
+        json!({"email": "ada@example.com", "subscribed": true}),
+    );
+    let id = send_one(&app, &p, "ada@example.com");
+    let email = email_when(&app, &p, &id, "FAILED");
+    assert_eq!(email["status"], "FAILED", "not BOUNCED: {email}");
+    assert!(
+        email["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("relay authentication failed"),
+        "{email}"
+    );
+    let contact = &app.get("/contacts", &p.secret).json()["contacts"][0];
+    assert_eq!(
+        contact["subscribed"], true,
+        "the recipient is not unsubscribed"
+    );
+    // With the login fixed, mail flows.
+    smtp.auth(Auth::Accept);
+    let id = send_one(&app, &p, "ada@example.com");
+    assert_eq!(email_when(&app, &p, &id, "SENT")["status"], "SENT");
+    assert_eq!(smtp.count(), 1);
+}
+
+#[test]
+fn a_full_project_mailbox_during_delivery_still_sends_each_email_once() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__ACTORS__MAILBOX_CAPACITY", "2")]);
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let to: Vec<String> = (0..5).map(|j| format!("r{i}-{j}@example.com")).collect();
+        // The mailbox is tiny, so the send itself may be told to come back.
+        let mut r = app.post(
+            "/v1/send",
+            &p.secret,
+            json!({"to": to, "from": "hello@acme.test", "subject": "s", "body": "b"}),
+        );
+        for _ in 0..200 {
+            if r.status != 503 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            r = app.post(
+                "/v1/send",
+                &p.secret,
+                json!({"to": to, "from": "hello@acme.test", "subject": "s", "body": "b"}),
+            );
+        }
+        assert_eq!(r.status, 200, "{}", r.text);
+        for e in r.json()["data"]["emails"].as_array().unwrap() {
+            ids.push(e["email"].as_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(ids.len(), 200);
+    for id in &ids {
+        assert_eq!(email_when(&app, &p, id, "SENT")["status"], "SENT", "{id}");
+    }
+    let got = smtp.received();
+    let mut recipients: Vec<_> = got.iter().map(|m| m.rcpt_to.join(",")).collect();
+    recipients.sort();
+    let total = recipients.len();
+    recipients.dedup();
+    assert_eq!(
+        (total, recipients.len()),
+        (200, 200),
+        "every recipient exactly once"
+    );
 }

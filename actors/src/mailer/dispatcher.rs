@@ -130,7 +130,9 @@ impl Shared {
         let now = self.clock.now().timestamp_millis();
         let mut wait = Duration::from_secs(1);
         let mut started = 0usize;
-        for kv in self.store.scan(keys::OUTBOX, None, false) {
+        // Only durable entries: an email is never sent before its record would survive
+        // a crash (a send that a crash took back must not have gone out).
+        for kv in self.store.scan_durable(keys::OUTBOX) {
             let Ok((key, _)) = kv else { break };
             let Some((due, project, id)) = keys::parse_outbox(&key) else {
                 continue;
@@ -160,6 +162,39 @@ impl Shared {
             tracing::trace!(started, "dispatched");
         }
         wait
+    }
+
+    /// Records an outcome, trying again until the project actor takes it: an outcome
+    /// dropped because a mailbox was full would leave the outbox entry behind, and the
+    /// email would be sent again. Until then the email stays in flight, so no round
+    /// hands it out a second time.
+    async fn record(
+        &self,
+        project: ProjectId,
+        id: EmailId,
+        key: Vec<u8>,
+        outcome: DeliveryOutcome,
+    ) {
+        let mut backoff = Duration::from_millis(5);
+        let mut tries = 0u32;
+        loop {
+            let msg = RecordDelivery {
+                id,
+                outbox_key: key.clone(),
+                outcome: outcome.clone(),
+            };
+            match self.registry.send(project, msg).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tries += 1;
+                    if tries == 1 || tries.is_multiple_of(100) {
+                        tracing::warn!(email = %id, error = %e, tries, "recording a delivery outcome; will retry");
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
     }
 
     async fn deliver(
@@ -212,20 +247,7 @@ impl Shared {
                 }
             }
         };
-        let recorded = self
-            .registry
-            .send(
-                project,
-                RecordDelivery {
-                    id,
-                    outbox_key: key,
-                    outcome,
-                },
-            )
-            .await;
-        if let Err(e) = recorded {
-            tracing::error!(email = %id, error = %e, "recording a delivery outcome");
-        }
+        self.record(project, id, key, outcome).await;
         self.registry.attempts().end(id);
         self.in_flight().remove(&id);
         self.wake.notify_one();

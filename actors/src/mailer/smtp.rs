@@ -102,9 +102,15 @@ impl SmtpPool {
                 .map_err(|e| transient(format!("STARTTLS: {e}")))?;
         }
         if let Some(c) = &self.credentials {
-            conn.auth(&[Mechanism::Plain, Mechanism::Login], c)
+            // A refused login is the relay's fault or ours, never the recipient's: the
+            // email waits and is retried (a bounce would unsubscribe the contact).
+            tokio::time::timeout(self.timeout, conn.auth(&[Mechanism::Plain, Mechanism::Login], c))
                 .await
-                .map_err(|e| classify(&e))?;
+                .map_err(|_| transient("SMTP AUTH timed out".into()))?
+                .map_err(|e| {
+                    tracing::error!(error = %e, "the relay refused our SMTP login; check smtp.username and smtp.password");
+                    transient(format!("relay authentication failed: {e}"))
+                })?;
         }
         Ok(conn)
     }

@@ -26,8 +26,10 @@ pub struct GroupCommit {
 struct Inner {
     state: Mutex<State>,
     wake: Condvar,
-    /// (generation flushed, whether it succeeded)
-    done: watch::Sender<(u64, bool)>,
+    /// (last generation flushed, last generation that succeeded). A failed flush puts
+    /// its writes back for the next one, so a waiter is durable once any flush at or
+    /// after its generation succeeded, whatever a later one did.
+    done: watch::Sender<(u64, u64)>,
 }
 
 impl GroupCommit {
@@ -36,7 +38,7 @@ impl GroupCommit {
     where
         F: Fn() -> Result<()> + Send + 'static,
     {
-        let (done, _) = watch::channel((0, true));
+        let (done, _) = watch::channel((0, 0));
         let inner = Arc::new(Inner {
             state: Mutex::new(State {
                 next: 1,
@@ -67,15 +69,17 @@ impl GroupCommit {
         self.inner.wake.notify_one();
         let mut rx = self.inner.done.subscribe();
         async move {
-            let outcome = rx
+            let last_ok = rx
                 .wait_for(|(gen, _)| *gen >= target)
                 .await
                 .map(|v| v.1)
                 .map_err(|_| Error::Storage("the store flusher has stopped".into()))?;
-            if outcome {
+            if last_ok >= target {
                 Ok(())
             } else {
-                Err(Error::Storage("flush failed".into()))
+                Err(Error::Storage(
+                    "writing the write-ahead log failed; this write is not durable yet".into(),
+                ))
             }
         }
     }
@@ -118,14 +122,14 @@ impl Inner {
                 micros = started.elapsed().as_micros() as u64,
                 "store flush"
             );
-            let ok = match outcome {
-                Ok(()) => true,
+            let last_ok = match outcome {
+                Ok(()) => gen,
                 Err(e) => {
                     tracing::error!(error = %e, "store flush failed");
-                    false
+                    self.done.borrow().1
                 }
             };
-            self.done.send_replace((gen, ok));
+            self.done.send_replace((gen, last_ok));
         }
     }
 }
@@ -150,6 +154,32 @@ mod tests {
         }
         let n = flushes.load(Ordering::SeqCst);
         assert!((1..=2).contains(&n), "100 waiters took {n} flushes");
+        gc.stop();
+    }
+
+    #[tokio::test]
+    async fn a_later_failed_flush_does_not_fail_a_waiter_whose_flush_succeeded() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Barrier;
+        let fail = Arc::new(AtomicBool::new(false));
+        let (started, gate) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        let (f, s, g) = (fail.clone(), started.clone(), gate.clone());
+        let gc = GroupCommit::start(move || {
+            if f.load(Ordering::SeqCst) {
+                return Err(Error::Storage("disk gone".into()));
+            }
+            // The first flush is under way while the test fails the ones after it.
+            s.wait();
+            g.wait();
+            Ok(())
+        });
+        let first = gc.wait();
+        started.wait();
+        fail.store(true, Ordering::SeqCst);
+        gate.wait();
+        let second = gc.wait();
+        assert!(second.await.is_err(), "the second flush failed");
+        assert!(first.await.is_ok(), "the first flush had succeeded");
         gc.stop();
     }
 

@@ -71,6 +71,14 @@ pub trait Store: Send + Sync + 'static {
     /// strictly after (or, reversed, strictly before) `after` when it is given.
     fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a>;
 
+    /// Like `scan` from the start of `prefix`, but only values that are durable (and no
+    /// key deleted since, durably or not). The dispatcher walks the outbox with it, so it
+    /// never sends an email that a crash could still take back. A backend whose `apply`
+    /// is durable when it returns can keep this default.
+    fn scan_durable<'a>(&'a self, prefix: &[u8]) -> KvIter<'a> {
+        self.scan(prefix, None, false)
+    }
+
     /// Applies a batch atomically. It is visible at once and durable after `durable()`.
     fn apply(&self, batch: Batch) -> Result<()>;
 

@@ -99,12 +99,25 @@ impl Mover {
                     };
                 }
             }
+            let kept = folded.clone();
             if let Err(e) = target.apply(folded, upto) {
-                // The log still has these writes, and the overlay still serves them;
-                // a restart replays them into sled. The checkpoint taken above is
-                // dropped, so no log file is deleted (nor another checkpoint begun)
-                // for the rest of this run.
-                tracing::error!(error = %e, "moving synced writes into sled failed");
+                // The log still has these writes and the overlay still serves them. They
+                // go back to the front of the queue (folded into one group), with the
+                // checkpoint, so the next move tries them again: dropping them would
+                // keep them in the overlay and the log file on disk for the rest of the run.
+                tracing::error!(error = %e, "moving synced writes into sled failed; will retry");
+                let ops = kept
+                    .into_iter()
+                    .map(|(k, v)| match v {
+                        Some(v) => Op::Put(k, v),
+                        None => Op::Delete(k),
+                    })
+                    .collect();
+                let mut q = lock(&self.queue);
+                q.groups.insert(0, (ops, upto));
+                if q.checkpoint.is_none() {
+                    q.checkpoint = checkpoint;
+                }
                 return Err(e);
             }
             *moved = upto;
@@ -138,9 +151,80 @@ impl Mover {
             }
             std::thread::sleep(self.interval);
             if self.move_now(target).is_err() {
+                if lock(&self.queue).stopping {
+                    // Closing: the log keeps these writes and the next start replays them.
+                    return;
+                }
                 // Back off instead of spinning on a failing disk.
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Fails its first `failures` applies, then keeps what it is given.
+    #[derive(Default)]
+    struct Flaky {
+        failures: AtomicUsize,
+        applied: Mutex<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+        checkpoints: Mutex<Vec<PathBuf>>,
+    }
+
+    impl Target for Flaky {
+        fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, _upto: u64) -> Result<()> {
+            if self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err(crate::error::Error::Storage("disk hiccup".into()));
+            }
+            lock(&self.applied).extend(folded);
+            Ok(())
+        }
+
+        fn checkpoint(&self, old_log: PathBuf) {
+            lock(&self.checkpoints).push(old_log);
+        }
+    }
+
+    #[test]
+    fn a_failed_move_keeps_its_writes_and_checkpoint_for_the_next_move() {
+        let mover = Mover::new(Duration::from_millis(1));
+        let target = Flaky {
+            failures: AtomicUsize::new(2),
+            ..Flaky::default()
+        };
+        mover.push(vec![Op::Put(b"a".to_vec(), b"1".to_vec())], 1);
+        mover.push(
+            vec![
+                Op::Put(b"b".to_vec(), b"2".to_vec()),
+                Op::Delete(b"a".to_vec()),
+            ],
+            3,
+        );
+        mover.checkpoint_after(PathBuf::from("wal-1"), 3);
+        assert!(mover.move_now(&target).is_err());
+        mover.push(vec![Op::Put(b"c".to_vec(), b"3".to_vec())], 4);
+        assert!(mover.move_now(&target).is_err());
+        assert!(
+            lock(&target.checkpoints).is_empty(),
+            "no checkpoint before sled has it"
+        );
+        mover.move_now(&target).unwrap();
+        let applied = lock(&target.applied).clone();
+        assert_eq!(
+            applied.get(b"a".as_slice()),
+            Some(&None),
+            "the later delete wins"
+        );
+        assert_eq!(applied.get(b"b".as_slice()), Some(&Some(b"2".to_vec())));
+        assert_eq!(applied.get(b"c".as_slice()), Some(&Some(b"3".to_vec())));
+        assert_eq!(*lock(&target.checkpoints), [PathBuf::from("wal-1")]);
     }
 }

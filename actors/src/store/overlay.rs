@@ -71,9 +71,23 @@ impl Overlay {
         upper: Bound<Vec<u8>>,
         reverse: bool,
     ) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        self.range_synced(lower, upper, reverse, u64::MAX)
+    }
+
+    /// Like `range`, leaving out values written after version `synced` (not yet in the
+    /// log on disk); deletions are kept whenever they were made, so that what a reader
+    /// of durable entries acts on never includes one that is already gone.
+    pub fn range_synced(
+        &self,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        reverse: bool,
+        synced: u64,
+    ) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let it = self
             .map
             .range((lower, upper))
+            .filter(move |(_, (ver, v))| v.is_none() || *ver <= synced)
             .map(|(k, (_, v))| (k.clone(), v.clone()));
         if reverse {
             it.rev().collect()

@@ -2,7 +2,7 @@
 //! group-committed syncs. Layout under `storage.path`: `db/` (sled) and `wal/`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::collections::BTreeMap;
@@ -67,6 +67,10 @@ struct Log {
     checkpoint_bytes: u64,
     /// Checkpointed log files kept for reuse as later ones (see `wal`).
     spares: Arc<Mutex<Vec<PathBuf>>>,
+    /// The overlay version that the log on disk reaches (see `Store::scan_durable`).
+    synced: AtomicU64,
+    /// Set when the store closes, so a checkpoint that keeps failing stops retrying.
+    closing: Arc<AtomicBool>,
 }
 
 /// Spare log files kept: one is taken at each rotation and one returned at each
@@ -111,6 +115,7 @@ impl Log {
             p.ops.extend(later);
             return Err(e);
         }
+        self.synced.store(upto, Ordering::Release);
         self.mover.push(ops, upto);
         if file.bytes() >= self.checkpoint_bytes && !self.checkpointing.swap(true, Ordering::AcqRel)
         {
@@ -147,23 +152,37 @@ impl Target for Log {
     /// Every record in the old file is in sled by now, so once sled is flushed the file
     /// is no longer needed. Off the mover's thread, so moves continue meanwhile.
     fn checkpoint(&self, old: PathBuf) {
-        let (db, flag, spares) = (
+        let (db, flag, spares, closing) = (
             self.db.clone(),
             self.checkpointing.clone(),
             self.spares.clone(),
+            self.closing.clone(),
         );
         std::thread::spawn(move || {
             let started = std::time::Instant::now();
-            match db.flush() {
-                Ok(_) => {
-                    retire(&spares, &old);
-                    tracing::info!(
-                        millis = started.elapsed().as_millis() as u64,
-                        "store checkpoint done"
-                    );
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "store checkpoint failed; the log file is kept")
+            // A failed flush is tried again, backing off, until it works: giving up would
+            // keep this log file (and every later one, since no other checkpoint starts
+            // while this one runs) growing for the rest of the run.
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                match db.flush() {
+                    Ok(_) => {
+                        retire(&spares, &old);
+                        tracing::info!(
+                            millis = started.elapsed().as_millis() as u64,
+                            "store checkpoint done"
+                        );
+                        break;
+                    }
+                    Err(e) if !closing.load(Ordering::Acquire) => {
+                        tracing::error!(error = %e, retry_ms = backoff.as_millis() as u64, "store checkpoint failed; the log file is kept and the checkpoint retried");
+                        std::thread::sleep(backoff);
+                        backoff = (backoff * 2).min(Duration::from_secs(10));
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "store checkpoint failed at close; the log file is kept for replay");
+                        break;
+                    }
                 }
             }
             // Release the handle before saying we are done, so a drop can reopen.
@@ -251,6 +270,8 @@ impl SledStore {
             checkpointing: Arc::new(AtomicBool::new(false)),
             checkpoint_bytes: config.wal_checkpoint_bytes,
             spares,
+            synced: AtomicU64::new(0),
+            closing: Arc::new(AtomicBool::new(false)),
         });
         let (m, target) = (mover.clone(), log.clone());
         let mover_thread = std::thread::Builder::new()
@@ -294,6 +315,7 @@ impl Drop for SledStore {
     /// Waits for the flusher and any checkpoint, so that the directory is released when
     /// the store is dropped.
     fn drop(&mut self) {
+        self.log.closing.store(true, Ordering::Release);
         self.commits.stop();
         self.mover.stop();
         if let Some(t) = lock(&self.mover_thread).take() {
@@ -305,16 +327,15 @@ impl Drop for SledStore {
     }
 }
 
-impl Store for SledStore {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        // The overlay first: a key leaves it only after sled has its value.
-        if let Some(v) = lock(&self.log.pending).overlay.get(key) {
-            return Ok(v);
-        }
-        Ok(self.db.get(key)?.map(|v| v.to_vec()))
-    }
-
-    fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
+impl SledStore {
+    /// sled's range under the overlay's entries up to version `synced`.
+    fn merged<'a>(
+        &'a self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        reverse: bool,
+        synced: u64,
+    ) -> KvIter<'a> {
         use std::ops::Bound::{Excluded, Included, Unbounded};
         let start = prefix.to_vec();
         let end = prefix_end(prefix);
@@ -332,7 +353,9 @@ impl Store for SledStore {
             if pending.overlay.is_empty() {
                 Vec::new()
             } else {
-                pending.overlay.range(lower.clone(), upper.clone(), reverse)
+                pending
+                    .overlay
+                    .range_synced(lower.clone(), upper.clone(), reverse, synced)
             }
         };
         let range = self.db.range::<Vec<u8>, _>((lower, upper));
@@ -345,6 +368,25 @@ impl Store for SledStore {
         } else {
             Box::new(Merge::new(overlay, range.map(map), false))
         }
+    }
+}
+
+impl Store for SledStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // The overlay first: a key leaves it only after sled has its value.
+        if let Some(v) = lock(&self.log.pending).overlay.get(key) {
+            return Ok(v);
+        }
+        Ok(self.db.get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
+        self.merged(prefix, after, reverse, u64::MAX)
+    }
+
+    fn scan_durable<'a>(&'a self, prefix: &[u8]) -> KvIter<'a> {
+        let synced = self.log.synced.load(Ordering::Acquire);
+        self.merged(prefix, None, false, synced)
     }
 
     fn apply(&self, batch: Batch) -> Result<()> {
@@ -408,6 +450,35 @@ mod tests {
     fn keys(it: KvIter<'_>) -> Vec<String> {
         it.map(|r| String::from_utf8(r.unwrap().0).unwrap())
             .collect()
+    }
+
+    #[tokio::test]
+    async fn a_durable_scan_shows_values_once_synced_and_hides_deletions_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let put = |k: &str| {
+            let mut b = Batch::new();
+            b.put(k.as_bytes(), b"v".to_vec());
+            s.apply(b).unwrap();
+        };
+        put("o/1");
+        s.durable().await.unwrap();
+        put("o/2");
+        assert_eq!(keys(s.scan(b"o/", None, false)), ["o/1", "o/2"]);
+        assert_eq!(
+            keys(s.scan_durable(b"o/")),
+            ["o/1"],
+            "o/2 is not on disk yet"
+        );
+        let mut b = Batch::new();
+        b.delete(b"o/1".to_vec());
+        s.apply(b).unwrap();
+        assert!(
+            keys(s.scan_durable(b"o/")).is_empty(),
+            "a deletion hides at once"
+        );
+        s.durable().await.unwrap();
+        assert_eq!(keys(s.scan_durable(b"o/")), ["o/2"]);
     }
 
     #[tokio::test]

@@ -46,11 +46,24 @@ const SPARE_PREFIX: &str = "spare-";
 /// flusher knows which file the record goes to.
 pub fn encode_record(ops: &[Op], out: &mut Vec<u8>) -> Result<()> {
     let payload = codec::encode(&ops)?;
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&length_field(payload.len())?);
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&payload);
     Ok(())
+}
+
+/// The largest payload one record can carry: its length field is 32 bits.
+pub const MAX_RECORD: usize = u32::MAX as usize;
+
+/// A record's length field, or an error for a payload it cannot describe (a length
+/// cut to 32 bits would make replay read garbage after it, and lose every later write).
+fn length_field(len: usize) -> Result<[u8; 4]> {
+    u32::try_from(len).map(u32::to_le_bytes).map_err(|_| {
+        Error::Storage(format!(
+            "a write of {len} bytes is too large for the write-ahead log (at most {MAX_RECORD})"
+        ))
+    })
 }
 
 /// Writes `seq` into the header of every record in `records` (whole records, as
@@ -223,6 +236,14 @@ mod tests {
             encode_record(o, &mut buf).unwrap();
         }
         buf
+    }
+
+    #[test]
+    fn a_record_too_large_for_its_length_field_is_refused() {
+        assert_eq!(length_field(5).unwrap(), 5u32.to_le_bytes());
+        assert!(length_field(MAX_RECORD).is_ok());
+        let err = length_field(MAX_RECORD + 1).unwrap_err();
+        assert!(err.to_string().contains("too large"), "{err}");
     }
 
     #[test]
