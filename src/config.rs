@@ -135,6 +135,7 @@ pub struct Templates {
     pub max_output_bytes: u64,
     pub max_nesting: usize,
     pub max_operators: usize,
+    pub max_parse_units: u64,
     pub render_threads: usize,
 }
 
@@ -145,6 +146,7 @@ impl Templates {
             max_output_bytes: self.max_output_bytes,
             max_nesting: self.max_nesting,
             max_operators: self.max_operators,
+            max_parse_units: self.max_parse_units,
         }
     }
 

@@ -50,7 +50,7 @@ pub struct AppState {
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
     pub admin_guard: admin_guard::AdminGuard,
-    pub templates: mailroom_actors::render::TemplateCache,
+    pub templates: std::sync::Arc<mailroom_actors::render::TemplateCache>,
     /// Shared by domain checks and /v1/verify.
     pub resolver: Arc<Resolver>,
     pub email_verifier: EmailVerifier,

@@ -308,20 +308,27 @@ pub async fn send(
             from_addr.domain()
         )));
     }
-    let content = match (&template, &subject, &html) {
-        (Some(t), None, None) => state.templates.get(t)?,
-        (t, s, b) => {
-            let s = s
-                .as_deref()
-                .or(t.as_ref().map(|t| t.subject.as_str()))
-                .unwrap_or_default();
-            let b = b
-                .as_deref()
-                .or(t.as_ref().map(|t| t.body.as_str()))
-                .unwrap_or_default();
-            state.templates.inline(s, b)?
-        }
-    };
+    // Compiling is tenant work too: it runs on the render pool, and its cache keeps
+    // the result.
+    let (cache, stored) = (state.templates.clone(), template.clone());
+    let content = state
+        .registry
+        .renders()
+        .run(move || match (&stored, &subject, &html) {
+            (Some(t), None, None) => cache.get(t),
+            (t, s, b) => {
+                let s = s
+                    .as_deref()
+                    .or(t.as_ref().map(|t| t.subject.as_str()))
+                    .unwrap_or_default();
+                let b = b
+                    .as_deref()
+                    .or(t.as_ref().map(|t| t.body.as_str()))
+                    .unwrap_or_default();
+                cache.inline(s, b)
+            }
+        })
+        .await??;
     let spec = SendSpec {
         recipients: to,
         subscribed,

@@ -7,7 +7,7 @@ use mailroom_actors::model::{Template, TemplateId, TemplateKind, Timestamp};
 use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::project::templates as stored;
 use mailroom_actors::store::keys;
-use mailroom_actors::{render, Error, FieldCode, Resource};
+use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -127,7 +127,11 @@ pub async fn create(
     let (Some(name), Some(subject), Some(body)) = (patch.name, patch.subject, patch.body) else {
         return Err(Error::Internal("validated template fields went missing".into()).into());
     };
-    render::compile(&subject, &body)?;
+    state
+        .registry
+        .renders()
+        .compile(subject.clone(), body.clone())
+        .await?;
     let now = Timestamp::from(state.clock.now());
     let template = Template {
         id: TemplateId::new(),
@@ -232,6 +236,18 @@ pub async fn update(
     let mut f = Fields::of(&body)?;
     let patch = parse(&mut f, false);
     f.finish()?;
+    // Subject and body compile as separate templates, so each given one is checked on
+    // its own (an empty one stands in for the other).
+    if patch.subject.is_some() || patch.body.is_some() {
+        state
+            .registry
+            .renders()
+            .compile(
+                patch.subject.clone().unwrap_or_default(),
+                patch.body.clone().unwrap_or_default(),
+            )
+            .await?;
+    }
     let t = state
         .registry
         .send(p.id, UpdateTemplate { id, patch })

@@ -19,8 +19,8 @@ pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> 
     Ok(t)
 }
 
-/// The patch was compiled at the edge on its own; here the merged result is compiled
-/// again, since a new subject can only be checked together with the stored body.
+/// The patch was compiled at the edge, off the actor (subject and body are separate
+/// templates, so each checks on its own).
 pub fn update(
     store: &dyn Store,
     p: ProjectId,
@@ -29,7 +29,6 @@ pub fn update(
 ) -> Result<Template> {
     let mut t = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Template))?;
     t.apply(msg.patch, now);
-    crate::render::compile(&t.subject, &t.body)?;
     let mut batch = Batch::new();
     batch.put(keys::template(p, t.id), t.encode()?);
     store.apply(batch)?;

@@ -18,25 +18,44 @@ use tera::ast::{Expr, ExprVal, FunctionCall, Node};
 
 use super::Limits;
 
-/// The worst case of one value: its size in bytes (as text or JSON), and how many items
-/// a loop over it could take.
-#[derive(Clone, Copy, Debug, Default)]
+/// The worst case of one value: its size in bytes (as text or JSON), how many items a
+/// loop over it could take, and whether it may be a string (a loop over a string finds
+/// its i-th item by walking to it, at every use of the loop variable).
+#[derive(Clone, Copy, Debug)]
 struct Abs {
     size: u64,
     len: u64,
+    text: bool,
 }
 
 impl Abs {
     fn scalar(size: u64) -> Abs {
-        Abs { size, len: 0 }
+        Abs {
+            size,
+            len: 0,
+            text: false,
+        }
+    }
+
+    fn sized(size: u64, len: u64) -> Abs {
+        Abs {
+            size,
+            len,
+            text: true,
+        }
+    }
+
+    fn list(size: u64, len: u64) -> Abs {
+        Abs {
+            size,
+            len,
+            text: false,
+        }
     }
 
     /// A value known only by the size of what it came from (a part of a loop item).
     fn part_of(whole: Abs) -> Abs {
-        Abs {
-            size: whole.size,
-            len: whole.size,
-        }
+        Abs::sized(whole.size, whole.size)
     }
 
     fn of(v: &Value) -> Abs {
@@ -49,6 +68,7 @@ impl Abs {
         Abs {
             size: json_size(v),
             len,
+            text: v.is_string(),
         }
     }
 }
@@ -99,10 +119,17 @@ pub fn charge(
     })
 }
 
+/// A loop variable in scope: its worst case, and what one use of it costs.
+struct Scope {
+    name: String,
+    value: Abs,
+    per_use: u64,
+}
+
 struct Walk<'a> {
     vars: &'a Value,
     /// Loop variables in scope, innermost last.
-    scopes: Vec<(String, Abs)>,
+    scopes: Vec<Scope>,
     steps: u64,
     largest: u64,
     escaped: bool,
@@ -152,13 +179,18 @@ impl Walk<'_> {
             Node::Forloop(_, f, _) => {
                 let container = self.expr(&f.container, times);
                 let n = container.len;
-                // tera takes the i-th item of a string by walking to it: charge n per item.
-                self.charge(times, n.saturating_mul(n) / 64);
+                // Setting a loop up copies an object's keys.
+                self.charge(times, container.size / 64);
                 let item = Abs::part_of(container);
-                let pushed = 1 + usize::from(f.key.is_some());
-                self.scopes.push((f.value.clone(), item));
-                if let Some(k) = &f.key {
-                    self.scopes.push((k.clone(), item));
+                let per_use = if container.text { n } else { 0 };
+                let names = std::iter::once(&f.value).chain(f.key.as_ref());
+                let pushed = names.clone().count();
+                for name in names {
+                    self.scopes.push(Scope {
+                        name: name.clone(),
+                        value: item,
+                        per_use,
+                    });
                 }
                 let inner = times.saturating_mul(n.max(1));
                 let body = self.nodes(&f.body, inner);
@@ -168,11 +200,7 @@ impl Walk<'_> {
             }
             Node::FilterSection(_, s, _) => {
                 let body = self.nodes(&s.body, times);
-                let input = Abs {
-                    size: body,
-                    len: body,
-                };
-                self.filter(&s.filter, input, times).size
+                self.filter(&s.filter, Abs::sized(body, body), times).size
             }
             // Refused by the sandbox before any render; nothing to charge.
             _ => 0,
@@ -193,13 +221,10 @@ impl Walk<'_> {
     fn val(&mut self, v: &ExprVal, times: u64) -> Abs {
         self.charge(times, 1);
         match v {
-            ExprVal::String(s) => Abs {
-                size: s.len() as u64,
-                len: s.len() as u64,
-            },
+            ExprVal::String(s) => Abs::sized(s.len() as u64, s.len() as u64),
             ExprVal::Int(_) | ExprVal::Float(_) => Abs::scalar(24),
             ExprVal::Bool(_) => Abs::scalar(5),
-            ExprVal::Ident(path) => self.ident(path),
+            ExprVal::Ident(path) => self.ident(path, times),
             ExprVal::Math(m) => {
                 self.expr(&m.lhs, times);
                 self.expr(&m.rhs, times);
@@ -218,19 +243,21 @@ impl Walk<'_> {
             }
             ExprVal::Test(t) => {
                 for a in &t.args {
-                    self.expr(a, times);
+                    // Arguments are copied at each evaluation.
+                    let arg = self.expr(a, times);
+                    self.charge(times, arg.size / 64);
                 }
-                let subject = self.ident(&t.ident);
+                let subject = self.ident(&t.ident, times);
                 self.charge(times, subject.size / 64);
                 Abs::scalar(5)
             }
             ExprVal::FunctionCall(call) => self.function(call, times),
-            ExprVal::Array(items) => items.iter().fold(Abs::default(), |acc, e| {
+            ExprVal::Array(items) => items.iter().fold(Abs::list(0, 0), |acc, e| {
                 let a = self.expr(e, times);
-                Abs {
-                    size: acc.size.saturating_add(a.size).saturating_add(1),
-                    len: acc.len + 1,
-                }
+                Abs::list(
+                    acc.size.saturating_add(a.size).saturating_add(1),
+                    acc.len + 1,
+                )
             }),
             ExprVal::StringConcat(c) => {
                 let size = c.values.iter().fold(0u64, |acc, v| {
@@ -238,9 +265,9 @@ impl Walk<'_> {
                     acc.saturating_add(a.size)
                 });
                 self.charge(times, size / 64);
-                Abs { size, len: size }
+                Abs::sized(size, size)
             }
-            ExprVal::MacroCall(_) => Abs::default(),
+            ExprVal::MacroCall(_) => Abs::scalar(0),
         }
     }
 
@@ -268,64 +295,74 @@ impl Walk<'_> {
             _ => u64::MAX,
         };
         self.charge(times, len / 8);
-        Abs {
-            size: len.saturating_mul(24),
-            len,
-        }
+        Abs::list(len.saturating_mul(24), len)
     }
 
     fn filter(&mut self, f: &FunctionCall, input: Abs, times: u64) -> Abs {
         let mut args = Vec::with_capacity(f.args.len());
+        let mut copied = 0u64;
         for (name, e) in &f.args {
-            args.push((name.as_str(), self.expr(e, times)));
+            let a = self.expr(e, times);
+            copied = copied.saturating_add(a.size);
+            args.push((name.as_str(), a));
         }
         let arg = |name: &str| {
             args.iter()
                 .find(|(n, _)| *n == name)
-                .map_or(Abs::default(), |(_, a)| *a)
+                .map_or(Abs::scalar(0), |(_, a)| *a)
         };
-        self.charge(times, 1 + input.size / 64);
+        let given = |name: &str| f.args.contains_key(name);
+        // The input is read and every argument copied, at each evaluation.
+        self.charge(times, 1 + input.size.saturating_add(copied) / 64);
         let scaled = |k: u64| Abs {
             size: input.size.saturating_mul(k),
             len: input.len.saturating_mul(k),
+            text: input.text,
         };
         let out = match f.name.as_str() {
-            // Case mapping can turn one byte into three ('ß' -> "SS" is 2 -> 2, but
-            // some code points grow); escaping turns one byte into up to six.
+            // Case mapping can turn one byte into up to three; escaping one into six.
             "upper" | "lower" | "title" | "capitalize" => scaled(3),
             "escape" | "escape_xml" | "json_encode" => scaled(6),
             "addslashes" => scaled(2),
             "linebreaksbr" => scaled(5),
             "replace" => {
-                let to = arg("to").size.max(1);
-                Abs {
-                    size: input.size.saturating_mul(to),
-                    len: input.len.saturating_mul(to),
-                }
+                // Every match, up to one per character boundary (`from=""` matches at
+                // each), becomes `to`.
+                let to = arg("to").size;
+                let size = input
+                    .size
+                    .saturating_add(input.size.saturating_add(1).saturating_mul(to));
+                Abs::sized(size, size)
+            }
+            "truncate" => {
+                let end = if given("end") { arg("end").size } else { 3 };
+                let size = input.size.saturating_add(end);
+                Abs::sized(size, size)
+            }
+            "get" => {
+                let d = arg("default");
+                Abs::sized(input.size.max(d.size), input.len.max(d.len))
             }
             "join" => {
                 let sep = arg("sep").size;
                 let size = input.size.saturating_add(input.len.saturating_mul(sep));
-                Abs { size, len: size }
+                Abs::sized(size, size)
             }
             "indent" => {
-                let prefix = if f.args.contains_key("prefix") {
+                let prefix = if given("prefix") {
                     arg("prefix").size
                 } else {
                     4
                 };
                 scaled(1 + prefix)
             }
-            "split" => Abs {
-                size: input.size.saturating_mul(2),
-                len: input.size.saturating_add(1),
-            },
+            "split" => Abs::list(input.size.saturating_mul(2), input.size.saturating_add(1)),
             "concat" => {
                 let with = arg("with");
-                Abs {
-                    size: input.size.saturating_add(with.size),
-                    len: input.len.saturating_add(with.len.max(1)),
-                }
+                Abs::list(
+                    input.size.saturating_add(with.size),
+                    input.len.saturating_add(with.len.max(1)),
+                )
             }
             "group_by" => scaled(2),
             "sort" | "unique" => {
@@ -335,10 +372,7 @@ impl Walk<'_> {
             }
             "default" => {
                 let d = arg("value");
-                Abs {
-                    size: input.size.max(d.size),
-                    len: input.len.max(d.len),
-                }
+                Abs::sized(input.size.max(d.size), input.len.max(d.len))
             }
             "pluralize" => Abs::scalar(arg("singular").size.max(arg("plural").size).max(1)),
             "int" | "float" | "abs" | "round" | "length" | "wordcount" => Abs::scalar(24),
@@ -348,26 +382,32 @@ impl Walk<'_> {
         self.seen(out)
     }
 
-    fn ident(&mut self, path: &str) -> Abs {
+    fn ident(&mut self, path: &str, times: u64) -> Abs {
         let root = root_of(path);
-        if let Some((_, a)) = self.scopes.iter().rev().find(|(name, _)| name == root) {
-            return *a;
+        if let Some(scope) = self.scopes.iter().rev().find(|s| s.name == root) {
+            let (value, per_use) = (scope.value, scope.per_use);
+            self.charge(times, per_use);
+            return value;
         }
-        if root == "loop" {
+        // Inside a loop, `loop.index` and friends are numbers; anything else named
+        // `loop` is looked up in the variables, as tera does.
+        if !self.scopes.is_empty()
+            && matches!(
+                path,
+                "loop.index" | "loop.index0" | "loop.first" | "loop.last"
+            )
+        {
             return Abs::scalar(24);
-        }
-        if root == "__tera_context" {
-            return Abs::of(self.vars);
         }
         match self.lookup_deepest(path) {
             Some(v) => Abs::of(v),
-            None => Abs::default(),
+            None => Abs::scalar(0),
         }
     }
 
     /// The value at a dotted path of the variables, when the path is plain and resolves.
     fn lookup(&self, path: &str) -> Option<&Value> {
-        if path.contains('[') || self.scopes.iter().any(|(n, _)| n == root_of(path)) {
+        if path.contains('[') || self.scopes.iter().any(|s| s.name == root_of(path)) {
             return None;
         }
         path.split('.').try_fold(self.vars, step)

@@ -36,6 +36,8 @@ pub struct Limits {
     pub max_nesting: usize,
     /// Operators and filters in one tag.
     pub max_operators: usize,
+    /// Parse work one template may take (see `sandbox::prescan`).
+    pub max_parse_units: u64,
 }
 
 impl Default for Limits {
@@ -45,6 +47,7 @@ impl Default for Limits {
             max_output_bytes: 4 << 20,
             max_nesting: 16,
             max_operators: 64,
+            max_parse_units: 20_000,
         }
     }
 }
@@ -72,6 +75,21 @@ pub struct Compiled {
 /// is refused when it uses what the sandbox does not allow, or when it could exceed the
 /// render limits even with no data (a loop over `range(end=10000000000)`).
 pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
+    // tera panics on a few inputs (a float literal too large for f64); a panic here is
+    // a refused template, not a failed request.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        compile_checked(subject, body)
+    }))
+    .unwrap_or_else(|_| {
+        Err(Error::field(
+            "body",
+            FieldCode::TemplateSyntax,
+            "Template error: the template could not be compiled",
+        ))
+    })
+}
+
+fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
     let limits = limits();
     let mut tera = sandbox::engine(&limits);
     let mut errors = Vec::new();
@@ -138,6 +156,19 @@ impl Compiled {
     /// render's worst case against the limits. Call it off any actor's thread: it is
     /// bounded, but a bounded render can still take milliseconds.
     pub fn render(&self, vars: &Value) -> Result<(String, String)> {
+        // tera panics on a few values (arithmetic that overflows f64); that is a failed
+        // render of this template, not a failed request.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.render_checked(vars)))
+            .unwrap_or_else(|_| {
+                Err(Error::field(
+                    "body",
+                    FieldCode::TemplateSyntax,
+                    "Template error: rendering failed with this data",
+                ))
+            })
+    }
+
+    fn render_checked(&self, vars: &Value) -> Result<(String, String)> {
         let limits = limits();
         let mut ctx = None;
         let mut render = |name: &str| -> Result<String> {
@@ -320,6 +351,141 @@ mod tests {
         let replace = compile("ok", "{{ x | replace(from=\"a\", to=x) }}").unwrap();
         assert!(replace.render(&json!({"x": "a".repeat(100_000)})).is_err());
         assert!(replace.render(&json!({"x": "abc"})).is_ok());
+    }
+
+    // The cases below came from a review of the sandbox as a hostile tenant.
+
+    #[test]
+    fn the_word_endraw_inside_a_raw_block_does_not_end_it_for_the_prescan() {
+        let deep = format!(
+            "{{% raw %}}endraw{{{{'{{% endraw %}}{{{{ {}1{} }}}}",
+            "(".repeat(400_000),
+            ")".repeat(400_000)
+        );
+        let (_, code, message) = refusal("ok", &deep);
+        assert_eq!(code, FieldCode::TemplateSyntax);
+        assert!(message.contains("brackets"), "{message}");
+        let (_, _, message) = refusal("ok", "{% raw %}never closed");
+        assert!(message.contains("raw"), "{message}");
+        let (_, _, message) = refusal("ok", "{{ 'never closed }}");
+        assert!(message.contains("not closed"), "{message}");
+        assert!(compile("ok", "{% raw %}{{ kept }}{%- endraw -%}x").is_ok());
+    }
+
+    #[test]
+    fn nested_calls_are_bounded_since_each_level_quadruples_the_parse() {
+        let nested = |depth: usize| {
+            format!(
+                "{{{{ x{} }}}}",
+                " | default(value=x".repeat(depth) + &")".repeat(depth)
+            )
+        };
+        assert!(compile("ok", &nested(3)).is_ok());
+        let started = std::time::Instant::now();
+        let (_, _, message) = refusal("ok", &nested(16));
+        assert!(message.contains("calls nest"), "{message}");
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        // Many cheap tags add up: a megabyte of two-level calls is refused before parsing.
+        let many = "{{ range(end=range(end=1)) }}".repeat(40_000);
+        let started = std::time::Instant::now();
+        let (_, _, message) = refusal("ok", &many);
+        assert!(message.contains("too many expressions"), "{message}");
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_variable_named_loop_is_charged_as_the_data_it_is() {
+        let c = compile(
+            "ok",
+            "{{ loop | replace(from=\"a\", to=loop) | replace(from=\"a\", to=loop) }}",
+        )
+        .unwrap();
+        assert!(c.render(&json!({"loop": "a".repeat(8000)})).is_err());
+        let c = compile(
+            "ok",
+            "{% for x in loop %}{% for y in loop %}{% for z in loop %}.{% endfor %}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        assert!(c
+            .render(&json!({"loop": (0..1000).collect::<Vec<_>>()}))
+            .is_err());
+        let ok = compile("ok", "{% for x in items %}{{ loop.index }}{% endfor %}").unwrap();
+        assert_eq!(ok.render(&json!({"items": [5, 6]})).unwrap().1, "12");
+    }
+
+    #[test]
+    fn the_whole_context_and_pretty_json_are_refused() {
+        for body in [
+            "{{ __tera_context }}",
+            "{% for c in __tera_context %}{% endfor %}",
+            "{% if __tera_context is defined %}{% endif %}",
+            "{{ x | json_encode(pretty=true) }}",
+        ] {
+            let (_, code, message) = refusal("ok", body);
+            assert_eq!(code, FieldCode::TemplateSyntax, "{body}");
+            assert!(
+                message.contains("not available") || message.contains("pretty"),
+                "{body}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_lookups_count_as_operators() {
+        let body = format!(
+            "{{% for x in range(end=1) %}}{{{{ a{} }}}}{{% endfor %}}",
+            "[x]".repeat(300_000)
+        );
+        let (_, _, message) = refusal("ok", &body);
+        assert!(message.contains("operators"), "{message}");
+    }
+
+    #[test]
+    fn filters_that_add_their_arguments_are_charged_for_them() {
+        let big = "x".repeat(500_000);
+        let truncate = format!(
+            "{{% for i in range(end=30000) %}}{{{{ \"ab\" | truncate(length=1, end=\"{big}\") }}}}{{% endfor %}}"
+        );
+        assert!(compile("ok", &truncate).is_err());
+        let empty_from = format!(
+            "{{{{ s{} }}}}",
+            " | replace(from=\"\", to=\"a\")".repeat(15)
+        );
+        let c = compile("ok", &empty_from).unwrap();
+        assert!(c.render(&json!({"s": "a".repeat(60_000)})).is_err());
+        assert_eq!(
+            compile("ok", "{{ s | replace(from=\"\", to=\"-\") }}")
+                .unwrap()
+                .render(&json!({"s": "ab"}))
+                .unwrap()
+                .1,
+            "-a-b-"
+        );
+        let copies = compile(
+            "ok",
+            "{% for i in range(end=20000) %}{% if email is containing(big) %}{% endif %}{% for k, v in o %}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let key = "k".repeat(60_000);
+        assert!(copies
+            .render(&json!({"big": "b".repeat(60_000), "o": {key: 0}, "email": "e"}))
+            .is_err());
+    }
+
+    #[test]
+    fn what_makes_tera_panic_is_a_clear_error() {
+        let c = compile("ok", "{{ \"1\" | int(base=1) }}").unwrap();
+        assert!(matches!(c.render(&json!({})), Err(Error::Validation(_))));
+        let c = compile("ok", "{{ x + x }}").unwrap();
+        assert!(matches!(
+            c.render(&json!({"x": 1e308})),
+            Err(Error::Validation(_))
+        ));
+        let huge = format!("{{{{ 1{}.0 + 1 }}}}", "0".repeat(400));
+        assert!(matches!(
+            compile("ok", &huge).and_then(|c| c.render(&json!({}))),
+            Err(Error::Validation(_))
+        ));
     }
 
     #[test]

@@ -37,4 +37,9 @@ impl RenderPool {
             .await
             .map_err(|e| Error::Internal(format!("a render failed: {e}")))
     }
+
+    /// Compiles tenant text on the pool: a parse is bounded, but not free.
+    pub async fn compile(&self, subject: String, body: String) -> Result<super::Compiled> {
+        self.run(move || super::compile(&subject, &body)).await?
+    }
 }

@@ -99,6 +99,19 @@ pub fn engine(limits: &Limits) -> Tera {
     tera.register_function("range", move |args: &HashMap<String, Value>| {
         capped_range(args, cap)
     });
+    // tera's `int` panics on a base outside 2..=36 (`from_str_radix`).
+    if let Some(int) = tera.filters.get("int").cloned() {
+        tera.register_filter(
+            "int",
+            move |v: &Value, args: &HashMap<String, Value>| match args
+                .get("base")
+                .map(|b| b.as_u64())
+            {
+                None | Some(Some(2..=36)) => int.filter(v, args),
+                Some(_) => Err(tera::Error::msg("int: `base` must be 2 to 36")),
+            },
+        );
+    }
     tera
 }
 
@@ -203,6 +216,13 @@ fn check_node(node: &Node) -> Result<(), Refusal> {
 }
 
 fn check_call(call: &FunctionCall, filter: bool) -> Result<(), Refusal> {
+    if filter && call.name == "json_encode" && call.args.contains_key("pretty") {
+        // Pretty printing indents by depth, which the work bound does not model.
+        return Err(Refusal {
+            what: "json_encode takes no `pretty` in templates".into(),
+            keyword: "",
+        });
+    }
     if filter && !FILTERS.contains(&call.name.as_str()) {
         return Err(Refusal {
             what: format!("the filter `{}` is not available in templates", call.name),
@@ -233,11 +253,8 @@ fn check_expr(e: &Expr) -> Result<(), Refusal> {
 
 fn check_val(v: &ExprVal) -> Result<(), Refusal> {
     match v {
-        ExprVal::String(_)
-        | ExprVal::Int(_)
-        | ExprVal::Float(_)
-        | ExprVal::Bool(_)
-        | ExprVal::Ident(_) => Ok(()),
+        ExprVal::String(_) | ExprVal::Int(_) | ExprVal::Float(_) | ExprVal::Bool(_) => Ok(()),
+        ExprVal::Ident(path) => check_ident(path),
         ExprVal::Math(m) => {
             check_expr(&m.lhs)?;
             check_expr(&m.rhs)
@@ -251,6 +268,7 @@ fn check_val(v: &ExprVal) -> Result<(), Refusal> {
             check_expr(&i.rhs)
         }
         ExprVal::Test(t) => {
+            check_ident(&t.ident)?;
             if !TESTS.contains(&t.name.as_str()) {
                 return Err(Refusal {
                     what: format!("the test `{}` is not available in templates", t.name),
@@ -264,6 +282,18 @@ fn check_val(v: &ExprVal) -> Result<(), Refusal> {
         ExprVal::Array(items) => items.iter().try_for_each(check_expr),
         ExprVal::StringConcat(c) => c.values.iter().try_for_each(check_val),
     }
+}
+
+/// `__tera_context` is the whole context as pretty JSON, built anew at each mention:
+/// a copy per use that the work bound cannot price, and nothing a template needs.
+fn check_ident(path: &str) -> Result<(), Refusal> {
+    if path.contains("__tera_context") {
+        return Err(Refusal {
+            what: "`__tera_context` is not available in templates".into(),
+            keyword: "",
+        });
+    }
+    Ok(())
 }
 
 /// The 1-based line of the first tag that opens with `keyword`, for an error message.
@@ -294,24 +324,43 @@ pub struct TooDeep {
     pub what: String,
 }
 
-/// Bounds, on the raw text, what tera would otherwise turn into deep recursion: block
-/// nesting (`if`, `for`, `filter`, ...), bracket nesting and operators in one tag.
+/// Bounds, on the raw text, what would make tera's parser slow or make it, its renderer
+/// or the drop of its syntax tree recurse deeply:
+/// - block nesting (`if`, `for`, `filter`, ...) and bracket nesting, each level of which
+///   is a level of recursion;
+/// - operators, filters and `[` lookups in one tag, each of which nests the tree once
+///   more (and each `[x]` copies the whole path again at render);
+/// - calls nested in calls: tera's grammar tries four alternatives at each level and
+///   pest keeps no memo, so each level of `f(a=f(a=...))` costs four times the one inside
+///   it (measured, release build: 4 levels 0.9 ms, 8 levels 217 ms);
+/// - the parse as a whole: each tag costs 4^(its call depth) units (about 4 µs each,
+///   measured on 1 MiB templates), and a template may spend `max_parse_units`.
+///
+/// An unclosed tag, comment, string or `raw` block is refused here too, rather than left
+/// for the scanner and tera to read differently.
 pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
     let bytes = src.as_bytes();
     let mut depth = 0usize;
+    let mut units = 0u64;
     let mut i = 0;
     let line_at = |pos: usize| src[..pos].matches('\n').count() + 1;
+    let refuse = |pos: usize, what: String| {
+        Err(TooDeep {
+            line: line_at(pos),
+            what,
+        })
+    };
     while i + 1 < bytes.len() {
         let open = &bytes[i..i + 2];
-        let close = match open {
+        let close: &[u8] = match open {
             b"{{" => b"}}",
             b"{%" => b"%}",
             b"{#" => {
                 // A comment ends at `#}`; nothing inside it is parsed.
-                i = match src[i + 2..].find("#}") {
-                    Some(at) => i + 2 + at + 2,
-                    None => return Ok(()),
-                };
+                match src[i + 2..].find("#}") {
+                    Some(at) => i = i + 2 + at + 2,
+                    None => return refuse(i, "a comment is not closed with #}".into()),
+                }
                 continue;
             }
             _ => {
@@ -320,52 +369,67 @@ pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
             }
         };
         let start = i;
-        let (end, brackets, operators) = scan_tag(bytes, i + 2, close);
-        if brackets > limits.max_nesting {
-            return Err(TooDeep {
-                line: line_at(start),
-                what: format!(
-                    "brackets nest {brackets} deep; at most {} are allowed",
-                    limits.max_nesting
+        let Some(tag) = scan_tag(bytes, i + 2, close) else {
+            return refuse(start, "a tag or a string in it is not closed".into());
+        };
+        if tag.brackets > limits.max_nesting {
+            return refuse(
+                start,
+                format!(
+                    "brackets nest {} deep; at most {} are allowed",
+                    tag.brackets, limits.max_nesting
                 ),
-            });
+            );
         }
-        if operators > limits.max_operators {
-            return Err(TooDeep {
-                line: line_at(start),
-                what: format!(
-                    "one expression has {operators} operators and filters; at most {} are allowed",
-                    limits.max_operators
+        if tag.calls > MAX_CALL_DEPTH {
+            return refuse(
+                start,
+                format!(
+                    "calls nest {} deep (a function or filter call inside another's \
+                     arguments); at most {MAX_CALL_DEPTH} are allowed",
+                    tag.calls
                 ),
-            });
+            );
         }
+        if tag.operators > limits.max_operators {
+            return refuse(
+                start,
+                format!(
+                    "one expression has {} operators, filters and lookups; at most {} are allowed",
+                    tag.operators, limits.max_operators
+                ),
+            );
+        }
+        units += 4u64.pow(tag.calls as u32) + tag.operators as u64;
+        if units > limits.max_parse_units {
+            return refuse(
+                start,
+                format!(
+                    "the template has too many expressions to parse (over {} units; a tag \
+                     costs 4 to the power of its call nesting)",
+                    limits.max_parse_units
+                ),
+            );
+        }
+        let mut end = tag.end;
         if open == b"{%" {
-            let word = src[start + 2..end]
-                .trim_start_matches('-')
-                .trim_start()
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .next()
-                .unwrap_or_default();
-            match word {
-                "if" | "for" | "filter" | "macro" | "block" | "raw" => depth += 1,
+            match tag_word(src, start, end) {
+                "if" | "for" | "filter" | "macro" | "block" => depth += 1,
+                "raw" => {
+                    // Text up to the `endraw` tag is literal, however it looks.
+                    match find_endraw(src, end) {
+                        Some(after) => end = after,
+                        None => return refuse(start, "a raw block is not closed".into()),
+                    }
+                }
                 w if w.starts_with("end") => depth = depth.saturating_sub(1),
                 _ => {}
             }
             if depth > limits.max_nesting {
-                return Err(TooDeep {
-                    line: line_at(start),
-                    what: format!("blocks nest more than {} deep", limits.max_nesting),
-                });
-            }
-            if word == "raw" {
-                // Text up to `endraw` is literal, however it looks.
-                match src[end..].find("endraw") {
-                    Some(at) => {
-                        i = end + at;
-                        continue;
-                    }
-                    None => return Ok(()),
-                }
+                return refuse(
+                    start,
+                    format!("blocks nest more than {} deep", limits.max_nesting),
+                );
             }
         }
         i = end;
@@ -373,11 +437,58 @@ pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
     Ok(())
 }
 
-/// Scans one tag from `from` to its closing delimiter (outside string literals) and
-/// returns where it ends, its deepest bracket nesting and its count of operators.
-fn scan_tag(bytes: &[u8], from: usize, close: &[u8]) -> (usize, usize, usize) {
-    let (mut depth, mut deepest, mut operators) = (0usize, 0usize, 0usize);
+/// Calls nested in one another's arguments that one tag may have.
+pub const MAX_CALL_DEPTH: usize = 3;
+
+/// The first word of the tag that opens at `start` and ends before `end`.
+fn tag_word(src: &str, start: usize, end: usize) -> &str {
+    src[start + 2..end.saturating_sub(2).max(start + 2)]
+        .trim_start_matches('-')
+        .trim_start()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or_default()
+}
+
+/// Where the `{% endraw %}` tag (with optional `-` whitespace controls) after `from`
+/// ends, as tera's grammar reads it: the word `endraw` in text does not end the block.
+fn find_endraw(src: &str, from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(found) = src[at..].find("{%") {
+        let open = at + found;
+        let rest = src[open + 2..]
+            .strip_prefix('-')
+            .unwrap_or(&src[open + 2..]);
+        if let Some(rest) = rest.trim_start().strip_prefix("endraw") {
+            let rest = rest.trim_start();
+            let rest = rest.strip_prefix('-').unwrap_or(rest);
+            if rest.starts_with("%}") {
+                return Some(src.len() - rest.len() + 2);
+            }
+        }
+        at = open + 2;
+    }
+    None
+}
+
+/// What one tag holds, as the prescan counts it.
+struct Tag {
+    end: usize,
+    brackets: usize,
+    calls: usize,
+    operators: usize,
+}
+
+/// Scans one tag from `from` to its closing delimiter (outside string literals); None
+/// when the tag or a string in it never closes.
+fn scan_tag(bytes: &[u8], from: usize, close: &[u8]) -> Option<Tag> {
+    // Open brackets, innermost last, each marked when it opens a call's arguments; and
+    // how many of them are calls.
+    let mut open: Vec<bool> = Vec::new();
+    let mut open_calls = 0usize;
+    let (mut deepest, mut calls, mut operators) = (0usize, 0usize, 0usize);
     let mut quote: Option<u8> = None;
+    let mut last_word = false;
     let mut i = from;
     while i < bytes.len() {
         let b = bytes[i];
@@ -389,35 +500,52 @@ fn scan_tag(bytes: &[u8], from: usize, close: &[u8]) -> (usize, usize, usize) {
             continue;
         }
         if bytes[i..].starts_with(close) {
-            return (i + 2, deepest, operators);
+            return Some(Tag {
+                end: i + 2,
+                brackets: deepest,
+                calls,
+                operators,
+            });
         }
+        let mut word = false;
         match b {
             b'"' | b'\'' | b'`' => quote = Some(b),
             b'(' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
+                let call = b == b'(' && last_word;
+                open.push(call);
+                open_calls += usize::from(call);
+                deepest = deepest.max(open.len());
+                calls = calls.max(open_calls);
+                if b == b'[' {
+                    operators += 1;
+                }
             }
-            b')' | b']' => depth = depth.saturating_sub(1),
+            b')' | b']' => open_calls -= usize::from(open.pop() == Some(true)),
             b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'|' | b'<' | b'>' | b'=' | b'!' | b',' => {
                 operators += 1
             }
-            b'a'..=b'z' => {
+            c if is_word(c) => {
                 // `and`, `or`, `not`, `in`, `is` as whole words.
-                let word_start = i == 0 || !is_word(bytes[i - 1]);
                 let len = bytes[i..].iter().take_while(|c| is_word(**c)).count();
-                if word_start
-                    && matches!(&bytes[i..i + len], b"and" | b"or" | b"not" | b"in" | b"is")
-                {
+                if matches!(&bytes[i..i + len], b"and" | b"or" | b"not" | b"in" | b"is") {
                     operators += 1;
+                } else {
+                    word = true;
                 }
                 i += len;
+                last_word = word;
+                continue;
+            }
+            _ if b.is_ascii_whitespace() => {
+                i += 1;
                 continue;
             }
             _ => {}
         }
+        last_word = word;
         i += 1;
     }
-    (bytes.len(), deepest, operators)
+    None
 }
 
 fn is_word(b: u8) -> bool {
