@@ -48,6 +48,7 @@ impl Application {
                 arbiters: settings.actors.arbiters,
                 mailbox_capacity: settings.actors.mailbox_capacity,
                 render_threads: settings.templates.render_threads(),
+                tenant: settings.limits.tenant(),
             },
         );
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;

@@ -124,9 +124,28 @@ pub struct Sending {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Limits {
     pub requests_per_minute: u32,
+    pub public_requests_per_minute: u32,
     pub max_body_bytes: usize,
     pub max_data_bytes: usize,
     pub idempotency_ttl_hours: u64,
+    pub max_contacts: u64,
+    pub max_domains: usize,
+    pub max_segments: u64,
+    pub max_tracked_segments: usize,
+    pub max_templates: usize,
+}
+
+impl Limits {
+    pub fn tenant(&self) -> mailroom_actors::project::TenantLimits {
+        mailroom_actors::project::TenantLimits {
+            max_contacts: self.max_contacts,
+            max_data_bytes: self.max_data_bytes,
+            max_domains: self.max_domains,
+            max_segments: self.max_segments,
+            max_tracked_segments: self.max_tracked_segments,
+            max_templates: self.max_templates,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -10,7 +10,9 @@
 //!   same batch as the work, so that the reply is remembered if and only if the work
 //!   is durable.
 //!
-//! Stored as `p/<project>/idem/<scope>/<key>` -> (body hash, reply as JSON, expiry).
+//! Stored as `p/<project>/idem/<scope>/<key>` -> (body hash, reply as JSON, expiry), with
+//! an index by expiry (`p/<project>/idem-exp/<expiry><scope>/<key>`) that `sweep` walks
+//! to delete expired records, so they do not pile up for the life of the project.
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -99,7 +101,48 @@ pub fn record<T: Serialize>(
         expires_at: now.millis().saturating_add(claim.ttl_ms),
     };
     batch.put(claim.store_key(p), codec::encode(&stored)?);
+    batch.put(
+        keys::idempotency_expiry(p, stored.expires_at, &claim.scope, &claim.key),
+        Vec::new(),
+    );
     Ok(())
+}
+
+/// Deletes up to `max` records that expired by `now`, and answers how many. Runs on
+/// the project's actor, so no request can record the same key meanwhile; a record
+/// written again since its old index entry is kept (its expiry no longer matches).
+pub fn sweep(store: &dyn Store, p: ProjectId, now: Timestamp, max: usize) -> Result<usize> {
+    let prefix = keys::idempotency_expiries(p);
+    let mut batch = Batch::new();
+    let mut swept = 0;
+    for kv in store.scan(&prefix, None, false).take(max) {
+        let (index_key, _) = kv?;
+        let rest = &index_key[prefix.len()..];
+        let Some((at, scoped)) = rest.split_first_chunk::<8>() else {
+            batch.delete(index_key);
+            continue;
+        };
+        let expires_at = u64::from_be_bytes(*at) as i64;
+        if expires_at > now.millis() {
+            break;
+        }
+        let scoped = String::from_utf8_lossy(scoped);
+        if let Some((scope, key)) = scoped.split_once('/') {
+            let record_key = keys::idempotency(p, scope, key);
+            if let Some(bytes) = store.get(&record_key)? {
+                let stored: Stored = codec::decode(&bytes)?;
+                if stored.expires_at == expires_at {
+                    batch.delete(record_key);
+                    swept += 1;
+                }
+            }
+        }
+        batch.delete(index_key);
+    }
+    if !batch.is_empty() {
+        store.apply(batch)?;
+    }
+    Ok(swept)
 }
 
 #[cfg(test)]
@@ -141,6 +184,33 @@ mod tests {
             None,
             "expired"
         );
+    }
+
+    #[tokio::test]
+    async fn expired_records_are_swept_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 1 << 20).unwrap();
+        let p = ProjectId::new();
+        let mut batch = Batch::new();
+        for (key, ttl) in [("old", 1_000), ("new", 100_000)] {
+            let claim = Claim::new("track", key, &json!({}), ttl);
+            record(&mut batch, p, &claim, &key.to_owned(), Timestamp::from(0)).unwrap();
+        }
+        store.apply(batch).unwrap();
+        assert_eq!(sweep(&*store, p, Timestamp::from(500), 100).unwrap(), 0);
+        assert_eq!(sweep(&*store, p, Timestamp::from(5_000), 100).unwrap(), 1);
+        assert!(store
+            .get(&keys::idempotency(p, "track", "old"))
+            .unwrap()
+            .is_none());
+        assert!(store
+            .get(&keys::idempotency(p, "track", "new"))
+            .unwrap()
+            .is_some());
+        let index: Vec<_> = store
+            .scan(&keys::idempotency_expiries(p), None, false)
+            .collect();
+        assert_eq!(index.len(), 1, "only the live record's index entry is left");
     }
 
     #[test]

@@ -54,7 +54,13 @@ fn authenticate(req: &HttpRequest, allow_public: bool) -> Result<ProjectCtx, Api
             "A public key (pk_) can only be used with POST /v1/track",
         ));
     }
-    if let Some(limit) = &state.rate_limit {
+    // The public key has a budget of its own: it sits in web pages for anyone to copy,
+    // and spending it must not stop the project's servers.
+    let budget = match auth.kind {
+        KeyKind::Public => &state.public_rate_limit,
+        KeyKind::Secret => &state.rate_limit,
+    };
+    if let Some(limit) = budget {
         let (info, verdict) = limit.check(auth.project.id);
         req.extensions_mut().insert(info);
         verdict?;

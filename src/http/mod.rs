@@ -46,6 +46,7 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     pub limits: crate::config::Limits,
     pub rate_limit: Option<rate_limit::ProjectRateLimit>,
+    pub public_rate_limit: Option<rate_limit::ProjectRateLimit>,
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
@@ -73,6 +74,9 @@ impl AppState {
             clock,
             limits: settings.limits.clone(),
             rate_limit: rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute),
+            public_rate_limit: rate_limit::ProjectRateLimit::new(
+                settings.limits.public_requests_per_minute,
+            ),
             metrics: metrics::Metrics::new(),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),

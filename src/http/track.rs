@@ -3,7 +3,7 @@
 //! envelope.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{DataMap, DataPatch};
+use mailroom_actors::model::{DataMap, DataPatch, KeyKind};
 use mailroom_actors::project::messages::Track;
 use mailroom_actors::{Error, FieldCode};
 use serde::Serialize;
@@ -120,7 +120,13 @@ pub async fn track(
         }
     }
     f.finish()?;
-    let claim = idempotency::claim(&req, "track", &body, state.limits.idempotency_ttl_hours)?;
+    // A public key's Idempotency-Keys live apart from the secret key's: whoever copied
+    // the public key cannot replay, or block, what the project's servers sent.
+    let scope = match p.kind {
+        KeyKind::Public => "track.public",
+        KeyKind::Secret => "track",
+    };
+    let claim = idempotency::claim(&req, scope, &body, state.limits.idempotency_ttl_hours)?;
     let (Some(email), Some(event)) = (email, event) else {
         return Err(Error::Internal("validated fields went missing".into()).into());
     };

@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, ResponseFuture, Supervised};
 
+use super::contacts::read_counter;
 use super::contacts::{self, Counts, WriteCtx};
+use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
     ApplyDomainCheck, ChangeMembers, CommitSend, CreateDomain, CreateSegment, CreateTemplate,
@@ -21,9 +23,15 @@ use crate::domain::{self, Domain};
 use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::segment::Segment;
-use crate::store::Store;
+use crate::store::{keys, Store};
+
+/// How often a project deletes its expired Idempotency-Key records, and how many at most
+/// per run (about the most a project can write in that time at the default rate limit).
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+const SWEEP_MAX: usize = 5_000;
 
 pub struct ProjectActor {
+    limits: TenantLimits,
     project: ProjectId,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
@@ -45,8 +53,10 @@ impl ProjectActor {
         mailbox_capacity: usize,
         outbox: Arc<tokio::sync::Notify>,
         table: Arc<ContactTable>,
+        limits: TenantLimits,
     ) -> Self {
         ProjectActor {
+            limits,
             project,
             store,
             clock,
@@ -89,6 +99,39 @@ impl ProjectActor {
         }
     }
 
+    /// Deletes expired Idempotency-Key records, a bounded number per run.
+    fn sweep_idempotency(&mut self) {
+        let now = self.now();
+        match crate::idempotency::sweep(&*self.store, self.project, now, SWEEP_MAX) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::debug!(project = %self.project, swept = n, "expired idempotency records deleted")
+            }
+            Err(e) => {
+                tracing::warn!(project = %self.project, error = %e, "sweeping idempotency records")
+            }
+        }
+    }
+
+    /// Whether one more segment (`new`) or one more tracked segment fits the limits.
+    fn check_segment_room(&self, new: bool, tracked: bool) -> Result<()> {
+        let l = &self.limits;
+        if new
+            && read_counter(&*self.store, self.project, segments::SEGMENTS_COUNTER)?
+                >= l.max_segments
+        {
+            return Err(limits::full("segments", l.max_segments, "max_segments"));
+        }
+        if tracked && self.audience.tracked_count() >= l.max_tracked_segments {
+            return Err(limits::full(
+                "tracked segments",
+                l.max_tracked_segments as u64,
+                "max_tracked_segments",
+            ));
+        }
+        Ok(())
+    }
+
     /// Splits the actor's state into the write context and the counters it updates.
     fn ctx(&mut self) -> (WriteCtx<'_>, &mut Counts) {
         let now = self.now();
@@ -99,6 +142,7 @@ impl ProjectActor {
                 audience: &self.audience,
                 table: &self.table,
                 now,
+                limits: &self.limits,
             },
             &mut self.counts,
         )
@@ -121,6 +165,7 @@ impl Actor for ProjectActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.mailbox_capacity);
         self.load();
+        ctx.run_interval(SWEEP_EVERY, |act, _| act.sweep_idempotency());
         tracing::debug!(project = %self.project, generation = self.generation, "project actor started");
     }
 }
@@ -176,7 +221,11 @@ impl Handler<CreateSegment> for ProjectActor {
 
     fn handle(&mut self, msg: CreateSegment, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = segments::create(&*self.store, self.project, now, &mut self.audience, msg);
+        let result = self
+            .check_segment_room(true, msg.track_membership)
+            .and_then(|()| {
+                segments::create(&*self.store, self.project, now, &mut self.audience, msg)
+            });
         self.after_flush(result)
     }
 }
@@ -186,7 +235,16 @@ impl Handler<UpdateSegment> for ProjectActor {
 
     fn handle(&mut self, msg: UpdateSegment, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = segments::update(&*self.store, self.project, now, &mut self.audience, msg);
+        let starts_tracking = msg.track_membership == Some(true)
+            && self
+                .audience
+                .get(msg.id)
+                .is_some_and(|e| !e.segment.track_membership);
+        let result = self
+            .check_segment_room(false, starts_tracking)
+            .and_then(|()| {
+                segments::update(&*self.store, self.project, now, &mut self.audience, msg)
+            });
         self.after_flush(result)
     }
 }
@@ -215,7 +273,13 @@ impl Handler<CreateDomain> for ProjectActor {
 
     fn handle(&mut self, msg: CreateDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = domain::writes::create(&*self.store, self.project, msg, now);
+        let max = self.limits.max_domains;
+        let result = count(&*self.store, &keys::domains(self.project), max)
+            .and_then(|n| match n >= max {
+                true => Err(limits::full("domains", max as u64, "max_domains")),
+                false => Ok(()),
+            })
+            .and_then(|()| domain::writes::create(&*self.store, self.project, msg, now));
         self.after_flush(result)
     }
 }
@@ -260,7 +324,13 @@ impl Handler<CreateTemplate> for ProjectActor {
     type Result = ResponseFuture<Result<Template>>;
 
     fn handle(&mut self, msg: CreateTemplate, _ctx: &mut Self::Context) -> Self::Result {
-        let result = templates::create(&*self.store, self.project, msg.0);
+        let max = self.limits.max_templates;
+        let result = count(&*self.store, &keys::templates(self.project), max)
+            .and_then(|n| match n >= max {
+                true => Err(limits::full("templates", max as u64, "max_templates")),
+                false => Ok(()),
+            })
+            .and_then(|()| templates::create(&*self.store, self.project, msg.0));
         self.after_flush(result)
     }
 }
@@ -325,4 +395,14 @@ impl Handler<RecordDelivery> for ProjectActor {
         drop(self.store.durable());
         result
     }
+}
+
+/// Keys under `prefix`, counted up to `cap` (a limit check needs no more).
+fn count(store: &dyn Store, prefix: &[u8], cap: usize) -> Result<usize> {
+    let mut n = 0;
+    for kv in store.scan(prefix, None, false).take(cap) {
+        kv?;
+        n += 1;
+    }
+    Ok(n)
 }

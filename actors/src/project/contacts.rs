@@ -54,6 +54,7 @@ pub struct WriteCtx<'a> {
     /// The project's contacts in memory; the write path reads contacts from here.
     pub table: &'a ContactTable,
     pub now: Timestamp,
+    pub limits: &'a super::TenantLimits,
 }
 
 /// A contact change, prepared but not yet written.
@@ -117,10 +118,20 @@ pub fn prepare_upsert(
             updated_at: ctx.now,
         },
     };
+    if before.is_none() && counts.contacts >= ctx.limits.max_contacts {
+        return Err(super::limits::full(
+            "contacts",
+            ctx.limits.max_contacts,
+            "max_contacts",
+        ));
+    }
     if let Some(s) = subscribed {
         after.subscribed = s;
     }
-    data.apply(&mut after.data);
+    if !data.is_empty() {
+        data.apply(&mut after.data);
+        ctx.limits.check_data(&after.data)?;
+    }
     after.updated_at = ctx.now;
     let mut next = counts;
     if before.is_none() {
@@ -165,7 +176,10 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     if let Some(s) = msg.subscribed {
         after.subscribed = s;
     }
-    msg.data.apply(&mut after.data);
+    if !msg.data.is_empty() {
+        msg.data.apply(&mut after.data);
+        ctx.limits.check_data(&after.data)?;
+    }
     after.updated_at = ctx.now;
     let mut next = *counts;
     adjust_subscribed(&mut next, Some(before.subscribed), after.subscribed);

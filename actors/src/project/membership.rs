@@ -67,6 +67,14 @@ impl Audience {
         self.entries.retain(|e| e.segment.id != id);
     }
 
+    /// Segments that record entries and exits (each is judged on every contact write).
+    pub fn tracked_count(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.segment.track_membership)
+            .count()
+    }
+
     pub fn statics(&self) -> impl Iterator<Item = &Segment> {
         self.entries
             .iter()

@@ -8,6 +8,7 @@ pub mod actor;
 pub mod contacts;
 pub mod event_queries;
 pub mod events;
+pub mod limits;
 pub mod membership;
 pub mod messages;
 pub mod queries;
@@ -21,5 +22,6 @@ pub mod templates;
 pub mod track;
 
 pub use actor::ProjectActor;
+pub use limits::TenantLimits;
 pub use registry::{Registry, RegistryConfig};
 pub use table::ContactTable;

@@ -29,6 +29,8 @@ pub struct RegistryConfig {
     pub mailbox_capacity: usize,
     /// Renders that may run at once (off the actors' threads).
     pub render_threads: usize,
+    /// What one project may hold.
+    pub tenant: super::TenantLimits,
 }
 
 #[derive(Clone)]
@@ -95,9 +97,18 @@ impl Registry {
                 let capacity = self.inner.config.mailbox_capacity;
                 let outbox = self.inner.outbox.clone();
                 let table = Arc::new(ContactTable::default());
+                let limits = self.inner.config.tenant;
                 let shared = table.clone();
                 let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
-                    ProjectActor::new(project, store, clock, capacity, outbox.clone(), shared)
+                    ProjectActor::new(
+                        project,
+                        store,
+                        clock,
+                        capacity,
+                        outbox.clone(),
+                        shared,
+                        limits,
+                    )
                 });
                 Slot {
                     addr,
@@ -215,6 +226,7 @@ mod tests {
                 arbiters: 1,
                 mailbox_capacity: 16,
                 render_threads: 1,
+                tenant: Default::default(),
             },
         );
         let p = ProjectId::new();
@@ -248,6 +260,7 @@ mod tests {
                 arbiters: 2,
                 mailbox_capacity: 1024,
                 render_threads: 1,
+                tenant: Default::default(),
             },
         );
         let p = ProjectId::new();

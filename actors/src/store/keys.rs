@@ -132,6 +132,21 @@ pub fn idempotency(p: ProjectId, scope: &str, key: &str) -> Vec<u8> {
     in_project(p, b"/idem/", &[scope.as_bytes(), b"/", key.as_bytes()])
 }
 
+/// Idempotency records by expiry: `<expires_at, 8 bytes big-endian><scope>/<key>`, so
+/// the expired ones are a prefix of the range.
+pub fn idempotency_expiries(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/idem-exp/", &[])
+}
+
+pub fn idempotency_expiry(p: ProjectId, expires_at: i64, scope: &str, key: &str) -> Vec<u8> {
+    let at = (expires_at.max(0) as u64).to_be_bytes();
+    in_project(
+        p,
+        b"/idem-exp/",
+        &[&at, scope.as_bytes(), b"/", key.as_bytes()],
+    )
+}
+
 /// `prefix` followed by an id: a bound for a range scan of an index.
 pub fn with_id(prefix: &[u8], id: &[u8; 16]) -> Vec<u8> {
     key([prefix, id].into_iter())
