@@ -724,3 +724,47 @@ fn a_full_project_mailbox_during_delivery_still_sends_each_email_once() {
         "every recipient exactly once"
     );
 }
+
+/// Bytes written to the write-ahead log so far (its files' lengths).
+fn wal_bytes(app: &TestApp) -> u64 {
+    std::fs::read_dir(app.data_dir.join("wal"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_sends_attachments_are_stored_once_and_reach_every_recipient() {
+    use base64::Engine;
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
+    let file = "attachment line\n".repeat(65_536); // 1 MiB
+    let content = base64::engine::general_purpose::STANDARD.encode(&file);
+    let to: Vec<String> = (0..50).map(|i| format!("r{i}@example.com")).collect();
+    let before = wal_bytes(&app);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": "hello@acme.test", "subject": "s", "body": "b",
+               "attachments": [{"filename": "big.txt", "content": content, "contentType": "text/plain"}]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let written = wal_bytes(&app) - before;
+    assert!(
+        written < 4 << 20,
+        "50 recipients of a 1 MiB file wrote {written} bytes of log: it is kept once"
+    );
+    let got = smtp.wait_for(50, wait());
+    assert_eq!(got.len(), 50);
+    for m in &got {
+        let text = m.text();
+        assert!(text.contains("big.txt"), "every recipient gets the file");
+    }
+    for e in r.json()["data"]["emails"].as_array().unwrap() {
+        let id = e["email"].as_str().unwrap();
+        assert_eq!(email_when(&app, &p, id, "SENT")["status"], "SENT");
+    }
+}

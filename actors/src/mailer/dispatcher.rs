@@ -209,7 +209,27 @@ impl Shared {
             .flatten();
         let outcome = match email {
             None => DeliveryOutcome::Orphan,
-            Some(email) => {
+            Some(mut email) => {
+                if let Some(files) = email.attachments_id {
+                    match sending::load_attachments(&*self.store, project, files) {
+                        Ok(a) => email.attachments = a,
+                        Err(e) => {
+                            tracing::error!(email = %id, error = %e, "loading attachments");
+                            self.record(
+                                project,
+                                id,
+                                key,
+                                DeliveryOutcome::Failed {
+                                    error: e.to_string(),
+                                },
+                            )
+                            .await;
+                            self.in_flight().remove(&id);
+                            self.wake.notify_one();
+                            return;
+                        }
+                    }
+                }
                 let attempts = email.attempts + 1;
                 let result = match (self.dkim)(project, &email.from.email) {
                     Err(why) => {

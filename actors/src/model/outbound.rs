@@ -62,7 +62,12 @@ pub struct OutboundEmail {
     pub subject: String,
     pub html: String,
     pub headers: Vec<(String, String)>,
+    /// Filled at delivery from the send's one stored copy (`attachments_id`); never
+    /// stored with the record, so a send to 100 recipients keeps its files once.
+    #[serde(skip)]
     pub attachments: Vec<Attachment>,
+    /// The send's attachments, under `keys::attachments`.
+    pub attachments_id: Option<EmailId>,
     pub marketing: bool,
     pub status: EmailStatus,
     pub attempts: u32,

@@ -16,7 +16,7 @@ use crate::model::{
     OutboundEmail, ProjectId,
 };
 use crate::render::Compiled;
-use crate::store::{keys, Batch, Store};
+use crate::store::{codec, keys, Batch, Store};
 
 /// Everything /v1/send decided, for every recipient.
 pub struct SendSpec {
@@ -129,6 +129,15 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
     }
     let mut out = Vec::with_capacity(rendered.len());
     let mut batch = Batch::new();
+    let users = rendered.iter().filter(|r| r.content.is_some()).count() as u32;
+    let attachments_id = if spec.attachments.is_empty() || users == 0 {
+        None
+    } else {
+        let id = EmailId::new();
+        batch.put(keys::attachments(p, id), codec::encode(&spec.attachments)?);
+        batch.put(keys::attachment_users(p, id), users.to_le_bytes().to_vec());
+        Some(id)
+    };
     for Rendered { recipient, content } in rendered {
         let contact = recipient.contact;
         let Some((subject, html)) = content else {
@@ -150,7 +159,8 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
             subject,
             html,
             headers: spec.headers.clone(),
-            attachments: spec.attachments.clone(),
+            attachments: Vec::new(),
+            attachments_id,
             marketing: spec.marketing,
             status: EmailStatus::Queued,
             attempts: 0,
@@ -173,6 +183,38 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
     }
     store.apply(batch)?;
     Ok(out)
+}
+
+/// One email of a send no longer needs its attachments; the last one deletes them.
+fn release_attachments(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    id: Option<EmailId>,
+) -> Result<()> {
+    let Some(id) = id else { return Ok(()) };
+    let key = keys::attachment_users(p, id);
+    let users = store
+        .get(&key)?
+        .and_then(|b| b.try_into().ok().map(u32::from_le_bytes))
+        .unwrap_or(0);
+    if users <= 1 {
+        batch.delete(key);
+        batch.delete(keys::attachments(p, id));
+    } else {
+        batch.put(key, (users - 1).to_le_bytes().to_vec());
+    }
+    Ok(())
+}
+
+/// The stored attachments of a send, for delivery.
+pub fn load_attachments(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Vec<Attachment>> {
+    match store.get(&keys::attachments(p, id))? {
+        Some(bytes) => codec::decode(&bytes),
+        None => Err(crate::error::Error::Storage(format!(
+            "the attachments {id} of this email are missing"
+        ))),
+    }
 }
 
 pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<OutboundEmail>> {
@@ -218,6 +260,9 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         }
     };
     let to = EmailAddress::parse(&email.to.email).ok();
+    if email.status != EmailStatus::Queued {
+        release_attachments(store, &mut batch, p, email.attachments_id)?;
+    }
     batch.put(keys::email(p, email.id), email.encode()?);
     if let (Some(name), Some(to)) = (event, &to) {
         let mut ev = Event::system(name, email.contact_id, to, now);

@@ -10,7 +10,7 @@
 use crate::model::{ContactId, DomainId, EmailId, ProjectId, SegmentId, TemplateId};
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 pub const FORMAT_KEY: &[u8] = b"meta/key-format";
 
 /// An id that can be read back from the 16 bytes it puts in a key.
@@ -125,6 +125,16 @@ pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
 /// An email's record; its place in the queue is `outbox`.
 pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
+}
+
+/// One send's attachments, stored once for all its emails (see `project::sending`).
+pub fn attachments(p: ProjectId, id: EmailId) -> Vec<u8> {
+    in_project(p, b"/att/", &[id.as_bytes()])
+}
+
+/// How many of that send's emails still need its attachments (u32, little-endian).
+pub fn attachment_users(p: ProjectId, id: EmailId) -> Vec<u8> {
+    in_project(p, b"/att-users/", &[id.as_bytes()])
 }
 
 /// A remembered answer for an `Idempotency-Key` (see `crate::idempotency`).
