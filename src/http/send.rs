@@ -308,27 +308,43 @@ pub async fn send(
             from_addr.domain()
         )));
     }
-    // Compiling is tenant work too: it runs on the render pool, and its cache keeps
-    // the result.
+    // Compiling is tenant work too: a cache miss compiles on the render pool, and the
+    // cache keeps the result.
+    let cached = match (&template, &subject, &html) {
+        (Some(t), None, None) => state.templates.cached(t),
+        (t, s, b) => state.templates.cached_inline(
+            s.as_deref()
+                .or(t.as_ref().map(|t| t.subject.as_str()))
+                .unwrap_or_default(),
+            b.as_deref()
+                .or(t.as_ref().map(|t| t.body.as_str()))
+                .unwrap_or_default(),
+        ),
+    };
     let (cache, stored) = (state.templates.clone(), template.clone());
-    let content = state
-        .registry
-        .renders()
-        .run(move || match (&stored, &subject, &html) {
-            (Some(t), None, None) => cache.get(t),
-            (t, s, b) => {
-                let s = s
-                    .as_deref()
-                    .or(t.as_ref().map(|t| t.subject.as_str()))
-                    .unwrap_or_default();
-                let b = b
-                    .as_deref()
-                    .or(t.as_ref().map(|t| t.body.as_str()))
-                    .unwrap_or_default();
-                cache.inline(s, b)
-            }
-        })
-        .await??;
+    let content = match cached {
+        Some(c) => c,
+        None => {
+            state
+                .registry
+                .renders()
+                .run(move || match (&stored, &subject, &html) {
+                    (Some(t), None, None) => cache.get(t),
+                    (t, s, b) => {
+                        let s = s
+                            .as_deref()
+                            .or(t.as_ref().map(|t| t.subject.as_str()))
+                            .unwrap_or_default();
+                        let b = b
+                            .as_deref()
+                            .or(t.as_ref().map(|t| t.body.as_str()))
+                            .unwrap_or_default();
+                        cache.inline(s, b)
+                    }
+                })
+                .await??
+        }
+    };
     let spec = SendSpec {
         recipients: to,
         subscribed,
@@ -347,8 +363,9 @@ pub async fn send(
             .is_some_and(|t| t.kind == TemplateKind::Marketing),
         idempotency: claim,
     };
-    let queued = mailroom_actors::project::send::send(&state.registry, p.id, spec).await?;
-    let emails: Vec<Value> = queued
+    let receipt = mailroom_actors::project::send::send(&state.registry, p.id, spec).await?;
+    let emails: Vec<Value> = receipt
+        .emails
         .iter()
         .map(|q| {
             let mut v = json!({
@@ -362,7 +379,7 @@ pub async fn send(
         })
         .collect();
     Ok(envelope::ok(
-        json!({"emails": emails, "timestamp": super::now_iso()}),
+        json!({"emails": emails, "timestamp": mailroom_actors::model::Timestamp::from(receipt.at).to_iso()}),
     ))
 }
 

@@ -768,3 +768,63 @@ fn a_sends_attachments_are_stored_once_and_reach_every_recipient() {
         assert_eq!(email_when(&app, &p, id, "SENT")["status"], "SENT");
     }
 }
+
+#[test]
+fn replays_of_send_and_track_are_byte_for_byte_the_first_answer() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
+    let send =
+        json!({"to": "once@example.com", "from": "a@acme.test", "subject": "s", "body": "b"})
+            .to_string();
+    let track = json!({"email": "once@example.com", "event": "signup"}).to_string();
+    for (path, body) in [("/v1/send", &send), ("/v1/track", &track)] {
+        let key = [("Idempotency-Key", "same-request")];
+        let first = app.request_with("POST", path, Some(&p.secret), Some(body), &key);
+        assert_eq!(first.status, 200, "{}", first.text);
+        // Time passes between the two, so a fresh timestamp would differ.
+        std::thread::sleep(Duration::from_millis(20));
+        let again = app.request_with("POST", path, Some(&p.secret), Some(body), &key);
+        assert_eq!(again.status, 200);
+        assert_eq!(
+            again.text, first.text,
+            "{path}: the replay is the first answer"
+        );
+    }
+}
+
+#[test]
+fn sixty_emails_paced_at_14_per_second_never_put_15_in_one_second() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__RATE_PER_SECOND", "14")]);
+    for batch in 0..3 {
+        let to: Vec<String> = (0..20)
+            .map(|i| format!("r{batch}-{i}@example.com"))
+            .collect();
+        let r = app.post(
+            "/v1/send",
+            &p.secret,
+            json!({"to": to, "from": "a@acme.test", "subject": "s", "body": "b"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let got = smtp.wait_for(60, Duration::from_secs(30));
+    assert_eq!(got.len(), 60);
+    let mut at: Vec<_> = got.iter().map(|m| m.at).collect();
+    at.sort();
+    // Every window of one second, starting at each arrival, holds at most 14.
+    for (i, start) in at.iter().enumerate() {
+        let within = at[i..]
+            .iter()
+            .take_while(|t| t.duration_since(*start) < Duration::from_secs(1))
+            .count();
+        assert!(
+            within <= 14,
+            "{within} emails within one second from arrival {i}"
+        );
+    }
+    let span = at[59].duration_since(at[0]);
+    assert!(
+        span >= Duration::from_secs(4),
+        "60 at 14/s take over 4 s, not {span:?}"
+    );
+}

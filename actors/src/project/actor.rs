@@ -13,8 +13,8 @@ use super::membership::Audience;
 use super::messages::{
     ApplyDomainCheck, ChangeMembers, CommitSend, CreateDomain, CreateSegment, CreateTemplate,
     DeleteContact, DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome,
-    PatchContact, PrepareSend, QueuedEmail, RecordDelivery, Restart, Track, TrackOutcome,
-    UpdateSegment, UpdateTemplate, UpsertContact, UpsertOutcome,
+    PatchContact, PrepareSend, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment,
+    UpdateTemplate, UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
@@ -365,7 +365,7 @@ impl Handler<PrepareSend> for ProjectActor {
 }
 
 impl Handler<CommitSend> for ProjectActor {
-    type Result = ResponseFuture<Result<Vec<QueuedEmail>>>;
+    type Result = ResponseFuture<Result<sending::Receipt>>;
 
     fn handle(&mut self, msg: CommitSend, _ctx: &mut Self::Context) -> Self::Result {
         let (ctx, _) = self.ctx();

@@ -144,7 +144,7 @@ pub struct PrepareSend {
 /// The second half: writes every rendered email and its outbox entry (and the
 /// idempotency record) in one batch, durably before the answer.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<QueuedEmail>>")]
+#[rtype(result = "Result<crate::project::sending::Receipt>")]
 pub struct CommitSend {
     pub spec: crate::project::sending::SendSpec,
     pub rendered: Vec<crate::project::sending::Rendered>,

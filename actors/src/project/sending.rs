@@ -51,10 +51,19 @@ pub fn variables(contact: &Contact, call: &Map<String, Value>) -> Value {
     Value::Object(vars)
 }
 
+/// A send's answer: each recipient's entry and when the send was accepted. It is what
+/// an Idempotency-Key replay answers again, time included.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Receipt {
+    pub emails: Vec<QueuedEmail>,
+    /// Milliseconds since the epoch.
+    pub at: i64,
+}
+
 /// What the actor decided before rendering.
 pub enum Prepared {
     /// An idempotent replay: the first answer, and nothing to send.
-    Replay(Vec<QueuedEmail>),
+    Replay(Receipt),
     Recipients(Vec<Recipient>),
 }
 
@@ -100,18 +109,43 @@ pub fn prepare(ctx: &WriteCtx, counts: &mut Counts, msg: PrepareSend) -> Result<
     Ok(Prepared::Recipients(out))
 }
 
-/// Renders each recipient's email; runs on the render pool, not on an actor.
-pub fn render(
+/// A recipient with its template variables, charged and ready to render (None when
+/// skipped).
+pub struct Job {
+    pub recipient: Recipient,
+    pub vars: Option<Value>,
+}
+
+/// Builds each recipient's variables and charges its render against the limits;
+/// answers the jobs and the steps they were charged in all.
+pub fn plan(
     content: &Compiled,
     data: &Map<String, Value>,
     recipients: Vec<Recipient>,
-) -> Result<Vec<Rendered>> {
-    recipients
-        .into_iter()
-        .map(|recipient| {
-            let content = match recipient.skipped {
-                true => None,
-                false => Some(content.render(&variables(&recipient.contact, data))?),
+) -> Result<(Vec<Job>, u64)> {
+    let mut steps = 0u64;
+    let mut jobs = Vec::with_capacity(recipients.len());
+    for recipient in recipients {
+        let vars = match recipient.skipped {
+            true => None,
+            false => {
+                let vars = variables(&recipient.contact, data);
+                steps = steps.saturating_add(content.charge(&vars)?);
+                Some(vars)
+            }
+        };
+        jobs.push(Job { recipient, vars });
+    }
+    Ok((jobs, steps))
+}
+
+/// Renders each planned email; never on an actor's thread.
+pub fn render(content: &Compiled, jobs: Vec<Job>) -> Result<Vec<Rendered>> {
+    jobs.into_iter()
+        .map(|Job { recipient, vars }| {
+            let content = match vars {
+                None => None,
+                Some(vars) => Some(content.render_charged(vars)?),
             };
             Ok(Rendered { recipient, content })
         })
@@ -119,7 +153,7 @@ pub fn render(
 }
 
 /// Writes the emails, their outbox entries and the idempotency record as one batch.
-pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result<Vec<QueuedEmail>> {
+pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result<Receipt> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     if let Some(claim) = &spec.idempotency {
         // The same key may have been committed while this request rendered.
@@ -178,11 +212,15 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
             skipped: None,
         });
     }
+    let receipt = Receipt {
+        emails: out,
+        at: now.millis(),
+    };
     if let Some(claim) = &spec.idempotency {
-        idempotency::record(&mut batch, p, claim, &out, now)?;
+        idempotency::record(&mut batch, p, claim, &receipt, now)?;
     }
     store.apply(batch)?;
-    Ok(out)
+    Ok(receipt)
 }
 
 /// One email of a send no longer needs its attachments; the last one deletes them.

@@ -60,6 +60,20 @@ impl TemplateCache {
         Ok(compiled)
     }
 
+    /// The compiled template when it is cached and current (no compiling).
+    pub fn cached(&self, t: &Template) -> Option<Arc<Compiled>> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&t.id)
+            .filter(|(at, _)| *at == t.updated_at.millis())
+            .map(|(_, c)| c.clone())
+    }
+
+    /// The compiled inline content when it is cached (no compiling).
+    pub fn cached_inline(&self, subject: &str, body: &str) -> Option<Arc<Compiled>> {
+        let inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
+        inline.get(&(subject.to_owned(), body.to_owned())).cloned()
+    }
+
     pub fn invalidate(&self, id: TemplateId) {
         self.map
             .lock()

@@ -152,6 +152,63 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
 }
 
 impl Compiled {
+    /// Charges one render with `vars` (subject and body) against the limits: the steps
+    /// it may take, or the 422 that says which limit it would pass.
+    pub fn charge(&self, vars: &Value) -> Result<u64> {
+        let limits = limits();
+        let mut total = 0u64;
+        for (name, field) in [(SUBJECT, "subject"), (BODY, "body")] {
+            let ast = &self.tera.templates[name].ast;
+            let charge = budget::charge(ast, vars, name == BODY, &limits).map_err(|over| {
+                Error::field(
+                    field,
+                    FieldCode::TooBig,
+                    format!("Template is too costly: {}", over.0),
+                )
+            })?;
+            total += charge.steps;
+        }
+        Ok(total)
+    }
+
+    /// Renders with variables that `charge` has accepted.
+    pub fn render_charged(&self, vars: Value) -> Result<(String, String)> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.render_unchecked(vars)))
+            .unwrap_or_else(|_| {
+                Err(Error::field(
+                    "body",
+                    FieldCode::TemplateSyntax,
+                    "Template error: rendering failed with this data",
+                ))
+            })
+    }
+
+    fn render_unchecked(&self, vars: Value) -> Result<(String, String)> {
+        let limits = limits();
+        let ctx = Context::from_value(vars).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut out = Vec::with_capacity(2);
+        for (name, field) in [(SUBJECT, "subject"), (BODY, "body")] {
+            let text = self
+                .tera
+                .render(name, &ctx)
+                .map_err(|e| Error::field(field, FieldCode::TemplateSyntax, describe(&e)))?;
+            if text.len() as u64 > limits.max_output_bytes {
+                return Err(Error::field(
+                    field,
+                    FieldCode::TooBig,
+                    format!(
+                        "Rendered {} bytes; the limit is {}",
+                        text.len(),
+                        limits.max_output_bytes
+                    ),
+                ));
+            }
+            out.push(text);
+        }
+        let body = out.pop().unwrap_or_default();
+        Ok((out.pop().unwrap_or_default(), body))
+    }
+
     /// Renders (subject, body) with the variables of one recipient, after charging the
     /// render's worst case against the limits. Call it off any actor's thread: it is
     /// bounded, but a bounded render can still take milliseconds.
