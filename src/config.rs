@@ -127,6 +127,7 @@ pub struct Limits {
     pub public_requests_per_minute: u32,
     pub max_body_bytes: usize,
     pub max_data_bytes: usize,
+    pub max_project_data_bytes: u64,
     pub idempotency_ttl_hours: u64,
     pub max_contacts: u64,
     pub max_domains: usize,
@@ -140,6 +141,7 @@ impl Limits {
         mailroom_actors::project::TenantLimits {
             max_contacts: self.max_contacts,
             max_data_bytes: self.max_data_bytes,
+            max_project_data_bytes: self.max_project_data_bytes,
             max_domains: self.max_domains,
             max_segments: self.max_segments,
             max_tracked_segments: self.max_tracked_segments,

@@ -130,8 +130,11 @@ pub fn sweep(store: &dyn Store, p: ProjectId, now: Timestamp, max: usize) -> Res
         if let Some((scope, key)) = scoped.split_once('/') {
             let record_key = keys::idempotency(p, scope, key);
             if let Some(bytes) = store.get(&record_key)? {
-                let stored: Stored = codec::decode(&bytes)?;
-                if stored.expires_at == expires_at {
+                // A record that cannot be read is dropped with its index entry, rather
+                // than stopping every later sweep of this project at it.
+                let current =
+                    codec::decode::<Stored>(&bytes).map_or(true, |s| s.expires_at == expires_at);
+                if current {
                     batch.delete(record_key);
                     swept += 1;
                 }

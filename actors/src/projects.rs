@@ -67,6 +67,7 @@ impl Projects {
     }
 
     pub fn create(&self, name: &str, now: Timestamp) -> Result<IssuedKeys> {
+        let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let name = name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
             return Err(Error::field(

@@ -37,6 +37,7 @@ impl Default for AdminGuard {
 impl AdminGuard {
     /// Seconds the address must still wait, if it is blocked.
     pub fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
+        let ip = client(ip);
         let blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
         let until = *blocked.get(&ip)?;
         let left = until.checked_duration_since(Instant::now())?;
@@ -45,6 +46,7 @@ impl AdminGuard {
 
     /// Counts a wrong token; answers the seconds to wait once the address is over budget.
     pub fn failed(&self, ip: IpAddr) -> Option<u64> {
+        let ip = client(ip);
         let not_until = self.failures.check_key(&ip).err()?;
         let wait = not_until
             .wait_time_from(DefaultClock::default().now())
@@ -53,10 +55,28 @@ impl AdminGuard {
         let now = Instant::now();
         blocked.retain(|_, until| *until > now);
         if blocked.len() >= BLOCKED_MAX {
-            blocked.clear();
+            // Make room by ending the blocks that end soonest, not by lifting them all.
+            let mut ends: Vec<Instant> = blocked.values().copied().collect();
+            ends.sort_unstable();
+            let cut = ends[ends.len() / 10];
+            blocked.retain(|_, until| *until > cut);
         }
         blocked.insert(ip, now + wait);
         self.failures.retain_recent();
         Some(wait.as_secs().max(1))
+    }
+}
+
+/// The address a client is counted by: IPv4 as it is, IPv6 by its /64 network.
+fn client(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
     }
 }

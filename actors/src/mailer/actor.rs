@@ -93,7 +93,7 @@ impl Handler<Deliver> for MailerActor {
 
     fn handle(&mut self, msg: Deliver, _ctx: &mut Self::Context) -> Self::Result {
         let transport = self.transport.clone();
-        let signer = msg.dkim.as_ref().map(|d| self.signers.get(d)).transpose();
+        let signer = self.signers.get(&msg.dkim);
         Box::pin(async move {
             let Some(transport) = transport else {
                 return Delivery::Transient("mailer not started".into());
@@ -111,12 +111,9 @@ impl Handler<Deliver> for MailerActor {
                 Ok(m) => m,
                 Err(e) => return Delivery::Permanent(e),
             };
-            let bytes = match signer {
-                Some(signer) => match mime::sign(message.formatted(), &signer) {
-                    Ok(b) => b,
-                    Err(e) => return Delivery::Transient(format!("DKIM signing failed: {e}")),
-                },
-                None => message.formatted(),
+            let bytes = match mime::sign(message.formatted(), &signer) {
+                Ok(b) => b,
+                Err(e) => return Delivery::Transient(format!("DKIM signing failed: {e}")),
             };
             match &*transport {
                 Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,

@@ -185,6 +185,12 @@ impl Shared {
             };
             match self.registry.send(project, msg).await {
                 Ok(()) => return,
+                // Anything but a full mailbox will not get better by asking again: the
+                // outbox entry stays, and a later round tries the email again.
+                Err(e) if !matches!(e, crate::error::Error::Busy { .. }) => {
+                    tracing::error!(email = %id, error = %e, "recording a delivery outcome failed");
+                    return;
+                }
                 Err(e) => {
                     tries += 1;
                     if tries == 1 || tries.is_multiple_of(100) {
@@ -204,9 +210,18 @@ impl Shared {
         key: Vec<u8>,
         mailer: Addr<MailerActor>,
     ) {
-        let email = sending::load_email(&*self.store, project, id)
-            .ok()
-            .flatten();
+        let email = match sending::load_email(&*self.store, project, id) {
+            Ok(email) => email,
+            Err(e) => {
+                // A read that failed is not a missing email: leave it in the outbox and
+                // in flight a moment, then free the slot for a later round.
+                tracing::warn!(email = %id, error = %e, "reading an email to deliver; will retry");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                self.in_flight().remove(&id);
+                self.wake.notify_one();
+                return;
+            }
+        };
         let outcome = match email {
             None => DeliveryOutcome::Orphan,
             Some(mut email) => {
@@ -242,10 +257,7 @@ impl Shared {
                         }
                         self.registry.attempts().begin(id);
                         mailer
-                            .send(Deliver {
-                                email,
-                                dkim: Some(dkim),
-                            })
+                            .send(Deliver { email, dkim })
                             .await
                             .unwrap_or_else(|e| {
                                 Delivery::Transient(format!("mailer unavailable: {e}"))

@@ -10,7 +10,8 @@ use crate::model::OutboundEmail;
 #[rtype(result = "Delivery")]
 pub struct Deliver {
     pub email: OutboundEmail,
-    pub dkim: Option<DkimParams>,
+    /// Always given: mail is never sent unsigned (see `DkimLookup`).
+    pub dkim: DkimParams,
 }
 
 /// How one attempt ended.

@@ -102,7 +102,9 @@ const RESERVED: &[&str] = &[
     "mime-version",
     "dkim-signature",
     "received",
+    "received-spf",
     "authentication-results",
+    "domainkey-signature",
 ];
 
 /// Families of reserved headers, by prefix.

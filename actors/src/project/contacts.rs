@@ -4,6 +4,7 @@
 //! tracked event), and the segment entries and exits the change causes.
 
 use super::events;
+use super::limits::json_len;
 use super::membership::{self, Audience};
 use super::messages::{PatchContact, UpsertContact, UpsertOutcome};
 use super::table::ContactTable;
@@ -15,12 +16,15 @@ use crate::store::{codec, keys, Batch, Store};
 
 const CONTACTS: &str = "contacts";
 const SUBSCRIBED: &str = "subscribed";
+const DATA_BYTES: &str = "data-bytes";
 
 /// The counters a project actor keeps in memory and in the store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub contacts: u64,
     pub subscribed: u64,
+    /// Bytes of `data` (as JSON) over all contacts.
+    pub data_bytes: u64,
 }
 
 impl Counts {
@@ -28,6 +32,7 @@ impl Counts {
         Ok(Counts {
             contacts: read_counter(store, p, CONTACTS)?,
             subscribed: read_counter(store, p, SUBSCRIBED)?,
+            data_bytes: read_counter(store, p, DATA_BYTES)?,
         })
     }
 
@@ -36,6 +41,12 @@ impl Counts {
     fn write_changed(&self, before: &Counts, batch: &mut Batch, p: ProjectId) {
         if self.contacts != before.contacts {
             batch.put(keys::counter(p, CONTACTS), codec::encode_u64(self.contacts));
+        }
+        if self.data_bytes != before.data_bytes {
+            batch.put(
+                keys::counter(p, DATA_BYTES),
+                codec::encode_u64(self.data_bytes),
+            );
         }
         if self.subscribed != before.subscribed {
             batch.put(
@@ -128,12 +139,15 @@ pub fn prepare_upsert(
     if let Some(s) = subscribed {
         after.subscribed = s;
     }
+    let mut next = counts;
     if !data.is_empty() {
+        let old = before.as_ref().map_or(0, |c| json_len(&c.data));
         data.apply(&mut after.data);
-        ctx.limits.check_data(&after.data)?;
+        let new = json_len(&after.data);
+        ctx.limits.check_data(new)?;
+        next.data_bytes = ctx.limits.check_project_data(counts.data_bytes, old, new)?;
     }
     after.updated_at = ctx.now;
-    let mut next = counts;
     if before.is_none() {
         next.contacts += 1;
     }
@@ -176,12 +190,15 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     if let Some(s) = msg.subscribed {
         after.subscribed = s;
     }
+    let mut next = *counts;
     if !msg.data.is_empty() {
+        let old = json_len(&after.data);
         msg.data.apply(&mut after.data);
-        ctx.limits.check_data(&after.data)?;
+        let new = json_len(&after.data);
+        ctx.limits.check_data(new)?;
+        next.data_bytes = ctx.limits.check_project_data(counts.data_bytes, old, new)?;
     }
     after.updated_at = ctx.now;
-    let mut next = *counts;
     adjust_subscribed(&mut next, Some(before.subscribed), after.subscribed);
     let change = Change {
         before: Some(before),
@@ -251,6 +268,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
         .ok_or(Error::NotFound(Resource::Contact))?;
     let mut next = *counts;
     next.contacts = next.contacts.saturating_sub(1);
+    next.data_bytes = next.data_bytes.saturating_sub(json_len(&contact.data));
     if contact.subscribed {
         next.subscribed = next.subscribed.saturating_sub(1);
     }

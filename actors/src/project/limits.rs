@@ -11,6 +11,9 @@ pub struct TenantLimits {
     pub max_contacts: u64,
     /// The largest `data` of one contact as JSON, after every call merged into it.
     pub max_data_bytes: usize,
+    /// The `data` of all a project's contacts together, as JSON: the contact table holds
+    /// it in memory.
+    pub max_project_data_bytes: u64,
     pub max_domains: usize,
     pub max_segments: u64,
     pub max_tracked_segments: usize,
@@ -22,6 +25,7 @@ impl Default for TenantLimits {
         TenantLimits {
             max_contacts: 2_000_000,
             max_data_bytes: 65_536,
+            max_project_data_bytes: 1 << 30,
             max_domains: 100,
             max_segments: 1_000,
             max_tracked_segments: 50,
@@ -42,9 +46,8 @@ pub fn full(what: &str, limit: u64, key: &str) -> Error {
 
 impl TenantLimits {
     /// A contact's data after a write; checked on the merged result, since each call
-    /// may add keys to what earlier calls stored.
-    pub fn check_data(&self, data: &Map<String, Value>) -> Result<()> {
-        let size = json_len(data);
+    /// may add keys to what earlier calls stored. `size` is `json_len(data)`.
+    pub fn check_data(&self, size: u64) -> Result<()> {
         if size > self.max_data_bytes as u64 {
             return Err(Error::field(
                 "data",
@@ -60,9 +63,32 @@ impl TenantLimits {
     }
 }
 
+impl TenantLimits {
+    /// The project's data total after a write that takes it from `before` to `after`
+    /// bytes; growing past the limit is refused, shrinking always allowed.
+    pub fn check_project_data(&self, total: u64, before: u64, after: u64) -> Result<u64> {
+        let next = total.saturating_sub(before).saturating_add(after);
+        if after > before && next > self.max_project_data_bytes {
+            return Err(Error::Conflict {
+                message: format!(
+                    "This project's contacts hold {total} bytes of data; this change would pass \
+                     the {} a project may hold",
+                    self.max_project_data_bytes
+                ),
+                suggestion: Some(
+                    "Remove data keys that are no longer needed (set them to null), or ask the \
+                     operator to raise limits.max_project_data_bytes"
+                        .into(),
+                ),
+            });
+        }
+        Ok(next)
+    }
+}
+
 /// The length of `data` as compact JSON (as the per-call limit measures it), counted
 /// without building the text.
-fn json_len(data: &Map<String, Value>) -> u64 {
+pub fn json_len(data: &Map<String, Value>) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

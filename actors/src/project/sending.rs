@@ -163,6 +163,21 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
     }
     let mut out = Vec::with_capacity(rendered.len());
     let mut batch = Batch::new();
+    // Other writes ran while this send rendered: a recipient deleted meanwhile gets no
+    // email, and one who unsubscribed (or bounced) gets no marketing email.
+    let rendered: Vec<Rendered> = rendered
+        .into_iter()
+        .map(|mut r| {
+            let now_gone = match ctx.table.get(r.recipient.contact.id) {
+                Ok(Some(c)) => spec.marketing && !c.subscribed,
+                _ => true,
+            };
+            if now_gone {
+                r.content = None;
+            }
+            r
+        })
+        .collect();
     let users = rendered.iter().filter(|r| r.content.is_some()).count() as u32;
     let attachments_id = if spec.attachments.is_empty() || users == 0 {
         None
@@ -266,8 +281,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut batch = Batch::new();
     batch.delete(msg.outbox_key);
-    let Some(mut email) = load_email(store, p, msg.id)? else {
-        return store.apply(batch);
+    let mut email = match load_email(store, p, msg.id) {
+        Ok(Some(email)) if email.status == EmailStatus::Queued => email,
+        // Gone, already final (an outcome recorded twice), or unreadable: only the
+        // outbox entry goes, so it is not tried again and nothing is released twice.
+        Ok(_) => return store.apply(batch),
+        Err(e) => {
+            tracing::error!(email = %msg.id, error = %e, "an email record cannot be read; dropping its outbox entry");
+            return store.apply(batch);
+        }
     };
     email.attempts += 1;
     let mut bounced = false;

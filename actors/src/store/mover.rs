@@ -45,6 +45,9 @@ pub trait Target: Send + Sync + 'static {
     fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()>;
     /// Makes sled's files durable and removes a log file they now cover.
     fn checkpoint(&self, old_log: PathBuf);
+    /// A checkpoint that will not run (the store is closing with writes sled lacks):
+    /// its log file stays for the next start to replay.
+    fn abandon_checkpoint(&self) {}
 }
 
 impl Mover {
@@ -151,9 +154,16 @@ impl Mover {
             }
             std::thread::sleep(self.interval);
             if self.move_now(target).is_err() {
-                if lock(&self.queue).stopping {
-                    // Closing: the log keeps these writes and the next start replays them.
-                    return;
+                {
+                    let mut q = lock(&self.queue);
+                    if q.stopping {
+                        // Closing: the log keeps these writes and the next start replays
+                        // them; a checkpoint still waiting will not run.
+                        if q.checkpoint.take().is_some() {
+                            target.abandon_checkpoint();
+                        }
+                        return;
+                    }
                 }
                 // Back off instead of spinning on a failing disk.
                 std::thread::sleep(Duration::from_secs(1));
@@ -173,6 +183,7 @@ mod tests {
         failures: AtomicUsize,
         applied: Mutex<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
         checkpoints: Mutex<Vec<PathBuf>>,
+        abandoned: AtomicUsize,
     }
 
     impl Target for Flaky {
@@ -191,6 +202,33 @@ mod tests {
         fn checkpoint(&self, old_log: PathBuf) {
             lock(&self.checkpoints).push(old_log);
         }
+
+        fn abandon_checkpoint(&self) {
+            self.abandoned.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn closing_while_moves_fail_gives_up_the_waiting_checkpoint_instead_of_hanging() {
+        let mover = Mover::new(Duration::from_millis(1));
+        let target = Arc::new(Flaky {
+            failures: AtomicUsize::new(usize::MAX),
+            ..Flaky::default()
+        });
+        mover.push(vec![Op::Put(b"a".to_vec(), b"1".to_vec())], 1);
+        mover.checkpoint_after(PathBuf::from("wal-1"), 1);
+        mover.stop();
+        let (m, t) = (mover.clone(), target.clone());
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            m.run(&*t);
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the mover returns while its moves fail");
+        assert_eq!(target.abandoned.load(Ordering::SeqCst), 1);
+        assert!(lock(&target.checkpoints).is_empty());
     }
 
     #[test]

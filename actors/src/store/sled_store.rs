@@ -149,6 +149,10 @@ impl Target for Log {
         Ok(())
     }
 
+    fn abandon_checkpoint(&self) {
+        self.checkpointing.store(false, Ordering::Release);
+    }
+
     /// Every record in the old file is in sled by now, so once sled is flushed the file
     /// is no longer needed. Off the mover's thread, so moves continue meanwhile.
     fn checkpoint(&self, old: PathBuf) {
