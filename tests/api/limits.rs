@@ -220,14 +220,41 @@ fn all_of_a_projects_contact_data_together_is_bounded() {
     let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_PROJECT_DATA_BYTES", "500")]);
     let p = app.create_project("Acme");
     let chunk = "x".repeat(280);
-    let a = app.upsert(&p.secret, json!({"email": "a@example.com", "data": {"k": chunk}}));
-    let r = app.post("/contacts", &p.secret, json!({"email": "b@example.com", "data": {"k": chunk}}));
-    assert_eq!((r.status, r.code().as_str()), (409, "CONFLICT"), "{}", r.text);
+    let a = app.upsert(
+        &p.secret,
+        json!({"email": "a@example.com", "data": {"k": chunk}}),
+    );
+    let r = app.post(
+        "/contacts",
+        &p.secret,
+        json!({"email": "b@example.com", "data": {"k": chunk}}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "CONFLICT"),
+        "{}",
+        r.text
+    );
     assert!(r.text.contains("max_project_data_bytes"), "{}", r.text);
     let r = app.post("/contacts", &p.secret, json!({"email": "b@example.com"}));
-    assert_eq!(r.status, 201, "a contact without data still fits: {}", r.text);
+    assert_eq!(
+        r.status, 201,
+        "a contact without data still fits: {}",
+        r.text
+    );
     let id = a["id"].as_str().unwrap();
-    assert_eq!(app.delete(&format!("/contacts/{id}"), &p.secret).status, 204);
-    let r = app.post("/contacts", &p.secret, json!({"email": "b@example.com", "data": {"k": chunk}}));
-    assert_eq!(r.status, 200, "deleting a contact gave its bytes back: {}", r.text);
+    assert_eq!(
+        app.delete(&format!("/contacts/{id}"), &p.secret).status,
+        204
+    );
+    let r = app.post(
+        "/contacts",
+        &p.secret,
+        json!({"email": "b@example.com", "data": {"k": chunk}}),
+    );
+    assert_eq!(
+        r.status, 200,
+        "deleting a contact gave its bytes back: {}",
+        r.text
+    );
 }

@@ -11,10 +11,10 @@ use super::contacts::{self, Counts, WriteCtx};
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, ChangeMembers, CommitSend, CreateDomain, CreateSegment, CreateTemplate,
-    DeleteContact, DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome,
-    PatchContact, PrepareSend, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment,
-    UpdateTemplate, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
+    DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
+    QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment, UpdateTemplate,
+    UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
@@ -354,29 +354,21 @@ impl Handler<DeleteTemplate> for ProjectActor {
     }
 }
 
-impl Handler<PrepareSend> for ProjectActor {
-    type Result = Result<sending::Prepared>;
+impl Handler<QueueEmails> for ProjectActor {
+    type Result = ResponseFuture<Result<sending::Queued>>;
 
-    /// Not waited on for durability: the commit's flush comes after these writes.
-    fn handle(&mut self, msg: PrepareSend, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: QueueEmails, _ctx: &mut Self::Context) -> Self::Result {
         let (ctx, counts) = self.ctx();
-        sending::prepare(&ctx, counts, msg)
-    }
-}
-
-impl Handler<CommitSend> for ProjectActor {
-    type Result = ResponseFuture<Result<sending::Receipt>>;
-
-    fn handle(&mut self, msg: CommitSend, _ctx: &mut Self::Context) -> Self::Result {
-        let (ctx, _) = self.ctx();
-        let result = sending::commit(&ctx, msg.spec, msg.rendered);
+        let result = sending::queue(&ctx, counts, msg.spec, msg.rendered);
         let reply = self.after_flush(result);
         let outbox = self.outbox.clone();
         Box::pin(async move {
             let queued = reply.await?;
             // Only durable entries are announced, so the dispatcher never sends one
             // that a crash could still take back.
-            outbox.notify_one();
+            if matches!(queued, sending::Queued::Done(_)) {
+                outbox.notify_one();
+            }
             Ok(queued)
         })
     }

@@ -165,7 +165,18 @@ pub fn prepare_upsert(
 }
 
 pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result<UpsertOutcome> {
-    let change = prepare_upsert(
+    upsert_as(ctx, counts, msg, None)
+}
+
+/// `upsert`, giving a contact it creates the id `new_id` (a send rendered its email with
+/// that id before the contact existed).
+pub fn upsert_as(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    msg: UpsertContact,
+    new_id: Option<ContactId>,
+) -> Result<UpsertOutcome> {
+    let mut change = prepare_upsert(
         ctx,
         *counts,
         &msg.email,
@@ -173,6 +184,9 @@ pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result
         msg.default_subscribed,
         &msg.data,
     )?;
+    if let (None, Some(id)) = (&change.before, new_id) {
+        change.after.id = id;
+    }
     commit(ctx, &change, Batch::new(), Vec::new())?;
     *counts = change.counts;
     Ok(UpsertOutcome {

@@ -130,22 +130,11 @@ pub struct DeleteTemplate {
     pub id: crate::model::TemplateId,
 }
 
-/// The first half of a send: answers a replay, or upserts each recipient as a contact
-/// and says who gets an email. Rendering happens between the halves, off the actor.
+/// Queues a send's rendered emails (see `sending::queue`): written durably before the
+/// answer, or handed back to be rendered again when a recipient changed meanwhile.
 #[derive(Message)]
-#[rtype(result = "Result<crate::project::sending::Prepared>")]
-pub struct PrepareSend {
-    pub recipients: Vec<(EmailAddress, Option<String>)>,
-    pub subscribed: Option<bool>,
-    pub marketing: bool,
-    pub idempotency: Option<crate::idempotency::Claim>,
-}
-
-/// The second half: writes every rendered email and its outbox entry (and the
-/// idempotency record) in one batch, durably before the answer.
-#[derive(Message)]
-#[rtype(result = "Result<crate::project::sending::Receipt>")]
-pub struct CommitSend {
+#[rtype(result = "Result<crate::project::sending::Queued>")]
+pub struct QueueEmails {
     pub spec: crate::project::sending::SendSpec,
     pub rendered: Vec<crate::project::sending::Rendered>,
 }

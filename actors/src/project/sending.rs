@@ -6,14 +6,13 @@ use serde_json::{Map, Value};
 
 use super::contacts::{self, Counts, WriteCtx};
 use super::events;
-use super::messages::{
-    DeliveryOutcome, PatchContact, PrepareSend, QueuedEmail, RecordDelivery, UpsertContact,
-};
+use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
+use super::table::ContactTable;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
-    Attachment, Contact, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
-    OutboundEmail, ProjectId,
+    Attachment, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
+    OutboundEmail, ProjectId, Timestamp,
 };
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};
@@ -60,14 +59,8 @@ pub struct Receipt {
     pub at: i64,
 }
 
-/// What the actor decided before rendering.
-pub enum Prepared {
-    /// An idempotent replay: the first answer, and nothing to send.
-    Replay(Receipt),
-    Recipients(Vec<Recipient>),
-}
-
-/// A recipient contact as upserted, and whether it is skipped.
+/// A recipient as its email was rendered: the contact it was rendered for (its id
+/// and data are checked again when the email is written).
 pub struct Recipient {
     pub contact: Contact,
     pub name: Option<String>,
@@ -80,33 +73,37 @@ pub struct Rendered {
     pub content: Option<(String, String)>,
 }
 
-/// Upserts the recipients; a marketing send skips those who are unsubscribed.
-pub fn prepare(ctx: &WriteCtx, counts: &mut Counts, msg: PrepareSend) -> Result<Prepared> {
-    if let Some(claim) = &msg.idempotency {
-        if let Some(reply) = idempotency::lookup(ctx.store, ctx.project, claim, ctx.now)? {
-            return Ok(Prepared::Replay(reply));
-        }
-    }
-    let mut out = Vec::with_capacity(msg.recipients.len());
-    for (email, name) in msg.recipients {
-        let up = contacts::upsert(
-            ctx,
-            counts,
-            UpsertContact {
-                email,
-                subscribed: msg.subscribed,
-                default_subscribed: false,
-                data: DataPatch::default(),
-            },
-        )?;
-        let skipped = msg.marketing && !up.contact.subscribed;
-        out.push(Recipient {
-            contact: up.contact,
-            name,
-            skipped,
-        });
-    }
-    Ok(Prepared::Recipients(out))
+/// What queueing made of a send.
+pub enum Queued {
+    Done(Receipt),
+    /// A recipient changed (or appeared) since its email was rendered: nothing was
+    /// written; render again with the current contacts.
+    Stale(Box<SendSpec>),
+}
+
+/// Each recipient as the project's contact table has it now, or a contact to create
+/// (with a new id) when there is none: what a send renders with.
+pub fn recipients(table: &ContactTable, spec: &SendSpec, now: Timestamp) -> Result<Vec<Recipient>> {
+    // An address listed twice gets one new contact, so one id.
+    let mut new_ids = std::collections::HashMap::new();
+    spec.recipients
+        .iter()
+        .map(|(email, name)| {
+            let contact = table.by_email(email.as_str())?.unwrap_or_else(|| Contact {
+                id: *new_ids.entry(email.as_str()).or_insert_with(ContactId::new),
+                email: email.clone(),
+                subscribed: spec.subscribed.unwrap_or(false),
+                data: Default::default(),
+                created_at: now,
+                updated_at: now,
+            });
+            Ok(Recipient {
+                contact,
+                name: name.clone(),
+                skipped: false,
+            })
+        })
+        .collect()
 }
 
 /// A recipient with its template variables, charged and ready to render (None when
@@ -152,32 +149,51 @@ pub fn render(content: &Compiled, jobs: Vec<Job>) -> Result<Vec<Rendered>> {
         .collect()
 }
 
-/// Writes the emails, their outbox entries and the idempotency record as one batch.
-pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result<Receipt> {
+/// Upserts the recipients and writes their emails, outbox entries and the idempotency
+/// record, in the project's actor. An email is written only as it was rendered: when a
+/// recipient's contact is no longer the one it was rendered for (another id, other
+/// data), nothing is written and the send renders again. A marketing send skips a
+/// recipient who is unsubscribed now.
+pub fn queue(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    spec: SendSpec,
+    rendered: Vec<Rendered>,
+) -> Result<Queued> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     if let Some(claim) = &spec.idempotency {
-        // The same key may have been committed while this request rendered.
         if let Some(reply) = idempotency::lookup(store, p, claim, now)? {
-            return Ok(reply);
+            return Ok(Queued::Done(reply));
         }
+    }
+    for r in &rendered {
+        let rendered_for = &r.recipient.contact;
+        if let Some(now_is) = ctx.table.by_email(rendered_for.email.as_str())? {
+            if now_is.id != rendered_for.id || now_is.data != rendered_for.data {
+                return Ok(Queued::Stale(Box::new(spec)));
+            }
+        }
+    }
+    let mut rendered = rendered;
+    for r in &mut rendered {
+        let up = contacts::upsert_as(
+            ctx,
+            counts,
+            UpsertContact {
+                email: r.recipient.contact.email.clone(),
+                subscribed: spec.subscribed,
+                default_subscribed: false,
+                data: DataPatch::default(),
+            },
+            Some(r.recipient.contact.id),
+        )?;
+        if spec.marketing && !up.contact.subscribed {
+            r.content = None;
+        }
+        r.recipient.contact = up.contact;
     }
     let mut out = Vec::with_capacity(rendered.len());
     let mut batch = Batch::new();
-    // Other writes ran while this send rendered: a recipient deleted meanwhile gets no
-    // email, and one who unsubscribed (or bounced) gets no marketing email.
-    let rendered: Vec<Rendered> = rendered
-        .into_iter()
-        .map(|mut r| {
-            let now_gone = match ctx.table.get(r.recipient.contact.id) {
-                Ok(Some(c)) => spec.marketing && !c.subscribed,
-                _ => true,
-            };
-            if now_gone {
-                r.content = None;
-            }
-            r
-        })
-        .collect();
     let users = rendered.iter().filter(|r| r.content.is_some()).count() as u32;
     let attachments_id = if spec.attachments.is_empty() || users == 0 {
         None
@@ -235,7 +251,7 @@ pub fn commit(ctx: &WriteCtx, spec: SendSpec, rendered: Vec<Rendered>) -> Result
         idempotency::record(&mut batch, p, claim, &receipt, now)?;
     }
     store.apply(batch)?;
-    Ok(receipt)
+    Ok(Queued::Done(receipt))
 }
 
 /// One email of a send no longer needs its attachments; the last one deletes them.
