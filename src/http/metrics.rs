@@ -23,6 +23,7 @@ pub struct Metrics {
     requests: IntCounterVec,
     latency: HistogramVec,
     mailbox: IntGaugeVec,
+    relay_faults: prometheus::IntCounter,
 }
 
 impl Metrics {
@@ -55,8 +56,14 @@ impl Metrics {
             &["actor", "stat"],
         )
         .expect("valid metric");
+        let relay_faults = prometheus::IntCounter::new(
+            "mailroom_relay_faults_total",
+            "Deliveries the relay refused for reasons of ours (login, sender, DATA), retried",
+        )
+        .expect("valid metric");
         for c in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(relay_faults.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(requests.clone()),
             Box::new(latency.clone()),
             Box::new(mailbox.clone()),
         ] {
@@ -67,6 +74,7 @@ impl Metrics {
             requests,
             latency,
             mailbox,
+            relay_faults,
         }
     }
 
@@ -79,6 +87,9 @@ impl Metrics {
                 .with_label_values(&["project", stat])
                 .set(value as i64);
         }
+        let faults = state.registry.relay_faults();
+        self.relay_faults
+            .inc_by(faults.saturating_sub(self.relay_faults.get()));
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()

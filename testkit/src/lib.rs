@@ -6,4 +6,4 @@ pub mod smtp;
 pub mod tls;
 
 pub use dns::TestDns;
-pub use smtp::{Auth, Received, SmtpServer, TlsMode};
+pub use smtp::{Auth, Received, SmtpServer, Stage, TlsMode};

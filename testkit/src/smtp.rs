@@ -55,6 +55,18 @@ struct Shared {
     count: std::sync::atomic::AtomicU64,
     /// How AUTH is answered, once `auth` has been called: EHLO then offers it.
     auth: Mutex<Option<Auth>>,
+    /// Replies to give instead of 250/354 at a stage, in order.
+    refusals: Mutex<Vec<(Stage, String)>>,
+}
+
+/// A step of an SMTP transaction that the server can be told to refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    MailFrom,
+    RcptTo,
+    Data,
+    /// The reply after the message's final dot.
+    EndOfData,
 }
 
 /// How the server answers AUTH.
@@ -167,6 +179,16 @@ impl SmtpServer {
             .lock()
             .unwrap()
             .extend(replies.iter().copied());
+    }
+
+    /// The next command at `stage` gets `reply` (a whole line such as
+    /// "550 5.1.1 No such user") instead of its usual success.
+    pub fn refuse(&self, stage: Stage, reply: &str) {
+        self.shared
+            .refusals
+            .lock()
+            .unwrap()
+            .push((stage, format!("{}\r\n", reply.trim_end())));
     }
 
     /// Offers AUTH PLAIN and LOGIN in EHLO from now on, and answers AUTH as `mode` says.
@@ -301,6 +323,11 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let upper = line.to_ascii_uppercase();
         let auth = *shared.auth.lock().unwrap();
+        let refusal = |stage: Stage| {
+            let mut r = shared.refusals.lock().unwrap();
+            let at = r.iter().position(|(s, _)| *s == stage)?;
+            Some(r.remove(at).1)
+        };
         let reply: &[u8] = if upper.starts_with("EHLO") && auth.is_some() {
             b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-AUTH PLAIN LOGIN\r\n250 SMTPUTF8\r\n"
         } else if upper.starts_with("AUTH") {
@@ -324,6 +351,19 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             b"502 5.5.1 STARTTLS not offered\r\n"
         } else if upper.starts_with("HELO") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
+        } else if let Some(stage) = [
+            ("MAIL FROM:", Stage::MailFrom),
+            ("RCPT TO:", Stage::RcptTo),
+            ("DATA", Stage::Data),
+        ]
+        .iter()
+        .find(|(verb, _)| upper.starts_with(verb))
+        .map(|(_, s)| *s)
+        .filter(|s| refusal_waits(shared, *s))
+        {
+            let reply = refusal(stage).unwrap_or_default();
+            send(conn, &mut out, reply.as_bytes()).await?;
+            continue;
         } else if upper.starts_with("MAIL FROM:") {
             from = address(&line[10..]);
             rcpt.clear();
@@ -341,6 +381,10 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
         } else if upper.starts_with("DATA") {
             send(conn, &mut out, b"354 go ahead\r\n").await?;
             let data = read_data(conn).await?;
+            if let Some(reply) = refusal(Stage::EndOfData) {
+                send(conn, &mut out, reply.as_bytes()).await?;
+                continue;
+            }
             let code = shared.script.lock().unwrap().pop_front().unwrap_or(250);
             if code == 250 {
                 shared
@@ -367,6 +411,16 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
         };
         send(conn, &mut out, reply).await?;
     }
+}
+
+/// Whether a refusal is queued for `stage`.
+fn refusal_waits(shared: &Shared, stage: Stage) -> bool {
+    shared
+        .refusals
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(s, _)| *s == stage)
 }
 
 /// Queues a reply, and writes the queue once the client's pipelined commands are all read

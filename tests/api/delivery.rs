@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mailroom_testkit::{Auth, SmtpServer, TlsMode};
+use mailroom_testkit::{Auth, SmtpServer, Stage, TlsMode};
 use serde_json::json;
 
 use crate::dns::TestDns;
@@ -827,4 +827,66 @@ fn sixty_emails_paced_at_14_per_second_never_put_15_in_one_second() {
         span >= Duration::from_secs(4),
         "60 at 14/s take over 4 s, not {span:?}"
     );
+}
+
+/// The contact of `email`, as the API shows it.
+fn contact_of(app: &TestApp, p: &Project, email: &str) -> serde_json::Value {
+    let list = app.get(&format!("/contacts?search={email}"), &p.secret).json();
+    list["contacts"][0].clone()
+}
+
+#[test]
+fn only_the_recipients_own_refusal_is_a_bounce() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "2")]);
+    let subscribe = |email: &str| {
+        app.upsert(&p.secret, json!({"email": email, "subscribed": true}));
+    };
+    // A 5xx to RCPT TO: the recipient is refused, a bounce that unsubscribes.
+    subscribe("gone@example.com");
+    smtp.refuse(Stage::RcptTo, "550 5.1.1 No such user");
+    let id = send_one(&app, &p, "gone@example.com");
+    assert_eq!(email_when(&app, &p, &id, "BOUNCED")["status"], "BOUNCED");
+    assert_eq!(contact_of(&app, &p, "gone@example.com")["subscribed"], false);
+
+    // 5.2.x after DATA: the mailbox, also the recipient's.
+    subscribe("full@example.com");
+    smtp.refuse(Stage::EndOfData, "552 5.2.2 Mailbox full");
+    let id = send_one(&app, &p, "full@example.com");
+    assert_eq!(email_when(&app, &p, &id, "BOUNCED")["status"], "BOUNCED");
+
+    // 5.7.1 after DATA: the content is refused, not the address: FAILED, still subscribed.
+    subscribe("strict@example.com");
+    smtp.refuse(Stage::EndOfData, "554 5.7.1 Message rejected as spam");
+    let id = send_one(&app, &p, "strict@example.com");
+    let email = email_when(&app, &p, &id, "FAILED");
+    assert_eq!((email["status"].as_str(), email["attempts"].as_i64()), (Some("FAILED"), Some(1)), "{email}");
+    assert_eq!(contact_of(&app, &p, "strict@example.com")["subscribed"], true);
+    assert_eq!(smtp.count(), 0);
+}
+
+#[test]
+fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "3")]);
+    app.upsert(&p.secret, json!({"email": "ada@example.com", "subscribed": true}));
+    smtp.refuse(Stage::MailFrom, "550 5.7.1 Sender not allowed");
+    smtp.refuse(Stage::Data, "554 5.3.0 DATA refused");
+    let id = send_one(&app, &p, "ada@example.com");
+    let email = email_when(&app, &p, &id, "SENT");
+    assert_eq!(email["status"], "SENT", "retried past both refusals: {email}");
+    assert_eq!(email["attempts"], 3, "{email}");
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
+    assert_eq!(smtp.count(), 1);
+    let metrics = app.request("GET", "/metrics", None, None).text;
+    assert!(metrics.contains("mailroom_relay_faults_total 2"), "{metrics}");
+
+    // A sender the relay keeps refusing fails with the reason in lastError.
+    for _ in 0..3 {
+        smtp.refuse(Stage::MailFrom, "550 5.7.1 Sender not allowed");
+    }
+    let id = send_one(&app, &p, "ada@example.com");
+    let email = email_when(&app, &p, &id, "FAILED");
+    assert!(email["lastError"].as_str().unwrap().contains("MAIL FROM"), "{email}");
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
 }

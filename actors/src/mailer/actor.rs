@@ -98,22 +98,23 @@ impl Handler<Deliver> for MailerActor {
             let Some(transport) = transport else {
                 return Delivery::Transient("mailer not started".into());
             };
-            // A key that cannot be used is ours to fix, never the recipient's fault: the
-            // email waits and is retried (and is never sent unsigned).
+            // A stored key that does not parse is ours to fix, never the recipient's
+            // fault: the email fails (never unsigned) and the contact is not touched.
             let signer = match signer {
                 Ok(s) => s,
                 Err(e) => {
-                    tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used; the email waits");
-                    return Delivery::Transient(format!("DKIM key unusable: {e}"));
+                    tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used");
+                    return Delivery::Failed(format!("the DKIM key cannot be used: {e}"));
                 }
             };
             let message = match mime::build(&msg.email) {
                 Ok(m) => m,
-                Err(e) => return Delivery::Permanent(e),
+                // Our own fault: the email fails, the contact is not touched.
+                Err(e) => return Delivery::Failed(format!("the message could not be built: {e}")),
             };
             let bytes = match mime::sign(message.formatted(), &signer) {
                 Ok(b) => b,
-                Err(e) => return Delivery::Transient(format!("DKIM signing failed: {e}")),
+                Err(e) => return Delivery::Failed(format!("DKIM signing failed: {e}")),
             };
             match &*transport {
                 Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,

@@ -268,6 +268,21 @@ impl Shared {
                 match result {
                     Delivery::Sent => DeliveryOutcome::Sent { at: now },
                     Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
+                    Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
+                    Delivery::RelayFault(e) => {
+                        self.registry.count_relay_fault();
+                        tracing::error!(email = %id, %project, error = %e, "the relay refused us, not the recipient; the email waits");
+                        if attempts >= self.config.max_attempts {
+                            DeliveryOutcome::Failed { error: e }
+                        } else {
+                            DeliveryOutcome::Retry {
+                                error: e,
+                                due_at: now
+                                    + outbox::backoff_ms(self.config.retry_base_ms, attempts)
+                                        as i64,
+                            }
+                        }
+                    }
                     Delivery::Transient(e) if attempts >= self.config.max_attempts => {
                         DeliveryOutcome::Failed { error: e }
                     }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use lettre::address::Envelope;
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, AsyncTokioStream};
-use lettre::transport::smtp::extension::{ClientId, Extension};
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use tokio::net::TcpStream;
 
 use super::messages::Delivery;
@@ -104,12 +105,15 @@ impl SmtpPool {
         if let Some(c) = &self.credentials {
             // A refused login is the relay's fault or ours, never the recipient's: the
             // email waits and is retried (a bounce would unsubscribe the contact).
-            tokio::time::timeout(self.timeout, conn.auth(&[Mechanism::Plain, Mechanism::Login], c))
+            tokio::time::timeout(
+                self.timeout,
+                conn.auth(&[Mechanism::Plain, Mechanism::Login], c),
+            )
                 .await
                 .map_err(|_| transient("SMTP AUTH timed out".into()))?
                 .map_err(|e| {
                     tracing::error!(error = %e, "the relay refused our SMTP login; check smtp.username and smtp.password");
-                    transient(format!("relay authentication failed: {e}"))
+                    Delivery::RelayFault(format!("relay authentication failed: {e}"))
                 })?;
         }
         Ok(conn)
@@ -137,36 +141,89 @@ impl SmtpPool {
                 Err(d) => return d,
             },
         };
-        match tokio::time::timeout(self.timeout, conn.send(envelope, bytes)).await {
-            Ok(Ok(_)) => {
+        match tokio::time::timeout(self.timeout, transaction(&mut conn, envelope, bytes)).await {
+            Ok(Ok(())) => {
                 self.give_back(conn);
                 Delivery::Sent
             }
-            Ok(Err(e)) if e.is_permanent() => {
-                // The connection is still usable after a refusal of this message.
-                if !conn.has_broken() {
-                    self.give_back(conn);
-                }
-                Delivery::Permanent(e.to_string())
-            }
-            Ok(Err(e)) => {
-                if e.is_transient() && !conn.has_broken() {
-                    self.give_back(conn);
-                } else if was_reused && !e.is_transient() {
+            Ok(Err((stage, e))) => {
+                let answered = e.is_permanent() || e.is_transient();
+                if answered && !conn.has_broken() {
+                    // A refusal leaves the connection usable once the transaction is reset.
+                    if tokio::time::timeout(self.timeout, conn.command(Rset))
+                        .await
+                        .is_ok_and(|r| r.is_ok())
+                    {
+                        self.give_back(conn);
+                    }
+                } else if was_reused && !answered {
                     // A pooled connection the server closed meanwhile: one fresh try.
                     return Box::pin(self.send(envelope, bytes)).await;
                 }
-                classify(&e)
+                classify(stage, &e)
             }
             Err(_) => Delivery::Transient("SMTP transaction timed out".into()),
         }
     }
 }
 
-fn classify(e: &lettre::transport::smtp::Error) -> Delivery {
-    if e.is_permanent() {
-        Delivery::Permanent(e.to_string())
-    } else {
-        Delivery::Transient(e.to_string())
+/// Where in a transaction the relay answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    MailFrom,
+    RcptTo,
+    Data,
+    Message,
+}
+
+/// MAIL FROM, RCPT TO, DATA and the message, as lettre's `send` does them, but saying
+/// which step a refusal answered: only the recipient's refusal is a bounce.
+async fn transaction(
+    conn: &mut AsyncSmtpConnection,
+    envelope: &Envelope,
+    bytes: &[u8],
+) -> Result<(), (Stage, lettre::transport::smtp::Error)> {
+    let mut params = Vec::new();
+    let ascii = |a: &lettre::Address| AsRef::<str>::as_ref(a).is_ascii();
+    let non_ascii = !envelope.from().is_none_or(ascii) || !envelope.to().iter().all(ascii);
+    if non_ascii && conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+        params.push(MailParameter::SmtpUtfEight);
     }
+    if !bytes.is_ascii() && conn.server_info().supports_feature(Extension::EightBitMime) {
+        params.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    conn.command(Mail::new(envelope.from().cloned(), params))
+        .await
+        .map_err(|e| (Stage::MailFrom, e))?;
+    for to in envelope.to() {
+        conn.command(Rcpt::new(to.clone(), vec![]))
+            .await
+            .map_err(|e| (Stage::RcptTo, e))?;
+    }
+    conn.command(Data).await.map_err(|e| (Stage::Data, e))?;
+    conn.message(bytes).await.map_err(|e| (Stage::Message, e))?;
+    Ok(())
+}
+
+fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
+    let text = e.to_string();
+    if !e.is_permanent() {
+        return Delivery::Transient(text);
+    }
+    match stage {
+        Stage::RcptTo => Delivery::Permanent(text),
+        Stage::Message if recipient_status(&text) => Delivery::Permanent(text),
+        Stage::Message => Delivery::Failed(format!("the relay refused this message: {text}")),
+        Stage::MailFrom => {
+            Delivery::RelayFault(format!("the relay refused our sender (MAIL FROM): {text}"))
+        }
+        Stage::Data => Delivery::RelayFault(format!("the relay refused DATA: {text}")),
+    }
+}
+
+/// Whether a reply carries an enhanced status about the recipient's address or mailbox
+/// (RFC 3463: 5.1.x addressing, 5.2.x mailbox), as in "550 5.1.1 No such user".
+fn recipient_status(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || c == ':' || c == '(' || c == ')')
+        .any(|w| w.starts_with("5.1.") || w.starts_with("5.2."))
 }
