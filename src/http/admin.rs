@@ -6,7 +6,9 @@ use std::future::{ready, Ready};
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use mailroom_actors::domain::{dkim, DomainName};
 use mailroom_actors::model::{ProjectId, Timestamp};
+use mailroom_actors::project::messages::{CreateDomain, TrustDomain};
 use mailroom_actors::Resource;
 use subtle::ConstantTimeEq;
 
@@ -99,4 +101,42 @@ pub async fn project_action(
     };
     state.store.durable().await?;
     Ok(HttpResponse::Ok().json(body))
+}
+
+/// POST /admin/projects/{id}/domains/trust `{domain}`: marks the project's domain
+/// verified without DNS (adding it if the project lacks it). The operator's call only:
+/// tenants verify their domains through DNS.
+#[utoipa::path(post, path = "/admin/projects/{id}/domains/trust", tag = "Admin",
+    params(("id" = String, Path, description = "The project id")),
+    responses((status = 200, body = super::domains::DomainView), (status = 404), (status = 422)),
+    security(("bearer" = [])))]
+pub async fn trust_domain(
+    _: Admin,
+    path: web::Path<String>,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ProjectId = path_id(&path, Resource::Project)?;
+    state.projects.get(id)?;
+    let mut f = Fields::of(&body)?;
+    let raw = f.string("domain", 253);
+    f.finish()?;
+    let name = DomainName::parse(raw.as_deref().unwrap_or_default()).map_err(|problem| {
+        mailroom_actors::Error::field(
+            "domain",
+            mailroom_actors::FieldCode::InvalidString,
+            problem.message(),
+        )
+    })?;
+    let key = super::blocking(dkim::generate).await?;
+    let msg = CreateDomain {
+        name,
+        token: dkim::ownership_token(),
+        key,
+    };
+    let trusted = state.registry.send(id, TrustDomain(msg)).await?;
+    Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
+        &trusted,
+        &state.spf_include,
+    )))
 }

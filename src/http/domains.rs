@@ -36,6 +36,9 @@ pub struct DomainView {
     pub verified_at: Option<String>,
     /// The last DNS check, by request or by the background re-check.
     pub last_checked_at: Option<String>,
+    /// Marked verified by the operator without DNS (`mailroom domain trust`); stays
+    /// VERIFIED whatever the checks find.
+    pub trusted: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -51,7 +54,7 @@ pub struct RecordView {
 }
 
 impl DomainView {
-    fn new(d: &Domain, spf_include: &str) -> Self {
+    pub fn new(d: &Domain, spf_include: &str) -> Self {
         DomainView {
             id: d.id.to_string(),
             domain: d.name.to_string(),
@@ -71,6 +74,7 @@ impl DomainView {
             created_at: d.created_at.to_iso(),
             verified_at: d.verified_at.map(|t| t.to_iso()),
             last_checked_at: d.checked_at.map(|t| t.to_iso()),
+            trusted: d.trusted,
         }
     }
 }

@@ -201,6 +201,10 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::post().to(admin::create_project)),
             )
             .service(
+                resource("/admin/projects/{id}/domains/trust")
+                    .route(web::post().to(admin::trust_domain)),
+            )
+            .service(
                 resource("/admin/projects/{id}/{action}")
                     .route(web::post().to(admin::project_action)),
             )

@@ -831,7 +831,9 @@ fn sixty_emails_paced_at_14_per_second_never_put_15_in_one_second() {
 
 /// The contact of `email`, as the API shows it.
 fn contact_of(app: &TestApp, p: &Project, email: &str) -> serde_json::Value {
-    let list = app.get(&format!("/contacts?search={email}"), &p.secret).json();
+    let list = app
+        .get(&format!("/contacts?search={email}"), &p.secret)
+        .json();
     list["contacts"][0].clone()
 }
 
@@ -847,7 +849,10 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
     smtp.refuse(Stage::RcptTo, "550 5.1.1 No such user");
     let id = send_one(&app, &p, "gone@example.com");
     assert_eq!(email_when(&app, &p, &id, "BOUNCED")["status"], "BOUNCED");
-    assert_eq!(contact_of(&app, &p, "gone@example.com")["subscribed"], false);
+    assert_eq!(
+        contact_of(&app, &p, "gone@example.com")["subscribed"],
+        false
+    );
 
     // 5.2.x after DATA: the mailbox, also the recipient's.
     subscribe("full@example.com");
@@ -860,8 +865,15 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
     smtp.refuse(Stage::EndOfData, "554 5.7.1 Message rejected as spam");
     let id = send_one(&app, &p, "strict@example.com");
     let email = email_when(&app, &p, &id, "FAILED");
-    assert_eq!((email["status"].as_str(), email["attempts"].as_i64()), (Some("FAILED"), Some(1)), "{email}");
-    assert_eq!(contact_of(&app, &p, "strict@example.com")["subscribed"], true);
+    assert_eq!(
+        (email["status"].as_str(), email["attempts"].as_i64()),
+        (Some("FAILED"), Some(1)),
+        "{email}"
+    );
+    assert_eq!(
+        contact_of(&app, &p, "strict@example.com")["subscribed"],
+        true
+    );
     assert_eq!(smtp.count(), 0);
 }
 
@@ -869,17 +881,26 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
 fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "3")]);
-    app.upsert(&p.secret, json!({"email": "ada@example.com", "subscribed": true}));
+    app.upsert(
+        &p.secret,
+        json!({"email": "ada@example.com", "subscribed": true}),
+    );
     smtp.refuse(Stage::MailFrom, "550 5.7.1 Sender not allowed");
     smtp.refuse(Stage::Data, "554 5.3.0 DATA refused");
     let id = send_one(&app, &p, "ada@example.com");
     let email = email_when(&app, &p, &id, "SENT");
-    assert_eq!(email["status"], "SENT", "retried past both refusals: {email}");
+    assert_eq!(
+        email["status"], "SENT",
+        "retried past both refusals: {email}"
+    );
     assert_eq!(email["attempts"], 3, "{email}");
     assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
     assert_eq!(smtp.count(), 1);
     let metrics = app.request("GET", "/metrics", None, None).text;
-    assert!(metrics.contains("mailroom_relay_faults_total 2"), "{metrics}");
+    assert!(
+        metrics.contains("mailroom_relay_faults_total 2"),
+        "{metrics}"
+    );
 
     // A sender the relay keeps refusing fails with the reason in lastError.
     for _ in 0..3 {
@@ -887,6 +908,9 @@ fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted(
     }
     let id = send_one(&app, &p, "ada@example.com");
     let email = email_when(&app, &p, &id, "FAILED");
-    assert!(email["lastError"].as_str().unwrap().contains("MAIL FROM"), "{email}");
+    assert!(
+        email["lastError"].as_str().unwrap().contains("MAIL FROM"),
+        "{email}"
+    );
     assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
 }

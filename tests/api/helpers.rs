@@ -109,7 +109,7 @@ impl TestApp {
         self.dns.as_ref().expect("started with spawn_with_dns")
     }
 
-    fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
+    pub fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

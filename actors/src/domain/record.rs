@@ -80,6 +80,10 @@ pub struct Domain {
     /// When the domain became VERIFIED; None while it is not.
     pub verified_at: Option<Timestamp>,
     pub checked_at: Option<Timestamp>,
+    /// Marked verified by the operator (CLI or /admin) without DNS: a laptop's first
+    /// email, or a domain whose records the operator vouches for. Checks still record
+    /// what DNS says, but never change its status.
+    pub trusted: bool,
 }
 
 impl Domain {
@@ -149,6 +153,7 @@ impl Domain {
             created_at: self.created_at.millis(),
             verified_at: self.verified_at.map(|t| t.millis()),
             checked_at: self.checked_at.map(|t| t.millis()),
+            trusted: self.trusted,
         })
     }
 
@@ -169,6 +174,7 @@ impl Domain {
             created_at: s.created_at.into(),
             verified_at: s.verified_at.map(Timestamp::from),
             checked_at: s.checked_at.map(Timestamp::from),
+            trusted: s.trusted,
         })
     }
 }
@@ -188,4 +194,5 @@ struct Stored {
     created_at: i64,
     verified_at: Option<i64>,
     checked_at: Option<i64>,
+    trusted: bool,
 }

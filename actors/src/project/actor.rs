@@ -13,8 +13,8 @@ use super::membership::Audience;
 use super::messages::{
     ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
     DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
-    QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, UpdateSegment, UpdateTemplate,
-    UpsertContact, UpsertOutcome,
+    QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment,
+    UpdateTemplate, UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
@@ -280,6 +280,26 @@ impl Handler<CreateDomain> for ProjectActor {
                 false => Ok(()),
             })
             .and_then(|()| domain::writes::create(&*self.store, self.project, msg, now));
+        self.after_flush(result)
+    }
+}
+
+impl Handler<TrustDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: TrustDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let max = self.limits.max_domains;
+        let (store, p) = (&*self.store, self.project);
+        let result = domain::queries::find_by_name(store, p, msg.0.name.as_str())
+            .and_then(|found| match found {
+                Some(_) => Ok(()),
+                None => count(store, &keys::domains(p), max).and_then(|n| match n >= max {
+                    true => Err(limits::full("domains", max as u64, "max_domains")),
+                    false => Ok(()),
+                }),
+            })
+            .and_then(|()| domain::writes::trust(store, p, msg.0, now));
         self.after_flush(result)
     }
 }

@@ -187,6 +187,12 @@ pub struct CreateDomain {
     pub key: DkimKey,
 }
 
+/// The operator marks a domain verified without DNS (adding it with `0`'s key if the
+/// project lacks it).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Domain>")]
+pub struct TrustDomain(pub CreateDomain);
+
 #[derive(Debug, Message)]
 #[rtype(result = "Result<()>")]
 pub struct DeleteDomain {
