@@ -113,6 +113,11 @@ impl ProjectActor {
         }
     }
 
+    fn check_domain_room(&self) -> Result<()> {
+        let max = self.limits.max_domains;
+        check_room(&*self.store, &keys::domains(self.project), max, "domains")
+    }
+
     /// Whether one more segment (`new`) or one more tracked segment fits the limits.
     fn check_segment_room(&self, new: bool, tracked: bool) -> Result<()> {
         let l = &self.limits;
@@ -273,12 +278,8 @@ impl Handler<CreateDomain> for ProjectActor {
 
     fn handle(&mut self, msg: CreateDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let max = self.limits.max_domains;
-        let result = count(&*self.store, &keys::domains(self.project), max)
-            .and_then(|n| match n >= max {
-                true => Err(limits::full("domains", max as u64, "max_domains")),
-                false => Ok(()),
-            })
+        let result = self
+            .check_domain_room()
             .and_then(|()| domain::writes::create(&*self.store, self.project, msg, now));
         self.after_flush(result)
     }
@@ -289,15 +290,11 @@ impl Handler<TrustDomain> for ProjectActor {
 
     fn handle(&mut self, msg: TrustDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let max = self.limits.max_domains;
         let (store, p) = (&*self.store, self.project);
         let result = domain::queries::find_by_name(store, p, msg.0.name.as_str())
             .and_then(|found| match found {
                 Some(_) => Ok(()),
-                None => count(store, &keys::domains(p), max).and_then(|n| match n >= max {
-                    true => Err(limits::full("domains", max as u64, "max_domains")),
-                    false => Ok(()),
-                }),
+                None => self.check_domain_room(),
             })
             .and_then(|()| domain::writes::trust(store, p, msg.0, now));
         self.after_flush(result)
@@ -345,12 +342,13 @@ impl Handler<CreateTemplate> for ProjectActor {
 
     fn handle(&mut self, msg: CreateTemplate, _ctx: &mut Self::Context) -> Self::Result {
         let max = self.limits.max_templates;
-        let result = count(&*self.store, &keys::templates(self.project), max)
-            .and_then(|n| match n >= max {
-                true => Err(limits::full("templates", max as u64, "max_templates")),
-                false => Ok(()),
-            })
-            .and_then(|()| templates::create(&*self.store, self.project, msg.0));
+        let result = check_room(
+            &*self.store,
+            &keys::templates(self.project),
+            max,
+            "templates",
+        )
+        .and_then(|()| templates::create(&*self.store, self.project, msg.0));
         self.after_flush(result)
     }
 }
@@ -409,12 +407,16 @@ impl Handler<RecordDelivery> for ProjectActor {
     }
 }
 
-/// Keys under `prefix`, counted up to `cap` (a limit check needs no more).
-fn count(store: &dyn Store, prefix: &[u8], cap: usize) -> Result<usize> {
+/// Whether one more record fits under `prefix`, where `limits.max_<what>` allows `max`
+/// (counting stops at `max`: a limit check needs no more).
+fn check_room(store: &dyn Store, prefix: &[u8], max: usize, what: &str) -> Result<()> {
     let mut n = 0;
-    for kv in store.scan(prefix, None, false).take(cap) {
+    for kv in store.scan(prefix, None, false).take(max) {
         kv?;
         n += 1;
     }
-    Ok(n)
+    match n >= max {
+        true => Err(limits::full(what, max as u64, &format!("max_{what}"))),
+        false => Ok(()),
+    }
 }

@@ -213,56 +213,8 @@ impl Compiled {
     /// render's worst case against the limits. Call it off any actor's thread: it is
     /// bounded, but a bounded render can still take milliseconds.
     pub fn render(&self, vars: &Value) -> Result<(String, String)> {
-        // tera panics on a few values (arithmetic that overflows f64); that is a failed
-        // render of this template, not a failed request.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.render_checked(vars)))
-            .unwrap_or_else(|_| {
-                Err(Error::field(
-                    "body",
-                    FieldCode::TemplateSyntax,
-                    "Template error: rendering failed with this data",
-                ))
-            })
-    }
-
-    fn render_checked(&self, vars: &Value) -> Result<(String, String)> {
-        let limits = limits();
-        let mut ctx = None;
-        let mut render = |name: &str| -> Result<String> {
-            let field = if name == SUBJECT { "subject" } else { "body" };
-            let ast = &self.tera.templates[name].ast;
-            budget::charge(ast, vars, name == BODY, &limits).map_err(|over| {
-                Error::field(
-                    field,
-                    FieldCode::TooBig,
-                    format!("Template is too costly: {}", over.0),
-                )
-            })?;
-            if ctx.is_none() {
-                ctx = Some(
-                    Context::from_value(vars.clone())
-                        .map_err(|e| Error::Internal(e.to_string()))?,
-                );
-            }
-            let ctx = ctx.as_ref().expect("set above");
-            let text = self
-                .tera
-                .render(name, ctx)
-                .map_err(|e| Error::field(field, FieldCode::TemplateSyntax, describe(&e)))?;
-            if text.len() as u64 > limits.max_output_bytes {
-                return Err(Error::field(
-                    field,
-                    FieldCode::TooBig,
-                    format!(
-                        "Rendered {} bytes; the limit is {}",
-                        text.len(),
-                        limits.max_output_bytes
-                    ),
-                ));
-            }
-            Ok(text)
-        };
-        Ok((render(SUBJECT)?, render(BODY)?))
+        self.charge(vars)?;
+        self.render_charged(vars.clone())
     }
 }
 
