@@ -3,12 +3,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
-use mailroom_actors::model::{
-    Attachment, EmailAddress, EmailId, EmailStatus, Mailbox, TemplateId, TemplateKind,
-};
-use mailroom_actors::project::sending::{self, SendSpec};
-use mailroom_actors::project::templates as stored;
-use mailroom_actors::{domain, Error, FieldCode, Resource};
+use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
+use mailroom_actors::project::send::{send_request, SendRequest as Request};
+use mailroom_actors::project::sending;
+use mailroom_actors::{Error, FieldCode, Resource};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -260,110 +258,28 @@ pub async fn send(
     let headers = headers(&mut f);
     let reply = f.opt_email("reply");
     let attachments = attachments(&mut f);
-    let template = match &template_id {
-        None => None,
-        Some(id) => {
-            let id: TemplateId = path_id(id, Resource::Template)?;
-            Some(
-                stored::load(&*state.store, p.id, id)?
-                    .ok_or(Error::NotFound(Resource::Template))?,
-            )
-        }
-    };
-    if template.is_none() {
-        for (name, given) in [("subject", subject.is_some()), ("body", html.is_some())] {
-            if !given {
-                f.error(
-                    name,
-                    FieldCode::InvalidType,
-                    "Required when no template is given",
-                );
-            }
-        }
-    }
-    let from = from.or_else(|| {
-        template
-            .as_ref()
-            .and_then(|t| t.from.clone().map(|e| (e, t.from_name.clone())))
-    });
-    if from.is_none() && f.raw("from").is_none() {
-        f.error(
-            "from",
-            FieldCode::InvalidType,
-            "Required unless the template has a from address",
-        );
-    }
+    let template = template_id
+        .as_deref()
+        .map(|id| path_id::<TemplateId>(id, Resource::Template))
+        .transpose()?;
     f.finish()?;
-    let Some((from_addr, from_name_given)) = from else {
-        return Err(Error::Internal("validated from went missing".into()).into());
-    };
-    if domain::verified_sender(&*state.store, p.id, &from_addr)?.is_none() {
-        return Err(ApiError::Engine(Error::Validation(vec![mailroom_actors::FieldError::new(
-            "from",
-            FieldCode::UnverifiedDomain,
-            format!("The domain {} is not a verified domain of this project", from_addr.domain()),
-        )]))
-        .with_suggestion(format!(
-            "Add {} with POST /domains, publish its DNS records, then verify it with POST /domains/{{id}}/verify",
-            from_addr.domain()
-        )));
-    }
-    // Compiling is tenant work too: a cache miss compiles on the render pool, and the
-    // cache keeps the result.
-    let cached = match (&template, &subject, &html) {
-        (Some(t), None, None) => state.templates.cached(t),
-        (t, s, b) => state.templates.cached_inline(
-            s.as_deref()
-                .or(t.as_ref().map(|t| t.subject.as_str()))
-                .unwrap_or_default(),
-            b.as_deref()
-                .or(t.as_ref().map(|t| t.body.as_str()))
-                .unwrap_or_default(),
-        ),
-    };
-    let (cache, stored) = (state.templates.clone(), template.clone());
-    let content = match cached {
-        Some(c) => c,
-        None => {
-            state
-                .registry
-                .renders()
-                .run(move || match (&stored, &subject, &html) {
-                    (Some(t), None, None) => cache.get(t),
-                    (t, s, b) => {
-                        let s = s
-                            .as_deref()
-                            .or(t.as_ref().map(|t| t.subject.as_str()))
-                            .unwrap_or_default();
-                        let b = b
-                            .as_deref()
-                            .or(t.as_ref().map(|t| t.body.as_str()))
-                            .unwrap_or_default();
-                        cache.inline(s, b)
-                    }
-                })
-                .await??
-        }
-    };
-    let spec = SendSpec {
+    let request = Request {
         recipients: to,
+        template,
+        subject,
+        body: html,
+        from,
+        from_name,
+        reply_to: reply,
         subscribed,
-        content,
         data: data.unwrap_or_default(),
-        from: Mailbox::new(from_name.or(from_name_given), &from_addr),
-        reply_to: reply.map(|r| r.to_string()).or_else(|| {
-            template
-                .as_ref()
-                .and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))
-        }),
         headers,
         attachments,
-        marketing: template
-            .as_ref()
-            .is_some_and(|t| t.kind == TemplateKind::Marketing),
         idempotency: claim,
     };
-    let receipt = mailroom_actors::project::send::send(&state.registry, p.id, spec).await?;
+    let receipt = send_request(&state.registry, &state.templates, p.id, request)
+        .await
+        .map_err(with_domain_suggestion)?;
     let emails: Vec<Value> = receipt
         .emails
         .iter()
@@ -381,6 +297,28 @@ pub async fn send(
     Ok(envelope::ok(
         json!({"emails": emails, "timestamp": mailroom_actors::model::Timestamp::from(receipt.at).to_iso()}),
     ))
+}
+
+/// An unverified sender gets a suggestion of what to do about it (the domain is the third
+/// word of the message `send::unverified` writes).
+fn with_domain_suggestion(e: Error) -> ApiError {
+    let domain = match &e {
+        Error::Validation(fields)
+            if fields.iter().any(|f| f.code == FieldCode::UnverifiedDomain) =>
+        {
+            fields
+                .iter()
+                .find(|f| f.code == FieldCode::UnverifiedDomain)
+                .and_then(|f| f.message.split_whitespace().nth(2).map(str::to_owned))
+        }
+        _ => None,
+    };
+    match domain {
+        Some(d) => ApiError::Engine(e).with_suggestion(format!(
+            "Add {d} with POST /domains, publish its DNS records, then verify it with POST /domains/{{id}}/verify"
+        )),
+        None => e.into(),
+    }
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",

@@ -5,11 +5,158 @@
 //! was read (then the send renders again). So a costly template never holds an arbiter
 //! that other projects share, and an ordinary send costs one actor visit.
 
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
 use super::messages::QueueEmails;
 use super::registry::Registry;
 use super::sending::{self, Queued, Receipt, SendSpec};
-use crate::error::{Error, Result};
-use crate::model::{ProjectId, Timestamp};
+use super::templates;
+use crate::domain;
+use crate::error::{Error, FieldCode, FieldError, Result};
+use crate::idempotency::Claim;
+use crate::model::{
+    Attachment, EmailAddress, Mailbox, ProjectId, Template, TemplateId, TemplateKind, Timestamp,
+};
+use crate::render::{Compiled, TemplateCache};
+
+/// A send as a caller asks for it (/v1/send parses one from its body): the use case
+/// decides the rest from the stored template and the project's domains.
+pub struct SendRequest {
+    pub recipients: Vec<(EmailAddress, Option<String>)>,
+    pub template: Option<TemplateId>,
+    pub subject: Option<String>,
+    pub body: Option<String>,
+    /// An address and its display name.
+    pub from: Option<(EmailAddress, Option<String>)>,
+    /// A display name for the sender, over the one of `from` or the template.
+    pub from_name: Option<String>,
+    pub reply_to: Option<EmailAddress>,
+    /// Set on each recipient contact when given; a new contact otherwise gets false.
+    pub subscribed: Option<bool>,
+    pub data: Map<String, Value>,
+    pub headers: Vec<(String, String)>,
+    pub attachments: Vec<Attachment>,
+    pub idempotency: Option<Claim>,
+}
+
+/// The rules of a send (API.md section 5): the template and what it supplies, the
+/// subject and body a send without one must bring, the sender's verified domain, the
+/// compiled content, and the marketing flag; then `send` queues it.
+pub async fn send_request(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    project: ProjectId,
+    req: SendRequest,
+) -> Result<Receipt> {
+    let store = registry.store().clone();
+    let template = match req.template {
+        None => None,
+        Some(id) => Some(
+            templates::load(&*store, project, id)?
+                .ok_or(Error::NotFound(crate::Resource::Template))?,
+        ),
+    };
+    let mut errors = Vec::new();
+    if template.is_none() {
+        for (field, given) in [
+            ("subject", req.subject.is_some()),
+            ("body", req.body.is_some()),
+        ] {
+            if !given {
+                errors.push(FieldError::new(
+                    field,
+                    FieldCode::InvalidType,
+                    "Required when no template is given",
+                ));
+            }
+        }
+    }
+    let from = req.from.clone().or_else(|| {
+        template
+            .as_ref()
+            .and_then(|t| t.from.clone().map(|e| (e, t.from_name.clone())))
+    });
+    if from.is_none() {
+        errors.push(FieldError::new(
+            "from",
+            FieldCode::InvalidType,
+            "Required unless the template has a from address",
+        ));
+    }
+    let Some((from_addr, from_name)) = from.filter(|_| errors.is_empty()) else {
+        return Err(Error::Validation(errors));
+    };
+    if domain::verified_sender(&*store, project, &from_addr)?.is_none() {
+        return Err(unverified(&from_addr));
+    }
+    let content = compile(registry, cache, &template, &req).await?;
+    let spec = SendSpec {
+        recipients: req.recipients,
+        subscribed: req.subscribed,
+        content,
+        data: req.data,
+        from: Mailbox::new(req.from_name.or(from_name), &from_addr),
+        reply_to: req.reply_to.map(|r| r.to_string()).or_else(|| {
+            template
+                .as_ref()
+                .and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))
+        }),
+        headers: req.headers,
+        attachments: req.attachments,
+        marketing: template
+            .as_ref()
+            .is_some_and(|t| t.kind == TemplateKind::Marketing),
+        idempotency: req.idempotency,
+    };
+    send(registry, project, spec).await
+}
+
+/// The 422 for a sender whose domain the project has not verified.
+pub fn unverified(from: &EmailAddress) -> Error {
+    Error::field(
+        "from",
+        FieldCode::UnverifiedDomain,
+        format!(
+            "The domain {} is not a verified domain of this project",
+            from.domain()
+        ),
+    )
+}
+
+/// The send's subject and body (given ones over the template's), compiled: from the
+/// cache, or on the render pool (compiling tenant text is work too).
+async fn compile(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    template: &Option<Template>,
+    req: &SendRequest,
+) -> Result<Arc<Compiled>> {
+    if let (Some(t), None, None) = (template, &req.subject, &req.body) {
+        if let Some(c) = cache.cached(t) {
+            return Ok(c);
+        }
+        let (cache, t) = (cache.clone(), t.clone());
+        return registry.renders().run(move || cache.get(&t)).await?;
+    }
+    let pick = |given: &Option<String>, stored: fn(&Template) -> &str| {
+        given
+            .clone()
+            .or_else(|| template.as_ref().map(|t| stored(t).to_owned()))
+            .unwrap_or_default()
+    };
+    let subject = pick(&req.subject, |t| t.subject.as_str());
+    let body = pick(&req.body, |t| t.body.as_str());
+    if let Some(c) = cache.cached_inline(&subject, &body) {
+        return Ok(c);
+    }
+    let cache = cache.clone();
+    registry
+        .renders()
+        .run(move || cache.inline(&subject, &body))
+        .await?
+}
 
 /// Charged steps of one send's renders that run inline rather than on the pool.
 const INLINE_STEPS: u64 = 5_000;
