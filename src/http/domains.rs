@@ -7,7 +7,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::domain::{self, dkim, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
-use mailroom_actors::project::messages::{ApplyDomainCheck, CreateDomain, DeleteDomain};
+use mailroom_actors::project::messages::{CreateDomain, DeleteDomain};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -194,12 +194,13 @@ pub async fn verify(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let d =
-        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
-    let check = domain::check::run(&state.resolver, &d, &state.spf_include).await;
-    let updated = state
-        .registry
-        .send(p.id, ApplyDomainCheck { id, check })
-        .await?;
+    let updated = domain::check_now(
+        &state.registry,
+        &state.resolver,
+        &state.spf_include,
+        p.id,
+        id,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.spf_include)))
 }

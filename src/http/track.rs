@@ -51,15 +51,6 @@ pub struct TrackRequest {
     subscribed: Option<bool>,
 }
 
-/// Whether an event name belongs to the service's own events.
-pub fn is_reserved(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.starts_with("email.")
-        || n == "contact.subscribed"
-        || n == "contact.unsubscribed"
-        || (n.starts_with("segment.") && (n.ends_with(".entry") || n.ends_with(".exit")))
-}
-
 /// A `data` value of the form `{value, persistent: bool}` (exactly those two keys),
 /// unwrapped; any other value is plain, and persistent.
 fn unwrap(v: &Value) -> (&Value, bool) {
@@ -111,12 +102,6 @@ pub async fn track(
                 FieldCode::InvalidString,
                 "The event name cannot hold control characters",
             );
-        } else if is_reserved(name) {
-            f.error(
-                "event",
-                FieldCode::ReservedEvent,
-                format!("'{name}' is reserved for the service's own events"),
-            );
         }
     }
     f.finish()?;
@@ -154,29 +139,6 @@ pub async fn track(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn reserved_names_are_the_services_own() {
-        for n in [
-            "email.sent",
-            "Email.open",
-            "contact.subscribed",
-            "contact.unsubscribed",
-            "segment.pro.entry",
-            "segment.a.b.exit",
-        ] {
-            assert!(is_reserved(n), "{n}");
-        }
-        for n in [
-            "signup",
-            "emailed",
-            "contact.created",
-            "segment.pro",
-            "purchase.exit",
-        ] {
-            assert!(!is_reserved(n), "{n}");
-        }
-    }
 
     #[test]
     fn persistent_false_values_stay_on_the_event() {

@@ -15,4 +15,4 @@ pub use check::{DomainCheck, RecordState};
 pub use name::DomainName;
 pub use record::{Domain, DomainStatus, PublishedRecord, RecordPurpose};
 pub use sender::{is_verified_sender, verified_sender, SenderDomain};
-pub use verifier::DomainVerifier;
+pub use verifier::{check_now, DomainVerifier};

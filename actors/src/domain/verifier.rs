@@ -106,25 +106,29 @@ async fn recheck_one(
     p: ProjectId,
     id: DomainId,
 ) -> bool {
-    let domain = match get_domain(&**registry.store(), p, id) {
-        Ok(Some(d)) => d,
-        Ok(None) => return false,
-        Err(e) => {
-            tracing::error!(project = %p, domain = %id, error = %e, "loading a domain to re-check");
-            return false;
-        }
-    };
-    let outcome = check::run(resolver, &domain, spf_include).await;
-    match registry
-        .send(p, ApplyDomainCheck { id, check: outcome })
-        .await
-    {
+    match check_now(registry, resolver, spf_include, p, id).await {
         Ok(_) => true,
         // Deleted while we were asking DNS.
         Err(Error::NotFound(Resource::Domain)) => false,
         Err(e) => {
-            tracing::warn!(project = %p, domain = %domain.name, error = %e, "recording a domain re-check");
+            tracing::warn!(project = %p, domain = %id, error = %e, "re-checking a domain");
             false
         }
     }
+}
+
+/// Checks a project's domain in DNS now (bypassing the cache) and records what was
+/// found through the project's actor: `POST /domains/{id}/verify` and the background
+/// re-check alike.
+pub async fn check_now(
+    registry: &Registry,
+    resolver: &Resolver,
+    spf_include: &str,
+    p: ProjectId,
+    id: DomainId,
+) -> crate::error::Result<super::Domain> {
+    let domain =
+        get_domain(&**registry.store(), p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
+    let check = check::run(resolver, &domain, spf_include).await;
+    registry.send(p, ApplyDomainCheck { id, check }).await
 }

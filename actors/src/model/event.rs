@@ -104,3 +104,40 @@ impl Event {
         })
     }
 }
+
+/// Whether an event name belongs to the service's own events.
+pub fn is_reserved_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with("email.")
+        || n == "contact.subscribed"
+        || n == "contact.unsubscribed"
+        || (n.starts_with("segment.") && (n.ends_with(".entry") || n.ends_with(".exit")))
+}
+
+#[cfg(test)]
+mod reserved_tests {
+    use super::is_reserved_name;
+
+    #[test]
+    fn reserved_names_are_the_services_own() {
+        for n in [
+            "email.sent",
+            "Email.open",
+            "contact.subscribed",
+            "contact.unsubscribed",
+            "segment.pro.entry",
+            "segment.a.b.exit",
+        ] {
+            assert!(is_reserved_name(n), "{n}");
+        }
+        for n in [
+            "signup",
+            "emailed",
+            "contact.created",
+            "segment.pro",
+            "purchase.exit",
+        ] {
+            assert!(!is_reserved_name(n), "{n}");
+        }
+    }
+}

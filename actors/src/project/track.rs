@@ -26,6 +26,15 @@ impl TrackOutcome {
 }
 
 pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOutcome> {
+    // Tenants may not write the service's own events (a forged `email.open` or
+    // `contact.unsubscribed` would fool stats, segments and workflows).
+    if crate::model::event::is_reserved_name(&msg.event) {
+        return Err(crate::error::Error::field(
+            "event",
+            crate::error::FieldCode::ReservedEvent,
+            format!("'{}' is reserved for the service's own events", msg.event),
+        ));
+    }
     if let Some(claim) = &msg.idempotency {
         if let Some(reply) = idempotency::lookup(ctx.store, ctx.project, claim, ctx.now)? {
             return Ok(reply);
