@@ -204,19 +204,31 @@ pub const OUTBOX: &[u8] = b"outbox/";
 
 pub fn outbox(due_ms: i64, p: ProjectId, e: EmailId) -> Vec<u8> {
     let due = (due_ms.max(0) as u64).to_be_bytes();
-    key([OUTBOX, &due[..], p.as_bytes(), e.as_bytes()].into_iter())
+    key([OUTBOX, p.as_bytes(), &due[..], e.as_bytes()].into_iter())
+}
+
+/// One project's outbox, in due order: `outbox/<project><due><email>`. Grouped by
+/// project, so the dispatcher reads the head of each project's queue and jumps to the
+/// next, instead of walking past every waiting email of a paced project.
+pub fn outbox_of(p: ProjectId) -> Vec<u8> {
+    key([OUTBOX, p.as_bytes()].into_iter())
+}
+
+/// A key above every outbox key of `p` and below the next project's.
+pub fn outbox_after(p: ProjectId) -> Vec<u8> {
+    key([OUTBOX, p.as_bytes(), &[0xff; 24][..]].into_iter())
 }
 
 /// (due, project, email) of an outbox key.
 pub fn parse_outbox(k: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
     let rest = k.strip_prefix(OUTBOX)?;
-    if rest.len() != 8 + 32 {
+    if rest.len() != 16 + 8 + 16 {
         return None;
     }
-    let due = u64::from_be_bytes(rest[..8].try_into().ok()?);
+    let due = u64::from_be_bytes(rest[16..24].try_into().ok()?);
     Some((
         i64::try_from(due).ok()?,
-        id_after(&rest[8..24], b"")?,
+        id_after(&rest[..16], b"")?,
         id_after(&rest[24..], b"")?,
     ))
 }

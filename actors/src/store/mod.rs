@@ -75,8 +75,8 @@ pub trait Store: Send + Sync + 'static {
     /// key deleted since, durably or not). The dispatcher walks the outbox with it, so it
     /// never sends an email that a crash could still take back. A backend whose `apply`
     /// is durable when it returns can keep this default.
-    fn scan_durable<'a>(&'a self, prefix: &[u8]) -> KvIter<'a> {
-        self.scan(prefix, None, false)
+    fn scan_durable<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        self.scan(prefix, after, false)
     }
 
     /// Applies a batch atomically. It is visible at once and durable after `durable()`.

@@ -388,9 +388,9 @@ impl Store for SledStore {
         self.merged(prefix, after, reverse, u64::MAX)
     }
 
-    fn scan_durable<'a>(&'a self, prefix: &[u8]) -> KvIter<'a> {
+    fn scan_durable<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
         let synced = self.log.synced.load(Ordering::Acquire);
-        self.merged(prefix, None, false, synced)
+        self.merged(prefix, after, false, synced)
     }
 
     fn apply(&self, batch: Batch) -> Result<()> {
@@ -470,7 +470,7 @@ mod tests {
         put("o/2");
         assert_eq!(keys(s.scan(b"o/", None, false)), ["o/1", "o/2"]);
         assert_eq!(
-            keys(s.scan_durable(b"o/")),
+            keys(s.scan_durable(b"o/", None)),
             ["o/1"],
             "o/2 is not on disk yet"
         );
@@ -478,11 +478,11 @@ mod tests {
         b.delete(b"o/1".to_vec());
         s.apply(b).unwrap();
         assert!(
-            keys(s.scan_durable(b"o/")).is_empty(),
+            keys(s.scan_durable(b"o/", None)).is_empty(),
             "a deletion hides at once"
         );
         s.durable().await.unwrap();
-        assert_eq!(keys(s.scan_durable(b"o/")), ["o/2"]);
+        assert_eq!(keys(s.scan_durable(b"o/", None)), ["o/2"]);
     }
 
     #[tokio::test]
