@@ -19,7 +19,7 @@ use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{Clock, SystemClock};
+use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
 use crate::cli::{explain, ServeArgs};
 use crate::config::Settings;
@@ -40,7 +40,16 @@ impl Application {
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
                 .map_err(|e| explain(&e))?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        // An adjustable clock only when config asks for it (tests): the admin API can then
+        // move it forward.
+        let adjustable = settings
+            .clock
+            .adjustable
+            .then(|| Arc::new(AdjustableClock::default()));
+        let clock: Arc<dyn Clock> = match &adjustable {
+            Some(c) => c.clone(),
+            None => Arc::new(SystemClock),
+        };
         let registry = Registry::new(
             store.clone(),
             clock.clone(),
@@ -64,14 +73,16 @@ impl Application {
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
-        let state = web::Data::new(AppState::new(
+        let mut state = AppState::new(
             &settings,
             registry,
             Projects::new(store.clone()),
             store.clone(),
             clock,
             resolver,
-        ));
+        );
+        state.adjustable_clock = adjustable;
+        let state = web::Data::new(state);
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,

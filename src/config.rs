@@ -27,6 +27,13 @@ pub struct Settings {
     pub admin: Admin,
     pub metrics: Metrics,
     pub log: Log,
+    pub clock: ClockSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClockSettings {
+    /// Lets the operator move the clock forward (POST /admin/clock/advance): for tests.
+    pub adjustable: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -15,5 +15,5 @@ pub mod segment;
 pub mod store;
 pub mod verify;
 
-pub use clock::{Clock, SystemClock};
+pub use clock::{AdjustableClock, Clock, SystemClock};
 pub use error::{Error, FieldCode, FieldError, Resource};

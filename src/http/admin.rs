@@ -140,3 +140,31 @@ pub async fn trust_domain(
         &state.spf_include,
     )))
 }
+
+/// POST /admin/clock/advance `{ms}`: moves the server's clock forward (only when
+/// `clock.adjustable` is set, as in the tests; 404 otherwise), and wakes the dispatcher so
+/// that what the move made due goes out now.
+pub async fn advance_clock(
+    _: Admin,
+    JsonBody(body): JsonBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(clock) = &state.adjustable_clock else {
+        return Err(mailroom_actors::Error::NotFound(Resource::Route).into());
+    };
+    let ms = body
+        .get("ms")
+        .and_then(serde_json::Value::as_i64)
+        .filter(|ms| *ms >= 0);
+    let Some(ms) = ms else {
+        return Err(mailroom_actors::Error::field(
+            "ms",
+            mailroom_actors::FieldCode::InvalidType,
+            "Milliseconds to move forward, a whole number of at least 0",
+        )
+        .into());
+    };
+    let now = clock.advance(ms);
+    state.registry.outbox_signal().notify_one();
+    Ok(HttpResponse::Ok().json(serde_json::json!({"now": Timestamp::from(now).to_iso()})))
+}

@@ -44,6 +44,8 @@ pub struct AppState {
     pub projects: Projects,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    /// The same clock, when config made it adjustable (tests): `/admin/clock/advance`.
+    pub adjustable_clock: Option<Arc<mailroom_actors::AdjustableClock>>,
     pub limits: crate::config::Limits,
     pub rate_limit: Option<rate_limit::ProjectRateLimit>,
     pub public_rate_limit: Option<rate_limit::ProjectRateLimit>,
@@ -72,6 +74,7 @@ impl AppState {
             projects,
             store,
             clock,
+            adjustable_clock: None,
             limits: settings.limits.clone(),
             rate_limit: rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute),
             public_rate_limit: rate_limit::ProjectRateLimit::new(
@@ -200,6 +203,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::get().to(admin::list_projects))
                     .route(web::post().to(admin::create_project)),
             )
+            .service(resource("/admin/clock/advance").route(web::post().to(admin::advance_clock)))
             .service(
                 resource("/admin/projects/{id}/domains/trust")
                     .route(web::post().to(admin::trust_domain)),

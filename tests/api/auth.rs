@@ -207,3 +207,10 @@ fn racing_key_rotations_leave_only_the_last_keys_working() {
         "the first key is gone"
     );
 }
+
+#[test]
+fn the_clock_cannot_be_moved_unless_config_allows_it() {
+    let app = TestApp::spawn_with(&[("MAILROOM__CLOCK__ADJUSTABLE", "false")]);
+    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({"ms": 1000}));
+    assert_eq!(r.status, 404, "{}", r.text);
+}

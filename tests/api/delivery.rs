@@ -914,3 +914,29 @@ fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted(
     );
     assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
 }
+
+#[test]
+fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__RETRY_BASE_MS", "3600000")]);
+    smtp.script(&[451]);
+    let id = send_one(&app, &p, "later@example.com");
+    let mut email = json!(null);
+    for _ in 0..200 {
+        email = app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone();
+        if email["attempts"] == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!((email["attempts"].as_i64(), email["status"].as_str()), (Some(1), Some("QUEUED")), "{email}");
+    assert_eq!(smtp.count(), 0, "the retry is an hour away");
+    let moved = app.post("/admin/clock/advance", crate::helpers::ADMIN_TOKEN, json!({"ms": 3_600_000}));
+    assert_eq!(moved.status, 200, "{}", moved.text);
+    // No sleeping through the hour: the dispatcher reads the moved clock.
+    let got = smtp.wait_for(1, Duration::from_secs(10));
+    assert_eq!(got.len(), 1, "sent once the clock passed the retry's due time");
+    assert_eq!(email_when(&app, &p, &id, "SENT")["attempts"], 2);
+    let r = app.post("/admin/clock/advance", &p.secret, json!({"ms": 1}));
+    assert_eq!(r.status, 401, "only the operator moves the clock");
+}
