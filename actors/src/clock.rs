@@ -25,10 +25,17 @@ pub struct AdjustableClock {
 }
 
 impl AdjustableClock {
-    /// Moves the clock `ms` milliseconds forward and answers the new time.
+    /// The furthest the clock may be moved ahead of the system's: a century.
+    pub const MAX_OFFSET_MS: i64 = 100 * 366 * 24 * 3_600_000;
+
+    /// Moves the clock `ms` milliseconds forward (in all, at most `MAX_OFFSET_MS` ahead
+    /// of the system's time) and answers the new time.
     pub fn advance(&self, ms: i64) -> DateTime<Utc> {
-        self.offset_ms
-            .fetch_add(ms.max(0), std::sync::atomic::Ordering::SeqCst);
+        let _ = self.offset_ms.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |at| Some(at.saturating_add(ms.max(0)).min(Self::MAX_OFFSET_MS)),
+        );
         self.now()
     }
 }

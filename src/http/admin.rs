@@ -152,15 +152,16 @@ pub async fn advance_clock(
     let Some(clock) = &state.adjustable_clock else {
         return Err(mailroom_actors::Error::NotFound(Resource::Route).into());
     };
+    let max = mailroom_actors::AdjustableClock::MAX_OFFSET_MS;
     let ms = body
         .get("ms")
         .and_then(serde_json::Value::as_i64)
-        .filter(|ms| *ms >= 0);
+        .filter(|ms| (0..=max).contains(ms));
     let Some(ms) = ms else {
         return Err(mailroom_actors::Error::field(
             "ms",
             mailroom_actors::FieldCode::InvalidType,
-            "Milliseconds to move forward, a whole number of at least 0",
+            "Milliseconds to move forward: a whole number from 0 to a century",
         )
         .into());
     };

@@ -24,6 +24,8 @@ pub struct Metrics {
     latency: HistogramVec,
     mailbox: IntGaugeVec,
     relay_faults: prometheus::IntCounter,
+    /// One render at a time: the relay-fault counter catches up by a difference.
+    rendering: std::sync::Mutex<()>,
 }
 
 impl Metrics {
@@ -75,6 +77,7 @@ impl Metrics {
             latency,
             mailbox,
             relay_faults,
+            rendering: std::sync::Mutex::new(()),
         }
     }
 
@@ -87,6 +90,7 @@ impl Metrics {
                 .with_label_values(&["project", stat])
                 .set(value as i64);
         }
+        let _one = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
         let faults = state.registry.relay_faults();
         self.relay_faults
             .inc_by(faults.saturating_sub(self.relay_faults.get()));

@@ -854,6 +854,22 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
         false
     );
 
+    // 5.7.1 at RCPT TO: the relay refuses us (Postfix says "Relay access denied" there),
+    // a relay fault retried, not a bounce.
+    subscribe("relayed@example.com");
+    smtp.refuse(Stage::RcptTo, "554 5.7.1 Relay access denied");
+    let id = send_one(&app, &p, "relayed@example.com");
+    let email = email_when(&app, &p, &id, "SENT");
+    assert_eq!(
+        (email["status"].as_str(), email["attempts"].as_i64()),
+        (Some("SENT"), Some(2)),
+        "{email}"
+    );
+    assert_eq!(
+        contact_of(&app, &p, "relayed@example.com")["subscribed"],
+        true
+    );
+
     // 5.2.x after DATA: the mailbox, also the recipient's.
     subscribe("full@example.com");
     smtp.refuse(Stage::EndOfData, "552 5.2.2 Mailbox full");
@@ -874,7 +890,7 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
         contact_of(&app, &p, "strict@example.com")["subscribed"],
         true
     );
-    assert_eq!(smtp.count(), 0);
+    assert_eq!(smtp.count(), 1, "only the relayed email, on its retry");
 }
 
 #[test]
@@ -918,7 +934,11 @@ fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted(
 #[test]
 fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__RETRY_BASE_MS", "3600000")]);
+    let (app, p) = app_with(
+        &dns,
+        &smtp,
+        &[("MAILROOM__SENDING__RETRY_BASE_MS", "3600000")],
+    );
     smtp.script(&[451]);
     let id = send_one(&app, &p, "later@example.com");
     let mut email = json!(null);
@@ -929,13 +949,25 @@ fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!((email["attempts"].as_i64(), email["status"].as_str()), (Some(1), Some("QUEUED")), "{email}");
+    assert_eq!(
+        (email["attempts"].as_i64(), email["status"].as_str()),
+        (Some(1), Some("QUEUED")),
+        "{email}"
+    );
     assert_eq!(smtp.count(), 0, "the retry is an hour away");
-    let moved = app.post("/admin/clock/advance", crate::helpers::ADMIN_TOKEN, json!({"ms": 3_600_000}));
+    let moved = app.post(
+        "/admin/clock/advance",
+        crate::helpers::ADMIN_TOKEN,
+        json!({"ms": 3_600_000}),
+    );
     assert_eq!(moved.status, 200, "{}", moved.text);
     // No sleeping through the hour: the dispatcher reads the moved clock.
     let got = smtp.wait_for(1, Duration::from_secs(10));
-    assert_eq!(got.len(), 1, "sent once the clock passed the retry's due time");
+    assert_eq!(
+        got.len(),
+        1,
+        "sent once the clock passed the retry's due time"
+    );
     assert_eq!(email_when(&app, &p, &id, "SENT")["attempts"], 2);
     let r = app.post("/admin/clock/advance", &p.secret, json!({"ms": 1}));
     assert_eq!(r.status, 401, "only the operator moves the clock");

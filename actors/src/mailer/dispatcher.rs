@@ -1,4 +1,5 @@
-//! The Dispatcher walks the outbox in due order, hands due emails to the mailers round
+//! The Dispatcher walks the outbox project by project (each project's queue in due
+//! order, see `round`), hands due emails to the mailers round
 //! robin, and records each outcome through the project's actor. It holds at most
 //! `max_in_flight` emails in memory at a time.
 //!
@@ -54,6 +55,9 @@ struct Shared {
     limiter: Option<Limiter>,
     wake: Arc<Notify>,
     in_flight: Mutex<HashMap<EmailId, ProjectId>>,
+    /// Where the last round stopped for want of free slots: the next starts there, so
+    /// projects later in key order get their turn.
+    resume: Mutex<Option<Vec<u8>>>,
 }
 
 pub struct Dispatcher {
@@ -88,6 +92,7 @@ impl Dispatcher {
                 limiter,
                 wake,
                 in_flight: Mutex::new(HashMap::new()),
+                resume: Mutex::new(None),
             }),
         }
     }
@@ -135,7 +140,11 @@ impl Shared {
         let now = self.clock.now().timestamp_millis();
         let mut wait = Duration::from_secs(1);
         let mut started = 0usize;
-        let mut next_project: Option<Vec<u8>> = None;
+        // From where the last round ran out of slots to the end, then from the start
+        // round to there: each project once.
+        let start = self.resume.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut next_project = start.clone();
+        let mut wrapped = start.is_none();
         'projects: loop {
             // Only durable entries: an email is never sent before its record would
             // survive a crash (a send that a crash took back must not have gone out).
@@ -143,9 +152,27 @@ impl Shared {
                 .store
                 .scan_durable(keys::OUTBOX, next_project.as_deref())
                 .next();
-            let Some(Ok((key, _))) = head else { break };
-            let Some((_, project, _)) = keys::parse_outbox(&key) else {
+            let key = match head {
+                Some(Ok((key, _))) => key,
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "reading the outbox");
+                    break;
+                }
+                None if wrapped => break,
+                None => {
+                    wrapped = true;
+                    next_project = None;
+                    continue;
+                }
+            };
+            if wrapped && start.as_deref().is_some_and(|s| key.as_slice() > s) {
                 break;
+            }
+            let Some((_, project, _)) = keys::parse_outbox(&key) else {
+                // Not an outbox key of ours: step over it rather than stop every round.
+                tracing::error!(key = ?key, "an outbox key that does not parse");
+                next_project = Some(key);
+                continue;
             };
             next_project = Some(keys::outbox_after(project));
             for kv in self.store.scan_durable(&keys::outbox_of(project), None) {
@@ -158,6 +185,10 @@ impl Shared {
                     break;
                 }
                 if self.in_flight().len() >= self.config.max_in_flight {
+                    // The next round starts with the project after this one (this
+                    // one comes last then): round robin over projects with work.
+                    *self.resume.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(keys::outbox_after(project));
                     break 'projects;
                 }
                 if self.in_flight().contains_key(&id) {

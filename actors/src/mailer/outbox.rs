@@ -1,5 +1,6 @@
-//! The outbox's retry schedule. Its keys sort by due time (`keys::outbox`), so a forward
-//! scan yields what is due first; the email record itself is `keys::email`.
+//! The outbox's retry schedule. Its keys sort by project, then due time
+//! (`keys::outbox`), so a forward scan of one project's queue yields what is due first;
+//! the email record itself is `keys::email`.
 
 /// Exponential backoff for the `attempt`th failure (1-based), capped at ten minutes.
 pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {

@@ -146,18 +146,21 @@ impl SmtpPool {
                 self.give_back(conn);
                 Delivery::Sent
             }
-            Ok(Err((stage, e))) => {
+            Ok(Err(Stop::Client(why))) => {
+                self.give_back(conn);
+                Delivery::Transient(why)
+            }
+            Ok(Err(Stop::Reply(stage, e))) => {
                 let answered = e.is_permanent() || e.is_transient();
                 if answered && !conn.has_broken() {
                     // A refusal leaves the connection usable once the transaction is reset.
-                    if tokio::time::timeout(self.timeout, conn.command(Rset))
-                        .await
-                        .is_ok_and(|r| r.is_ok())
-                    {
+                    let reset = tokio::time::timeout(self.timeout, conn.command(Rset)).await;
+                    if reset.is_ok_and(|r| r.is_ok()) {
                         self.give_back(conn);
                     }
-                } else if was_reused && !answered {
-                    // A pooled connection the server closed meanwhile: one fresh try.
+                } else if was_reused && !answered && stage == Stage::MailFrom {
+                    // A pooled connection the server closed meanwhile (it failed at the
+                    // first command, so nothing of this email went out): one fresh try.
                     return Box::pin(self.send(envelope, bytes)).await;
                 }
                 classify(stage, &e)
@@ -176,32 +179,49 @@ enum Stage {
     Message,
 }
 
+/// Why a transaction stopped: a reply at a step, or something we refused to send.
+enum Stop {
+    Reply(Stage, lettre::transport::smtp::Error),
+    /// Nothing was sent that the relay could judge (lettre's own checks, kept).
+    Client(String),
+}
+
 /// MAIL FROM, RCPT TO, DATA and the message, as lettre's `send` does them, but saying
 /// which step a refusal answered: only the recipient's refusal is a bounce.
 async fn transaction(
     conn: &mut AsyncSmtpConnection,
     envelope: &Envelope,
     bytes: &[u8],
-) -> Result<(), (Stage, lettre::transport::smtp::Error)> {
+) -> Result<(), Stop> {
     let mut params = Vec::new();
     let ascii = |a: &lettre::Address| AsRef::<str>::as_ref(a).is_ascii();
-    let non_ascii = !envelope.from().is_none_or(ascii) || !envelope.to().iter().all(ascii);
-    if non_ascii && conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+    if !envelope.from().is_none_or(ascii) || !envelope.to().iter().all(ascii) {
+        if !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+            return Err(Stop::Client(
+                "an address is not ASCII and the relay does not offer SMTPUTF8".into(),
+            ));
+        }
         params.push(MailParameter::SmtpUtfEight);
     }
-    if !bytes.is_ascii() && conn.server_info().supports_feature(Extension::EightBitMime) {
+    if !bytes.is_ascii() {
+        if !conn.server_info().supports_feature(Extension::EightBitMime) {
+            return Err(Stop::Client(
+                "the message is not ASCII and the relay does not offer 8BITMIME".into(),
+            ));
+        }
         params.push(MailParameter::Body(MailBodyParameter::EightBitMime));
     }
+    let reply = |stage| move |e| Stop::Reply(stage, e);
     conn.command(Mail::new(envelope.from().cloned(), params))
         .await
-        .map_err(|e| (Stage::MailFrom, e))?;
+        .map_err(reply(Stage::MailFrom))?;
     for to in envelope.to() {
         conn.command(Rcpt::new(to.clone(), vec![]))
             .await
-            .map_err(|e| (Stage::RcptTo, e))?;
+            .map_err(reply(Stage::RcptTo))?;
     }
-    conn.command(Data).await.map_err(|e| (Stage::Data, e))?;
-    conn.message(bytes).await.map_err(|e| (Stage::Message, e))?;
+    conn.command(Data).await.map_err(reply(Stage::Data))?;
+    conn.message(bytes).await.map_err(reply(Stage::Message))?;
     Ok(())
 }
 
@@ -210,9 +230,15 @@ fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
     if !e.is_permanent() {
         return Delivery::Transient(text);
     }
+    let status = enhanced_status(&text);
     match stage {
+        // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
+        // every refusal to it): that is the relay's verdict on us, not on the address.
+        Stage::RcptTo if status.is_some_and(about_us) => {
+            Delivery::RelayFault(format!("the relay refused us at RCPT TO: {text}"))
+        }
         Stage::RcptTo => Delivery::Permanent(text),
-        Stage::Message if recipient_status(&text) => Delivery::Permanent(text),
+        Stage::Message if status.is_some_and(about_recipient) => Delivery::Permanent(text),
         Stage::Message => Delivery::Failed(format!("the relay refused this message: {text}")),
         Stage::MailFrom => {
             Delivery::RelayFault(format!("the relay refused our sender (MAIL FROM): {text}"))
@@ -221,9 +247,47 @@ fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
     }
 }
 
-/// Whether a reply carries an enhanced status about the recipient's address or mailbox
-/// (RFC 3463: 5.1.x addressing, 5.2.x mailbox), as in "550 5.1.1 No such user".
-fn recipient_status(text: &str) -> bool {
-    text.split(|c: char| c.is_whitespace() || c == ':' || c == '(' || c == ')')
-        .any(|w| w.starts_with("5.1.") || w.starts_with("5.2."))
+/// The enhanced status code (RFC 3463) that opens a reply's text, as in
+/// "permanent error (550): 5.1.1 No such user" -> (5, 1, 1).
+fn enhanced_status(text: &str) -> Option<(u8, u16, u16)> {
+    let reply = text.split_once("): ").map_or(text, |(_, r)| r);
+    let word = reply.split_whitespace().next()?;
+    let mut parts = word.split('.');
+    let class = parts.next()?.parse().ok()?;
+    let subject = parts.next()?.parse().ok()?;
+    let detail = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None if matches!(class, 2 | 4 | 5) => Some((class, subject, detail)),
+        _ => None,
+    }
+}
+
+/// 5.1.x (addressing) and 5.2.x (mailbox) describe the recipient, except a bad sender
+/// (5.1.7, 5.1.8) and a message too large for the system (5.2.3).
+fn about_recipient(s: (u8, u16, u16)) -> bool {
+    matches!(s, (5, 1, d) if d != 7 && d != 8) || matches!(s, (5, 2, d) if d != 3)
+}
+
+/// Security and policy (5.7.x) and a bad sender (5.1.7, 5.1.8) describe us.
+fn about_us(s: (u8, u16, u16)) -> bool {
+    matches!(s, (5, 7, _) | (5, 1, 7) | (5, 1, 8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enhanced_statuses_say_whose_fault_a_refusal_is() {
+        let s = |t: &str| enhanced_status(t);
+        assert_eq!(
+            s("permanent error (550): 5.1.1 No such user"),
+            Some((5, 1, 1))
+        );
+        assert_eq!(s("permanent error (554): Relay access denied 5.1.1"), None);
+        assert_eq!(s("permanent error (550): host 5.1.22.3 said no"), None);
+        assert!(about_recipient((5, 1, 1)) && about_recipient((5, 2, 2)));
+        assert!(!about_recipient((5, 2, 3)) && !about_recipient((5, 1, 8)));
+        assert!(about_us((5, 7, 1)) && about_us((5, 1, 8)) && !about_us((5, 1, 1)));
+    }
 }

@@ -65,6 +65,8 @@ pub struct Recipient {
     pub contact: Contact,
     pub name: Option<String>,
     pub skipped: bool,
+    /// Whether the contact existed when the email was rendered.
+    pub existed: bool,
 }
 
 /// A recipient and its rendered (subject, body), None when skipped.
@@ -89,7 +91,9 @@ pub fn recipients(table: &ContactTable, spec: &SendSpec, now: Timestamp) -> Resu
     spec.recipients
         .iter()
         .map(|(email, name)| {
-            let contact = table.by_email(email.as_str())?.unwrap_or_else(|| Contact {
+            let found = table.by_email(email.as_str())?;
+            let existed = found.is_some();
+            let contact = found.unwrap_or_else(|| Contact {
                 id: *new_ids.entry(email.as_str()).or_insert_with(ContactId::new),
                 email: email.clone(),
                 subscribed: spec.subscribed.unwrap_or(false),
@@ -101,6 +105,7 @@ pub fn recipients(table: &ContactTable, spec: &SendSpec, now: Timestamp) -> Resu
                 contact,
                 name: name.clone(),
                 skipped: false,
+                existed,
             })
         })
         .collect()
@@ -168,10 +173,13 @@ pub fn queue(
     }
     for r in &rendered {
         let rendered_for = &r.recipient.contact;
-        if let Some(now_is) = ctx.table.by_email(rendered_for.email.as_str())? {
-            if now_is.id != rendered_for.id || now_is.data != rendered_for.data {
-                return Ok(Queued::Stale(Box::new(spec)));
-            }
+        let changed = match ctx.table.by_email(rendered_for.email.as_str())? {
+            Some(now_is) => now_is.id != rendered_for.id || now_is.data != rendered_for.data,
+            // Deleted since: a new contact must not take the deleted one's id.
+            None => r.recipient.existed,
+        };
+        if changed {
+            return Ok(Queued::Stale(Box::new(spec)));
         }
     }
     let mut rendered = rendered;
