@@ -3,16 +3,15 @@
 //! (recorded only when the flag really changes), the events the caller adds (a
 //! tracked event), and the segment entries and exits the change causes.
 
+pub use super::counters::read_counter;
 use super::events;
 use super::limits::json_len;
-use super::membership::{self, Audience};
-use super::messages::{PatchContact, UpsertContact, UpsertOutcome};
-use super::table::ContactTable;
+use super::membership::{self};
+pub use super::write::WriteCtx;
 use crate::error::{Error, Resource, Result};
-use crate::model::{
-    Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId, Timestamp,
-};
+use crate::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId};
 use crate::store::{codec, keys, Batch, Store};
+use actix::Message;
 
 const CONTACTS: &str = "contacts";
 const SUBSCRIBED: &str = "subscribed";
@@ -57,17 +56,6 @@ impl Counts {
     }
 }
 
-/// What a contact write needs from its actor.
-pub struct WriteCtx<'a> {
-    pub store: &'a dyn Store,
-    pub project: ProjectId,
-    pub audience: &'a Audience,
-    /// The project's contacts in memory; the write path reads contacts from here.
-    pub table: &'a ContactTable,
-    pub now: Timestamp,
-    pub limits: &'a super::TenantLimits,
-}
-
 /// A contact change, prepared but not yet written.
 pub struct Change {
     pub before: Option<Contact>,
@@ -81,13 +69,6 @@ impl Change {
     pub fn is_new(&self) -> bool {
         self.before.is_none()
     }
-}
-
-pub fn read_counter(store: &dyn Store, p: ProjectId, name: &str) -> Result<u64> {
-    Ok(store
-        .get(&keys::counter(p, name))?
-        .map(|b| codec::decode_u64(&b))
-        .unwrap_or(0))
 }
 
 pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<ContactId>> {
@@ -306,4 +287,35 @@ fn adjust_subscribed(counts: &mut Counts, before: Option<bool>, after: bool) {
         (true, false) => counts.subscribed = counts.subscribed.saturating_sub(1),
         _ => {}
     }
+}
+
+/// Create or update a contact by email.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<UpsertOutcome>")]
+pub struct UpsertContact {
+    pub email: EmailAddress,
+    /// None keeps the current flag; a new contact then gets `default_subscribed`.
+    pub subscribed: Option<bool>,
+    pub default_subscribed: bool,
+    pub data: DataPatch,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpsertOutcome {
+    pub contact: Contact,
+    pub is_new: bool,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Contact>")]
+pub struct PatchContact {
+    pub id: ContactId,
+    pub subscribed: Option<bool>,
+    pub data: DataPatch,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteContact {
+    pub id: ContactId,
 }

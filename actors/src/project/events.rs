@@ -96,7 +96,7 @@ pub fn append_all(
             codec::encode(&st)?,
         );
     }
-    let total = super::contacts::read_counter(store, p, EVENTS_COUNTER)?;
+    let total = super::counters::read_counter(store, p, EVENTS_COUNTER)?;
     batch.put(
         keys::counter(p, EVENTS_COUNTER),
         codec::encode_u64(total + events.len() as u64),

@@ -2,14 +2,15 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
-use super::contacts::{read_counter, WriteCtx};
+use super::counters::{add_to_counter, read_counter};
 use super::events;
 use super::membership::{self, Audience};
-use super::messages::{CreateSegment, MembersOutcome, UpdateSegment};
+use super::write::WriteCtx;
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{ContactId, EmailAddress, Event, ProjectId, SegmentId, Timestamp};
-use crate::segment::{Segment, SegmentKind};
-use crate::store::{codec, keys, Batch, Store};
+use crate::segment::{Group, Segment, SegmentKind};
+use crate::store::{keys, Batch, Store};
+use actix::Message;
 
 pub const SEGMENTS_COUNTER: &str = "segments";
 
@@ -20,21 +21,6 @@ fn members_counter(s: SegmentId) -> String {
 /// The number of members of a STATIC segment (kept in the batches that change it).
 pub fn static_member_count(store: &dyn Store, p: ProjectId, s: SegmentId) -> Result<u64> {
     read_counter(store, p, &members_counter(s))
-}
-
-fn add_to_counter(
-    store: &dyn Store,
-    batch: &mut Batch,
-    p: ProjectId,
-    name: &str,
-    delta: i64,
-) -> Result<()> {
-    let n = read_counter(store, p, name)?;
-    batch.put(
-        keys::counter(p, name),
-        codec::encode_u64(n.saturating_add_signed(delta)),
-    );
-    Ok(())
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
@@ -210,4 +196,49 @@ pub fn drop_member(
         add_to_counter(store, batch, p, &members_counter(s), -1)?;
     }
     Ok(())
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub struct CreateSegment {
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: SegmentKind,
+    /// Some exactly when `kind` is DYNAMIC.
+    pub filters: Option<Group>,
+    pub track_membership: bool,
+}
+
+/// Each field, when Some, replaces the current value.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub struct UpdateSegment {
+    pub id: SegmentId,
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub filters: Option<Group>,
+    pub track_membership: Option<bool>,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteSegment {
+    pub id: SegmentId,
+}
+
+/// Add (`add`) or remove contacts of a STATIC segment, by email.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<MembersOutcome>")]
+pub struct ChangeMembers {
+    pub id: SegmentId,
+    pub emails: Vec<EmailAddress>,
+    pub add: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MembersOutcome {
+    /// Contacts added (or removed) by this call; ones already in that state are not counted.
+    pub changed: u64,
+    /// Emails with no contact in the project.
+    pub not_found: Vec<String>,
 }

@@ -1,12 +1,13 @@
 //! Queueing emails and recording how their delivery ended.
 
+use actix::Message;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::contacts::{self, Counts, WriteCtx};
+use super::contacts::{PatchContact, UpsertContact};
 use super::events;
-use super::messages::{DeliveryOutcome, PatchContact, QueuedEmail, RecordDelivery, UpsertContact};
 use super::table::ContactTable;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
@@ -367,4 +368,51 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         }
     }
     Ok(())
+}
+
+/// Queues a send's rendered emails (see `sending::queue`): written durably before the
+/// answer, or handed back to be rendered again when a recipient changed meanwhile.
+#[derive(Message)]
+#[rtype(result = "Result<crate::project::sending::Queued>")]
+pub struct QueueEmails {
+    pub spec: crate::project::sending::SendSpec,
+    pub rendered: Vec<crate::project::sending::Rendered>,
+}
+
+/// One recipient's entry in the answer (also what an idempotent replay answers).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct QueuedEmail {
+    pub contact_id: ContactId,
+    pub email: EmailAddress,
+    /// None when the recipient was skipped.
+    pub email_id: Option<crate::model::EmailId>,
+    pub skipped: Option<String>,
+}
+
+/// The end of one delivery attempt, recorded by the dispatcher.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct RecordDelivery {
+    pub id: crate::model::EmailId,
+    pub outbox_key: Vec<u8>,
+    pub outcome: DeliveryOutcome,
+}
+
+#[derive(Debug, Clone)]
+pub enum DeliveryOutcome {
+    Sent {
+        at: i64,
+    },
+    Retry {
+        error: String,
+        due_at: i64,
+    },
+    Failed {
+        error: String,
+    },
+    Bounced {
+        error: String,
+    },
+    /// The outbox named an email that no longer exists.
+    Orphan,
 }

@@ -1,9 +1,9 @@
 //! Template writes.
 
-use super::messages::UpdateTemplate;
 use crate::error::{Error, Resource, Result};
 use crate::model::{ProjectId, Template, TemplateId, Timestamp};
 use crate::store::{keys, Batch, Store};
+use actix::Message;
 
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
     store
@@ -40,4 +40,22 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
     let mut batch = Batch::new();
     batch.delete(keys::template(p, id));
     store.apply(batch)
+}
+
+/// Stores a new template (already compiled once at the edge).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<crate::model::Template>")]
+pub struct CreateTemplate(pub crate::model::Template);
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<crate::model::Template>")]
+pub struct UpdateTemplate {
+    pub id: crate::model::TemplateId,
+    pub patch: crate::model::template::TemplatePatch,
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteTemplate {
+    pub id: crate::model::TemplateId,
 }

@@ -1,13 +1,15 @@
 //! `POST /v1/track`: create or update the contact and record the event, in one batch
 //! (with the idempotent reply, when the request carries an `Idempotency-Key`).
 
+use actix::Message;
 use serde::{Deserialize, Serialize};
 
 use super::contacts::{self, Counts, WriteCtx};
-use super::messages::Track;
 use crate::error::Result;
-use crate::idempotency;
-use crate::model::{ContactId, Event, EventId, EventSource, Timestamp};
+use crate::idempotency::{self, Claim};
+use crate::model::{
+    ContactId, DataMap, DataPatch, EmailAddress, Event, EventId, EventSource, Timestamp,
+};
 use crate::store::Batch;
 
 /// The answer, and what an idempotent replay answers again.
@@ -70,4 +72,18 @@ pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOut
     contacts::commit(ctx, &change, batch, vec![event])?;
     *counts = change.counts;
     Ok(outcome)
+}
+
+/// Record an event for a contact, creating or updating the contact (POST /v1/track).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackOutcome>")]
+pub struct Track {
+    pub email: EmailAddress,
+    pub subscribed: Option<bool>,
+    /// The plain and `persistent: true` values, merged into the contact.
+    pub contact_data: DataPatch,
+    pub event: String,
+    /// Every value of the call's `data`, unwrapped; kept on the event.
+    pub event_data: DataMap,
+    pub idempotency: Option<Claim>,
 }

@@ -1,0 +1,19 @@
+//! What a write needs from the project's actor: the store, the project, the segments
+//! judged on each contact change, the contact table, the time and the tenant's limits.
+//! Shared by every feature that writes contacts, so it lives apart from all of them.
+
+use super::limits::TenantLimits;
+use super::membership::Audience;
+use super::table::ContactTable;
+use crate::model::{ProjectId, Timestamp};
+use crate::store::Store;
+
+pub struct WriteCtx<'a> {
+    pub store: &'a dyn Store,
+    pub project: ProjectId,
+    pub audience: &'a Audience,
+    /// The project's contacts in memory; the write path reads contacts from here.
+    pub table: &'a ContactTable,
+    pub now: Timestamp,
+    pub limits: &'a TenantLimits,
+}
