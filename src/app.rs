@@ -2,6 +2,7 @@
 //! until SIGTERM or SIGINT, then finish in-flight requests, flush and exit.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,9 +20,8 @@ use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{AdjustableClock, Clock, SystemClock};
+use mailroom_actors::{AdjustableClock, Clock, Error, SystemClock};
 
-use crate::cli::{explain, ServeArgs};
 use crate::config::Settings;
 use crate::http::{self, AppState};
 
@@ -252,4 +252,35 @@ pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), Str
         let app = Application::build(settings)?;
         app.run().await
     })
+}
+
+/// The `serve` command's flags (the CLI parses them; serving is this module's).
+#[derive(Debug, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (overrides server.host).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on; 0 picks a free one (overrides server.port).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// sled data directory (overrides storage.path).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Turns an engine error into the sentence a person at a terminal needs.
+pub fn explain(e: &Error) -> String {
+    match e {
+        Error::Locked { path } => format!(
+            "the data directory {path} is in use by another process (is `mailroom serve` running?). \
+             Stop the server first, or manage projects through the /admin API while it runs."
+        ),
+        Error::NotFound(r) => format!("{r} not found"),
+        Error::Validation(errors) => errors
+            .iter()
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
 }

@@ -5,12 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mailroom_actors::model::{ProjectId, Timestamp};
-use mailroom_actors::projects::{IssuedKeys, Projects};
+use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{Clock, Error, SystemClock};
-use serde_json::json;
+use mailroom_actors::{Clock, SystemClock};
 
+use crate::app::{explain, ServeArgs};
 use crate::config::Settings;
+use crate::http::admin::{keys_json, project_json};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,19 +57,6 @@ pub enum DomainCommand {
     },
 }
 
-#[derive(Debug, Default, clap::Args)]
-pub struct ServeArgs {
-    /// Address to listen on (overrides server.host).
-    #[arg(long)]
-    pub host: Option<String>,
-    /// Port to listen on; 0 picks a free one (overrides server.port).
-    #[arg(long)]
-    pub port: Option<u16>,
-    /// sled data directory (overrides storage.path).
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
     /// Create a project; prints {id, name, secretKey, publicKey} as JSON.
@@ -107,23 +95,6 @@ pub fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Turns an engine error into the sentence a person at a terminal needs.
-pub fn explain(e: &Error) -> String {
-    match e {
-        Error::Locked { path } => format!(
-            "the data directory {path} is in use by another process (is `mailroom serve` running?). \
-             Stop the server first, or manage projects through the /admin API while it runs."
-        ),
-        Error::NotFound(r) => format!("{r} not found"),
-        Error::Validation(errors) => errors
-            .iter()
-            .map(|f| format!("{}: {}", f.field, f.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-        other => other.to_string(),
     }
 }
 
@@ -188,22 +159,4 @@ fn domain(settings: &Settings, cmd: DomainCommand) -> Result<(), String> {
     let view = crate::http::domains::DomainView::new(&d, &settings.domains.spf_include);
     println!("{}", serde_json::to_value(view).unwrap_or_default());
     Ok(())
-}
-
-pub fn keys_json(k: &IssuedKeys) -> serde_json::Value {
-    json!({
-        "id": k.project.id.to_string(),
-        "name": k.project.name,
-        "secretKey": k.secret_key.expose(),
-        "publicKey": k.public_key.expose(),
-    })
-}
-
-pub fn project_json(p: &mailroom_actors::model::Project) -> serde_json::Value {
-    json!({
-        "id": p.id.to_string(),
-        "name": p.name,
-        "disabled": p.disabled,
-        "createdAt": Timestamp::from(p.created_at).to_iso(),
-    })
 }

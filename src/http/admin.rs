@@ -9,14 +9,15 @@ use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use mailroom_actors::domain::{dkim, DomainName};
 use mailroom_actors::model::{ProjectId, Timestamp};
 use mailroom_actors::project::messages::{CreateDomain, TrustDomain};
+use mailroom_actors::projects::IssuedKeys;
 use mailroom_actors::Resource;
+use serde_json::json;
 use subtle::ConstantTimeEq;
 
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::validate::{path_id, Fields};
 use super::AppState;
-use crate::cli::{keys_json, project_json};
 
 pub struct Admin;
 
@@ -168,4 +169,23 @@ pub async fn advance_clock(
     let now = clock.advance(ms);
     state.registry.outbox_signal().notify_one();
     Ok(HttpResponse::Ok().json(serde_json::json!({"now": Timestamp::from(now).to_iso()})))
+}
+
+/// The keys of a new or re-keyed project, shown once (the CLI prints the same).
+pub fn keys_json(k: &IssuedKeys) -> serde_json::Value {
+    json!({
+        "id": k.project.id.to_string(),
+        "name": k.project.name,
+        "secretKey": k.secret_key.expose(),
+        "publicKey": k.public_key.expose(),
+    })
+}
+
+pub fn project_json(p: &mailroom_actors::model::Project) -> serde_json::Value {
+    json!({
+        "id": p.id.to_string(),
+        "name": p.name,
+        "disabled": p.disabled,
+        "createdAt": Timestamp::from(p.created_at).to_iso(),
+    })
 }
