@@ -11,6 +11,7 @@ mod durability;
 mod errors;
 mod events;
 mod helpers;
+mod isolation;
 mod limits;
 mod ops;
 mod sandbox;

@@ -1,0 +1,147 @@
+//! Isolation sweep: project B's key against every one of project A's ids answers exactly
+//! as it does for an id that never existed (same status, same code, same body shape),
+//! and A's records stay as they were.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{Resp, TestApp};
+
+/// An answer with what differs between any two requests taken out.
+fn shape(r: &Resp) -> (u16, Value) {
+    let mut v: Value = serde_json::from_str(&r.text).unwrap_or(Value::Null);
+    if let Some(error) = v.get_mut("error").and_then(Value::as_object_mut) {
+        error.remove("requestId");
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("timestamp");
+    }
+    (r.status, v)
+}
+
+#[test]
+fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
+    let app = TestApp::spawn();
+    let a = app.create_project("A");
+    let b = app.create_project("B");
+    let contact = app.upsert(
+        &a.secret,
+        json!({"email": "ada@example.com", "data": {"k": 1}}),
+    );
+    let contact = contact["id"].as_str().unwrap().to_owned();
+    let template = app.post(
+        "/templates",
+        &a.secret,
+        json!({"name": "t", "subject": "s", "body": "b"}),
+    );
+    let template = template.json()["id"].as_str().unwrap().to_owned();
+    let segment = app.post(
+        "/segments",
+        &a.secret,
+        json!({"name": "s", "type": "STATIC"}),
+    );
+    let segment = segment.json()["id"].as_str().unwrap().to_owned();
+    let domain = app.post("/domains", &a.secret, json!({"domain": "a.example"}));
+    let domain = domain.json()["id"].as_str().unwrap().to_owned();
+    let event = app.post(
+        "/v1/track",
+        &a.secret,
+        json!({"email": "ada@example.com", "event": "e"}),
+    );
+    assert_eq!(event.status, 200);
+    let event = app.get("/events", &a.secret).json()["events"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Ids of the same kinds that no project has.
+    let fresh = |id: &str| {
+        let mut chars: Vec<char> = id.chars().collect();
+        let last = chars.len() - 1;
+        chars[last] = if chars[last] == '0' { '1' } else { '0' };
+        chars.into_iter().collect::<String>()
+    };
+    let requests: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", format!("/contacts/{contact}"), None),
+        (
+            "PATCH",
+            format!("/contacts/{contact}"),
+            Some(json!({"data": {"x": 1}})),
+        ),
+        ("DELETE", format!("/contacts/{contact}"), None),
+        ("GET", format!("/templates/{template}"), None),
+        (
+            "PATCH",
+            format!("/templates/{template}"),
+            Some(json!({"name": "x"})),
+        ),
+        ("DELETE", format!("/templates/{template}"), None),
+        ("GET", format!("/segments/{segment}"), None),
+        (
+            "PATCH",
+            format!("/segments/{segment}"),
+            Some(json!({"name": "x"})),
+        ),
+        ("DELETE", format!("/segments/{segment}"), None),
+        ("GET", format!("/segments/{segment}/contacts"), None),
+        (
+            "POST",
+            format!("/segments/{segment}/members"),
+            Some(json!({"emails": ["ada@example.com"]})),
+        ),
+        ("GET", format!("/domains/{domain}"), None),
+        ("POST", format!("/domains/{domain}/verify"), Some(json!({}))),
+        ("DELETE", format!("/domains/{domain}"), None),
+        ("GET", format!("/events/{event}"), None),
+        ("GET", format!("/emails/{contact}"), None),
+    ];
+    for (method, path, body) in &requests {
+        let id = path.split('/').nth(2).unwrap();
+        let other = path.replacen(id, &fresh(id), 1);
+        let send = |p: &str| {
+            let text = body.as_ref().map(Value::to_string);
+            app.request(method, p, Some(&b.secret), text.as_deref())
+        };
+        let (theirs, never) = (send(path), send(&other));
+        assert_eq!(theirs.status, 404, "{method} {path}: {}", theirs.text);
+        let (mut t, mut n) = (shape(&theirs), shape(&never));
+        // The message may name the id that was asked for; everything else must match.
+        for v in [&mut t.1, &mut n.1] {
+            if let Some(e) = v.get_mut("error").and_then(Value::as_object_mut) {
+                e.remove("message");
+            }
+            if let Some(o) = v.as_object_mut() {
+                o.remove("message");
+            }
+        }
+        assert_eq!(t, n, "{method} {path} tells A's record from none");
+    }
+    // /v1/send with A's template answers like an unknown template.
+    let send = |t: &str| {
+        app.post(
+            "/v1/send",
+            &b.secret,
+            json!({"to": "x@example.com", "from": "me@b.example", "template": t}),
+        )
+    };
+    let (theirs, never) = (send(&template), send(&fresh(&template)));
+    assert_eq!((theirs.status, theirs.code()), (never.status, never.code()));
+    assert_eq!(theirs.code(), "TEMPLATE_NOT_FOUND");
+    // Filters by A's contact find nothing, as for a contact that does not exist.
+    let listed = app.get(&format!("/events?contactId={contact}"), &b.secret);
+    let none = app.get(&format!("/events?contactId={}", fresh(&contact)), &b.secret);
+    assert_eq!(shape(&listed), shape(&none));
+    // And A's records are untouched.
+    let still = app.get(&format!("/contacts/{contact}"), &a.secret).json();
+    assert_eq!(still["data"], json!({"k": 1}));
+    assert_eq!(
+        app.get(&format!("/templates/{template}"), &a.secret).status,
+        200
+    );
+    assert_eq!(
+        app.get(&format!("/segments/{segment}"), &a.secret).status,
+        200
+    );
+    assert_eq!(
+        app.get(&format!("/domains/{domain}"), &a.secret).status,
+        200
+    );
+}
