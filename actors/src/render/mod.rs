@@ -9,6 +9,8 @@
 pub mod budget;
 mod cache;
 mod pool;
+#[cfg(test)]
+mod proptests;
 pub mod sandbox;
 mod syntax;
 
