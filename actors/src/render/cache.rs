@@ -21,36 +21,23 @@ pub struct TemplateCache {
 
 impl TemplateCache {
     pub fn get(&self, t: &Template) -> Result<Arc<Compiled>> {
-        let stamp = t.updated_at.millis();
-        if let Some((at, c)) = self
-            .map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&t.id)
-        {
-            if *at == stamp {
-                return Ok(c.clone());
-            }
+        if let Some(c) = self.cached(t) {
+            return Ok(c);
         }
         let compiled = Arc::new(compile(&t.subject, &t.body)?);
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(t.id, (stamp, compiled.clone()));
+            .insert(t.id, (t.updated_at.millis(), compiled.clone()));
         Ok(compiled)
     }
 
     /// Compiles (or finds compiled) an inline subject and body.
     pub fn inline(&self, subject: &str, body: &str) -> Result<Arc<Compiled>> {
-        let key = (subject.to_owned(), body.to_owned());
-        if let Some(c) = self
-            .inline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(c.clone());
+        if let Some(c) = self.cached_inline(subject, body) {
+            return Ok(c);
         }
+        let key = (subject.to_owned(), body.to_owned());
         let compiled = Arc::new(compile(subject, body)?);
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
         if inline.len() >= MAX_INLINE {

@@ -106,6 +106,7 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
         }
         // Parsed and checked on its own first: adding a template to tera already
         // resolves `extends`, which must be refused before tera looks for its parent.
+        // Once it passes, this same parse goes into the engine (no second parse).
         let source = syntax::to_tera(src);
         let parsed = match tera::Template::new(name, None, &source) {
             Ok(t) => t,
@@ -138,7 +139,9 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
             ));
             continue;
         }
-        if let Err(e) = tera.add_raw_template(name, &source) {
+        // What `add_raw_template` does after its own parse.
+        tera.templates.insert(name.to_owned(), parsed);
+        if let Err(e) = tera.build_inheritance_chains() {
             errors.push(FieldError::new(
                 field,
                 FieldCode::TemplateSyntax,

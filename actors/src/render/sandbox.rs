@@ -304,14 +304,8 @@ pub fn line_of_tag(src: &str, keyword: &str) -> Option<usize> {
     let mut offset = 0;
     while let Some(at) = src[offset..].find("{%") {
         let start = offset + at;
-        let word = src[start + 2..]
-            .trim_start_matches('-')
-            .trim_start()
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .next()
-            .unwrap_or_default();
-        if word == keyword {
-            return Some(src[..start].matches('\n').count() + 1);
+        if first_word(&src[start + 2..]) == keyword {
+            return Some(line_at(src, start));
         }
         offset = start + 2;
     }
@@ -343,10 +337,9 @@ pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
     let mut depth = 0usize;
     let mut units = 0u64;
     let mut i = 0;
-    let line_at = |pos: usize| src[..pos].matches('\n').count() + 1;
     let refuse = |pos: usize, what: String| {
         Err(TooDeep {
-            line: line_at(pos),
+            line: line_at(src, pos),
             what,
         })
     };
@@ -442,12 +435,22 @@ pub const MAX_CALL_DEPTH: usize = 3;
 
 /// The first word of the tag that opens at `start` and ends before `end`.
 fn tag_word(src: &str, start: usize, end: usize) -> &str {
-    src[start + 2..end.saturating_sub(2).max(start + 2)]
+    first_word(&src[start + 2..end.saturating_sub(2).max(start + 2)])
+}
+
+/// The first word of a tag's inside (after `{%` and its `-`): `for`, `endraw`, ...
+fn first_word(inside: &str) -> &str {
+    inside
         .trim_start_matches('-')
         .trim_start()
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .next()
         .unwrap_or_default()
+}
+
+/// The 1-based line of byte `pos` of `src`.
+fn line_at(src: &str, pos: usize) -> usize {
+    src[..pos].matches('\n').count() + 1
 }
 
 /// Where the `{% endraw %}` tag (with optional `-` whitespace controls) after `from`
