@@ -65,12 +65,12 @@ pub struct Receipt {
 pub struct Recipient {
     pub contact: Contact,
     pub name: Option<String>,
-    pub skipped: bool,
     /// Whether the contact existed when the email was rendered.
     pub existed: bool,
 }
 
-/// A recipient and its rendered (subject, body), None when skipped.
+/// A recipient and its rendered (subject, body); `queue` sets it to None when it skips
+/// the recipient.
 pub struct Rendered {
     pub recipient: Recipient,
     pub content: Option<(String, String)>,
@@ -105,18 +105,16 @@ pub fn recipients(table: &ContactTable, spec: &SendSpec, now: Timestamp) -> Resu
             Ok(Recipient {
                 contact,
                 name: name.clone(),
-                skipped: false,
                 existed,
             })
         })
         .collect()
 }
 
-/// A recipient with its template variables, charged and ready to render (None when
-/// skipped).
+/// A recipient with its template variables, charged and ready to render.
 pub struct Job {
     pub recipient: Recipient,
-    pub vars: Option<Value>,
+    pub vars: Value,
 }
 
 /// Builds each recipient's variables and charges its render against the limits;
@@ -129,14 +127,8 @@ pub fn plan(
     let mut steps = 0u64;
     let mut jobs = Vec::with_capacity(recipients.len());
     for recipient in recipients {
-        let vars = match recipient.skipped {
-            true => None,
-            false => {
-                let vars = variables(&recipient.contact, data);
-                steps = steps.saturating_add(content.charge(&vars)?);
-                Some(vars)
-            }
-        };
+        let vars = variables(&recipient.contact, data);
+        steps = steps.saturating_add(content.charge(&vars)?);
         jobs.push(Job { recipient, vars });
     }
     Ok((jobs, steps))
@@ -146,10 +138,7 @@ pub fn plan(
 pub fn render(content: &Compiled, jobs: Vec<Job>) -> Result<Vec<Rendered>> {
     jobs.into_iter()
         .map(|Job { recipient, vars }| {
-            let content = match vars {
-                None => None,
-                Some(vars) => Some(content.render_charged(vars)?),
-            };
+            let content = Some(content.render_charged(vars)?);
             Ok(Rendered { recipient, content })
         })
         .collect()
