@@ -25,7 +25,7 @@ use super::messages::{Deliver, Delivery};
 use super::outbox;
 use super::{DkimLookup, MailerActor};
 use crate::clock::Clock;
-use crate::model::{EmailId, ProjectId};
+use crate::model::{EmailId, OutboundEmail, ProjectId};
 use crate::project::messages::{DeliveryOutcome, RecordDelivery};
 use crate::project::sending;
 use crate::project::Registry;
@@ -252,6 +252,68 @@ impl Shared {
         }
     }
 
+    /// One delivery attempt of a loaded email, and what it came to.
+    async fn attempt(
+        &self,
+        project: ProjectId,
+        id: EmailId,
+        mut email: OutboundEmail,
+        mailer: Addr<MailerActor>,
+    ) -> DeliveryOutcome {
+        if let Some(files) = email.attachments_id {
+            match sending::load_attachments(&*self.store, project, files) {
+                Ok(a) => email.attachments = a,
+                Err(e) => {
+                    tracing::error!(email = %id, error = %e, "loading attachments");
+                    return DeliveryOutcome::Failed {
+                        error: e.to_string(),
+                    };
+                }
+            }
+        }
+        let attempts = email.attempts + 1;
+        let result = match (self.dkim)(project, &email.from.email) {
+            Err(why) => {
+                tracing::warn!(email = %id, %project, reason = %why, "no DKIM key for the sender; the email waits");
+                Delivery::Transient(why)
+            }
+            Ok(dkim) => {
+                if let Some(limiter) = &self.limiter {
+                    limiter.until_key_ready(&project).await;
+                }
+                self.registry.attempts().begin(id);
+                mailer
+                    .send(Deliver { email, dkim })
+                    .await
+                    .unwrap_or_else(|e| Delivery::Transient(format!("mailer unavailable: {e}")))
+            }
+        };
+        let now = self.clock.now().timestamp_millis();
+        match result {
+            Delivery::Sent => DeliveryOutcome::Sent { at: now },
+            Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
+            Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
+            Delivery::RelayFault(e) => {
+                self.registry.count_relay_fault();
+                tracing::error!(email = %id, %project, error = %e, "the relay refused us, not the recipient; the email waits");
+                self.retry_or_fail(e, attempts, now)
+            }
+            Delivery::Transient(e) => self.retry_or_fail(e, attempts, now),
+        }
+    }
+
+    /// A failure worth another try: retried with backoff, or FAILED past
+    /// `sending.max_attempts`.
+    fn retry_or_fail(&self, error: String, attempts: u32, now: i64) -> DeliveryOutcome {
+        if attempts >= self.config.max_attempts {
+            return DeliveryOutcome::Failed { error };
+        }
+        DeliveryOutcome::Retry {
+            error,
+            due_at: now + outbox::backoff_ms(self.config.retry_base_ms, attempts) as i64,
+        }
+    }
+
     async fn deliver(
         self: Arc<Self>,
         project: ProjectId,
@@ -273,75 +335,7 @@ impl Shared {
         };
         let outcome = match email {
             None => DeliveryOutcome::Orphan,
-            Some(mut email) => {
-                if let Some(files) = email.attachments_id {
-                    match sending::load_attachments(&*self.store, project, files) {
-                        Ok(a) => email.attachments = a,
-                        Err(e) => {
-                            tracing::error!(email = %id, error = %e, "loading attachments");
-                            self.record(
-                                project,
-                                id,
-                                key,
-                                DeliveryOutcome::Failed {
-                                    error: e.to_string(),
-                                },
-                            )
-                            .await;
-                            self.in_flight().remove(&id);
-                            self.wake.notify_one();
-                            return;
-                        }
-                    }
-                }
-                let attempts = email.attempts + 1;
-                let result = match (self.dkim)(project, &email.from.email) {
-                    Err(why) => {
-                        tracing::warn!(email = %id, %project, reason = %why, "no DKIM key for the sender; the email waits");
-                        Delivery::Transient(why)
-                    }
-                    Ok(dkim) => {
-                        if let Some(limiter) = &self.limiter {
-                            limiter.until_key_ready(&project).await;
-                        }
-                        self.registry.attempts().begin(id);
-                        mailer
-                            .send(Deliver { email, dkim })
-                            .await
-                            .unwrap_or_else(|e| {
-                                Delivery::Transient(format!("mailer unavailable: {e}"))
-                            })
-                    }
-                };
-                let now = self.clock.now().timestamp_millis();
-                match result {
-                    Delivery::Sent => DeliveryOutcome::Sent { at: now },
-                    Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
-                    Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
-                    Delivery::RelayFault(e) => {
-                        self.registry.count_relay_fault();
-                        tracing::error!(email = %id, %project, error = %e, "the relay refused us, not the recipient; the email waits");
-                        if attempts >= self.config.max_attempts {
-                            DeliveryOutcome::Failed { error: e }
-                        } else {
-                            DeliveryOutcome::Retry {
-                                error: e,
-                                due_at: now
-                                    + outbox::backoff_ms(self.config.retry_base_ms, attempts)
-                                        as i64,
-                            }
-                        }
-                    }
-                    Delivery::Transient(e) if attempts >= self.config.max_attempts => {
-                        DeliveryOutcome::Failed { error: e }
-                    }
-                    Delivery::Transient(e) => DeliveryOutcome::Retry {
-                        error: e,
-                        due_at: now
-                            + outbox::backoff_ms(self.config.retry_base_ms, attempts) as i64,
-                    },
-                }
-            }
+            Some(email) => self.attempt(project, id, email, mailer).await,
         };
         self.record(project, id, key, outcome).await;
         self.registry.attempts().end(id);
