@@ -55,6 +55,9 @@ pub struct FieldError {
     pub field: String,
     pub code: FieldCode,
     pub message: String,
+    /// What to do about it, when the engine knows better than "fix the field": the
+    /// edge answers it as the error's `suggestion`.
+    pub suggestion: Option<String>,
 }
 
 impl FieldError {
@@ -63,7 +66,13 @@ impl FieldError {
             field: field.into(),
             code,
             message: message.into(),
+            suggestion: None,
         }
+    }
+
+    pub fn suggesting(mut self, suggestion: impl Into<String>) -> Self {
+        self.suggestion = Some(suggestion.into());
+        self
     }
 }
 

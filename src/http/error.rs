@@ -129,7 +129,12 @@ impl ApiError {
             ApiError::RateLimited { .. } => {
                 "Wait for the number of seconds in Retry-After, then retry"
             }
-            ApiError::Engine(Error::Validation(_)) => "Fix the fields listed in errors and retry",
+            ApiError::Engine(Error::Validation(fields)) => {
+                match fields.iter().find_map(|f| f.suggestion.clone()) {
+                    Some(s) => return Some(s),
+                    None => "Fix the fields listed in errors and retry",
+                }
+            }
             ApiError::Engine(Error::Busy { .. }) => {
                 "Retry after the number of seconds in Retry-After"
             }

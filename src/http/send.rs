@@ -277,9 +277,7 @@ pub async fn send(
         attachments,
         idempotency: claim,
     };
-    let receipt = send_request(&state.registry, &state.templates, p.id, request)
-        .await
-        .map_err(with_domain_suggestion)?;
+    let receipt = send_request(&state.registry, &state.templates, p.id, request).await?;
     let emails: Vec<Value> = receipt
         .emails
         .iter()
@@ -297,28 +295,6 @@ pub async fn send(
     Ok(envelope::ok(
         json!({"emails": emails, "timestamp": mailroom_actors::model::Timestamp::from(receipt.at).to_iso()}),
     ))
-}
-
-/// An unverified sender gets a suggestion of what to do about it (the domain is the third
-/// word of the message `send::unverified` writes).
-fn with_domain_suggestion(e: Error) -> ApiError {
-    let domain = match &e {
-        Error::Validation(fields)
-            if fields.iter().any(|f| f.code == FieldCode::UnverifiedDomain) =>
-        {
-            fields
-                .iter()
-                .find(|f| f.code == FieldCode::UnverifiedDomain)
-                .and_then(|f| f.message.split_whitespace().nth(2).map(str::to_owned))
-        }
-        _ => None,
-    };
-    match domain {
-        Some(d) => ApiError::Engine(e).with_suggestion(format!(
-            "Add {d} with POST /domains, publish its DNS records, then verify it with POST /domains/{{id}}/verify"
-        )),
-        None => e.into(),
-    }
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",

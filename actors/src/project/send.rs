@@ -115,14 +115,16 @@ pub async fn send_request(
 
 /// The 422 for a sender whose domain the project has not verified.
 pub fn unverified(from: &EmailAddress) -> Error {
-    Error::field(
+    let domain = from.domain();
+    Error::Validation(vec![FieldError::new(
         "from",
         FieldCode::UnverifiedDomain,
-        format!(
-            "The domain {} is not a verified domain of this project",
-            from.domain()
-        ),
+        format!("The domain {domain} is not a verified domain of this project"),
     )
+    .suggesting(format!(
+        "Add {domain} with POST /domains, publish its DNS records, then verify it with \
+         POST /domains/{{id}}/verify"
+    ))])
 }
 
 /// The send's subject and body (given ones over the template's), compiled: from the
