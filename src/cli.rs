@@ -146,12 +146,8 @@ fn domain(settings: &Settings, cmd: DomainCommand) -> Result<(), String> {
     Projects::new(store.clone())
         .get(p)
         .map_err(|e| explain(&e))?;
-    let key = mailroom_actors::domain::dkim::generate().map_err(|e| explain(&e))?;
-    let msg = mailroom_actors::project::messages::CreateDomain {
-        name,
-        token: mailroom_actors::domain::dkim::ownership_token(),
-        key,
-    };
+    let msg = mailroom_actors::project::messages::CreateDomain::generate(name)
+        .map_err(|e| explain(&e))?;
     let now = Timestamp::from(SystemClock.now());
     let d =
         mailroom_actors::domain::writes::trust(&*store, p, msg, now).map_err(|e| explain(&e))?;

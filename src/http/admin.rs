@@ -6,7 +6,6 @@ use std::future::{ready, Ready};
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
-use mailroom_actors::domain::{dkim, DomainName};
 use mailroom_actors::model::{ProjectId, Timestamp};
 use mailroom_actors::project::messages::{CreateDomain, TrustDomain};
 use mailroom_actors::projects::IssuedKeys;
@@ -122,19 +121,8 @@ pub async fn trust_domain(
     let mut f = Fields::of(&body)?;
     let raw = f.string("domain", 253);
     f.finish()?;
-    let name = DomainName::parse(raw.as_deref().unwrap_or_default()).map_err(|problem| {
-        mailroom_actors::Error::field(
-            "domain",
-            mailroom_actors::FieldCode::InvalidString,
-            problem.message(),
-        )
-    })?;
-    let key = super::blocking(dkim::generate).await?;
-    let msg = CreateDomain {
-        name,
-        token: dkim::ownership_token(),
-        key,
-    };
+    let name = super::domains::parse_name(raw.as_deref().unwrap_or_default())?;
+    let msg = super::blocking(move || CreateDomain::generate(name)).await?;
     let trusted = state.registry.send(id, TrustDomain(msg)).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,

@@ -5,7 +5,7 @@
 //! The actor only checks and writes, and answers once the write is durable.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::domain::{self, dkim, queries, Domain, DomainName, DomainStatus};
+use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
 use mailroom_actors::project::messages::{CreateDomain, DeleteDomain};
 use mailroom_actors::{Error, FieldCode, Resource};
@@ -142,20 +142,20 @@ pub async fn create(
     let Some(raw) = raw else {
         return Err(Error::Internal("a validated domain went missing".into()).into());
     };
-    let name = DomainName::parse(&raw)
-        .map_err(|problem| Error::field("domain", FieldCode::InvalidString, problem.message()))?;
+    let name = parse_name(&raw)?;
     // Spare the key generation when the answer is already known; the actor checks again.
     if queries::find_by_name(&*state.store, p.id, name.as_str())?.is_some() {
         return Err(domain::writes::duplicate(name.as_str()).into());
     }
-    let key = blocking(dkim::generate).await?;
-    let msg = CreateDomain {
-        name,
-        token: dkim::ownership_token(),
-        key,
-    };
+    let msg = blocking(move || CreateDomain::generate(name)).await?;
     let created = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
+}
+
+/// A domain name from a request's `domain` field, or the 422 that says what is wrong.
+pub fn parse_name(raw: &str) -> Result<DomainName, Error> {
+    DomainName::parse(raw)
+        .map_err(|problem| Error::field("domain", FieldCode::InvalidString, problem.message()))
 }
 
 #[utoipa::path(get, path = "/domains/{id}", tag = "Domains",

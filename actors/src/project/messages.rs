@@ -38,6 +38,18 @@ pub struct CreateDomain {
     pub key: DkimKey,
 }
 
+impl CreateDomain {
+    /// A new domain with its own DKIM key pair and ownership token. RSA key generation
+    /// takes a fraction of a second of CPU: call it on a blocking thread.
+    pub fn generate(name: DomainName) -> Result<Self> {
+        Ok(CreateDomain {
+            name,
+            token: crate::domain::dkim::ownership_token(),
+            key: crate::domain::dkim::generate()?,
+        })
+    }
+}
+
 /// The operator marks a domain verified without DNS (adding it with `0`'s key if the
 /// project lacks it).
 #[derive(Debug, Message)]
