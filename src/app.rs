@@ -9,6 +9,8 @@ use std::time::Duration;
 use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
+use mailroom_actors::campaign::links::Links;
+use mailroom_actors::campaign::Campaigns;
 use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::domain;
 use mailroom_actors::domain::DomainVerifier;
@@ -19,6 +21,7 @@ use mailroom_actors::mailer::{
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
+use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
 use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::{AdjustableClock, Clock, Error, SystemClock};
 
@@ -60,7 +63,15 @@ impl Application {
                 tenant: settings.limits.tenant(),
             },
         );
+        let link_key =
+            Links::load_key(&*store).map_err(|e| format!("reading the link key: {e}"))?;
+        registry.set_links(Links::new(
+            link_key,
+            &settings.server.public_url,
+            settings.tracking.enabled,
+        ));
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
+        let campaigns = start_campaigns(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {
             nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
             timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
@@ -80,6 +91,7 @@ impl Application {
             store.clone(),
             clock,
             resolver,
+            campaigns,
         );
         state.adjustable_clock = adjustable;
         let state = web::Data::new(state);
@@ -224,6 +236,36 @@ fn start_delivery(
         )
     });
     Ok(())
+}
+
+/// The campaign runners (resuming every campaign that was sending) and the Scheduler
+/// of durable timers, which starts scheduled campaigns at their time.
+fn start_campaigns(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    registry: Registry,
+) -> Result<Arc<Campaigns>, String> {
+    let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
+    campaigns
+        .resume()
+        .map_err(|e| format!("resuming sending campaigns: {e}"))?;
+    let runner = campaigns.clone();
+    let fire: Fire = Arc::new(move |t: Timer| {
+        let runner = runner.clone();
+        Box::pin(async move {
+            match t.kind {
+                TimerKind::Campaign => runner.fire(t).await,
+                // No workflow timers are written yet; drop any so they do not spin.
+                TimerKind::Workflow => Ok(()),
+            }
+        })
+    });
+    let timers = registry.timers().clone();
+    Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+        Scheduler::new(timers.clone(), store.clone(), clock.clone(), fire.clone())
+    });
+    Ok(campaigns)
 }
 
 pub fn init_tracing(level: &str) {

@@ -24,6 +24,7 @@ pub struct Settings {
     pub domains: Domains,
     pub workflows: Workflows,
     pub tracking: Tracking,
+    pub campaigns: Campaigns,
     pub admin: Admin,
     pub metrics: Metrics,
     pub log: Log,
@@ -141,6 +142,7 @@ pub struct Limits {
     pub max_segments: u64,
     pub max_tracked_segments: usize,
     pub max_templates: usize,
+    pub max_campaigns: u64,
 }
 
 impl Limits {
@@ -153,6 +155,7 @@ impl Limits {
             max_segments: self.max_segments,
             max_tracked_segments: self.max_tracked_segments,
             max_templates: self.max_templates,
+            max_campaigns: self.max_campaigns,
         }
     }
 }
@@ -213,6 +216,23 @@ pub struct Workflows {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Tracking {
     pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Campaigns {
+    pub batch_size: usize,
+    pub queue_ahead: u64,
+    pub progress_log_seconds: u64,
+}
+
+impl Campaigns {
+    pub fn runner(&self) -> mailroom_actors::campaign::RunnerConfig {
+        mailroom_actors::campaign::RunnerConfig {
+            batch_size: self.batch_size.clamp(1, 10_000),
+            queue_ahead: self.queue_ahead.max(1),
+            progress_every: std::time::Duration::from_secs(self.progress_log_seconds.max(1)),
+        }
+    }
 }
 
 pub const MIN_ADMIN_TOKEN: usize = 32;

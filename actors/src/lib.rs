@@ -1,6 +1,7 @@
 //! The Mailroom engine: the domain model, the store and the actors that own each
 //! project's writes. Nothing in this crate knows about HTTP.
 
+pub mod campaign;
 pub mod clock;
 pub mod dns;
 pub mod domain;
@@ -11,6 +12,7 @@ pub mod model;
 pub mod project;
 pub mod projects;
 pub mod render;
+pub mod scheduler;
 pub mod segment;
 pub mod store;
 pub mod verify;

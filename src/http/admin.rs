@@ -156,6 +156,7 @@ pub async fn advance_clock(
     };
     let now = clock.advance(ms);
     state.registry.outbox_signal().notify_one();
+    state.registry.timers().wake();
     Ok(HttpResponse::Ok().json(serde_json::json!({"now": Timestamp::from(now).to_iso()})))
 }
 

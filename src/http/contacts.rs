@@ -185,6 +185,8 @@ pub async fn patch(
     let data = f.opt_object("data", state.limits.max_data_bytes);
     f.finish()?;
     let msg = PatchContact {
+        reason: None,
+        campaign: None,
         id,
         subscribed,
         data: DataPatch::new(data.unwrap_or_default()),

@@ -4,12 +4,14 @@ pub mod admin;
 mod admin_guard;
 pub mod auth;
 pub mod body;
+pub mod campaigns;
 pub mod contacts;
 pub mod domains;
 pub mod envelope;
 pub mod error;
 pub mod events;
 pub mod idempotency;
+pub mod links;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
@@ -58,6 +60,8 @@ pub struct AppState {
     pub resolver: Arc<Resolver>,
     pub email_verifier: EmailVerifier,
     pub spf_include: String,
+    /// Runs sending campaigns.
+    pub campaigns: Arc<mailroom_actors::campaign::Campaigns>,
 }
 
 impl AppState {
@@ -68,6 +72,7 @@ impl AppState {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         resolver: Arc<Resolver>,
+        campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     ) -> Self {
         AppState {
             registry,
@@ -88,6 +93,7 @@ impl AppState {
             email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
             resolver,
             spf_include: settings.domains.spf_include.clone(),
+            campaigns,
         }
     }
 }
@@ -198,6 +204,28 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
             .service(resource("/v1/verify").route(web::post().to(verify::verify)))
+            .service(
+                resource("/campaigns")
+                    .route(web::get().to(campaigns::list))
+                    .route(web::post().to(campaigns::create)),
+            )
+            .service(
+                resource("/campaigns/{id}")
+                    .route(web::get().to(campaigns::get))
+                    .route(web::patch().to(campaigns::update))
+                    .route(web::delete().to(campaigns::delete)),
+            )
+            .service(resource("/campaigns/{id}/send").route(web::post().to(campaigns::send)))
+            .service(resource("/campaigns/{id}/cancel").route(web::post().to(campaigns::cancel)))
+            .service(resource("/campaigns/{id}/test").route(web::post().to(campaigns::test)))
+            .service(resource("/campaigns/{id}/stats").route(web::get().to(campaigns::stats)))
+            .service(
+                resource("/unsubscribe/{token}")
+                    .route(web::get().to(links::unsubscribe_page))
+                    .route(web::post().to(links::unsubscribe)),
+            )
+            .service(resource("/t/o/{token}").route(web::get().to(links::open)))
+            .service(resource("/t/c/{token}").route(web::get().to(links::click)))
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

@@ -3,7 +3,9 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, contacts, domains, events, ops, segments, send, templates, track, verify};
+use super::{
+    admin, campaigns, contacts, domains, events, ops, segments, send, templates, track, verify,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,6 +21,8 @@ use super::{admin, contacts, domains, events, ops, segments, send, templates, tr
         track::track, events::list, events::names, events::get,
         segments::list, segments::create, segments::get, segments::update, segments::delete,
         segments::contacts, segments::add_members, segments::remove_members,
+        campaigns::list, campaigns::create, campaigns::get, campaigns::update, campaigns::delete,
+        campaigns::send, campaigns::cancel, campaigns::test, campaigns::stats,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -32,6 +36,8 @@ use super::{admin, contacts, domains, events, ops, segments, send, templates, tr
         segments::SegmentView, segments::SegmentList, segments::CreateSegmentRequest,
         segments::UpdateSegmentRequest, segments::MembersRequest, segments::MembersAdded,
         segments::MembersRemoved,
+        campaigns::CampaignView, campaigns::CampaignList, campaigns::StatsView, campaigns::TestSent,
+        campaigns::CampaignRequest, campaigns::SendCampaignRequest, campaigns::TestCampaignRequest,
     )),
     modifiers(&BearerAuth),
 )]

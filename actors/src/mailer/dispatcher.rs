@@ -201,6 +201,7 @@ impl Shared {
                     break;
                 }
                 self.in_flight().insert(id, project);
+                self.registry.attempts().pick(id);
                 let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
                 *next_mailer += 1;
                 started += 1;
@@ -281,7 +282,10 @@ impl Shared {
                 if let Some(limiter) = &self.limiter {
                     limiter.until_key_ready(&project).await;
                 }
-                self.registry.attempts().begin(id);
+                if !self.registry.attempts().begin(id) {
+                    // Its campaign was cancelled while it waited for its turn.
+                    return DeliveryOutcome::Orphan;
+                }
                 mailer
                     .send(Deliver { email, dkim })
                     .await
@@ -328,13 +332,18 @@ impl Shared {
                 // in flight a moment, then free the slot for a later round.
                 tracing::warn!(email = %id, error = %e, "reading an email to deliver; will retry");
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                self.registry.attempts().end(id);
                 self.in_flight().remove(&id);
                 self.wake.notify_one();
                 return;
             }
         };
         let outcome = match email {
+            // Gone, or final already (a cancel dropped it): nothing to send.
             None => DeliveryOutcome::Orphan,
+            Some(email) if email.status != crate::model::EmailStatus::Queued => {
+                DeliveryOutcome::Orphan
+            }
             Some(email) => self.attempt(project, id, email, mailer).await,
         };
         self.record(project, id, key, outcome).await;

@@ -64,6 +64,7 @@ id_type!(TemplateId);
 id_type!(EmailId);
 id_type!(DomainId);
 id_type!(SegmentId);
+id_type!(CampaignId);
 
 impl EventId {
     /// An id that sorts at the event's own time (which comes from the injected clock),

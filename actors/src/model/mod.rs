@@ -1,6 +1,7 @@
 //! Domain types. Each one can only hold a valid value: the HTTP edge parses raw
 //! input into them, and the rest of the engine trusts them.
 
+pub mod campaign;
 pub mod contact;
 pub mod data;
 pub mod email;
@@ -12,11 +13,12 @@ pub mod project;
 pub mod template;
 pub mod time;
 
+pub use campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
 pub use event::{Event, EventSource, EventStats};
-pub use id::{ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
+pub use id::{CampaignId, ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
 pub use outbound::{Attachment, EmailStatus, Mailbox, OutboundEmail};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ContactId, EmailAddress, EmailId, ProjectId, Timestamp};
+use super::{CampaignId, ContactId, EmailAddress, EmailId, ProjectId, Timestamp};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +69,8 @@ pub struct OutboundEmail {
     /// The send's attachments, under `keys::attachments`.
     pub attachments_id: Option<EmailId>,
     pub marketing: bool,
+    /// The campaign this email is part of (its stats count it).
+    pub campaign_id: Option<CampaignId>,
     pub status: EmailStatus,
     pub attempts: u32,
     pub last_error: Option<String>,
@@ -76,6 +78,11 @@ pub struct OutboundEmail {
     pub due_at: i64,
     pub created_at: i64,
     pub sent_at: Option<i64>,
+    /// Tracked opens and clicks (every hit), and when each was first seen.
+    pub opens: u32,
+    pub clicks: u32,
+    pub opened_at: Option<i64>,
+    pub clicked_at: Option<i64>,
 }
 
 impl OutboundEmail {

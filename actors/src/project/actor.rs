@@ -407,6 +407,20 @@ impl Handler<RecordDelivery> for ProjectActor {
     }
 }
 
+impl<T: Send + 'static> Handler<super::apply::Apply<T>> for ProjectActor {
+    type Result = ResponseFuture<Result<T>>;
+
+    fn handle(&mut self, msg: super::apply::Apply<T>, _ctx: &mut Self::Context) -> Self::Result {
+        let (ctx, counts) = self.ctx();
+        let result = (msg.run)(&ctx, counts);
+        if msg.durable {
+            return self.after_flush(result);
+        }
+        drop(self.store.durable());
+        Box::pin(async move { result })
+    }
+}
+
 /// Whether one more record fits under `prefix`, where `limits.max_<what>` allows `max`
 /// (counting stops at `max`: a limit check needs no more).
 fn check_room(store: &dyn Store, prefix: &[u8], max: usize, what: &str) -> Result<()> {

@@ -12,6 +12,7 @@ use crate::error::{Error, Resource, Result};
 use crate::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId};
 use crate::store::{codec, keys, Batch, Store};
 use actix::Message;
+use serde_json::{Map, Value};
 
 const CONTACTS: &str = "contacts";
 const SUBSCRIBED: &str = "subscribed";
@@ -63,6 +64,9 @@ pub struct Change {
     /// The counters before and after the change.
     pub counts_before: Counts,
     pub counts: Counts,
+    /// What the `contact.subscribed` / `.unsubscribed` event says beyond the flag
+    /// (`reason`, `campaignId`).
+    pub note: Map<String, Value>,
 }
 
 impl Change {
@@ -142,6 +146,7 @@ pub fn prepare_upsert(
         after,
         counts_before: counts,
         counts: next,
+        note: Map::new(),
     })
 }
 
@@ -195,11 +200,19 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     }
     after.updated_at = ctx.now;
     adjust_subscribed(&mut next, Some(before.subscribed), after.subscribed);
+    let mut note = Map::new();
+    if let Some(reason) = msg.reason {
+        note.insert("reason".into(), Value::String(reason));
+    }
+    if let Some(c) = msg.campaign {
+        note.insert("campaignId".into(), Value::String(c.to_string()));
+    }
     let change = Change {
         before: Some(before),
         after,
         counts_before: *counts,
         counts: next,
+        note,
     };
     commit(ctx, &change, Batch::new(), Vec::new())?;
     *counts = change.counts;
@@ -237,7 +250,10 @@ pub fn commit(
         } else {
             "contact.subscribed"
         };
-        events.push(Event::system(name, contact.id, &contact.email, ctx.now));
+        let mut ev = Event::system(name, contact.id, &contact.email, ctx.now);
+        ev.data
+            .extend(change.note.iter().map(|(k, v)| (k.clone(), v.clone())));
+        events.push(ev);
     }
     let moves = membership::on_contact_write(
         ctx.store,
@@ -312,6 +328,10 @@ pub struct PatchContact {
     pub id: ContactId,
     pub subscribed: Option<bool>,
     pub data: DataPatch,
+    /// Why the flag changes, when the engine changes it (`bounce`, `link`).
+    pub reason: Option<String>,
+    /// The campaign whose link or email caused the change.
+    pub campaign: Option<crate::model::CampaignId>,
 }
 
 #[derive(Debug, Message)]

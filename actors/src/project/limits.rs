@@ -18,6 +18,7 @@ pub struct TenantLimits {
     pub max_segments: u64,
     pub max_tracked_segments: usize,
     pub max_templates: usize,
+    pub max_campaigns: u64,
 }
 
 impl Default for TenantLimits {
@@ -30,6 +31,7 @@ impl Default for TenantLimits {
             max_segments: 1_000,
             max_tracked_segments: 50,
             max_templates: 10_000,
+            max_campaigns: 10_000,
         }
     }
 }

@@ -5,6 +5,9 @@
 //! in-memory contact table (`table`).
 
 pub mod actor;
+pub mod apply;
+pub mod campaign_stats;
+pub mod campaigns;
 pub mod contacts;
 pub mod counters;
 pub mod event_queries;

@@ -8,17 +8,19 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
 use super::{ContactTable, ProjectActor};
+use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::mailer::attempts::Attempts;
 use crate::model::ProjectId;
 use crate::render::RenderPool;
+use crate::scheduler::Timers;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +60,10 @@ struct Inner {
     renders: RenderPool,
     /// Deliveries that the relay refused for reasons of ours (login, sender, DATA).
     relay_faults: AtomicU64,
+    /// Durable timers in memory (see `scheduler`).
+    timers: Arc<Timers>,
+    /// How marketing mail's links are signed and where they point (set at start-up).
+    links: OnceLock<Arc<Links>>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -86,6 +92,8 @@ impl Registry {
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads),
                 relay_faults: AtomicU64::new(0),
+                timers: Arc::default(),
+                links: OnceLock::new(),
             }),
         }
     }
@@ -195,6 +203,24 @@ impl Registry {
     /// Relay faults since start-up (for /metrics).
     pub fn relay_faults(&self) -> u64 {
         self.inner.relay_faults.load(Ordering::Relaxed)
+    }
+
+    pub fn timers(&self) -> &Arc<Timers> {
+        &self.inner.timers
+    }
+
+    /// Sets how links are signed (the server's key) and where they point; once.
+    pub fn set_links(&self, links: Links) {
+        if self.inner.links.set(Arc::new(links)).is_err() {
+            tracing::warn!("links were set already; keeping the first");
+        }
+    }
+
+    /// The links of marketing mail; unset (in unit tests), a random key and no tracking.
+    pub fn links(&self) -> &Arc<Links> {
+        self.inner
+            .links
+            .get_or_init(|| Arc::new(Links::new(rand::random(), "http://127.0.0.1:8080", false)))
     }
 
     pub fn renders(&self) -> &RenderPool {

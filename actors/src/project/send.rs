@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::messages::QueueEmails;
 use super::registry::Registry;
-use super::sending::{self, Queued, Receipt, SendSpec};
+use super::sending::{self, Marketing, Queued, Receipt, SendSpec};
 use super::templates;
 use crate::domain;
 use crate::error::{Error, FieldCode, FieldError, Result};
@@ -107,7 +107,12 @@ pub async fn send_request(
         attachments: req.attachments,
         marketing: template
             .as_ref()
-            .is_some_and(|t| t.kind == TemplateKind::Marketing),
+            .filter(|t| t.kind == TemplateKind::Marketing)
+            .map(|t| {
+                let body = req.body.as_deref().unwrap_or(&t.body);
+                Marketing::new(registry.links().clone(), project, None, body)
+            }),
+        test: false,
         idempotency: req.idempotency,
     };
     send(registry, project, spec).await
@@ -178,13 +183,14 @@ pub async fn send(registry: &Registry, project: ProjectId, spec: SendSpec) -> Re
         // render pool, so a slow one holds neither an actor nor a worker that other
         // projects' requests need.
         let content = spec.content.clone();
-        let (jobs, steps) = sending::plan(&content, &spec.data, recipients)?;
+        let (marketing, test) = (spec.marketing.clone(), spec.test);
+        let (jobs, steps) = sending::plan(&content, &spec.data, recipients, marketing.as_ref())?;
         let rendered = if steps <= INLINE_STEPS {
-            sending::render(&content, jobs)?
+            sending::render(&content, jobs, marketing.as_ref(), test)?
         } else {
             registry
                 .renders()
-                .run(move || sending::render(&content, jobs))
+                .run(move || sending::render(&content, jobs, marketing.as_ref(), test))
                 .await??
         };
         match registry

@@ -5,15 +5,17 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::campaign_stats;
 use super::contacts::{self, Counts, WriteCtx};
 use super::contacts::{PatchContact, UpsertContact};
 use super::events;
 use super::table::ContactTable;
+use crate::campaign::links::{LinkTarget, Links};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
-    Attachment, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus, Event, Mailbox,
-    OutboundEmail, ProjectId, Timestamp,
+    Attachment, CampaignId, CampaignStats, Contact, ContactId, DataPatch, EmailAddress, EmailId,
+    EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
 };
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};
@@ -29,9 +31,50 @@ pub struct SendSpec {
     pub reply_to: Option<String>,
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
-    pub marketing: bool,
+    /// Marketing mail: not sent to unsubscribed contacts, and it carries unsubscribe
+    /// (and, when tracking is on, tracking) links; a campaign's stats count it.
+    pub marketing: Option<Marketing>,
+    /// A campaign's test send: "[TEST] " before the subject, and sent to whoever it
+    /// names, subscribed or not.
+    pub test: bool,
     /// The request's Idempotency-Key: a replay answers the first reply and sends nothing.
     pub idempotency: Option<Claim>,
+}
+
+/// The links a marketing email carries, and whether its body placed the unsubscribe
+/// link itself (`{{unsubscribeUrl}}`) or gets a footer.
+#[derive(Clone)]
+pub struct Marketing {
+    pub links: Arc<Links>,
+    pub project: ProjectId,
+    pub campaign: Option<CampaignId>,
+    pub footer: bool,
+}
+
+impl Marketing {
+    /// The footer is left out when the body names `unsubscribeUrl` itself.
+    pub fn new(
+        links: Arc<Links>,
+        project: ProjectId,
+        campaign: Option<CampaignId>,
+        body: &str,
+    ) -> Self {
+        Marketing {
+            links,
+            project,
+            campaign,
+            footer: !body.contains("unsubscribeUrl"),
+        }
+    }
+
+    fn target(&self, r: &Recipient) -> LinkTarget {
+        LinkTarget {
+            project: self.project,
+            contact: r.contact.id,
+            email: r.email_id,
+            campaign: self.campaign,
+        }
+    }
 }
 
 /// The variables of API.md section 4: the contact's data, overlaid by the call's data,
@@ -67,13 +110,16 @@ pub struct Recipient {
     pub name: Option<String>,
     /// Whether the contact existed when the email was rendered.
     pub existed: bool,
+    /// The id its email gets (its links name it).
+    pub email_id: EmailId,
 }
 
 /// A recipient and its rendered (subject, body); `queue` sets it to None when it skips
-/// the recipient.
+/// the recipient. `headers` are its own (List-Unsubscribe).
 pub struct Rendered {
     pub recipient: Recipient,
     pub content: Option<(String, String)>,
+    pub headers: Vec<(String, String)>,
 }
 
 /// What queueing made of a send.
@@ -106,6 +152,7 @@ pub fn recipients(table: &ContactTable, spec: &SendSpec, now: Timestamp) -> Resu
                 contact,
                 name: name.clone(),
                 existed,
+                email_id: EmailId::new(),
             })
         })
         .collect()
@@ -117,29 +164,60 @@ pub struct Job {
     pub vars: Value,
 }
 
-/// Builds each recipient's variables and charges its render against the limits;
-/// answers the jobs and the steps they were charged in all.
+/// Builds each recipient's variables (with `unsubscribeUrl` in marketing mail) and
+/// charges its render against the limits; answers the jobs and the steps they were
+/// charged in all.
 pub fn plan(
     content: &Compiled,
     data: &Map<String, Value>,
     recipients: Vec<Recipient>,
+    marketing: Option<&Marketing>,
 ) -> Result<(Vec<Job>, u64)> {
     let mut steps = 0u64;
     let mut jobs = Vec::with_capacity(recipients.len());
     for recipient in recipients {
-        let vars = variables(&recipient.contact, data);
+        let mut vars = variables(&recipient.contact, data);
+        if let (Some(m), Value::Object(map)) = (marketing, &mut vars) {
+            let url = m.links.unsubscribe_url(&m.target(&recipient));
+            map.insert("unsubscribeUrl".into(), Value::String(url));
+        }
         steps = steps.saturating_add(content.charge(&vars)?);
         jobs.push(Job { recipient, vars });
     }
     Ok((jobs, steps))
 }
 
-/// Renders each planned email; never on an actor's thread.
-pub fn render(content: &Compiled, jobs: Vec<Job>) -> Result<Vec<Rendered>> {
+/// Renders each planned email, with its marketing links; never on an actor's thread.
+pub fn render(
+    content: &Compiled,
+    jobs: Vec<Job>,
+    marketing: Option<&Marketing>,
+    test: bool,
+) -> Result<Vec<Rendered>> {
     jobs.into_iter()
         .map(|Job { recipient, vars }| {
-            let content = Some(content.render_charged(vars)?);
-            Ok(Rendered { recipient, content })
+            let (mut subject, mut html) = content.render_charged(vars)?;
+            if test {
+                subject = format!("[TEST] {subject}");
+            }
+            let mut headers = Vec::new();
+            if let Some(m) = marketing {
+                let target = m.target(&recipient);
+                html = m.links.decorate(&html, &target, m.footer);
+                headers.push((
+                    "List-Unsubscribe".to_owned(),
+                    format!("<{}>", m.links.unsubscribe_url(&target)),
+                ));
+                headers.push((
+                    "List-Unsubscribe-Post".to_owned(),
+                    "List-Unsubscribe=One-Click".to_owned(),
+                ));
+            }
+            Ok(Rendered {
+                recipient,
+                content: Some((subject, html)),
+                headers,
+            })
         })
         .collect()
 }
@@ -185,7 +263,7 @@ pub fn queue(
             },
             Some(r.recipient.contact.id),
         )?;
-        if spec.marketing && !up.contact.subscribed {
+        if spec.marketing.is_some() && !spec.test && !up.contact.subscribed {
             r.content = None;
         }
         r.recipient.contact = up.contact;
@@ -201,7 +279,12 @@ pub fn queue(
         batch.put(keys::attachment_users(p, id), users.to_le_bytes().to_vec());
         Some(id)
     };
-    for Rendered { recipient, content } in rendered {
+    for Rendered {
+        recipient,
+        content,
+        headers,
+    } in rendered
+    {
         let contact = recipient.contact;
         let Some((subject, html)) = content else {
             out.push(QueuedEmail {
@@ -212,28 +295,12 @@ pub fn queue(
             });
             continue;
         };
-        let record = OutboundEmail {
-            id: EmailId::new(),
-            project: p,
-            contact_id: contact.id,
-            to: Mailbox::new(recipient.name, &contact.email),
-            from: spec.from.clone(),
-            reply_to: spec.reply_to.clone(),
-            subject,
-            html,
-            headers: spec.headers.clone(),
-            attachments: Vec::new(),
-            attachments_id,
-            marketing: spec.marketing,
-            status: EmailStatus::Queued,
-            attempts: 0,
-            last_error: None,
-            due_at: now.millis(),
-            created_at: now.millis(),
-            sent_at: None,
-        };
-        batch.put(keys::email(p, record.id), record.encode()?);
-        batch.put(keys::outbox(record.due_at, p, record.id), Vec::new());
+        let mut record = new_email(&spec, p, recipient.email_id, &contact, recipient.name, now);
+        record.subject = subject;
+        record.html = html;
+        record.headers.extend(headers);
+        record.attachments_id = attachments_id;
+        put_email(&mut batch, &record)?;
         out.push(QueuedEmail {
             contact_id: contact.id,
             email: contact.email,
@@ -250,6 +317,54 @@ pub fn queue(
     }
     store.apply(batch)?;
     Ok(Queued::Done(receipt))
+}
+
+/// A send's email to one contact, queued now; the caller fills in what it rendered.
+pub fn new_email(
+    spec: &SendSpec,
+    p: ProjectId,
+    id: EmailId,
+    contact: &Contact,
+    name: Option<String>,
+    now: Timestamp,
+) -> OutboundEmail {
+    OutboundEmail {
+        id,
+        project: p,
+        contact_id: contact.id,
+        to: Mailbox::new(name, &contact.email),
+        from: spec.from.clone(),
+        reply_to: spec.reply_to.clone(),
+        subject: String::new(),
+        html: String::new(),
+        headers: spec.headers.clone(),
+        attachments: Vec::new(),
+        attachments_id: None,
+        marketing: spec.marketing.is_some(),
+        campaign_id: spec.marketing.as_ref().and_then(|m| m.campaign),
+        status: EmailStatus::Queued,
+        attempts: 0,
+        last_error: None,
+        due_at: now.millis(),
+        created_at: now.millis(),
+        sent_at: None,
+        opens: 0,
+        clicks: 0,
+        opened_at: None,
+        clicked_at: None,
+    }
+}
+
+/// Writes a new email, its outbox entry and, for a campaign's, its place in the
+/// campaign's queue (what a cancel drops).
+pub fn put_email(batch: &mut Batch, email: &OutboundEmail) -> Result<()> {
+    let p = email.project;
+    batch.put(keys::email(p, email.id), email.encode()?);
+    batch.put(keys::outbox(email.due_at, p, email.id), Vec::new());
+    if let Some(c) = email.campaign_id {
+        batch.put(keys::campaign_queued_email(p, c, email.id), Vec::new());
+    }
+    Ok(())
 }
 
 /// One email of a send no longer needs its attachments; the last one deletes them.
@@ -336,12 +451,22 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let to = EmailAddress::parse(&email.to.email).ok();
     if email.status != EmailStatus::Queued {
         release_attachments(store, &mut batch, p, email.attachments_id)?;
+        if let Some(c) = email.campaign_id {
+            batch.delete(keys::campaign_queued_email(p, c, email.id));
+            let status = email.status;
+            campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
+                s.queued = s.queued.saturating_sub(1);
+                match status {
+                    EmailStatus::Sent => s.delivered += 1,
+                    EmailStatus::Bounced => s.bounced += 1,
+                    _ => s.failed += 1,
+                }
+            })?;
+        }
     }
     batch.put(keys::email(p, email.id), email.encode()?);
     if let (Some(name), Some(to)) = (event, &to) {
-        let mut ev = Event::system(name, email.contact_id, to, now);
-        ev.data
-            .insert("emailId".into(), Value::String(email.id.to_string()));
+        let ev = email_event(name, &email, to, now);
         events::append_all(store, &mut batch, p, &[ev])?;
     }
     store.apply(batch)?;
@@ -351,12 +476,26 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             id: email.contact_id,
             subscribed: Some(false),
             data: DataPatch::default(),
+            reason: Some("bounce".into()),
+            campaign: email.campaign_id,
         };
         if let Err(e) = contacts::patch(ctx, counts, patch) {
             tracing::warn!(email = %email.id, error = %e, "unsubscribing a bounced contact");
         }
     }
     Ok(())
+}
+
+/// A system event about an email: `emailId`, and `campaignId` for a campaign's.
+pub fn email_event(name: &str, email: &OutboundEmail, to: &EmailAddress, now: Timestamp) -> Event {
+    let mut ev = Event::system(name, email.contact_id, to, now);
+    ev.data
+        .insert("emailId".into(), Value::String(email.id.to_string()));
+    if let Some(c) = email.campaign_id {
+        ev.data
+            .insert("campaignId".into(), Value::String(c.to_string()));
+    }
+    ev
 }
 
 /// Queues a send's rendered emails (see `sending::queue`): written durably before the

@@ -7,10 +7,10 @@
 //! `FORMAT` names this layout; the store refuses a data directory written with another.
 //! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
-use crate::model::{ContactId, DomainId, EmailId, ProjectId, SegmentId, TemplateId};
+use crate::model::{CampaignId, ContactId, DomainId, EmailId, ProjectId, SegmentId, TemplateId};
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 pub const FORMAT_KEY: &[u8] = b"meta/key-format";
 
 /// An id that can be read back from the 16 bytes it puts in a key.
@@ -197,6 +197,88 @@ pub fn parse_domain_index(k: &[u8]) -> Option<(ProjectId, DomainId)> {
     }
     Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
 }
+
+pub fn campaigns(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/cp/", &[])
+}
+
+pub fn campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cp/", &[c.as_bytes()])
+}
+
+/// A campaign's counts (`model::CampaignStats`), kept beside its record so that the
+/// delivery path updates them without rewriting the campaign.
+pub fn campaign_stats(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cps/", &[c.as_bytes()])
+}
+
+/// A campaign's audience as fixed when sending started: chunks of contact ids
+/// (`<chunk number, 4 bytes big-endian>`), so no one value holds a whole audience.
+pub fn campaign_audience(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpa/", &[c.as_bytes()])
+}
+
+pub fn campaign_audience_chunk(p: ProjectId, c: CampaignId, chunk: u32) -> Vec<u8> {
+    in_project(p, b"/cpa/", &[c.as_bytes(), &chunk.to_be_bytes()])
+}
+
+/// A campaign's emails still in the outbox, so that a cancel finds them without
+/// reading every waiting email of the project.
+pub fn campaign_queued(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpq/", &[c.as_bytes()])
+}
+
+pub fn campaign_queued_email(p: ProjectId, c: CampaignId, e: EmailId) -> Vec<u8> {
+    in_project(p, b"/cpq/", &[c.as_bytes(), e.as_bytes()])
+}
+
+/// A contact who unsubscribed through a campaign's link (counted once).
+pub fn campaign_unsubscribed(p: ProjectId, c: CampaignId, contact: ContactId) -> Vec<u8> {
+    in_project(p, b"/cpu/", &[c.as_bytes(), contact.as_bytes()])
+}
+
+/// Every SENDING campaign of every project: what start-up resumes.
+pub const SENDING_CAMPAIGNS: &[u8] = b"campaigns-sending/";
+
+pub fn sending_campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    key([SENDING_CAMPAIGNS, p.as_bytes(), c.as_bytes()].into_iter())
+}
+
+/// (project, campaign) of a `sending_campaign` key.
+pub fn parse_sending_campaign(k: &[u8]) -> Option<(ProjectId, CampaignId)> {
+    let rest = k.strip_prefix(SENDING_CAMPAIGNS)?;
+    if rest.len() != 32 {
+        return None;
+    }
+    Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+/// Durable timers (see `crate::scheduler`): `timers/<due ms, 8 bytes big-endian><kind>
+/// <project><target>`, so a forward scan yields the earliest first.
+pub const TIMERS: &[u8] = b"timers/";
+
+pub fn timer(due_ms: i64, kind: u8, p: ProjectId, target: &[u8; 16]) -> Vec<u8> {
+    let due = (due_ms.max(0) as u64).to_be_bytes();
+    key([TIMERS, &due[..], &[kind][..], p.as_bytes(), &target[..]].into_iter())
+}
+
+/// (due, kind, project, target) of a timer key.
+pub fn parse_timer(k: &[u8]) -> Option<(i64, u8, ProjectId, [u8; 16])> {
+    let rest = k.strip_prefix(TIMERS)?;
+    if rest.len() != 8 + 1 + 16 + 16 {
+        return None;
+    }
+    let due = u64::from_be_bytes(rest[..8].try_into().ok()?);
+    Some((
+        i64::try_from(due).ok()?,
+        rest[8],
+        id_after(&rest[9..25], b"")?,
+        rest[25..].try_into().ok()?,
+    ))
+}
+
+/// The secret that signs unsubscribe and tracking links, made at first start.
+pub const LINK_KEY: &[u8] = b"meta/link-key";
 
 /// The outbox: `outbox/<due ms, 8 bytes big-endian><project><email>`, so a forward scan
 /// yields what is due first.

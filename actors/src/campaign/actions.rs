@@ -1,0 +1,190 @@
+//! The campaign use cases the HTTP edge calls: each checks what needs no actor (the
+//! templates compile, the sender's domain is verified, the audience is not empty), then
+//! makes its write in the project's actor, then starts what the write calls for (a
+//! runner, a timer).
+
+use std::sync::Arc;
+
+use serde_json::Map;
+
+use super::audience;
+use super::runner::Campaigns;
+use crate::domain;
+use crate::error::{Error, FieldCode, FieldError, Result};
+use crate::model::{
+    Campaign, CampaignId, CampaignStatus, EmailAddress, EmailId, Mailbox, ProjectId, Timestamp,
+};
+use crate::project::apply::Apply;
+use crate::project::campaigns::{self, CampaignPatch, Started};
+use crate::project::send::{self, unverified};
+use crate::project::sending::{Marketing, SendSpec};
+use crate::project::Registry;
+use crate::render::TemplateCache;
+
+/// Subject and body compile as templates (422 `template_syntax` with the line), on the
+/// render pool.
+async fn check_content(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    subject: &str,
+    body: &str,
+) -> Result<()> {
+    if cache.cached_inline(subject, body).is_some() {
+        return Ok(());
+    }
+    let (cache, subject, body) = (cache.clone(), subject.to_owned(), body.to_owned());
+    registry
+        .renders()
+        .run(move || cache.inline(&subject, &body).map(drop))
+        .await?
+}
+
+fn check_sender(registry: &Registry, p: ProjectId, from: &EmailAddress) -> Result<()> {
+    match domain::verified_sender(&**registry.store(), p, from)? {
+        Some(_) => Ok(()),
+        None => Err(unverified(from)),
+    }
+}
+
+pub async fn create(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    p: ProjectId,
+    c: Campaign,
+) -> Result<Campaign> {
+    campaigns::check_audience(&c)?;
+    check_content(registry, cache, &c.subject, &c.body).await?;
+    check_sender(registry, p, &c.from)?;
+    registry
+        .send(p, Apply::durable(move |ctx, _| campaigns::create(ctx, c)))
+        .await
+}
+
+pub async fn update(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    p: ProjectId,
+    id: CampaignId,
+    patch: CampaignPatch,
+) -> Result<Campaign> {
+    let current = campaigns::get(&**registry.store(), p, id)?;
+    if patch.subject.is_some() || patch.body.is_some() {
+        let subject = patch.subject.as_deref().unwrap_or(&current.subject);
+        let body = patch.body.as_deref().unwrap_or(&current.body);
+        check_content(registry, cache, subject, body).await?;
+    }
+    if let Some(from) = &patch.from {
+        check_sender(registry, p, from)?;
+    }
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| campaigns::update(ctx, id, patch)),
+        )
+        .await
+}
+
+pub async fn delete(registry: &Registry, p: ProjectId, id: CampaignId) -> Result<()> {
+    registry
+        .send(p, Apply::durable(move |ctx, _| campaigns::delete(ctx, id)))
+        .await
+}
+
+/// POST /campaigns/{id}/send: at `at`, or now.
+pub async fn send(
+    registry: &Registry,
+    runner: &Arc<Campaigns>,
+    p: ProjectId,
+    id: CampaignId,
+    at: Option<Timestamp>,
+) -> Result<Campaign> {
+    let store = registry.store().clone();
+    let c = campaigns::get(&*store, p, id)?;
+    if matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled) {
+        check_sender(registry, p, &c.from)?;
+        let table = registry.contacts(p);
+        let now = registry.clock().now().timestamp_millis();
+        let members = registry
+            .renders()
+            .run(move || audience::members(&*store, &table, p, &c, now).map(|m| m.len()))
+            .await??;
+        if members == 0 {
+            return Err(Error::Validation(vec![FieldError::new(
+                "type",
+                FieldCode::Custom,
+                "The campaign's audience has no subscribed contacts",
+            )
+            .suggesting(
+                "Subscribe contacts to the audience, or give the campaign another one",
+            )]));
+        }
+    }
+    let started = registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| campaigns::send(ctx, id, at)),
+        )
+        .await?;
+    Ok(match started {
+        Started::Scheduled(c, timer) => {
+            registry.timers().arm(timer);
+            c
+        }
+        Started::Sending(c) => {
+            runner.start(p, id);
+            c
+        }
+    })
+}
+
+pub async fn cancel(registry: &Registry, p: ProjectId, id: CampaignId) -> Result<Campaign> {
+    let attempts = registry.attempts().clone();
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| campaigns::cancel(ctx, id, &attempts)),
+        )
+        .await
+}
+
+/// POST /campaigns/{id}/test: one email to `to`, "[TEST] " before its subject, through
+/// the send path (so `to` becomes a contact, as with /v1/send), not counted in stats.
+pub async fn test(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    p: ProjectId,
+    id: CampaignId,
+    to: EmailAddress,
+) -> Result<EmailId> {
+    let c = campaigns::get(&**registry.store(), p, id)?;
+    check_sender(registry, p, &c.from)?;
+    let content = match cache.cached_inline(&c.subject, &c.body) {
+        Some(content) => content,
+        None => {
+            let (cache, subject, body) = (cache.clone(), c.subject.clone(), c.body.clone());
+            registry
+                .renders()
+                .run(move || cache.inline(&subject, &body))
+                .await??
+        }
+    };
+    let spec = SendSpec {
+        recipients: vec![(to, None)],
+        subscribed: None,
+        content,
+        data: Map::new(),
+        from: Mailbox::new(c.from_name.clone(), &c.from),
+        reply_to: c.reply_to.as_ref().map(|r| r.to_string()),
+        headers: Vec::new(),
+        attachments: Vec::new(),
+        marketing: Some(Marketing::new(registry.links().clone(), p, None, &c.body)),
+        test: true,
+        idempotency: None,
+    };
+    let receipt = send::send(registry, p, spec).await?;
+    receipt
+        .emails
+        .first()
+        .and_then(|e| e.email_id)
+        .ok_or_else(|| Error::Internal("a test send queued no email".into()))
+}

@@ -1,0 +1,10 @@
+//! Campaigns beyond their records (which `project::campaigns` writes): the audience,
+//! the runner that queues a sending campaign in batches, the use cases the HTTP edge
+//! calls, and the signed links of marketing mail.
+
+pub mod actions;
+pub mod audience;
+pub mod links;
+pub mod runner;
+
+pub use runner::{Campaigns, RunnerConfig};

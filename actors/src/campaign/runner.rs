@@ -1,0 +1,350 @@
+//! The runner of a SENDING campaign: fixes its audience (once), then renders and queues
+//! its emails batch by batch, each batch one visit of the project's actor, so a
+//! 100,000-recipient campaign never sits in memory whole and a `/v1/track` of the same
+//! project waits at most one batch. Queueing pauses while `queue_ahead` of the
+//! campaign's emails wait in the outbox, so the outbox stays small and a cancel has
+//! something to drop.
+//!
+//! Start-up resumes every campaign that was SENDING (`resume`), from its durable
+//! cursor; a scheduled one starts when its timer fires (`fire`).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Map;
+
+use super::audience;
+use crate::error::Result;
+use crate::model::{Campaign, CampaignId, CampaignStatus, EmailId, Mailbox, ProjectId};
+use crate::project::apply::Apply;
+use crate::project::campaigns::{self, QueueBatch};
+use crate::project::sending::{self, Marketing, Recipient, Rendered, SendSpec};
+use crate::project::{campaign_stats, Registry};
+use crate::render::Compiled;
+use crate::scheduler::Timer;
+use crate::store::keys;
+
+#[derive(Debug, Clone, Copy)]
+pub struct RunnerConfig {
+    /// Recipients rendered and queued per actor visit.
+    pub batch_size: usize,
+    /// The most of one campaign's emails waiting in the outbox.
+    pub queue_ahead: u64,
+    /// How often a sending campaign logs its progress.
+    pub progress_every: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            batch_size: 500,
+            queue_ahead: 5_000,
+            progress_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Contact ids per stored audience chunk, and chunks per write while fixing it.
+const CHUNK: usize = 1_000;
+const CHUNKS_PER_WRITE: usize = 20;
+
+pub struct Campaigns {
+    registry: Registry,
+    config: RunnerConfig,
+    running: Mutex<HashSet<CampaignId>>,
+}
+
+impl Campaigns {
+    pub fn new(registry: Registry, config: RunnerConfig) -> Arc<Self> {
+        Arc::new(Campaigns {
+            registry,
+            config,
+            running: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Starts a runner for every campaign that was SENDING; answers how many.
+    pub fn resume(self: &Arc<Self>) -> Result<usize> {
+        let mut n = 0;
+        for kv in self
+            .registry
+            .store()
+            .scan(keys::SENDING_CAMPAIGNS, None, false)
+        {
+            let (k, _) = kv?;
+            if let Some((p, id)) = keys::parse_sending_campaign(&k) {
+                self.start(p, id);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            tracing::info!(campaigns = n, "resuming sending campaigns");
+        }
+        Ok(n)
+    }
+
+    /// Runs a SENDING campaign until it is queued or stopped (once: a second call while
+    /// it runs does nothing).
+    pub fn start(self: &Arc<Self>, p: ProjectId, id: CampaignId) {
+        if !self.running().insert(id) {
+            return;
+        }
+        let me = self.clone();
+        actix::spawn(async move {
+            me.run(p, id).await;
+            me.running().remove(&id);
+        });
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashSet<CampaignId>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A scheduled campaign's timer fell due.
+    pub async fn fire(self: Arc<Self>, t: Timer) -> Result<()> {
+        let started = self
+            .registry
+            .send(
+                t.project,
+                Apply::durable(move |ctx, _| campaigns::begin_scheduled(ctx, t)),
+            )
+            .await?;
+        if started {
+            if let Some(id) = keys::id_after::<CampaignId>(&t.target, b"") {
+                tracing::info!(project = %t.project, campaign = %id, "scheduled campaign starts");
+                self.start(t.project, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs until done; a failure (a full mailbox, a store error) is retried.
+    async fn run(&self, p: ProjectId, id: CampaignId) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.run_once(p, id).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(project = %p, campaign = %id, error = %e, "campaign runner failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    async fn run_once(&self, p: ProjectId, id: CampaignId) -> Result<()> {
+        let registry = &self.registry;
+        let store = registry.store().clone();
+        let Some(mut c) = campaigns::load(&*store, p, id)?.filter(sending) else {
+            return Ok(());
+        };
+        if !c.progress.audience_fixed {
+            match self.fix_audience(p, &c).await? {
+                Some(fixed) => c = fixed,
+                None => return Ok(()),
+            }
+        }
+        let (subject, body) = (c.subject.clone(), c.body.clone());
+        let content = Arc::new(registry.renders().compile(subject, body).await?);
+        let marketing = Marketing::new(registry.links().clone(), p, Some(id), &c.body);
+        let mut log = Progress::new(&c, self.config.progress_every);
+        while sending(&c) && c.progress.cursor < c.progress.total {
+            let stats = campaign_stats::load(&*store, p, id)?;
+            log.maybe(p, &c, &stats);
+            if stats.queued >= self.config.queue_ahead {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                c = campaigns::get(&*store, p, id)?;
+                continue;
+            }
+            let from = c.progress.cursor;
+            let to = (from + self.config.batch_size as u64).min(c.progress.total);
+            let rendered = self
+                .render_batch(p, id, from, to, &content, &marketing)
+                .await?;
+            let spec = spec(&c, content.clone(), marketing.clone());
+            let batch = QueueBatch {
+                id,
+                from,
+                to,
+                spec,
+                rendered,
+            };
+            let after = registry
+                .send(
+                    p,
+                    Apply::durable(move |ctx, _| campaigns::queue_batch(ctx, batch)),
+                )
+                .await?;
+            registry.outbox_signal().notify_one();
+            match after {
+                Some(next) => c = next,
+                // Cancelled, or another runner queued it: reread.
+                None => c = campaigns::get(&*store, p, id)?,
+            }
+        }
+        if c.status == CampaignStatus::Sent {
+            let stats = campaign_stats::load(&*store, p, id)?;
+            tracing::info!(project = %p, campaign = %id, recipients = c.progress.total,
+                queued = stats.queued + stats.sent() + stats.failed, skipped = stats.skipped,
+                seconds = log.started.elapsed().as_secs_f64(), "campaign queued in full");
+        }
+        Ok(())
+    }
+
+    /// Fixes the audience: computed off every thread that serves requests, written down
+    /// in chunks, then marked fixed. Answers None when the campaign stopped meanwhile.
+    async fn fix_audience(&self, p: ProjectId, c: &Campaign) -> Result<Option<Campaign>> {
+        let registry = &self.registry;
+        let (store, table) = (registry.store().clone(), registry.contacts(p));
+        let (campaign, now) = (c.clone(), registry.clock().now().timestamp_millis());
+        let started = Instant::now();
+        let ids = registry
+            .renders()
+            .run(move || audience::members(&*store, &table, p, &campaign, now))
+            .await??;
+        let total = ids.len() as u64;
+        let id = c.id;
+        let chunks: Vec<Vec<_>> = ids.chunks(CHUNK).map(<[_]>::to_vec).collect();
+        for (i, group) in chunks.chunks(CHUNKS_PER_WRITE).enumerate() {
+            let (first, group) = ((i * CHUNKS_PER_WRITE) as u32, group.to_vec());
+            let written = registry
+                .send(
+                    p,
+                    Apply::durable(move |ctx, _| campaigns::write_audience(ctx, id, first, group)),
+                )
+                .await?;
+            if !written {
+                return Ok(None);
+            }
+        }
+        let fixed = registry
+            .send(
+                p,
+                Apply::durable(move |ctx, _| campaigns::fix_audience(ctx, id, total)),
+            )
+            .await?;
+        tracing::info!(project = %p, campaign = %id, recipients = total,
+            ms = started.elapsed().as_millis() as u64, "campaign audience fixed");
+        Ok(fixed)
+    }
+
+    /// Renders the emails of recipients `from..to`: each contact as it is now, those
+    /// gone or unsubscribed left out (the queue counts them as skipped). A recipient
+    /// whose render fails (its data passes a limit) is skipped with a warning rather
+    /// than stopping the campaign.
+    async fn render_batch(
+        &self,
+        p: ProjectId,
+        id: CampaignId,
+        from: u64,
+        to: u64,
+        content: &Arc<Compiled>,
+        marketing: &Marketing,
+    ) -> Result<Vec<Rendered>> {
+        let store = self.registry.store().clone();
+        let table = self.registry.contacts(p);
+        let (content, marketing) = (content.clone(), marketing.clone());
+        self.registry
+            .renders()
+            .run(move || {
+                let mut recipients = Vec::with_capacity((to - from) as usize);
+                let mut chunk_no = u32::MAX;
+                let mut chunk = Vec::new();
+                for i in from..to {
+                    let n = (i / CHUNK as u64) as u32;
+                    if n != chunk_no {
+                        chunk = campaigns::audience_chunk(&*store, p, id, n)?;
+                        chunk_no = n;
+                    }
+                    let Some(&cid) = chunk.get((i % CHUNK as u64) as usize) else {
+                        continue;
+                    };
+                    if let Some(contact) = table.get(cid)?.filter(|c| c.subscribed) {
+                        recipients.push(Recipient {
+                            contact,
+                            name: None,
+                            existed: true,
+                            email_id: EmailId::new(),
+                        });
+                    }
+                }
+                let mut out = Vec::with_capacity(recipients.len());
+                for r in recipients {
+                    let contact = r.contact.id;
+                    let one = sending::plan(&content, &Map::new(), vec![r], Some(&marketing))
+                        .and_then(|(jobs, _)| {
+                            sending::render(&content, jobs, Some(&marketing), false)
+                        });
+                    match one {
+                        Ok(mut rendered) => out.append(&mut rendered),
+                        Err(e) => {
+                            tracing::warn!(project = %p, campaign = %id, contact = %contact, error = %e, "a recipient's email does not render; skipped")
+                        }
+                    }
+                }
+                Ok(out)
+            })
+            .await?
+    }
+}
+
+fn sending(c: &Campaign) -> bool {
+    c.status == CampaignStatus::Sending
+}
+
+/// The send a campaign's batches are written with.
+fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -> SendSpec {
+    SendSpec {
+        recipients: Vec::new(),
+        subscribed: None,
+        content,
+        data: Map::new(),
+        from: Mailbox::new(c.from_name.clone(), &c.from),
+        reply_to: c.reply_to.as_ref().map(|r| r.to_string()),
+        headers: Vec::new(),
+        attachments: Vec::new(),
+        marketing: Some(marketing),
+        test: false,
+        idempotency: None,
+    }
+}
+
+/// The progress log of one campaign: every `every`, how far it got.
+struct Progress {
+    started: Instant,
+    every: Duration,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(_c: &Campaign, every: Duration) -> Self {
+        let now = Instant::now();
+        Progress {
+            started: now,
+            every,
+            last: now,
+        }
+    }
+
+    fn maybe(&mut self, p: ProjectId, c: &Campaign, s: &crate::model::CampaignStats) {
+        if self.last.elapsed() < self.every {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = self.started.elapsed().as_secs_f64().max(0.001);
+        let done = s.sent() + s.failed + s.cancelled;
+        let rate = done as f64 / secs;
+        let left = c.progress.total.saturating_sub(done + s.skipped);
+        let eta = if rate > 0.0 {
+            left as f64 / rate
+        } else {
+            f64::INFINITY
+        };
+        tracing::info!(project = %p, campaign = %c.id, recipients = c.progress.total,
+            queued = c.progress.cursor, waiting = s.queued, sent = s.sent(), failed = s.failed,
+            rate_per_sec = format!("{rate:.0}"), seconds_left = format!("{eta:.0}"),
+            "campaign progress");
+    }
+}

@@ -1,0 +1,214 @@
+//! A campaign (API.md section 9): one message to an audience, sent now or at a time.
+//!
+//! Its status moves DRAFT -> SCHEDULED -> SENDING -> SENT, or DRAFT -> SENDING -> SENT;
+//! cancel takes SCHEDULED back to DRAFT and SENDING to CANCELLED. While it sends, the
+//! record also carries its progress: the audience, fixed when sending starts (written
+//! down in chunks, `keys::campaign_audience`), and how far into it emails are queued.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CampaignId, EmailAddress, SegmentId, Timestamp};
+use crate::error::{Error, Result};
+use crate::segment::Group;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CampaignStatus {
+    Draft,
+    Scheduled,
+    Sending,
+    Sent,
+    Cancelled,
+}
+
+impl CampaignStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignStatus::Draft => "DRAFT",
+            CampaignStatus::Scheduled => "SCHEDULED",
+            CampaignStatus::Sending => "SENDING",
+            CampaignStatus::Sent => "SENT",
+            CampaignStatus::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+/// Who a campaign goes to: always subscribed contacts only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AudienceKind {
+    All,
+    Segment,
+    Filtered,
+}
+
+impl AudienceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AudienceKind::All => "ALL",
+            AudienceKind::Segment => "SEGMENT",
+            AudienceKind::Filtered => "FILTERED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ALL" => Some(AudienceKind::All),
+            "SEGMENT" => Some(AudienceKind::Segment),
+            "FILTERED" => Some(AudienceKind::Filtered),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Campaign {
+    pub id: CampaignId,
+    pub name: String,
+    pub description: Option<String>,
+    pub subject: String,
+    pub body: String,
+    pub from: EmailAddress,
+    pub from_name: Option<String>,
+    pub reply_to: Option<EmailAddress>,
+    pub audience: AudienceKind,
+    pub segment_id: Option<SegmentId>,
+    pub audience_filter: Option<Group>,
+    pub status: CampaignStatus,
+    pub scheduled_at: Option<Timestamp>,
+    pub sent_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub progress: Progress,
+}
+
+/// How far a sending campaign has got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Whether the audience is written down (`total` recipients in chunks).
+    pub audience_fixed: bool,
+    pub total: u64,
+    /// Recipients whose emails are queued (or who were skipped): the next starts here.
+    pub cursor: u64,
+    /// When sending started (ms), for the progress log's rate.
+    pub started_at: i64,
+}
+
+/// A campaign's counts (API.md section 9, plus `cancelled`), kept as outcomes happen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CampaignStats {
+    pub total_recipients: u64,
+    /// Emails still waiting in the outbox.
+    pub queued: u64,
+    /// Accepted by the relay.
+    pub delivered: u64,
+    /// Refused for good by the recipient's side.
+    pub bounced: u64,
+    pub failed: u64,
+    /// Dropped from the outbox by a cancel.
+    pub cancelled: u64,
+    /// Recipients who were unsubscribed by the time their batch was queued.
+    pub skipped: u64,
+    pub opened: u64,
+    pub clicked: u64,
+    pub complained: u64,
+    pub unsubscribed: u64,
+}
+
+impl CampaignStats {
+    /// Emails the relay answered for good: delivered or bounced.
+    pub fn sent(&self) -> u64 {
+        self.delivered + self.bounced
+    }
+
+    /// `n` of `sent` as a fraction (0 when nothing was sent).
+    pub fn rate(&self, n: u64) -> f64 {
+        match self.sent() {
+            0 => 0.0,
+            sent => (n as f64 / sent as f64).min(1.0),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    id: CampaignId,
+    name: String,
+    description: Option<String>,
+    subject: String,
+    body: String,
+    from: String,
+    from_name: Option<String>,
+    reply_to: Option<String>,
+    audience: AudienceKind,
+    segment_id: Option<SegmentId>,
+    audience_filter: Option<String>,
+    status: CampaignStatus,
+    scheduled_at: Option<i64>,
+    sent_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    progress: Progress,
+}
+
+impl Campaign {
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        crate::store::codec::encode(&Stored {
+            id: self.id,
+            name: self.name.clone(),
+            description: self.description.clone(),
+            subject: self.subject.clone(),
+            body: self.body.clone(),
+            from: self.from.to_string(),
+            from_name: self.from_name.clone(),
+            reply_to: self.reply_to.as_ref().map(|r| r.to_string()),
+            audience: self.audience,
+            segment_id: self.segment_id,
+            audience_filter: self
+                .audience_filter
+                .as_ref()
+                .map(|g| g.to_json().to_string()),
+            status: self.status,
+            scheduled_at: self.scheduled_at.map(|t| t.millis()),
+            sent_at: self.sent_at.map(|t| t.millis()),
+            created_at: self.created_at.millis(),
+            updated_at: self.updated_at.millis(),
+            progress: self.progress,
+        })
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let s: Stored = crate::store::codec::decode(bytes)?;
+        let bad = |what: &str| Error::Storage(format!("campaign {}: bad {what}", s.id));
+        let from = EmailAddress::parse(&s.from).map_err(|_| bad("from"))?;
+        let reply_to = match &s.reply_to {
+            Some(r) => Some(EmailAddress::parse(r).map_err(|_| bad("replyTo"))?),
+            None => None,
+        };
+        let audience_filter = match &s.audience_filter {
+            Some(text) => {
+                let v: serde_json::Value =
+                    serde_json::from_str(text).map_err(|_| bad("audienceFilter"))?;
+                Some(Group::parse(&v, "audienceFilter").map_err(|_| bad("audienceFilter"))?)
+            }
+            None => None,
+        };
+        Ok(Campaign {
+            id: s.id,
+            name: s.name,
+            description: s.description,
+            subject: s.subject,
+            body: s.body,
+            from,
+            from_name: s.from_name,
+            reply_to,
+            audience: s.audience,
+            segment_id: s.segment_id,
+            audience_filter,
+            status: s.status,
+            scheduled_at: s.scheduled_at.map(Timestamp::from),
+            sent_at: s.sent_at.map(Timestamp::from),
+            created_at: s.created_at.into(),
+            updated_at: s.updated_at.into(),
+            progress: s.progress,
+        })
+    }
+}

@@ -1,0 +1,552 @@
+//! Campaign writes and reads (API.md section 9). The writes run in the project's actor
+//! (through `apply::Apply`), so a campaign's status, its progress and its emails change
+//! together with every other write of the project, in one order.
+//!
+//! Progress is durable with the emails it counts: a queued batch writes its emails,
+//! their outbox entries, the stats and the new cursor in one store batch. So after a
+//! crash the campaign resumes at the first recipient without an email, and no recipient
+//! is queued twice.
+
+use super::campaign_stats;
+use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
+use super::counters::add_to_counter;
+use super::events;
+use super::sending::{self, put_email, Rendered, SendSpec};
+use crate::error::{Error, Resource, Result};
+use crate::mailer::attempts::Attempts;
+use crate::model::{
+    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ContactId, DataPatch,
+    EmailAddress, EmailId, EmailStatus, Page, PageRequest, ProjectId, SegmentId, Timestamp,
+};
+use crate::scheduler::{Timer, TimerKind};
+use crate::segment::Group;
+use crate::store::{codec, keys, Batch, Store};
+use crate::FieldCode;
+
+pub const CAMPAIGNS_COUNTER: &str = "campaigns";
+
+pub fn load(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Option<Campaign>> {
+    store
+        .get(&keys::campaign(p, id))?
+        .map(|b| Campaign::decode(&b))
+        .transpose()
+}
+
+pub fn get(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Campaign> {
+    load(store, p, id)?.ok_or(Error::NotFound(Resource::Campaign))
+}
+
+/// Newest first; the cursor is the id of the last campaign of the previous page.
+pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Campaign>> {
+    let after = match page.cursor() {
+        Some(c) => {
+            let id: CampaignId = c
+                .parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
+            Some(keys::campaign(p, id))
+        }
+        None => None,
+    };
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    for kv in store
+        .scan(&keys::campaigns(p), after.as_deref(), true)
+        .take(page.limit() + 1)
+    {
+        items.push(Campaign::decode(&kv?.1)?);
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|c| c.id.to_string()))
+        .flatten();
+    Ok(Page {
+        items,
+        next_cursor,
+        total: read_counter(store, p, CAMPAIGNS_COUNTER)?,
+    })
+}
+
+/// The 409 for a transition the campaign's status does not allow.
+fn not_now(c: &Campaign, what: &str, allowed: &str) -> Error {
+    Error::Conflict {
+        message: format!(
+            "The campaign is {}; it can be {what} only when {allowed}",
+            c.status.as_str()
+        ),
+        suggestion: None,
+    }
+}
+
+fn put(batch: &mut Batch, p: ProjectId, c: &Campaign) -> Result<()> {
+    batch.put(keys::campaign(p, c.id), c.encode()?);
+    Ok(())
+}
+
+fn check_segment(store: &dyn Store, p: ProjectId, id: Option<SegmentId>) -> Result<()> {
+    match id {
+        Some(id) if super::segments::load(store, p, id)?.is_none() => {
+            Err(Error::NotFound(Resource::Segment))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn create(ctx: &WriteCtx, campaign: Campaign) -> Result<Campaign> {
+    let (store, p) = (ctx.store, ctx.project);
+    let max = ctx.limits.max_campaigns;
+    if read_counter(store, p, CAMPAIGNS_COUNTER)? >= max {
+        return Err(super::limits::full("campaigns", max, "max_campaigns"));
+    }
+    check_segment(store, p, campaign.segment_id)?;
+    let mut batch = Batch::new();
+    put(&mut batch, p, &campaign)?;
+    add_to_counter(store, &mut batch, p, CAMPAIGNS_COUNTER, 1)?;
+    store.apply(batch)?;
+    Ok(campaign)
+}
+
+/// The fields a PATCH may change; None leaves a field as it is.
+#[derive(Debug, Default)]
+pub struct CampaignPatch {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub subject: Option<String>,
+    pub body: Option<String>,
+    pub from: Option<EmailAddress>,
+    pub from_name: Option<Option<String>>,
+    pub reply_to: Option<Option<EmailAddress>>,
+    pub audience: Option<AudienceKind>,
+    pub segment_id: Option<Option<SegmentId>>,
+    pub audience_filter: Option<Option<Group>>,
+}
+
+impl CampaignPatch {
+    pub fn apply(self, c: &mut Campaign) {
+        macro_rules! set {
+            ($($field:ident),*) => {$(if let Some(v) = self.$field { c.$field = v; })*};
+        }
+        set!(
+            name,
+            description,
+            subject,
+            body,
+            from,
+            from_name,
+            reply_to,
+            audience,
+            segment_id,
+            audience_filter
+        );
+    }
+}
+
+/// Whether a campaign's audience names what its type needs (a segment for SEGMENT, a
+/// filter for FILTERED).
+pub fn check_audience(c: &Campaign) -> Result<()> {
+    let missing = match c.audience {
+        AudienceKind::Segment if c.segment_id.is_none() => Some("segmentId"),
+        AudienceKind::Filtered if c.audience_filter.is_none() => Some("audienceFilter"),
+        _ => None,
+    };
+    match missing {
+        Some(field) => Err(Error::field(
+            field,
+            FieldCode::InvalidType,
+            format!("Required when type is {}", c.audience.as_str()),
+        )),
+        None => Ok(()),
+    }
+}
+
+pub fn update(ctx: &WriteCtx, id: CampaignId, patch: CampaignPatch) -> Result<Campaign> {
+    let (store, p) = (ctx.store, ctx.project);
+    let mut c = get(store, p, id)?;
+    if !matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled) {
+        return Err(not_now(&c, "changed", "DRAFT or SCHEDULED"));
+    }
+    if let Some(s) = patch.segment_id {
+        check_segment(store, p, s)?;
+    }
+    patch.apply(&mut c);
+    check_audience(&c)?;
+    c.updated_at = ctx.now;
+    let mut batch = Batch::new();
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(c)
+}
+
+pub fn delete(ctx: &WriteCtx, id: CampaignId) -> Result<()> {
+    let (store, p) = (ctx.store, ctx.project);
+    let c = get(store, p, id)?;
+    if c.status != CampaignStatus::Draft {
+        return Err(not_now(&c, "deleted", "DRAFT"));
+    }
+    let mut batch = Batch::new();
+    batch.delete(keys::campaign(p, id));
+    batch.delete(keys::campaign_stats(p, id));
+    add_to_counter(store, &mut batch, p, CAMPAIGNS_COUNTER, -1)?;
+    store.apply(batch)?;
+    Ok(())
+}
+
+/// What `send` made of a campaign.
+pub enum Started {
+    /// Waiting for its time; arm this timer once the write is durable.
+    Scheduled(Campaign, Timer),
+    /// Sending now; start its runner once the write is durable.
+    Sending(Campaign),
+}
+
+fn timer(p: ProjectId, c: &Campaign, at: Timestamp) -> Timer {
+    Timer {
+        due: at.millis(),
+        kind: TimerKind::Campaign,
+        project: p,
+        target: *c.id.as_bytes(),
+    }
+}
+
+/// Starts sending, from DRAFT or SCHEDULED (reset progress and stats, the campaign in
+/// the index of sending campaigns).
+fn start(batch: &mut Batch, p: ProjectId, c: &mut Campaign, now: Timestamp) -> Result<()> {
+    c.status = CampaignStatus::Sending;
+    c.progress = Default::default();
+    c.progress.started_at = now.millis();
+    c.updated_at = now;
+    batch.put(keys::sending_campaign(p, c.id), Vec::new());
+    batch.put(
+        keys::campaign_stats(p, c.id),
+        codec::encode(&CampaignStats::default())?,
+    );
+    put(batch, p, c)
+}
+
+/// POST /campaigns/{id}/send: at `at` when that is later than now, else now.
+pub fn send(ctx: &WriteCtx, id: CampaignId, at: Option<Timestamp>) -> Result<Started> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let mut c = get(store, p, id)?;
+    if !matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled) {
+        return Err(not_now(&c, "sent", "DRAFT or SCHEDULED"));
+    }
+    let mut batch = Batch::new();
+    if let (CampaignStatus::Scheduled, Some(old)) = (c.status, c.scheduled_at) {
+        batch.delete(timer(p, &c, old).key());
+    }
+    match at.filter(|at| at.millis() > now.millis()) {
+        Some(at) => {
+            c.status = CampaignStatus::Scheduled;
+            c.scheduled_at = Some(at);
+            c.updated_at = now;
+            let t = timer(p, &c, at);
+            batch.put(t.key(), Vec::new());
+            put(&mut batch, p, &c)?;
+            store.apply(batch)?;
+            Ok(Started::Scheduled(c, t))
+        }
+        None => {
+            start(&mut batch, p, &mut c, now)?;
+            store.apply(batch)?;
+            Ok(Started::Sending(c))
+        }
+    }
+}
+
+/// A scheduled campaign's timer fell due: it starts sending (answers true), unless it
+/// was cancelled or rescheduled since. The timer's key goes either way.
+pub fn begin_scheduled(ctx: &WriteCtx, t: Timer) -> Result<bool> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let mut batch = Batch::new();
+    batch.delete(t.key());
+    let id: CampaignId = keys::id_after(&t.target, b"")
+        .ok_or_else(|| Error::Internal("a campaign timer without a campaign id".into()))?;
+    let due = match load(store, p, id)? {
+        Some(c)
+            if c.status == CampaignStatus::Scheduled
+                && c.scheduled_at.map(|s| s.millis()) == Some(t.due) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    };
+    let started = match due {
+        Some(mut c) => {
+            start(&mut batch, p, &mut c, now)?;
+            true
+        }
+        None => false,
+    };
+    store.apply(batch)?;
+    Ok(started)
+}
+
+/// POST /campaigns/{id}/cancel. SCHEDULED goes back to DRAFT; SENDING becomes
+/// CANCELLED, and its emails still in the outbox (not yet in an SMTP attempt) are
+/// dropped: FAILED with the reason, counted as `cancelled`.
+pub fn cancel(ctx: &WriteCtx, id: CampaignId, attempts: &Attempts) -> Result<Campaign> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let mut c = get(store, p, id)?;
+    let mut batch = Batch::new();
+    match c.status {
+        CampaignStatus::Scheduled => {
+            if let Some(at) = c.scheduled_at {
+                batch.delete(timer(p, &c, at).key());
+            }
+            c.status = CampaignStatus::Draft;
+            c.scheduled_at = None;
+        }
+        CampaignStatus::Sending => {
+            c.status = CampaignStatus::Cancelled;
+            batch.delete(keys::sending_campaign(p, id));
+            let prefix = keys::campaign_queued(p, id);
+            let mut dropped = 0u64;
+            for kv in store.scan(&prefix, None, false) {
+                let (key, _) = kv?;
+                let Some(email_id) = keys::id_after::<EmailId>(&key, &prefix) else {
+                    continue;
+                };
+                if !attempts.cancel(email_id) {
+                    continue;
+                }
+                batch.delete(key);
+                let Some(mut email) = sending::load_email(store, p, email_id)? else {
+                    continue;
+                };
+                if email.status != EmailStatus::Queued {
+                    continue;
+                }
+                batch.delete(keys::outbox(email.due_at, p, email_id));
+                email.status = EmailStatus::Failed;
+                email.last_error =
+                    Some("The campaign was cancelled before this email was sent".into());
+                batch.put(keys::email(p, email_id), email.encode()?);
+                dropped += 1;
+            }
+            campaign_stats::update(store, &mut batch, p, id, |s| {
+                s.queued = s.queued.saturating_sub(dropped);
+                s.cancelled += dropped;
+            })?;
+            tracing::info!(project = %p, campaign = %id, dropped, "campaign cancelled");
+        }
+        _ => return Err(not_now(&c, "cancelled", "SCHEDULED or SENDING")),
+    }
+    c.updated_at = now;
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(c)
+}
+
+/// Loads a campaign that is SENDING, or says it stopped.
+fn sending(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Option<Campaign>> {
+    Ok(load(store, p, id)?.filter(|c| c.status == CampaignStatus::Sending))
+}
+
+/// Writes chunks of the audience being fixed, from chunk `first` on (the first call
+/// clears what an interrupted fixing left).
+pub fn write_audience(
+    ctx: &WriteCtx,
+    id: CampaignId,
+    first: u32,
+    chunks: Vec<Vec<ContactId>>,
+) -> Result<bool> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(c) = sending(store, p, id)? else {
+        return Ok(false);
+    };
+    if c.progress.audience_fixed {
+        return Ok(false);
+    }
+    let mut batch = Batch::new();
+    if first == 0 {
+        for kv in store.scan(&keys::campaign_audience(p, id), None, false) {
+            batch.delete(kv?.0);
+        }
+    }
+    for (i, chunk) in chunks.iter().enumerate() {
+        let n = first + i as u32;
+        batch.put(
+            keys::campaign_audience_chunk(p, id, n),
+            codec::encode(chunk)?,
+        );
+    }
+    store.apply(batch)?;
+    Ok(true)
+}
+
+/// The audience is written down: `total` recipients.
+pub fn fix_audience(ctx: &WriteCtx, id: CampaignId, total: u64) -> Result<Option<Campaign>> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut c) = sending(store, p, id)? else {
+        return Ok(None);
+    };
+    let mut batch = Batch::new();
+    c.progress.audience_fixed = true;
+    c.progress.total = total;
+    campaign_stats::update(store, &mut batch, p, id, |s| s.total_recipients = total)?;
+    if total == 0 {
+        finish(&mut batch, p, &mut c, now);
+    }
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(Some(c))
+}
+
+fn finish(batch: &mut Batch, p: ProjectId, c: &mut Campaign, now: Timestamp) {
+    c.status = CampaignStatus::Sent;
+    c.sent_at = Some(now);
+    c.updated_at = now;
+    batch.delete(keys::sending_campaign(p, c.id));
+}
+
+/// One chunk of a fixed audience.
+pub fn audience_chunk(
+    store: &dyn Store,
+    p: ProjectId,
+    id: CampaignId,
+    n: u32,
+) -> Result<Vec<ContactId>> {
+    match store.get(&keys::campaign_audience_chunk(p, id, n))? {
+        Some(b) => codec::decode(&b),
+        None => Err(Error::Storage(format!(
+            "campaign {id}: audience chunk {n} is missing"
+        ))),
+    }
+}
+
+/// A queued batch of a campaign: the recipients `from..to` of its audience.
+pub struct QueueBatch {
+    pub id: CampaignId,
+    pub from: u64,
+    pub to: u64,
+    pub spec: SendSpec,
+    pub rendered: Vec<Rendered>,
+}
+
+/// Writes a batch's emails, unless the campaign stopped or this batch was queued
+/// already (then nothing, and `None`). A recipient who unsubscribed since the batch
+/// was rendered is skipped. Answers the campaign as it is after the batch.
+pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut c) = sending(store, p, b.id)? else {
+        return Ok(None);
+    };
+    if c.progress.cursor != b.from {
+        return Ok(None);
+    }
+    let mut batch = Batch::new();
+    let (mut queued, mut skipped) = (0u64, 0u64);
+    for r in b.rendered {
+        let Some((subject, html)) = r.content else {
+            skipped += 1;
+            continue;
+        };
+        match ctx.table.get(r.recipient.contact.id)? {
+            Some(now_is) if now_is.subscribed => {}
+            _ => {
+                skipped += 1;
+                continue;
+            }
+        }
+        let contact = &r.recipient.contact;
+        let mut email = sending::new_email(&b.spec, p, r.recipient.email_id, contact, None, now);
+        email.subject = subject;
+        email.html = html;
+        email.headers.extend(r.headers);
+        put_email(&mut batch, &email)?;
+        queued += 1;
+    }
+    let total_skipped = skipped + (b.to - b.from).saturating_sub(queued + skipped);
+    campaign_stats::update(store, &mut batch, p, b.id, |s| {
+        s.queued += queued;
+        s.skipped += total_skipped;
+    })?;
+    c.progress.cursor = b.to;
+    if c.progress.cursor >= c.progress.total {
+        finish(&mut batch, p, &mut c, now);
+    }
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(Some(c))
+}
+
+/// An open or a click on a tracked link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engagement {
+    Open,
+    Click,
+}
+
+/// Records an open or a click: an event every time, the email's counts, and the
+/// campaign's stats the first time for that email.
+pub fn engage(
+    ctx: &WriteCtx,
+    email_id: EmailId,
+    kind: Engagement,
+    url: Option<String>,
+) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut email) = sending::load_email(store, p, email_id)? else {
+        return Ok(());
+    };
+    let (count, first_at) = match kind {
+        Engagement::Open => (&mut email.opens, &mut email.opened_at),
+        Engagement::Click => (&mut email.clicks, &mut email.clicked_at),
+    };
+    *count = count.saturating_add(1);
+    let first = first_at.is_none();
+    first_at.get_or_insert(now.millis());
+    let mut batch = Batch::new();
+    batch.put(keys::email(p, email.id), email.encode()?);
+    if let (true, Some(c)) = (first, email.campaign_id) {
+        campaign_stats::update(store, &mut batch, p, c, |s| match kind {
+            Engagement::Open => s.opened += 1,
+            Engagement::Click => s.clicked += 1,
+        })?;
+    }
+    if let Ok(to) = EmailAddress::parse(&email.to.email) {
+        let name = match kind {
+            Engagement::Open => "email.open",
+            Engagement::Click => "email.click",
+        };
+        let mut ev = sending::email_event(name, &email, &to, now);
+        if let Some(url) = url {
+            ev.data.insert("url".into(), serde_json::Value::String(url));
+        }
+        events::append_all(store, &mut batch, p, &[ev])?;
+    }
+    store.apply(batch)
+}
+
+/// An unsubscribe link was used: the contact is unsubscribed (once; a second use
+/// changes nothing), and the campaign counts it once.
+pub fn unsubscribe(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<()> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(c) = ctx.table.get(contact)? else {
+        return Ok(());
+    };
+    if c.subscribed {
+        let patch = PatchContact {
+            id: contact,
+            subscribed: Some(false),
+            data: DataPatch::default(),
+            reason: Some("unsubscribe_link".into()),
+            campaign,
+        };
+        contacts::patch(ctx, counts, patch)?;
+    }
+    if let Some(id) = campaign {
+        let key = keys::campaign_unsubscribed(p, id, contact);
+        if load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
+            let mut batch = Batch::new();
+            batch.put(key, Vec::new());
+            campaign_stats::update(store, &mut batch, p, id, |s| s.unsubscribed += 1)?;
+            store.apply(batch)?;
+        }
+    }
+    Ok(())
+}

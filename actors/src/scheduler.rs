@@ -1,0 +1,280 @@
+//! Durable timers, shared by campaigns (a scheduled send) and workflows (a delay, a
+//! wait's timeout).
+//!
+//! A timer is a key in the store (`keys::timer`: due time first, so the store is the
+//! due-time index), written in the same batch as the state that waits on it, and an
+//! entry in memory (`Timers`), armed once that batch is durable. The Scheduler keeps one
+//! sleep, until the earliest due time (or until it is woken: a new timer, or the test
+//! clock moved), and hands what fell due to its owner's `Fire`. At start-up it loads
+//! every timer from the store, so a restart resumes them all, and those that fell due
+//! while the server was down fire at once.
+//!
+//! The owner deletes the timer's key when it acts on it, in the batch of that action, so
+//! a timer fires until its work is durable. A timer whose key is gone (a cancelled
+//! schedule) is skipped when it falls due.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::{Actor, AsyncContext, Context, Supervised, WrapFuture};
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use tokio::sync::Notify;
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::model::ProjectId;
+use crate::store::{keys, Store};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimerKind {
+    /// A campaign scheduled for later; the target is its id.
+    Campaign,
+    /// A workflow execution waiting (DELAY, WAIT_FOR_EVENT's timeout).
+    Workflow,
+}
+
+impl TimerKind {
+    fn tag(self) -> u8 {
+        match self {
+            TimerKind::Campaign => 1,
+            TimerKind::Workflow => 2,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(TimerKind::Campaign),
+            2 => Some(TimerKind::Workflow),
+            _ => None,
+        }
+    }
+}
+
+/// One durable timer. Fields in this order, so timers sort by due time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timer {
+    /// Milliseconds since the epoch, on the injected clock.
+    pub due: i64,
+    pub kind: TimerKind,
+    pub project: ProjectId,
+    pub target: [u8; 16],
+}
+
+impl Timer {
+    pub fn key(&self) -> Vec<u8> {
+        keys::timer(self.due, self.kind.tag(), self.project, &self.target)
+    }
+
+    pub fn parse(key: &[u8]) -> Option<Self> {
+        let (due, tag, project, target) = keys::parse_timer(key)?;
+        Some(Timer {
+            due,
+            kind: TimerKind::from_tag(tag)?,
+            project,
+            target,
+        })
+    }
+}
+
+/// The timers in memory, shared by whoever arms them and the Scheduler.
+#[derive(Default)]
+pub struct Timers {
+    set: Mutex<BTreeSet<Timer>>,
+    wake: Notify,
+}
+
+impl Timers {
+    fn set(&self) -> std::sync::MutexGuard<'_, BTreeSet<Timer>> {
+        self.set.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Arms a timer whose key is durable in the store.
+    pub fn arm(&self, timer: Timer) {
+        let earliest = {
+            let mut set = self.set();
+            set.insert(timer);
+            set.first() == Some(&timer)
+        };
+        if earliest {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Wakes the Scheduler to look again (the clock was moved).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub fn len(&self) -> usize {
+        self.set().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes the timers due at `now`; answers them and the next due time after.
+    fn take_due(&self, now: i64) -> (Vec<Timer>, Option<i64>) {
+        let mut set = self.set();
+        let mut due = Vec::new();
+        while let Some(first) = set.first().copied() {
+            if first.due > now {
+                return (due, Some(first.due));
+            }
+            set.pop_first();
+            due.push(first);
+        }
+        (due, None)
+    }
+}
+
+/// What a timer that fell due does. An error leaves its key in place; it is tried
+/// again a second later.
+pub type Fire = Arc<dyn Fn(Timer) -> BoxFuture<'static, Result<()>> + Send + Sync>;
+
+/// Timers acted on at once, at most: 10,000 that fall due together go through in
+/// waves instead of filling every project's mailbox.
+const CONCURRENT_FIRES: usize = 256;
+
+/// Longest sleep between looks, so a lost wake-up costs at most this.
+const MAX_SLEEP: Duration = Duration::from_secs(30);
+
+pub struct Scheduler {
+    timers: Arc<Timers>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    fire: Fire,
+}
+
+impl Scheduler {
+    pub fn new(
+        timers: Arc<Timers>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        fire: Fire,
+    ) -> Self {
+        Scheduler {
+            timers,
+            store,
+            clock,
+            fire,
+        }
+    }
+
+    /// Every timer in the store, into memory.
+    fn load(&self) -> Result<usize> {
+        let mut n = 0;
+        for kv in self.store.scan(keys::TIMERS, None, false) {
+            let (key, _) = kv?;
+            match Timer::parse(&key) {
+                Some(t) => {
+                    self.timers.set().insert(t);
+                    n += 1;
+                }
+                None => tracing::error!(key = ?key, "a timer key that does not parse"),
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Actor for Scheduler {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        match self.load() {
+            Ok(n) => tracing::info!(timers = n, "scheduler started"),
+            Err(e) => tracing::error!(error = %e, "loading timers"),
+        }
+        let (timers, store, clock, fire) = (
+            self.timers.clone(),
+            self.store.clone(),
+            self.clock.clone(),
+            self.fire.clone(),
+        );
+        ctx.spawn(run(timers, store, clock, fire).into_actor(self));
+    }
+}
+
+impl Supervised for Scheduler {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!("scheduler restarting; reloading timers from the store");
+    }
+}
+
+async fn run(timers: Arc<Timers>, store: Arc<dyn Store>, clock: Arc<dyn Clock>, fire: Fire) {
+    loop {
+        let now = clock.now().timestamp_millis();
+        let (due, next) = timers.take_due(now);
+        if !due.is_empty() {
+            tracing::debug!(timers = due.len(), "timers fell due");
+            let (timers, store, fire) = (timers.clone(), store.clone(), fire.clone());
+            actix::spawn(async move {
+                futures_util::stream::iter(due)
+                    .for_each_concurrent(CONCURRENT_FIRES, |t| fire_one(&timers, &*store, &fire, t))
+                    .await;
+            });
+        }
+        let wait = next.map_or(MAX_SLEEP, |at| {
+            Duration::from_millis((at - now).max(1) as u64).min(MAX_SLEEP)
+        });
+        tokio::select! {
+            _ = timers.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
+    match store.get(&t.key()) {
+        Ok(None) => return,
+        Ok(Some(_)) => {}
+        Err(e) => tracing::warn!(error = %e, "reading a timer; firing it anyway"),
+    }
+    if let Err(e) = fire(t).await {
+        tracing::warn!(timer = ?t, error = %e, "a timer's work failed; trying again in a second");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        timers.arm(t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_keys_round_trip_and_sort_by_due_time() {
+        let t = Timer {
+            due: 1_700_000_000_000,
+            kind: TimerKind::Workflow,
+            project: ProjectId::new(),
+            target: [7; 16],
+        };
+        assert_eq!(Timer::parse(&t.key()), Some(t));
+        let later = Timer {
+            due: t.due + 1,
+            ..t
+        };
+        assert!(t.key() < later.key());
+    }
+
+    #[test]
+    fn only_what_fell_due_is_taken() {
+        let timers = Timers::default();
+        let p = ProjectId::new();
+        for due in [30, 10, 20] {
+            timers.arm(Timer {
+                due,
+                kind: TimerKind::Campaign,
+                project: p,
+                target: [0; 16],
+            });
+        }
+        let (due, next) = timers.take_due(20);
+        assert_eq!(due.iter().map(|t| t.due).collect::<Vec<_>>(), [10, 20]);
+        assert_eq!(next, Some(30));
+        assert_eq!(timers.len(), 1);
+    }
+}

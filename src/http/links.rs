@@ -1,0 +1,145 @@
+//! The links in marketing mail, which recipients follow without any key: the
+//! unsubscribe page and its one-click POST (RFC 8058), the open pixel and click
+//! redirects. A token that fails its signature is a 404, like any unknown path.
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+use mailroom_actors::campaign::links::Link;
+use mailroom_actors::project::apply::Apply;
+use mailroom_actors::project::campaigns::{self, Engagement};
+use mailroom_actors::{Error, Resource};
+
+use super::error::ApiError;
+use super::AppState;
+
+/// A transparent 1x1 GIF.
+const PIXEL: &[u8] = &[
+    0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xff, 0xff, 0xff, 0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b,
+];
+
+fn read(state: &AppState, token: &str) -> Result<Link, ApiError> {
+    state
+        .registry
+        .links()
+        .read(token)
+        .ok_or_else(|| Error::NotFound(Resource::Route).into())
+}
+
+fn page(title: &str, body: &str) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
+             content=\"width=device-width\"><title>{title}</title></head><body style=\"font-family:\
+             sans-serif;max-width:32em;margin:4em auto;text-align:center\"><h1>{title}</h1>{body}\
+             </body></html>"
+        ))
+}
+
+/// GET /unsubscribe/{token}: a page with one button (a GET changes nothing, so mail
+/// scanners that follow links do not unsubscribe anyone).
+pub async fn unsubscribe_page(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Link::Unsubscribe { .. } = read(&state, &token)? else {
+        return Err(Error::NotFound(Resource::Route).into());
+    };
+    Ok(page(
+        "Unsubscribe",
+        &format!(
+            "<p>Stop receiving these emails?</p><form method=\"post\" action=\"{}\">\
+             <button type=\"submit\">Unsubscribe</button></form>",
+            token.as_str()
+        ),
+    ))
+}
+
+/// POST /unsubscribe/{token}: the one-click unsubscribe; doing it twice is harmless.
+pub async fn unsubscribe(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Link::Unsubscribe {
+        project,
+        contact,
+        campaign,
+    } = read(&state, &token)?
+    else {
+        return Err(Error::NotFound(Resource::Route).into());
+    };
+    state
+        .registry
+        .send(
+            project,
+            Apply::durable(move |ctx, counts| {
+                campaigns::unsubscribe(ctx, counts, contact, campaign)
+            }),
+        )
+        .await?;
+    Ok(page(
+        "Unsubscribed",
+        "<p>You will not receive these emails any more.</p>",
+    ))
+}
+
+/// GET /t/o/{token}: the open pixel.
+pub async fn open(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Link::Open { project, email } = read(&state, &token)? else {
+        return Err(Error::NotFound(Resource::Route).into());
+    };
+    // A recipient gets the pixel whatever befalls the bookkeeping.
+    if let Err(e) = state
+        .registry
+        .send(
+            project,
+            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Engagement::Open, None)),
+        )
+        .await
+    {
+        tracing::warn!(%email, error = %e, "recording an open");
+    }
+    Ok(HttpResponse::Ok()
+        .content_type("image/gif")
+        .insert_header((header::CACHE_CONTROL, "no-store, max-age=0"))
+        .body(PIXEL))
+}
+
+/// GET /t/c/{token}: a click, then on to the link's own target (inside the token).
+pub async fn click(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Link::Click {
+        project,
+        email,
+        url,
+    } = read(&state, &token)?
+    else {
+        return Err(Error::NotFound(Resource::Route).into());
+    };
+    let target = url.clone();
+    // A recipient gets where the link goes whatever befalls the bookkeeping.
+    if let Err(e) = state
+        .registry
+        .send(
+            project,
+            Apply::applied(move |ctx, _| {
+                campaigns::engage(ctx, email, Engagement::Click, Some(target))
+            }),
+        )
+        .await
+    {
+        tracing::warn!(%email, error = %e, "recording a click");
+    }
+    Ok(HttpResponse::Found()
+        .insert_header((header::LOCATION, url))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish())
+}

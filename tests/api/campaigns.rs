@@ -1,0 +1,1210 @@
+//! Campaigns (API.md section 9): who an audience reaches, schedules on the moved clock,
+//! cancel before and during sending, the 409s of the status machine, test sends,
+//! one-click unsubscribe, open and click tracking, bounces, and `kill -9` while a
+//! campaign sends or waits for its time. Mail goes through a real SMTP server on loopback.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use mailroom_testkit::{Received, SmtpServer, Stage};
+use serde_json::{json, Value};
+
+use crate::delivery::app_with;
+use crate::dns::TestDns;
+use crate::helpers::{Project, Resp, TestApp, ADMIN_TOKEN};
+
+/// A sender on the rig's verified domain.
+const FROM: &str = "hello@acme.test";
+
+/// A well-formed id that no record has.
+const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
+
+/// A test SMTP server and a server that sends through it (unpaced unless `extra` says
+/// otherwise) with `acme.test` verified. The DNS server is returned to live as long as
+/// the app.
+fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, extra);
+    (dns, smtp, app, p)
+}
+
+fn wait() -> Duration {
+    Duration::from_secs(20)
+}
+
+/// Asks `probe` every 50 ms until `done` holds for its answer or `secs` pass; the last
+/// answer (the caller asserts on it).
+fn eventually<T>(secs: u64, mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let answer = probe();
+        if done(&answer) || Instant::now() >= deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The payload of a `{success: true, data}` answer with this status.
+fn data(r: &Resp, status: u16) -> Value {
+    assert_eq!(r.status, status, "{}", r.text);
+    let v = r.json();
+    assert_eq!(v["success"], true, "{}", r.text);
+    v["data"].clone()
+}
+
+/// A count in a stats record.
+fn count(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is a count: {v}"))
+}
+
+/// Whether a rate in a stats record is `want`.
+fn rate_is(v: &Value, key: &str, want: f64) -> bool {
+    v[key].as_f64().is_some_and(|x| (x - want).abs() < 1e-9)
+}
+
+fn id(record: &Value) -> String {
+    record["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a record with an id: {record}"))
+        .to_owned()
+}
+
+/// The body of a campaign to everyone, with `fields` over the defaults.
+fn campaign_body(fields: Value) -> Value {
+    let mut body = json!({
+        "name": "Spring",
+        "subject": "Hello {{email}}",
+        "body": "<p>Hi {{email}}</p>",
+        "from": FROM,
+        "type": "ALL"
+    });
+    if let (Some(b), Some(f)) = (body.as_object_mut(), fields.as_object()) {
+        for (k, v) in f {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    body
+}
+
+/// Creates a DRAFT campaign (`campaign_body(fields)`); its record.
+fn create(app: &TestApp, p: &Project, fields: Value) -> Value {
+    let r = app.post("/campaigns", &p.secret, campaign_body(fields));
+    data(&r, 201)
+}
+
+fn send(app: &TestApp, p: &Project, cid: &str, body: Value) -> Resp {
+    app.post(&format!("/campaigns/{cid}/send"), &p.secret, body)
+}
+
+fn cancel(app: &TestApp, p: &Project, cid: &str) -> Resp {
+    app.post(&format!("/campaigns/{cid}/cancel"), &p.secret, json!({}))
+}
+
+fn campaign(app: &TestApp, p: &Project, cid: &str) -> Value {
+    data(&app.get(&format!("/campaigns/{cid}"), &p.secret), 200)
+}
+
+fn stats(app: &TestApp, p: &Project, cid: &str) -> Value {
+    data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200)
+}
+
+/// Polls the campaign (up to 30 s) until its status is `status`; the last record.
+fn campaign_when(app: &TestApp, p: &Project, cid: &str, status: &str) -> Value {
+    eventually(
+        30,
+        || campaign(app, p, cid),
+        |c: &Value| c["status"] == status,
+    )
+}
+
+/// Polls the campaign's stats (up to 30 s) until `done` holds; the last stats.
+fn stats_when(app: &TestApp, p: &Project, cid: &str, done: impl Fn(&Value) -> bool) -> Value {
+    eventually(30, || stats(app, p, cid), done)
+}
+
+/// Sends the campaign now and waits until it is SENT and its stats show `expected`
+/// emails accepted by the relay and none left in the outbox; the messages the relay got,
+/// and the stats.
+fn send_and_settle(
+    app: &TestApp,
+    p: &Project,
+    smtp: &SmtpServer,
+    cid: &str,
+    expected: u64,
+) -> (Vec<Received>, Value) {
+    let c = data(&send(app, p, cid, json!({})), 200);
+    assert!(
+        c["status"] == "SENDING" || c["status"] == "SENT",
+        "sending starts now: {c}"
+    );
+    let c = campaign_when(app, p, cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    assert!(c["sentAt"].is_string(), "{c}");
+    let s = stats_when(app, p, cid, |s: &Value| {
+        count(s, "delivered") >= expected && count(s, "queued") == 0
+    });
+    let got = smtp.wait_for(expected as usize, wait());
+    assert!(
+        got.len() >= expected as usize,
+        "{} of {expected} emails arrived",
+        got.len()
+    );
+    (got, s)
+}
+
+/// `n` addresses `{prefix}{i}@example.com`.
+fn emails(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}@example.com")).collect()
+}
+
+/// Upserts each address as a contact with this subscription, eight requests at a time.
+fn contacts(app: &TestApp, p: &Project, emails: &[String], subscribed: bool) {
+    let per_thread = emails.len().div_ceil(8).max(1);
+    std::thread::scope(|s| {
+        for chunk in emails.chunks(per_thread) {
+            s.spawn(move || {
+                for email in chunk {
+                    app.upsert(&p.secret, json!({"email": email, "subscribed": subscribed}));
+                }
+            });
+        }
+    });
+}
+
+/// Two subscribed contacts and one unsubscribed for each of the plans "pro" and "free",
+/// and a subscribed "team" contact.
+fn planned_contacts(app: &TestApp, p: &Project) {
+    for (email, plan, subscribed) in [
+        ("pro0@example.com", "pro", true),
+        ("pro1@example.com", "pro", true),
+        ("pro-out@example.com", "pro", false),
+        ("free0@example.com", "free", true),
+        ("free1@example.com", "free", true),
+        ("free-out@example.com", "free", false),
+        ("team0@example.com", "team", true),
+    ] {
+        app.upsert(
+            &p.secret,
+            json!({"email": email, "subscribed": subscribed, "data": {"plan": plan}}),
+        );
+    }
+}
+
+/// The segment filter "data.plan equals `plan`".
+fn plan_is(plan: &str) -> Value {
+    json!({"operator": "AND", "conditions": [{"field": "data.plan", "operator": "equals", "value": plan}]})
+}
+
+/// The contact of `email`, as the API shows it.
+fn contact_of(app: &TestApp, p: &Project, email: &str) -> Value {
+    let list = app
+        .get(&format!("/contacts?search={email}"), &p.secret)
+        .json();
+    list["contacts"][0].clone()
+}
+
+/// The recipients of the messages, one entry per message, sorted.
+fn rcpts(got: &[Received]) -> Vec<String> {
+    let mut out: Vec<String> = got.iter().map(|m| m.rcpt_to.join(",")).collect();
+    out.sort();
+    out
+}
+
+/// How many messages each recipient got.
+fn tally(got: &[Received]) -> BTreeMap<String, usize> {
+    let mut copies = BTreeMap::new();
+    for m in got {
+        *copies.entry(m.rcpt_to.join(",")).or_insert(0) += 1;
+    }
+    copies
+}
+
+/// Messages to anyone but the control addresses.
+fn campaign_mail(smtp: &SmtpServer) -> usize {
+    smtp.received()
+        .iter()
+        .filter(|m| m.rcpt_to.iter().all(|r| !r.starts_with("control")))
+        .count()
+}
+
+/// Sends one email to `to` through /v1/send and waits until the relay has it: a control
+/// that whatever was due before it had its turn, instead of a sleep.
+fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": FROM, "subject": "control", "body": "control"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let arrived = |got: &Vec<Received>| got.iter().any(|m| m.rcpt_to.iter().any(|r| r == to));
+    let got = eventually(30, || smtp.received(), arrived);
+    assert!(arrived(&got), "the control email to {to} arrived");
+}
+
+/// The server's clock now (it may have been moved ahead of the real one).
+fn server_now(app: &TestApp) -> DateTime<Utc> {
+    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({"ms": 0}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let now = r.json()["now"].as_str().expect("now").to_owned();
+    DateTime::parse_from_rfc3339(&now)
+        .expect("an ISO 8601 time")
+        .with_timezone(&Utc)
+}
+
+/// Moves the server's clock forward.
+fn advance(app: &TestApp, ms: i64) {
+    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({ "ms": ms }));
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+/// ISO 8601 UTC with milliseconds and a `Z`, as the API writes times.
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn assert_conflict(r: &Resp, status: &str) {
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "CONFLICT"),
+        "{}",
+        r.text
+    );
+    let message = r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains(status),
+        "the message names the status {status}: {message}"
+    );
+}
+
+/// A header's value, with folded continuation lines joined.
+fn header_of(raw: &str, name: &str) -> Option<String> {
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    let mut lines = raw
+        .lines()
+        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
+    let first = lines.next()?;
+    let mut value = first[prefix.len()..].trim().to_owned();
+    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
+        value.push(' ');
+        value.push_str(cont.trim());
+    }
+    Some(value)
+}
+
+/// The HTML of a single-part message, its transfer encoding (7bit, quoted-printable or
+/// base64, whichever lettre chose) undone.
+fn html_of(raw: &str) -> String {
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .or_else(|| raw.split_once("\n\n"))
+        .unwrap_or((raw, ""));
+    let encoding = header_of(head, "Content-Transfer-Encoding")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match encoding.as_str() {
+        "base64" => {
+            use base64::Engine;
+            let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(compact)
+                .expect("a base64 body");
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        "quoted-printable" => quoted_printable(body),
+        _ => body.to_owned(),
+    }
+}
+
+/// Undoes quoted-printable (RFC 2045 6.7): soft line breaks and `=XX` escapes.
+fn quoted_printable(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'=' {
+            if bytes[i + 1..].starts_with(b"\r\n") {
+                i += 3;
+                continue;
+            }
+            if bytes[i + 1..].starts_with(b"\n") {
+                i += 2;
+                continue;
+            }
+            if let Some(byte) = text
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The path of the first link in `text` that contains `marker` (such as "/unsubscribe/"),
+/// from the marker on: links point at `server.public_url`, not at the test server, so the
+/// tests ask the test server for the path.
+fn link_path(text: &str, marker: &str) -> Option<String> {
+    let rest = &text[text.find(marker)?..];
+    let end = rest
+        .find(|c: char| c.is_whitespace() || "\"'<>&".contains(c))
+        .unwrap_or(rest.len());
+    Some(rest[..end].to_owned())
+}
+
+/// `path` with one character of its token (the last segment) changed.
+fn tampered(path: &str) -> String {
+    let (head, token) = path.rsplit_once('/').expect("a path with a token");
+    let mut chars: Vec<char> = token.chars().collect();
+    let half = chars.len() / 2;
+    let at = (half..chars.len())
+        .chain(0..half)
+        .find(|&i| chars[i].is_ascii_alphanumeric())
+        .expect("a token with a letter or digit");
+    chars[at] = if chars[at] == 'x' { 'y' } else { 'x' };
+    format!("{head}/{}", chars.into_iter().collect::<String>())
+}
+
+/// The id of the email a message carries: the local part of its Message-ID.
+fn email_id_of(raw: &str) -> String {
+    let message_id = header_of(raw, "Message-ID").expect("a Message-ID");
+    message_id
+        .trim_start_matches('<')
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A request with no key that does not follow redirects (the helpers' agent follows
+/// them): what a mail client or a browser sends to an unsubscribe or tracking link.
+fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
+    let agent = ureq::AgentBuilder::new()
+        .redirects(0)
+        .timeout(Duration::from_secs(30))
+        .build();
+    let req = agent.request(method, &format!("{}{}", app.base, path));
+    let result = match form {
+        Some(f) => req
+            .set("Content-Type", "application/x-www-form-urlencoded")
+            .send_string(f),
+        None => req.call(),
+    };
+    let res = match result {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {path}: {e}"),
+    };
+    let status = res.status();
+    let headers = res
+        .headers_names()
+        .into_iter()
+        .map(|n| {
+            let v = res.header(&n).unwrap_or_default().to_owned();
+            (n, v)
+        })
+        .collect();
+    let text = res.into_string().unwrap_or_default();
+    Resp {
+        status,
+        headers,
+        text,
+    }
+}
+
+/// The email record (GET /emails/{id}).
+fn email_record(app: &TestApp, p: &Project, email: &str) -> Value {
+    data(&app.get(&format!("/emails/{email}"), &p.secret), 200)
+}
+
+#[test]
+fn a_campaign_to_all_reaches_each_subscribed_contact_once() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let subscribed = emails("in", 5);
+    contacts(&app, &p, &subscribed, true);
+    contacts(&app, &p, &emails("out", 2), false);
+    let c = create(
+        &app,
+        &p,
+        json!({"fromName": "Acme News", "replyTo": "help@acme.test", "description": "spring"}),
+    );
+    assert_eq!(
+        (
+            c["status"].as_str(),
+            c["type"].as_str(),
+            c["name"].as_str(),
+            c["from"].as_str()
+        ),
+        (Some("DRAFT"), Some("ALL"), Some("Spring"), Some(FROM)),
+        "{c}"
+    );
+    assert!(c["scheduledAt"].is_null() && c["sentAt"].is_null(), "{c}");
+    let cid = id(&c);
+    let (got, s) = send_and_settle(&app, &p, &smtp, &cid, 5);
+    assert_eq!(
+        rcpts(&got),
+        subscribed,
+        "the subscribed contacts, once each"
+    );
+    for m in &got {
+        let raw = m.text();
+        let to = header_of(&raw, "To").unwrap_or_default();
+        assert!(
+            to.contains(&m.rcpt_to[0]) && !to.contains(','),
+            "To names only its recipient: {to}"
+        );
+        assert_eq!(
+            header_of(&raw, "Subject"),
+            Some(format!("Hello {}", m.rcpt_to[0])),
+            "the subject is rendered for its recipient"
+        );
+        assert!(
+            header_of(&raw, "From")
+                .unwrap_or_default()
+                .contains("Acme News"),
+            "{raw}"
+        );
+        assert_eq!(
+            header_of(&raw, "Reply-To").as_deref(),
+            Some("help@acme.test")
+        );
+    }
+    assert_eq!(
+        (
+            count(&s, "totalRecipients"),
+            count(&s, "delivered"),
+            count(&s, "sent"),
+            count(&s, "queued")
+        ),
+        (5, 5, 5, 0),
+        "{s}"
+    );
+    assert!(rate_is(&s, "deliveryRate", 1.0), "{s}");
+    assert_eq!(
+        smtp.count(),
+        5,
+        "no second copy and no unsubscribed contact"
+    );
+}
+
+#[test]
+fn a_segment_campaign_reaches_only_the_subscribed_members_of_the_segment() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    planned_contacts(&app, &p);
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Pro", "filters": plan_is("pro")}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let segment = id(&r.json());
+    let members = app.get(&format!("/segments/{segment}"), &p.secret).json();
+    assert_eq!(
+        members["memberCount"], 3,
+        "the unsubscribed pro is a member: {members}"
+    );
+    let c = create(&app, &p, json!({"type": "SEGMENT", "segmentId": segment}));
+    assert_eq!(
+        (c["type"].as_str(), c["segmentId"].as_str()),
+        (Some("SEGMENT"), Some(segment.as_str())),
+        "{c}"
+    );
+    let (got, s) = send_and_settle(&app, &p, &smtp, &id(&c), 2);
+    assert_eq!(rcpts(&got), ["pro0@example.com", "pro1@example.com"]);
+    assert_eq!(count(&s, "totalRecipients"), 2, "{s}");
+    assert_eq!(smtp.count(), 2);
+}
+
+#[test]
+fn a_filtered_campaign_reaches_only_the_subscribed_contacts_matching_its_filter() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    planned_contacts(&app, &p);
+    let c = create(
+        &app,
+        &p,
+        json!({"type": "FILTERED", "audienceFilter": plan_is("free")}),
+    );
+    assert_eq!(c["type"], "FILTERED", "{c}");
+    assert_eq!(
+        c["audienceFilter"]["conditions"][0]["field"], "data.plan",
+        "{c}"
+    );
+    let (got, s) = send_and_settle(&app, &p, &smtp, &id(&c), 2);
+    assert_eq!(rcpts(&got), ["free0@example.com", "free1@example.com"]);
+    assert_eq!(count(&s, "totalRecipients"), 2, "{s}");
+    assert_eq!(smtp.count(), 2);
+}
+
+#[test]
+fn a_campaign_scheduled_three_seconds_ahead_waits_and_goes_out_when_the_clock_reaches_it() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("s", 2), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(3000));
+    let c = data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    assert_eq!(c["scheduledAt"], at.as_str(), "{c}");
+    assert!(c["sentAt"].is_null(), "{c}");
+    assert_eq!(campaign(&app, &p, &cid)["status"], "SCHEDULED");
+    assert_eq!(smtp.count(), 0, "nothing goes out before its time");
+    advance(&app, 3000);
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    assert!(c["sentAt"].is_string(), "{c}");
+    let got = smtp.wait_for(2, wait());
+    assert_eq!(rcpts(&got), ["s0@example.com", "s1@example.com"]);
+}
+
+#[test]
+fn a_campaign_scheduled_an_hour_ahead_goes_out_only_once_the_clock_passes_that_hour() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("h", 2), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(3_600_000));
+    let c = data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    // Half way there: still waiting (the control email went out, the campaign did not).
+    advance(&app, 1_800_000);
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        campaign_mail(&smtp),
+        0,
+        "half an hour early, nothing went out"
+    );
+    assert_eq!(campaign(&app, &p, &cid)["status"], "SCHEDULED");
+    // Past the hour, without sleeping through it.
+    advance(&app, 1_800_001);
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    let got = smtp.wait_for(3, wait());
+    assert_eq!(
+        rcpts(&got),
+        ["control@example.com", "h0@example.com", "h1@example.com"]
+    );
+}
+
+#[test]
+fn a_cancelled_schedule_goes_back_to_draft_and_sends_nothing_when_its_time_passes() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("c", 3), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(3_600_000));
+    let c = data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    let c = data(&cancel(&app, &p, &cid), 200);
+    assert_eq!(c["status"], "DRAFT", "{c}");
+    assert!(c["scheduledAt"].is_null(), "the schedule is cleared: {c}");
+    advance(&app, 2 * 3_600_000);
+    // Anything due went out before this control email did.
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        campaign_mail(&smtp),
+        0,
+        "the cancelled schedule sent nothing"
+    );
+    let c = campaign(&app, &p, &cid);
+    assert_eq!(
+        (c["status"].as_str(), c["sentAt"].is_null()),
+        (Some("DRAFT"), true),
+        "{c}"
+    );
+    assert_eq!(count(&stats(&app, &p, &cid), "totalRecipients"), 0);
+}
+
+#[test]
+fn cancelling_a_campaign_while_it_sends_stops_it_and_drops_what_is_still_queued() {
+    let (_dns, smtp, app, p) = rig(&[
+        ("MAILROOM__SENDING__RATE_PER_SECOND", "14"),
+        ("MAILROOM__CAMPAIGNS__QUEUE_AHEAD", "20"),
+        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "10"),
+    ]);
+    contacts(&app, &p, &emails("r", 200), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let c = data(&send(&app, &p, &cid, json!({})), 200);
+    assert_eq!(c["status"], "SENDING", "{c}");
+    assert!(
+        !smtp.wait_for(1, Duration::from_secs(30)).is_empty(),
+        "sending started"
+    );
+    let c = data(&cancel(&app, &p, &cid), 200);
+    assert_eq!(c["status"], "CANCELLED", "{c}");
+    assert_eq!(campaign(&app, &p, &cid)["status"], "CANCELLED");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "queued") == 0);
+    assert_eq!(count(&s, "queued"), 0, "the outbox is emptied: {s}");
+    control(&app, &p, &smtp, "control1@example.com");
+    // The stats settle on what the relay got.
+    let (s, got) = eventually(
+        30,
+        || {
+            let got = campaign_mail(&smtp);
+            (stats(&app, &p, &cid), got)
+        },
+        |(s, got): &(Value, usize)| count(s, "delivered") == *got as u64,
+    );
+    assert_eq!(count(&s, "delivered"), got as u64, "{s}");
+    assert!(
+        got < 200,
+        "the cancel stopped the campaign ({got} of 200 arrived)"
+    );
+    assert_eq!(count(&s, "totalRecipients"), 200, "{s}");
+    assert!(
+        count(&s, "cancelled") >= 1,
+        "emails waiting in the outbox were dropped: {s}"
+    );
+    let accounted = count(&s, "delivered")
+        + count(&s, "bounced")
+        + count(&s, "failed")
+        + count(&s, "cancelled");
+    assert!(
+        accounted <= 200,
+        "each email made is delivered, bounced, failed or cancelled, once: {s}"
+    );
+    // Nothing more goes out afterwards.
+    control(&app, &p, &smtp, "control2@example.com");
+    assert_eq!(
+        campaign_mail(&smtp),
+        got,
+        "no campaign email after the cancel"
+    );
+    let later = stats(&app, &p, &cid);
+    assert_eq!(
+        (count(&later, "delivered"), count(&later, "cancelled")),
+        (count(&s, "delivered"), count(&s, "cancelled")),
+        "{later}"
+    );
+    assert_eq!(campaign(&app, &p, &cid)["status"], "CANCELLED");
+    // CANCELLED is final.
+    assert_conflict(&cancel(&app, &p, &cid), "CANCELLED");
+    assert_conflict(
+        &app.delete(&format!("/campaigns/{cid}"), &p.secret),
+        "CANCELLED",
+    );
+}
+
+#[test]
+fn changing_a_campaign_in_a_status_that_does_not_allow_it_is_a_409_naming_the_status() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("a", 1), true);
+
+    // DRAFT: cancel is refused; PATCH works.
+    let draft = id(&create(&app, &p, json!({"name": "Draft"})));
+    assert_conflict(&cancel(&app, &p, &draft), "DRAFT");
+    let r = app.patch(
+        &format!("/campaigns/{draft}"),
+        &p.secret,
+        json!({"name": "Renamed"}),
+    );
+    assert_eq!(data(&r, 200)["name"], "Renamed");
+
+    // SCHEDULED: PATCH works, DELETE is refused; after a cancel it deletes.
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(3_600_000));
+    let c = data(&send(&app, &p, &draft, json!({ "scheduledAt": at })), 200);
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    let r = app.patch(
+        &format!("/campaigns/{draft}"),
+        &p.secret,
+        json!({"subject": "Later"}),
+    );
+    assert_eq!(data(&r, 200)["subject"], "Later");
+    assert_conflict(
+        &app.delete(&format!("/campaigns/{draft}"), &p.secret),
+        "SCHEDULED",
+    );
+    assert_eq!(data(&cancel(&app, &p, &draft), 200)["status"], "DRAFT");
+    let r = app.delete(&format!("/campaigns/{draft}"), &p.secret);
+    assert_eq!(r.status, 204, "{}", r.text);
+    let r = app.get(&format!("/campaigns/{draft}"), &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (404, "CAMPAIGN_NOT_FOUND"));
+
+    // SENT: no PATCH, no DELETE, no cancel.
+    let sent = id(&create(&app, &p, json!({"name": "Sent"})));
+    data(&send(&app, &p, &sent, json!({})), 200);
+    assert_eq!(campaign_when(&app, &p, &sent, "SENT")["status"], "SENT");
+    assert_conflict(
+        &app.patch(
+            &format!("/campaigns/{sent}"),
+            &p.secret,
+            json!({"name": "Too late"}),
+        ),
+        "SENT",
+    );
+    assert_conflict(
+        &app.delete(&format!("/campaigns/{sent}"), &p.secret),
+        "SENT",
+    );
+    assert_conflict(&cancel(&app, &p, &sent), "SENT");
+    let c = campaign(&app, &p, &sent);
+    assert_eq!(
+        (c["name"].as_str(), c["status"].as_str()),
+        (Some("Sent"), Some("SENT")),
+        "unchanged: {c}"
+    );
+}
+
+#[test]
+fn a_test_send_reaches_any_address_with_a_test_subject_and_is_not_counted() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let cid = id(&create(&app, &p, json!({"subject": "Spring news"})));
+    let r = app.post(
+        &format!("/campaigns/{cid}/test"),
+        &p.secret,
+        json!({"email": "qa@elsewhere.example"}),
+    );
+    let email = data(&r, 200)["email"]
+        .as_str()
+        .expect("the test email's id")
+        .to_owned();
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].rcpt_to, ["qa@elsewhere.example"]);
+    assert_eq!(
+        header_of(&got[0].text(), "Subject").as_deref(),
+        Some("[TEST] Spring news")
+    );
+    let e = eventually(
+        10,
+        || email_record(&app, &p, &email),
+        |e: &Value| e["status"] == "SENT",
+    );
+    assert_eq!(e["status"], "SENT", "{e}");
+    let s = stats(&app, &p, &cid);
+    assert_eq!(
+        (
+            count(&s, "totalRecipients"),
+            count(&s, "sent"),
+            count(&s, "delivered"),
+            count(&s, "queued")
+        ),
+        (0, 0, 0, 0),
+        "a test send is not counted: {s}"
+    );
+    assert_eq!(
+        campaign(&app, &p, &cid)["status"],
+        "DRAFT",
+        "a test send does not start the campaign"
+    );
+}
+
+#[test]
+fn the_one_click_unsubscribe_link_of_a_campaign_email_unsubscribes_its_recipient() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &["ada@example.com".to_owned()], true);
+    let cid = id(&create(&app, &p, json!({})));
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 1);
+    let raw = got[0].text();
+    assert_eq!(
+        header_of(&raw, "List-Unsubscribe-Post").as_deref(),
+        Some("List-Unsubscribe=One-Click"),
+        "{raw}"
+    );
+    let list = header_of(&raw, "List-Unsubscribe").expect("a List-Unsubscribe header");
+    assert!(list.starts_with("<http") && list.ends_with('>'), "{list}");
+    let path = link_path(&list, "/unsubscribe/").expect("an unsubscribe URL");
+    let html = html_of(&raw);
+    assert!(
+        html.contains("/unsubscribe/"),
+        "an unsubscribe footer link: {html}"
+    );
+
+    // GET shows a page and changes nothing (scanners fetch links).
+    let page = visit(&app, "GET", &path, None);
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.header("content-type")
+            .unwrap_or_default()
+            .starts_with("text/html"),
+        "{:?}",
+        page.headers
+    );
+    assert_eq!(
+        contact_of(&app, &p, "ada@example.com")["subscribed"],
+        true,
+        "a GET does not unsubscribe"
+    );
+
+    // POST, as a mail client's one-click button sends it (RFC 8058).
+    let r = visit(&app, "POST", &path, Some("List-Unsubscribe=One-Click"));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], false);
+    let events = eventually(
+        10,
+        || {
+            app.get("/events?name=contact.unsubscribed", &p.secret)
+                .json()
+        },
+        |e: &Value| e["total"] == 1,
+    );
+    assert_eq!(events["total"], 1, "{events}");
+    assert_eq!(events["events"][0]["email"], "ada@example.com");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "unsubscribed") == 1);
+    assert_eq!(count(&s, "unsubscribed"), 1, "{s}");
+
+    // Again: still 200, nothing more recorded.
+    let again = visit(&app, "POST", &path, Some("List-Unsubscribe=One-Click"));
+    assert_eq!(again.status, 200, "{}", again.text);
+    let events = app
+        .get("/events?name=contact.unsubscribed", &p.secret)
+        .json();
+    assert_eq!(events["total"], 1, "{events}");
+    assert_eq!(count(&stats(&app, &p, &cid), "unsubscribed"), 1);
+
+    // A token that fails its signature.
+    let forged = tampered(&path);
+    assert_eq!(visit(&app, "GET", &forged, None).status, 404, "{forged}");
+    assert_eq!(
+        visit(&app, "POST", &forged, Some("List-Unsubscribe=One-Click")).status,
+        404,
+        "{forged}"
+    );
+}
+
+#[test]
+fn opens_and_clicks_count_once_per_email_and_a_click_redirects_to_the_original_link() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &["ada@example.com".to_owned()], true);
+    let cid = id(&create(
+        &app,
+        &p,
+        json!({"body": "<p>Hi</p><a href=\"https://example.com/x\">x</a>"}),
+    ));
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 1);
+    let raw = got[0].text();
+    let html = html_of(&raw);
+    let pixel = link_path(&html, "/t/o/").unwrap_or_else(|| panic!("an open pixel: {html}"));
+    let click = link_path(&html, "/t/c/").unwrap_or_else(|| panic!("a tracked link: {html}"));
+    assert!(
+        !html.contains("href=\"https://example.com/x\""),
+        "the link goes through the click redirect: {html}"
+    );
+    let email = email_id_of(&raw);
+
+    let r = visit(&app, "GET", &pixel, None);
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("content-type")
+            .unwrap_or_default()
+            .starts_with("image/gif"),
+        "{:?}",
+        r.headers
+    );
+    let r = visit(&app, "GET", &click, None);
+    assert_eq!(r.status, 302, "{}", r.text);
+    assert_eq!(r.header("location"), Some("https://example.com/x"));
+    let s = stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "opened") == 1 && count(s, "clicked") == 1
+    });
+    assert_eq!((count(&s, "opened"), count(&s, "clicked")), (1, 1), "{s}");
+
+    // The same email opened again: two opens on the email, still one opener.
+    assert_eq!(visit(&app, "GET", &pixel, None).status, 200);
+    let e = eventually(
+        10,
+        || email_record(&app, &p, &email),
+        |e: &Value| e["opens"] == 2,
+    );
+    assert_eq!(
+        (e["opens"].as_u64(), e["clicks"].as_u64()),
+        (Some(2), Some(1)),
+        "{e}"
+    );
+    assert!(
+        e["openedAt"].is_string() && e["clickedAt"].is_string(),
+        "{e}"
+    );
+    assert_eq!(e["campaignId"], cid.as_str(), "{e}");
+    let s = stats(&app, &p, &cid);
+    assert_eq!((count(&s, "opened"), count(&s, "clicked")), (1, 1), "{s}");
+    assert!(
+        rate_is(&s, "openRate", 1.0) && rate_is(&s, "clickRate", 1.0),
+        "{s}"
+    );
+    let clicks = app.get("/events?name=email.click", &p.secret).json();
+    assert_eq!(clicks["total"], 1, "{clicks}");
+
+    // Tokens are signed: a changed one is not followed anywhere.
+    assert_eq!(visit(&app, "GET", &tampered(&click), None).status, 404);
+    assert_eq!(visit(&app, "GET", &tampered(&pixel), None).status, 404);
+}
+
+#[test]
+fn a_recipient_refused_with_550_at_rcpt_bounces_and_is_unsubscribed() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let all = emails("b", 3);
+    contacts(&app, &p, &all, true);
+    // Whichever recipient's RCPT TO comes first is refused.
+    smtp.refuse(Stage::RcptTo, "550 5.1.1 No such user");
+    let cid = id(&create(&app, &p, json!({})));
+    data(&send(&app, &p, &cid, json!({})), 200);
+    let s = stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "bounced") == 1 && count(s, "delivered") == 2
+    });
+    assert_eq!(
+        (
+            count(&s, "bounced"),
+            count(&s, "delivered"),
+            count(&s, "sent"),
+            count(&s, "totalRecipients")
+        ),
+        (1, 2, 3, 3),
+        "{s}"
+    );
+    assert!(rate_is(&s, "bounceRate", 1.0 / 3.0), "{s}");
+    assert!(rate_is(&s, "deliveryRate", 2.0 / 3.0), "{s}");
+    assert_eq!(
+        count(&s, "unsubscribed"),
+        0,
+        "a bounce is not an unsubscribe through the campaign's link: {s}"
+    );
+    let delivered = rcpts(&smtp.received());
+    assert_eq!(delivered.len(), 2, "{delivered:?}");
+    let gone: Vec<&String> = all.iter().filter(|&e| !delivered.contains(e)).collect();
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert_eq!(
+        contact_of(&app, &p, gone[0])["subscribed"],
+        false,
+        "the bounced address is suppressed"
+    );
+    for e in &delivered {
+        assert_eq!(contact_of(&app, &p, e)["subscribed"], true, "{e}");
+    }
+    assert_eq!(campaign_when(&app, &p, &cid, "SENT")["status"], "SENT");
+}
+
+#[test]
+fn invalid_campaigns_and_unknown_or_foreign_ids_get_the_documented_errors() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    let refused = |body: Value| {
+        let r = app.post("/campaigns", &p.secret, body);
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert_eq!(r.code(), "VALIDATION_ERROR");
+        r.field_codes()
+    };
+
+    let codes = refused(json!({"type": "ALL"}));
+    for field in ["name", "subject", "body", "from"] {
+        assert!(
+            codes.contains(&(field.to_owned(), "invalid_type".to_owned())),
+            "{field}: {codes:?}"
+        );
+    }
+    let codes = refused(campaign_body(json!({"body": "<p>{{ unclosed</p>"})));
+    assert!(
+        codes.contains(&("body".to_owned(), "template_syntax".to_owned())),
+        "{codes:?}"
+    );
+    let codes = refused(campaign_body(json!({"subject": "Hi {{ name"})));
+    assert!(
+        codes.contains(&("subject".to_owned(), "template_syntax".to_owned())),
+        "{codes:?}"
+    );
+    let codes = refused(campaign_body(json!({"from": "news@elsewhere.test"})));
+    assert!(
+        codes.contains(&("from".to_owned(), "unverified_domain".to_owned())),
+        "{codes:?}"
+    );
+    let codes = refused(campaign_body(json!({"type": "SEGMENT"})));
+    assert!(codes.iter().any(|(f, _)| f == "segmentId"), "{codes:?}");
+    let codes = refused(campaign_body(json!({"type": "FILTERED"})));
+    assert!(
+        codes.iter().any(|(f, _)| f == "audienceFilter"),
+        "{codes:?}"
+    );
+    let codes = refused(campaign_body(json!({"type": "EVERYONE"})));
+    assert!(codes.iter().any(|(f, _)| f == "type"), "{codes:?}");
+
+    let r = app.post(
+        "/campaigns",
+        &p.secret,
+        campaign_body(json!({"type": "SEGMENT", "segmentId": MISSING_ID})),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (404, "SEGMENT_NOT_FOUND"),
+        "{}",
+        r.text
+    );
+
+    // An audience with nobody subscribed in it.
+    contacts(&app, &p, &emails("out", 1), false);
+    let cid = id(&create(&app, &p, json!({})));
+    let r = send(&app, &p, &cid, json!({}));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "{}",
+        r.text
+    );
+    assert_eq!(campaign(&app, &p, &cid)["status"], "DRAFT");
+    let r = app.patch(
+        &format!("/campaigns/{cid}"),
+        &p.secret,
+        json!({"body": "{{ unclosed"}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(
+        r.field_codes()
+            .contains(&("body".to_owned(), "template_syntax".to_owned())),
+        "{}",
+        r.text
+    );
+
+    // Ids that do not exist, well-formed or not, and another project's campaign.
+    let other = app.create_project("Other");
+    let asks = |key: &str, campaign_id: &str| {
+        let path = format!("/campaigns/{campaign_id}");
+        let name = Some(json!({"name": "x"}).to_string());
+        let empty = Some("{}".to_owned());
+        let test = Some(json!({"email": "qa@example.com"}).to_string());
+        for (method, path, body) in [
+            ("GET", path.clone(), None),
+            ("PATCH", path.clone(), name),
+            ("DELETE", path.clone(), None),
+            ("POST", format!("{path}/send"), empty.clone()),
+            ("POST", format!("{path}/cancel"), empty),
+            ("POST", format!("{path}/test"), test),
+            ("GET", format!("{path}/stats"), None),
+        ] {
+            let r = app.request(method, &path, Some(key), body.as_deref());
+            assert_eq!(
+                (r.status, r.code().as_str()),
+                (404, "CAMPAIGN_NOT_FOUND"),
+                "{method} {path}: {}",
+                r.text
+            );
+        }
+    };
+    asks(&p.secret, MISSING_ID);
+    asks(&p.secret, "nope");
+    asks(&other.secret, &cid);
+    let c = campaign(&app, &p, &cid);
+    assert_eq!(
+        (c["name"].as_str(), c["status"].as_str()),
+        (Some("Spring"), Some("DRAFT")),
+        "another project changed nothing: {c}"
+    );
+    let theirs = data(&app.get("/campaigns", &other.secret), 200);
+    assert_eq!(theirs["total"], 0, "{theirs}");
+}
+
+#[test]
+fn the_campaign_list_is_newest_first_and_pages_with_a_cursor() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    for name in ["first", "second", "third"] {
+        create(&app, &p, json!({ "name": name }));
+    }
+    let names = |page: &Value| -> Vec<String> {
+        page["campaigns"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list: {page}"))
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let page = data(&app.get("/campaigns?limit=2", &p.secret), 200);
+    assert_eq!(names(&page), ["third", "second"], "{page}");
+    assert_eq!(
+        (page["total"].as_u64(), page["hasMore"].as_bool()),
+        (Some(3), Some(true)),
+        "{page}"
+    );
+    let cursor = page["cursor"].as_str().expect("a cursor").to_owned();
+    let page = data(
+        &app.get(&format!("/campaigns?limit=2&cursor={cursor}"), &p.secret),
+        200,
+    );
+    assert_eq!(names(&page), ["first"], "{page}");
+    assert_eq!(
+        (page["hasMore"].as_bool(), page["cursor"].is_null()),
+        (Some(false), true),
+        "{page}"
+    );
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_5000_recipient_campaign_leaves_no_one_out_after_a_restart() {
+    let (_dns, smtp, mut app, p) = rig(&[
+        ("MAILROOM__SENDING__RATE_PER_SECOND", "500"),
+        ("MAILROOM__CAMPAIGNS__QUEUE_AHEAD", "200"),
+        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "100"),
+    ]);
+    smtp.count_only(); // 5,000 bodies are not needed, only who got one
+    let mut audience = emails("k", 5000);
+    contacts(&app, &p, &audience, true);
+    let cid = id(&create(&app, &p, json!({})));
+    data(&send(&app, &p, &cid, json!({})), 200);
+    eventually(60, || smtp.count(), |sent: &u64| *sent >= 1000);
+    app.kill9();
+    let at_kill = smtp.count();
+    assert!(
+        (1000..5000).contains(&at_kill),
+        "killed in the middle ({at_kill} of 5000 had arrived)"
+    );
+    app.restart();
+    let copies = eventually(
+        120,
+        || tally(&smtp.received()),
+        |t: &BTreeMap<String, usize>| t.len() >= 5000,
+    );
+    audience.sort();
+    assert_eq!(copies.len(), 5000, "recipients reached after the restart");
+    assert!(
+        copies.keys().eq(audience.iter()),
+        "exactly the audience, no one missing"
+    );
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "queued") == 0);
+    assert_eq!(
+        (count(&s, "queued"), count(&s, "totalRecipients")),
+        (0, 5000),
+        "{s}"
+    );
+    let copies = tally(&smtp.received());
+    let twice = copies.values().filter(|&&n| n > 1).count();
+    assert!(
+        twice <= 40,
+        "only emails in flight at the kill may arrive twice ({twice} did)"
+    );
+    assert!(copies.values().all(|&n| n <= 2), "no third copy");
+}
+
+#[test]
+fn kill_9_while_scheduled_sends_the_campaign_at_start_up_once_its_time_has_passed() {
+    let (_dns, smtp, mut app, p) = rig(&[]);
+    let audience = emails("w", 3);
+    contacts(&app, &p, &audience, true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = server_now(&app) + TimeDelta::milliseconds(2000);
+    let c = data(
+        &send(&app, &p, &cid, json!({ "scheduledAt": iso(at) })),
+        200,
+    );
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    app.kill9();
+    // The time passes on the real clock while the server is down (nothing to race: it
+    // is not running).
+    eventually(10, Utc::now, |now: &DateTime<Utc>| *now > at);
+    assert!(
+        Utc::now() > at,
+        "the schedule fell due while the server was down"
+    );
+    assert_eq!(smtp.count(), 0, "nothing went out before the kill");
+    app.restart();
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "delivered") == 3);
+    assert_eq!(count(&s, "delivered"), 3, "{s}");
+    let got = smtp.wait_for(3, wait());
+    assert_eq!(rcpts(&got), audience, "each recipient once");
+}
