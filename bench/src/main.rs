@@ -8,6 +8,7 @@
 //! The baseline scenario is `GET /health`, a handler that returns a constant through the
 //! same middleware stack, so the ratio printed for each scenario is the cost of its work.
 
+mod campaign;
 mod client;
 mod members;
 mod report;
@@ -34,7 +35,8 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     seconds: u64,
     /// Scenarios, comma-separated: baseline, contacts, track, verify, send, smtp (reference
-    /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts).
+    /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts),
+    /// campaign (a campaign to --recipients drains, /v1/track beside it).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -54,6 +56,9 @@ pub struct Args {
     /// Contacts loaded for the `members` scenario.
     #[arg(long, default_value_t = 100_000)]
     contacts: u64,
+    /// Subscribed contacts the `campaign` scenario sends to.
+    #[arg(long, default_value_t = 100_000)]
+    recipients: u64,
 }
 
 fn main() {
@@ -79,6 +84,7 @@ fn main() {
     );
     dns.add_mail_domain("gmail.com");
     let mut results = Vec::new();
+    let mut send_drained = None;
     for name in ["baseline", "contacts", "track", "verify", "send"]
         .into_iter()
         .filter(|s| wanted(s))
@@ -96,7 +102,7 @@ fn main() {
         let r = report::Report::new(s.name(), load, server.peak_rss_kib());
         r.print();
         if s == Scenario::Send {
-            report_delivery(&smtp, before, started, args.seconds);
+            send_drained = Some(report_delivery(&smtp, before, started, args.seconds));
         }
         results.push(r);
     }
@@ -126,6 +132,16 @@ fn main() {
         let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
         members::run(&rt, &fresh, args.contacts, args.connections);
     }
+    if wanted("campaign") {
+        campaign::run(
+            &rt,
+            &bin,
+            &dns,
+            args.smtp_connections,
+            args.recipients,
+            send_drained,
+        );
+    }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
     }
@@ -133,7 +149,8 @@ fn main() {
 
 /// Accepted emails are counted again at the SMTP server: during the measured run, and
 /// until the outbox has drained.
-fn report_delivery(smtp: &SmtpServer, before: u64, started: Instant, seconds: u64) {
+/// Answers the drained rate (emails/s).
+fn report_delivery(smtp: &SmtpServer, before: u64, started: Instant, seconds: u64) -> f64 {
     let during = smtp.count() - before;
     let window = started.elapsed().as_secs_f64();
     println!(
@@ -156,6 +173,7 @@ fn report_delivery(smtp: &SmtpServer, before: u64, started: Instant, seconds: u6
         "POST /v1/send drained: {total} emails delivered in {secs:.1} s from the first request = {:.0} emails/s (load {seconds} s + 1 s warm-up)",
         total as f64 / secs
     );
+    total as f64 / secs
 }
 
 /// Pacing at 14 a second: queue plenty, then watch 60 s of deliveries.

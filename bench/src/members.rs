@@ -16,7 +16,14 @@ use tokio::net::TcpStream;
 use crate::client;
 use crate::server::Server;
 
-async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
+/// One connection's share of loading `n` contacts, the `i`th with `body(i)`.
+async fn load(
+    addr: SocketAddr,
+    auth: String,
+    next: Arc<AtomicU64>,
+    n: u64,
+    body: fn(u64) -> String,
+) {
     let Ok(stream) = TcpStream::connect(addr).await else {
         return;
     };
@@ -31,11 +38,7 @@ async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
         if i >= n {
             return;
         }
-        let plan = if i.is_multiple_of(3) { "pro" } else { "free" };
-        let body = format!(
-            r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
-            i.is_multiple_of(2)
-        );
+        let body = body(i);
         let req = Request::builder()
             .method("POST")
             .uri("/contacts")
@@ -56,19 +59,38 @@ async fn load(addr: SocketAddr, auth: String, next: Arc<AtomicU64>, n: u64) {
     }
 }
 
-pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connections: usize) {
-    let addr = server.addr();
-    let auth = format!("Bearer {}", server.secret_key);
-    let started = Instant::now();
+/// Loads `contacts` contacts through POST /contacts over `connections` connections.
+pub fn load_contacts(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+    contacts: u64,
+    connections: usize,
+    body: fn(u64) -> String,
+) {
+    let (addr, auth) = (server.addr(), format!("Bearer {}", server.secret_key));
     let next = Arc::new(AtomicU64::new(0));
     rt.block_on(async {
         let tasks: Vec<_> = (0..connections)
-            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), contacts)))
+            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), contacts, body)))
             .collect();
         for t in tasks {
             let _ = t.await;
         }
     });
+}
+
+fn member(i: u64) -> String {
+    let plan = if i.is_multiple_of(3) { "pro" } else { "free" };
+    format!(
+        r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
+        i.is_multiple_of(2)
+    )
+}
+
+pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connections: usize) {
+    let addr = server.addr();
+    let started = Instant::now();
+    load_contacts(rt, server, contacts, connections, member);
     println!(
         "members: loaded {contacts} contacts in {:.1} s; server RSS peak so far {} MiB",
         started.elapsed().as_secs_f64(),

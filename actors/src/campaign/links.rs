@@ -203,8 +203,7 @@ impl Links {
                 break;
             };
             let raw = &rest[start..start + len];
-            // The attribute as a browser reads it: `&amp;` is `&`.
-            let url = raw.replace("&amp;", "&");
+            let url = unescape_attribute(raw);
             let web = url.starts_with("http://") || url.starts_with("https://");
             out.push_str(&rest[..start]);
             if web && url != unsubscribe && url.len() <= MAX_TRACKED_URL {
@@ -217,6 +216,24 @@ impl Links {
         out.push_str(rest);
         out
     }
+}
+
+/// An attribute value as a browser reads it. Templates escape what they print into
+/// HTML (`{{unsubscribeUrl}}` becomes `https:&#x2F;&#x2F;...`), so a link is compared
+/// and redirected to as the reader would see it.
+fn unescape_attribute(raw: &str) -> String {
+    if !raw.contains('&') {
+        return raw.to_owned();
+    }
+    raw.replace("&#x2F;", "/")
+        .replace("&#x2f;", "/")
+        .replace("&#47;", "/")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 /// Where `needle` (ASCII) first occurs in `hay`, ignoring ASCII case.
@@ -292,6 +309,20 @@ mod tests {
         assert!(
             out.ends_with("</body>"),
             "the footer goes inside the body: {out}"
+        );
+    }
+
+    #[test]
+    fn an_unsubscribe_link_the_template_escaped_stays_direct() {
+        let (l, t) = (links(), target());
+        let escaped = l.unsubscribe_url(&t).replace('/', "&#x2F;");
+        let html = format!("<a href=\"{escaped}\">leave</a>");
+        let out = l.decorate(&html, &t, false);
+        assert!(out.contains(&escaped), "{out}");
+        assert!(!out.contains("/t/c/"), "{out}");
+        assert!(
+            !out.contains("Unsubscribe</a>"),
+            "no footer when the body has the link"
         );
     }
 }
