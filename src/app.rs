@@ -250,6 +250,7 @@ fn start_campaigns(
     campaigns
         .resume()
         .map_err(|e| format!("resuming sending campaigns: {e}"))?;
+    campaigns.watch();
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {
         let runner = runner.clone();

@@ -5,12 +5,55 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 use mailroom_actors::campaign::links::Link;
+use mailroom_actors::model::EmailId;
 use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::campaigns::{self, Engagement};
+use mailroom_actors::project::campaigns::{self, Hit};
 use mailroom_actors::{Error, Resource};
 
 use super::error::ApiError;
 use super::AppState;
+
+type Keyed = governor::RateLimiter<
+    (EmailId, bool),
+    governor::state::keyed::DashMapStateStore<(EmailId, bool)>,
+    governor::clock::DefaultClock,
+>;
+
+/// Hits of one email's pixel (or of its links) that are recorded, at most
+/// `PER_MINUTE` a minute: whoever holds a link can fetch it in a loop, and every
+/// recorded hit is a write to the tenant's store. Hits past it still get the pixel
+/// or the redirect.
+pub struct HitLimit {
+    limiter: Keyed,
+    checks: std::sync::atomic::AtomicU64,
+}
+
+const PER_MINUTE: u32 = 10;
+
+impl Default for HitLimit {
+    fn default() -> Self {
+        let quota = governor::Quota::per_minute(
+            std::num::NonZeroU32::new(PER_MINUTE).unwrap_or(std::num::NonZeroU32::MIN),
+        );
+        HitLimit {
+            limiter: governor::RateLimiter::dashmap(quota),
+            checks: Default::default(),
+        }
+    }
+}
+
+impl HitLimit {
+    fn allow(&self, email: EmailId, click: bool) -> bool {
+        // Forget emails not seen for a while, now and then, so the map stays small.
+        let n = self
+            .checks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n.is_multiple_of(10_000) {
+            self.limiter.retain_recent();
+        }
+        self.limiter.check_key(&(email, click)).is_ok()
+    }
+}
 
 /// A transparent 1x1 GIF.
 const PIXEL: &[u8] = &[
@@ -95,11 +138,13 @@ pub async fn open(
         return Err(Error::NotFound(Resource::Route).into());
     };
     // A recipient gets the pixel whatever befalls the bookkeeping.
-    if let Err(e) = state
+    if !state.hits.allow(email, false) {
+        tracing::debug!(%email, "open not recorded: this email's pixel is fetched too often");
+    } else if let Err(e) = state
         .registry
         .send(
             project,
-            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Engagement::Open, None)),
+            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Hit::Open, None)),
         )
         .await
     {
@@ -126,13 +171,13 @@ pub async fn click(
     };
     let target = url.clone();
     // A recipient gets where the link goes whatever befalls the bookkeeping.
-    if let Err(e) = state
+    if !state.hits.allow(email, true) {
+        tracing::debug!(%email, "click not recorded: this email's links are followed too often");
+    } else if let Err(e) = state
         .registry
         .send(
             project,
-            Apply::applied(move |ctx, _| {
-                campaigns::engage(ctx, email, Engagement::Click, Some(target))
-            }),
+            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Hit::Click, Some(target))),
         )
         .await
     {

@@ -62,6 +62,8 @@ pub struct AppState {
     pub spf_include: String,
     /// Runs sending campaigns.
     pub campaigns: Arc<mailroom_actors::campaign::Campaigns>,
+    /// How often one email's tracking links are recorded.
+    pub hits: links::HitLimit,
 }
 
 impl AppState {
@@ -94,6 +96,7 @@ impl AppState {
             resolver,
             spf_include: settings.domains.spf_include.clone(),
             campaigns,
+            hits: Default::default(),
         }
     }
 }

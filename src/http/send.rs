@@ -314,6 +314,8 @@ pub async fn get_email(
         e.status
     };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
+    let hits = mailroom_actors::project::campaigns::engagement(&*state.store, p.id, id)?
+        .unwrap_or_default();
     Ok(envelope::ok(json!({
         "id": e.id.to_string(),
         "to": e.to.email,
@@ -327,9 +329,9 @@ pub async fn get_email(
         "lastError": e.last_error,
         "createdAt": iso(e.created_at),
         "sentAt": e.sent_at.map(iso),
-        "openedAt": e.opened_at.map(iso),
-        "clickedAt": e.clicked_at.map(iso),
-        "opens": e.opens,
-        "clicks": e.clicks,
+        "openedAt": hits.opened_at.map(iso),
+        "clickedAt": hits.clicked_at.map(iso),
+        "opens": hits.opens,
+        "clicks": hits.clicks,
     })))
 }

@@ -527,6 +527,36 @@ fn a_segment_campaign_reaches_only_the_subscribed_members_of_the_segment() {
 }
 
 #[test]
+fn a_scheduled_campaign_whose_segment_was_deleted_ends_cancelled_instead_of_sending_for_ever() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    planned_contacts(&app, &p);
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Pro", "filters": plan_is("pro")}),
+    );
+    let segment = id(&r.json());
+    let cid = id(&create(
+        &app,
+        &p,
+        json!({"type": "SEGMENT", "segmentId": segment}),
+    ));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
+    let c = data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    assert_eq!(c["status"], "SCHEDULED", "{c}");
+    assert_eq!(
+        app.delete(&format!("/segments/{segment}"), &p.secret)
+            .status,
+        204
+    );
+    advance(&app, 61_000);
+    let c = campaign_when(&app, &p, &cid, "CANCELLED");
+    assert_eq!(c["status"], "CANCELLED", "{c}");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(campaign_mail(&smtp), 0, "nothing went out");
+}
+
+#[test]
 fn a_filtered_campaign_reaches_only_the_subscribed_contacts_matching_its_filter() {
     let (_dns, smtp, app, p) = rig(&[]);
     planned_contacts(&app, &p);

@@ -68,6 +68,18 @@ pub async fn update(
     patch: CampaignPatch,
 ) -> Result<Campaign> {
     let current = campaigns::get(&**registry.store(), p, id)?;
+    // The status decides first (409), as the actor will again when it writes.
+    if !matches!(
+        current.status,
+        CampaignStatus::Draft | CampaignStatus::Scheduled
+    ) {
+        return registry
+            .send(
+                p,
+                Apply::durable(move |ctx, _| campaigns::update(ctx, id, patch)),
+            )
+            .await;
+    }
     if patch.subject.is_some() || patch.body.is_some() {
         let subject = patch.subject.as_deref().unwrap_or(&current.subject);
         let body = patch.body.as_deref().unwrap_or(&current.body);
@@ -139,12 +151,15 @@ pub async fn send(
 
 pub async fn cancel(registry: &Registry, p: ProjectId, id: CampaignId) -> Result<Campaign> {
     let attempts = registry.attempts().clone();
-    registry
+    let (c, dropped) = registry
         .send(
             p,
             Apply::durable(move |ctx, _| campaigns::cancel(ctx, id, &attempts)),
         )
-        .await
+        .await?;
+    // Durable now: the dropped emails' outbox entries are gone for good.
+    registry.attempts().forget(&dropped);
+    Ok(c)
 }
 
 /// POST /campaigns/{id}/test: one email to `to`, "[TEST] " before its subject, through
@@ -177,7 +192,7 @@ pub async fn test(
         reply_to: c.reply_to.as_ref().map(|r| r.to_string()),
         headers: Vec::new(),
         attachments: Vec::new(),
-        marketing: Some(Marketing::new(registry.links().clone(), p, None, &c.body)),
+        marketing: Some(Marketing::new(registry.links().clone(), p, None)),
         test: true,
         idempotency: None,
     };

@@ -204,7 +204,10 @@ impl Links {
             };
             let raw = &rest[start..start + len];
             let url = unescape_attribute(raw);
-            let web = url.starts_with("http://") || url.starts_with("https://");
+            // Only plain web links: a URL with spaces, controls or non-ASCII letters is
+            // left as it is (a Location header could not carry it as signed).
+            let web = (url.starts_with("http://") || url.starts_with("https://"))
+                && url.bytes().all(|b| b.is_ascii_graphic());
             out.push_str(&rest[..start]);
             if web && url != unsubscribe && url.len() <= MAX_TRACKED_URL {
                 out.push_str(&self.click_url(t, &url));

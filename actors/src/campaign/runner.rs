@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Map;
 
 use super::audience;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{Campaign, CampaignId, CampaignStatus, EmailId, Mailbox, ProjectId};
 use crate::project::apply::Apply;
 use crate::project::campaigns::{self, QueueBatch};
@@ -48,6 +48,13 @@ impl Default for RunnerConfig {
 /// Contact ids per stored audience chunk, and chunks per write while fixing it.
 const CHUNK: usize = 1_000;
 const CHUNKS_PER_WRITE: usize = 20;
+/// Rendered bytes in one batch at most: large bodies make smaller batches, so one
+/// actor visit (and one store batch) stays a few megabytes.
+const BATCH_BYTES: usize = 8 << 20;
+/// Failures in a row after which a campaign is given up.
+const MAX_FAILURES: u32 = 20;
+/// How often a campaign waiting for the outbox to drain looks again.
+const PAUSE: Duration = Duration::from_millis(250);
 
 pub struct Campaigns {
     registry: Registry,
@@ -119,19 +126,51 @@ impl Campaigns {
         Ok(())
     }
 
-    /// Runs until done; a failure (a full mailbox, a store error) is retried.
+    /// Runs until done. A failure that may pass (a full mailbox, the store) is retried
+    /// with backoff; one that will not (the segment is gone, the audience unreadable),
+    /// or one that keeps coming back, ends the campaign as CANCELLED with the reason in
+    /// the log, rather than a runner that retries for ever.
     async fn run(&self, p: ProjectId, id: CampaignId) {
         let mut backoff = Duration::from_millis(100);
+        let mut failures = 0;
         loop {
-            match self.run_once(p, id).await {
+            let e = match self.run_once(p, id).await {
                 Ok(()) => return,
-                Err(e) => {
-                    tracing::warn!(project = %p, campaign = %id, error = %e, "campaign runner failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                Err(e) => e,
+            };
+            failures += 1;
+            let lasting = matches!(e, Error::NotFound(_) | Error::Validation(_));
+            if lasting || failures >= MAX_FAILURES {
+                let reason = e.to_string();
+                let ended = self
+                    .registry
+                    .send(
+                        p,
+                        Apply::durable(move |ctx, _| campaigns::abandon(ctx, id, &reason)),
+                    )
+                    .await;
+                if ended.is_ok() {
+                    return;
                 }
             }
+            tracing::warn!(project = %p, campaign = %id, error = %e, failures, "campaign runner failed; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
         }
+    }
+
+    /// Every minute, starts a runner for any SENDING campaign without one (a start
+    /// whose reply was lost, say). Runners already going are left alone.
+    pub fn watch(self: &Arc<Self>) {
+        let me = self.clone();
+        actix::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                if let Err(e) = me.resume() {
+                    tracing::warn!(error = %e, "looking for sending campaigns");
+                }
+            }
+        });
     }
 
     async fn run_once(&self, p: ProjectId, id: CampaignId) -> Result<()> {
@@ -148,19 +187,19 @@ impl Campaigns {
         }
         let (subject, body) = (c.subject.clone(), c.body.clone());
         let content = Arc::new(registry.renders().compile(subject, body).await?);
-        let marketing = Marketing::new(registry.links().clone(), p, Some(id), &c.body);
+        let marketing = Marketing::new(registry.links().clone(), p, Some(id));
         let mut log = Progress::new(&c, self.config.progress_every);
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
             if stats.queued >= self.config.queue_ahead {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(PAUSE).await;
                 c = campaigns::get(&*store, p, id)?;
                 continue;
             }
             let from = c.progress.cursor;
             let to = (from + self.config.batch_size as u64).min(c.progress.total);
-            let rendered = self
+            let (rendered, to) = self
                 .render_batch(p, id, from, to, &content, &marketing)
                 .await?;
             let spec = spec(&c, content.clone(), marketing.clone());
@@ -233,7 +272,8 @@ impl Campaigns {
     /// Renders the emails of recipients `from..to`: each contact as it is now, those
     /// gone or unsubscribed left out (the queue counts them as skipped). A recipient
     /// whose render fails (its data passes a limit) is skipped with a warning rather
-    /// than stopping the campaign.
+    /// than stopping the campaign. Stops early past `BATCH_BYTES`; answers the
+    /// rendered emails and where the batch ends.
     async fn render_batch(
         &self,
         p: ProjectId,
@@ -242,17 +282,21 @@ impl Campaigns {
         to: u64,
         content: &Arc<Compiled>,
         marketing: &Marketing,
-    ) -> Result<Vec<Rendered>> {
+    ) -> Result<(Vec<Rendered>, u64)> {
         let store = self.registry.store().clone();
         let table = self.registry.contacts(p);
         let (content, marketing) = (content.clone(), marketing.clone());
         self.registry
             .renders()
             .run(move || {
-                let mut recipients = Vec::with_capacity((to - from) as usize);
+                let mut out = Vec::new();
+                let (mut bytes, mut failed) = (0usize, 0u64);
                 let mut chunk_no = u32::MAX;
                 let mut chunk = Vec::new();
                 for i in from..to {
+                    if bytes >= BATCH_BYTES {
+                        return Ok((out, i));
+                    }
                     let n = (i / CHUNK as u64) as u32;
                     if n != chunk_no {
                         chunk = campaigns::audience_chunk(&*store, p, id, n)?;
@@ -261,30 +305,39 @@ impl Campaigns {
                     let Some(&cid) = chunk.get((i % CHUNK as u64) as usize) else {
                         continue;
                     };
-                    if let Some(contact) = table.get(cid)?.filter(|c| c.subscribed) {
-                        recipients.push(Recipient {
-                            contact,
-                            name: None,
-                            existed: true,
-                            email_id: EmailId::new(),
-                        });
-                    }
-                }
-                let mut out = Vec::with_capacity(recipients.len());
-                for r in recipients {
-                    let contact = r.contact.id;
+                    let Some(contact) = table.get(cid)?.filter(|c| c.subscribed) else {
+                        continue;
+                    };
+                    let r = Recipient {
+                        contact,
+                        name: None,
+                        existed: true,
+                        email_id: EmailId::new(),
+                    };
                     let one = sending::plan(&content, &Map::new(), vec![r], Some(&marketing))
                         .and_then(|(jobs, _)| {
                             sending::render(&content, jobs, Some(&marketing), false)
                         });
                     match one {
-                        Ok(mut rendered) => out.append(&mut rendered),
+                        Ok(rendered) => {
+                            for r in rendered {
+                                bytes += r.content.as_ref().map_or(0, |(s, h)| s.len() + h.len());
+                                out.push(r);
+                            }
+                        }
                         Err(e) => {
-                            tracing::warn!(project = %p, campaign = %id, contact = %contact, error = %e, "a recipient's email does not render; skipped")
+                            // One line per batch, not per recipient.
+                            if failed == 0 {
+                                tracing::warn!(project = %p, campaign = %id, contact = %cid, error = %e, "a recipient's email does not render; skipped");
+                            }
+                            failed += 1;
                         }
                     }
                 }
-                Ok(out)
+                if failed > 1 {
+                    tracing::warn!(project = %p, campaign = %id, failed, "recipients of this batch skipped: their emails do not render");
+                }
+                Ok((out, to))
             })
             .await?
     }

@@ -29,34 +29,53 @@ impl Attempts {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The dispatcher took the email out of the outbox.
-    pub fn pick(&self, id: EmailId) {
-        self.ids().insert(id, State::Picked);
-    }
-
-    /// The SMTP attempt starts, unless the email was cancelled since it was picked.
-    pub fn begin(&self, id: EmailId) -> bool {
+    /// The dispatcher takes the email out of the outbox, unless a cancel is dropping it.
+    pub fn pick(&self, id: EmailId) -> bool {
         let mut ids = self.ids();
         match ids.get(&id) {
             Some(State::Cancelled) => false,
             _ => {
-                ids.insert(id, State::Attempting);
+                ids.insert(id, State::Picked);
                 true
             }
         }
     }
 
-    /// Whether an email may be dropped: yes unless its attempt has started (then it
-    /// is marked, should the dispatcher hold it, so that no attempt starts).
+    /// The SMTP attempt starts, unless the email was cancelled since it was picked
+    /// (marked, or its mark already forgotten because the cancel is durable).
+    pub fn begin(&self, id: EmailId) -> bool {
+        let mut ids = self.ids();
+        match ids.get(&id) {
+            Some(State::Picked) => {
+                ids.insert(id, State::Attempting);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether an email may be dropped: yes unless its attempt has started. A dropped
+    /// one is marked until the cancel's write is durable (`forget`): a dispatcher that
+    /// holds it starts no attempt, and one that reads its outbox entry before the
+    /// write lands does not pick it.
     pub fn cancel(&self, id: EmailId) -> bool {
         let mut ids = self.ids();
         match ids.get(&id) {
             Some(State::Attempting) => false,
-            Some(_) => {
+            _ => {
                 ids.insert(id, State::Cancelled);
                 true
             }
-            None => true,
+        }
+    }
+
+    /// Drops the marks of cancelled emails (their outbox entries are gone for good).
+    pub fn forget(&self, dropped: &[EmailId]) {
+        let mut ids = self.ids();
+        for id in dropped {
+            if ids.get(id) == Some(&State::Cancelled) {
+                ids.remove(id);
+            }
         }
     }
 
@@ -69,5 +88,28 @@ impl Attempts {
     /// Whether the email is in an SMTP attempt.
     pub fn contains(&self, id: EmailId) -> bool {
         self.ids().get(&id) == Some(&State::Attempting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_email_is_neither_picked_nor_begun_and_one_in_an_attempt_is_not_cancelled() {
+        let a = Attempts::default();
+        let (before_pick, picked, attempting) = (EmailId::new(), EmailId::new(), EmailId::new());
+        assert!(a.cancel(before_pick));
+        assert!(!a.pick(before_pick), "a cancel in progress keeps it out");
+        assert!(a.pick(picked) && a.pick(attempting));
+        assert!(a.begin(attempting));
+        assert!(a.cancel(picked));
+        assert!(!a.cancel(attempting), "its attempt goes on");
+        a.forget(&[before_pick, picked]);
+        assert!(
+            !a.begin(picked),
+            "its mark forgotten, it still never starts"
+        );
+        assert!(a.contains(attempting));
     }
 }

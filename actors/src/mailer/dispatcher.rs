@@ -200,8 +200,11 @@ impl Shared {
                 {
                     break;
                 }
+                if !self.registry.attempts().pick(id) {
+                    // A cancel is dropping it right now.
+                    continue;
+                }
                 self.in_flight().insert(id, project);
-                self.registry.attempts().pick(id);
                 let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
                 *next_mailer += 1;
                 started += 1;

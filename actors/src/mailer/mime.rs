@@ -145,7 +145,18 @@ impl Signers {
 }
 
 /// The headers we sign: all that we write and a reader sees (RFC 6376 5.4.1).
-const SIGNED: [&str; 6] = ["From", "Subject", "To", "Date", "Message-ID", "Reply-To"];
+/// List-Unsubscribe and List-Unsubscribe-Post too: RFC 8058 (section 4) has receivers
+/// honour one-click unsubscribe only when a valid DKIM signature covers both.
+const SIGNED: [&str; 8] = [
+    "From",
+    "Subject",
+    "To",
+    "Date",
+    "Message-ID",
+    "Reply-To",
+    "List-Unsubscribe",
+    "List-Unsubscribe-Post",
+];
 
 /// A DKIM signer for a domain's key (the bench times its signatures too).
 pub fn signer(d: &DkimParams) -> Result<Signer, String> {

@@ -19,7 +19,7 @@ pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
 pub use event::{Event, EventSource, EventStats};
 pub use id::{CampaignId, ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
-pub use outbound::{Attachment, EmailStatus, Mailbox, OutboundEmail};
+pub use outbound::{Attachment, EmailStatus, Engagement, Mailbox, OutboundEmail};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use template::{Template, TemplateKind};

@@ -78,11 +78,21 @@ pub struct OutboundEmail {
     pub due_at: i64,
     pub created_at: i64,
     pub sent_at: Option<i64>,
-    /// Tracked opens and clicks (every hit), and when each was first seen.
+}
+
+/// Tracked opens and clicks of one email (every recorded hit), and when each was first
+/// seen. Kept apart from the email's record, so a hit rewrites a few bytes, not the
+/// email's HTML.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Engagement {
     pub opens: u32,
     pub clicks: u32,
     pub opened_at: Option<i64>,
     pub clicked_at: Option<i64>,
+    /// Read from the email's record at the first hit, so later hits need not read it.
+    pub campaign_id: Option<CampaignId>,
+    pub contact_id: ContactId,
+    pub to: String,
 }
 
 impl OutboundEmail {

@@ -16,14 +16,19 @@ use crate::error::{Error, Resource, Result};
 use crate::mailer::attempts::Attempts;
 use crate::model::{
     AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ContactId, DataPatch,
-    EmailAddress, EmailId, EmailStatus, Page, PageRequest, ProjectId, SegmentId, Timestamp,
+    EmailAddress, EmailId, EmailStatus, Engagement, Event, Page, PageRequest, ProjectId, SegmentId,
+    Timestamp,
 };
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
 use crate::store::{codec, keys, Batch, Store};
 use crate::FieldCode;
+use serde_json::Value;
 
 pub const CAMPAIGNS_COUNTER: &str = "campaigns";
+/// Campaigns not yet SENT or CANCELLED: what `limits.max_campaigns` bounds, so a
+/// project that has sent many campaigns can still make new ones.
+const OPEN_COUNTER: &str = "campaigns-open";
 
 pub fn load(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Option<Campaign>> {
     store
@@ -94,13 +99,14 @@ fn check_segment(store: &dyn Store, p: ProjectId, id: Option<SegmentId>) -> Resu
 pub fn create(ctx: &WriteCtx, campaign: Campaign) -> Result<Campaign> {
     let (store, p) = (ctx.store, ctx.project);
     let max = ctx.limits.max_campaigns;
-    if read_counter(store, p, CAMPAIGNS_COUNTER)? >= max {
+    if read_counter(store, p, OPEN_COUNTER)? >= max {
         return Err(super::limits::full("campaigns", max, "max_campaigns"));
     }
     check_segment(store, p, campaign.segment_id)?;
     let mut batch = Batch::new();
     put(&mut batch, p, &campaign)?;
     add_to_counter(store, &mut batch, p, CAMPAIGNS_COUNTER, 1)?;
+    add_to_counter(store, &mut batch, p, OPEN_COUNTER, 1)?;
     store.apply(batch)?;
     Ok(campaign)
 }
@@ -186,6 +192,7 @@ pub fn delete(ctx: &WriteCtx, id: CampaignId) -> Result<()> {
     batch.delete(keys::campaign(p, id));
     batch.delete(keys::campaign_stats(p, id));
     add_to_counter(store, &mut batch, p, CAMPAIGNS_COUNTER, -1)?;
+    add_to_counter(store, &mut batch, p, OPEN_COUNTER, -1)?;
     store.apply(batch)?;
     Ok(())
 }
@@ -282,11 +289,17 @@ pub fn begin_scheduled(ctx: &WriteCtx, t: Timer) -> Result<bool> {
 
 /// POST /campaigns/{id}/cancel. SCHEDULED goes back to DRAFT; SENDING becomes
 /// CANCELLED, and its emails still in the outbox (not yet in an SMTP attempt) are
-/// dropped: FAILED with the reason, counted as `cancelled`.
-pub fn cancel(ctx: &WriteCtx, id: CampaignId, attempts: &Attempts) -> Result<Campaign> {
+/// dropped: FAILED with the reason, counted as `cancelled`. Answers the dropped ids,
+/// whose marks in `attempts` the caller forgets once the write is durable.
+pub fn cancel(
+    ctx: &WriteCtx,
+    id: CampaignId,
+    attempts: &Attempts,
+) -> Result<(Campaign, Vec<EmailId>)> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut c = get(store, p, id)?;
     let mut batch = Batch::new();
+    let mut dropped = Vec::new();
     match c.status {
         CampaignStatus::Scheduled => {
             if let Some(at) = c.scheduled_at {
@@ -299,41 +312,49 @@ pub fn cancel(ctx: &WriteCtx, id: CampaignId, attempts: &Attempts) -> Result<Cam
             c.status = CampaignStatus::Cancelled;
             batch.delete(keys::sending_campaign(p, id));
             let prefix = keys::campaign_queued(p, id);
-            let mut dropped = 0u64;
+            let mut n = 0u64;
             for kv in store.scan(&prefix, None, false) {
                 let (key, _) = kv?;
                 let Some(email_id) = keys::id_after::<EmailId>(&key, &prefix) else {
                     continue;
                 };
+                // Marked before it is read: from here on no attempt of it starts.
                 if !attempts.cancel(email_id) {
                     continue;
                 }
+                dropped.push(email_id);
                 batch.delete(key);
-                let Some(mut email) = sending::load_email(store, p, email_id)? else {
-                    continue;
+                let mut email = match sending::load_email(store, p, email_id) {
+                    Ok(Some(email)) if email.status == EmailStatus::Queued => email,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        attempts.forget(&dropped);
+                        return Err(e);
+                    }
                 };
-                if email.status != EmailStatus::Queued {
-                    continue;
-                }
                 batch.delete(keys::outbox(email.due_at, p, email_id));
                 email.status = EmailStatus::Failed;
                 email.last_error =
                     Some("The campaign was cancelled before this email was sent".into());
                 batch.put(keys::email(p, email_id), email.encode()?);
-                dropped += 1;
+                n += 1;
             }
             campaign_stats::update(store, &mut batch, p, id, |s| {
-                s.queued = s.queued.saturating_sub(dropped);
-                s.cancelled += dropped;
+                s.queued = s.queued.saturating_sub(n);
+                s.cancelled += n;
             })?;
-            tracing::info!(project = %p, campaign = %id, dropped, "campaign cancelled");
+            add_to_counter(store, &mut batch, p, OPEN_COUNTER, -1)?;
+            tracing::info!(project = %p, campaign = %id, dropped = n, "campaign cancelled");
         }
         _ => return Err(not_now(&c, "cancelled", "SCHEDULED or SENDING")),
     }
     c.updated_at = now;
     put(&mut batch, p, &c)?;
-    store.apply(batch)?;
-    Ok(c)
+    if let Err(e) = store.apply(batch) {
+        attempts.forget(&dropped);
+        return Err(e);
+    }
+    Ok((c, dropped))
 }
 
 /// Loads a campaign that is SENDING, or says it stopped.
@@ -384,18 +405,43 @@ pub fn fix_audience(ctx: &WriteCtx, id: CampaignId, total: u64) -> Result<Option
     c.progress.total = total;
     campaign_stats::update(store, &mut batch, p, id, |s| s.total_recipients = total)?;
     if total == 0 {
-        finish(&mut batch, p, &mut c, now);
+        finish(store, &mut batch, p, &mut c, now)?;
     }
     put(&mut batch, p, &c)?;
     store.apply(batch)?;
     Ok(Some(c))
 }
 
-fn finish(batch: &mut Batch, p: ProjectId, c: &mut Campaign, now: Timestamp) {
+fn finish(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    c: &mut Campaign,
+    now: Timestamp,
+) -> Result<()> {
     c.status = CampaignStatus::Sent;
     c.sent_at = Some(now);
     c.updated_at = now;
     batch.delete(keys::sending_campaign(p, c.id));
+    add_to_counter(store, batch, p, OPEN_COUNTER, -1)
+}
+
+/// Ends a SENDING campaign that cannot go on (its segment was deleted before the
+/// audience was fixed, its stored audience is unreadable): CANCELLED, with the reason
+/// logged, instead of a runner retrying for ever.
+pub fn abandon(ctx: &WriteCtx, id: CampaignId, reason: &str) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut c) = sending(store, p, id)? else {
+        return Ok(());
+    };
+    tracing::error!(project = %p, campaign = %id, reason, "campaign cannot go on; cancelled");
+    let mut batch = Batch::new();
+    c.status = CampaignStatus::Cancelled;
+    c.updated_at = now;
+    batch.delete(keys::sending_campaign(p, id));
+    add_to_counter(store, &mut batch, p, OPEN_COUNTER, -1)?;
+    put(&mut batch, p, &c)?;
+    store.apply(batch)
 }
 
 /// One chunk of a fixed audience.
@@ -462,7 +508,7 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
     })?;
     c.progress.cursor = b.to;
     if c.progress.cursor >= c.progress.total {
-        finish(&mut batch, p, &mut c, now);
+        finish(store, &mut batch, p, &mut c, now)?;
     }
     put(&mut batch, p, &c)?;
     store.apply(batch)?;
@@ -471,46 +517,65 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
 
 /// An open or a click on a tracked link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engagement {
+pub enum Hit {
     Open,
     Click,
 }
 
+/// The tracked opens and clicks of an email (zero when none was recorded).
+pub fn engagement(store: &dyn Store, p: ProjectId, email: EmailId) -> Result<Option<Engagement>> {
+    store
+        .get(&keys::engagement(p, email))?
+        .map(|b| codec::decode(&b))
+        .transpose()
+}
+
 /// Records an open or a click: an event every time, the email's counts, and the
-/// campaign's stats the first time for that email.
-pub fn engage(
-    ctx: &WriteCtx,
-    email_id: EmailId,
-    kind: Engagement,
-    url: Option<String>,
-) -> Result<()> {
+/// campaign's stats the first time for that email. Only the first hit reads the
+/// email's record; every hit writes a few bytes beside it.
+pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
-    let Some(mut email) = sending::load_email(store, p, email_id)? else {
-        return Ok(());
+    let mut e = match engagement(store, p, email_id)? {
+        Some(e) => e,
+        None => match sending::load_email(store, p, email_id)? {
+            Some(email) => Engagement {
+                campaign_id: email.campaign_id,
+                contact_id: email.contact_id,
+                to: email.to.email,
+                ..Default::default()
+            },
+            None => return Ok(()),
+        },
     };
-    let (count, first_at) = match kind {
-        Engagement::Open => (&mut email.opens, &mut email.opened_at),
-        Engagement::Click => (&mut email.clicks, &mut email.clicked_at),
+    let (count, first_at) = match hit {
+        Hit::Open => (&mut e.opens, &mut e.opened_at),
+        Hit::Click => (&mut e.clicks, &mut e.clicked_at),
     };
     *count = count.saturating_add(1);
     let first = first_at.is_none();
     first_at.get_or_insert(now.millis());
     let mut batch = Batch::new();
-    batch.put(keys::email(p, email.id), email.encode()?);
-    if let (true, Some(c)) = (first, email.campaign_id) {
-        campaign_stats::update(store, &mut batch, p, c, |s| match kind {
-            Engagement::Open => s.opened += 1,
-            Engagement::Click => s.clicked += 1,
+    batch.put(keys::engagement(p, email_id), codec::encode(&e)?);
+    if let (true, Some(c)) = (first, e.campaign_id) {
+        campaign_stats::update(store, &mut batch, p, c, |s| match hit {
+            Hit::Open => s.opened += 1,
+            Hit::Click => s.clicked += 1,
         })?;
     }
-    if let Ok(to) = EmailAddress::parse(&email.to.email) {
-        let name = match kind {
-            Engagement::Open => "email.open",
-            Engagement::Click => "email.click",
+    if let Ok(to) = EmailAddress::parse(&e.to) {
+        let name = match hit {
+            Hit::Open => "email.open",
+            Hit::Click => "email.click",
         };
-        let mut ev = sending::email_event(name, &email, &to, now);
+        let mut ev = Event::system(name, e.contact_id, &to, now);
+        ev.data
+            .insert("emailId".into(), Value::String(email_id.to_string()));
+        if let Some(c) = e.campaign_id {
+            ev.data
+                .insert("campaignId".into(), Value::String(c.to_string()));
+        }
         if let Some(url) = url {
-            ev.data.insert("url".into(), serde_json::Value::String(url));
+            ev.data.insert("url".into(), Value::String(url));
         }
         events::append_all(store, &mut batch, p, &[ev])?;
     }

@@ -108,10 +108,7 @@ pub async fn send_request(
         marketing: template
             .as_ref()
             .filter(|t| t.kind == TemplateKind::Marketing)
-            .map(|t| {
-                let body = req.body.as_deref().unwrap_or(&t.body);
-                Marketing::new(registry.links().clone(), project, None, body)
-            }),
+            .map(|_| Marketing::new(registry.links().clone(), project, None)),
         test: false,
         idempotency: req.idempotency,
     };

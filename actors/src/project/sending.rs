@@ -41,29 +41,20 @@ pub struct SendSpec {
     pub idempotency: Option<Claim>,
 }
 
-/// The links a marketing email carries, and whether its body placed the unsubscribe
-/// link itself (`{{unsubscribeUrl}}`) or gets a footer.
+/// The links a marketing email carries (unsubscribe, and tracking when it is on).
 #[derive(Clone)]
 pub struct Marketing {
     pub links: Arc<Links>,
     pub project: ProjectId,
     pub campaign: Option<CampaignId>,
-    pub footer: bool,
 }
 
 impl Marketing {
-    /// The footer is left out when the body names `unsubscribeUrl` itself.
-    pub fn new(
-        links: Arc<Links>,
-        project: ProjectId,
-        campaign: Option<CampaignId>,
-        body: &str,
-    ) -> Self {
+    pub fn new(links: Arc<Links>, project: ProjectId, campaign: Option<CampaignId>) -> Self {
         Marketing {
             links,
             project,
             campaign,
-            footer: !body.contains("unsubscribeUrl"),
         }
     }
 
@@ -203,7 +194,11 @@ pub fn render(
             let mut headers = Vec::new();
             if let Some(m) = marketing {
                 let target = m.target(&recipient);
-                html = m.links.decorate(&html, &target, m.footer);
+                // The footer goes in unless the rendered body shows this email's own
+                // link (a mention of `unsubscribeUrl` that renders nothing does not count).
+                let url = m.links.unsubscribe_url(&target);
+                let placed = html.contains(&url) || html.contains(&url.replace('/', "&#x2F;"));
+                html = m.links.decorate(&html, &target, !placed);
                 headers.push((
                     "List-Unsubscribe".to_owned(),
                     format!("<{}>", m.links.unsubscribe_url(&target)),
@@ -348,10 +343,6 @@ pub fn new_email(
         due_at: now.millis(),
         created_at: now.millis(),
         sent_at: None,
-        opens: 0,
-        clicks: 0,
-        opened_at: None,
-        clicked_at: None,
     }
 }
 

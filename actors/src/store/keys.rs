@@ -127,6 +127,11 @@ pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
 }
 
+/// An email's tracked opens and clicks (`model::Engagement`).
+pub fn engagement(p: ProjectId, e: EmailId) -> Vec<u8> {
+    in_project(p, b"/mx/", &[e.as_bytes()])
+}
+
 /// One send's attachments, stored once for all its emails (see `project::sending`).
 pub fn attachments(p: ProjectId, id: EmailId) -> Vec<u8> {
     in_project(p, b"/att/", &[id.as_bytes()])
