@@ -1238,3 +1238,56 @@ fn kill_9_while_scheduled_sends_the_campaign_at_start_up_once_its_time_has_passe
     let got = smtp.wait_for(3, wait());
     assert_eq!(rcpts(&got), audience, "each recipient once");
 }
+
+#[test]
+fn a_marketing_template_sent_through_v1_send_carries_the_unsubscribe_link_and_skips_the_unsubscribed(
+) {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let t = app.post(
+        "/templates",
+        &p.secret,
+        json!({"name": "News", "subject": "News", "type": "MARKETING", "from": FROM,
+               "body": "<p>Hi</p><p><a href=\"{{unsubscribeUrl}}\">leave</a></p>"}),
+    );
+    assert_eq!(t.status, 201, "{}", t.text);
+    contacts(&app, &p, &["gone@example.com".to_owned()], false);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["reader@example.com", "gone@example.com"], "template": id(&t.json()),
+               "subscribed": null}),
+    );
+    let sent = data(&r, 200);
+    assert_eq!(sent["emails"][1]["skipped"], "unsubscribed", "{sent}");
+    // A new recipient starts unsubscribed, so subscribe the reader first and send again.
+    contacts(&app, &p, &["reader@example.com".to_owned()], true);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "reader@example.com", "template": id(&t.json())}),
+    );
+    data(&r, 200);
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(got.len(), 1, "only the subscribed reader gets it");
+    let raw = got[0].text();
+    let header = header_of(&raw, "List-Unsubscribe").expect("List-Unsubscribe");
+    assert!(header.contains("/unsubscribe/"), "{header}");
+    assert_eq!(
+        header_of(&raw, "List-Unsubscribe-Post").as_deref(),
+        Some("List-Unsubscribe=One-Click")
+    );
+    let html = html_of(&raw);
+    assert!(
+        !html.contains(">Unsubscribe</a>"),
+        "the body placed the link itself, so no footer: {html}"
+    );
+    let path = link_path(&header, "/unsubscribe/").expect("an unsubscribe path");
+    assert_eq!(
+        visit(&app, "POST", &path, Some("List-Unsubscribe=One-Click")).status,
+        200
+    );
+    assert_eq!(
+        contact_of(&app, &p, "reader@example.com")["subscribed"],
+        false
+    );
+}
