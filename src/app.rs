@@ -21,8 +21,10 @@ use mailroom_actors::mailer::{
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
+use mailroom_actors::render::TemplateCache;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
 use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::workflow::{Executors, WebhookClient};
 use mailroom_actors::{AdjustableClock, Clock, Error, SystemClock};
 
 use crate::config::Settings;
@@ -71,12 +73,29 @@ impl Application {
             settings.tracking.enabled,
         ));
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
-        let campaigns = start_campaigns(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {
             nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
             timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
             cache_size: settings.dns.cache_size,
         })?;
+        let templates: Arc<TemplateCache> = Default::default();
+        let executors = Executors::start(
+            registry.clone(),
+            templates.clone(),
+            WebhookClient::new(
+                resolver.clone(),
+                settings.workflows.allow_private_webhooks,
+                Duration::from_secs(settings.workflows.webhook_timeout_seconds.max(1)),
+            ),
+            settings.workflows.executor(),
+        );
+        let campaigns = start_campaigns(
+            &settings,
+            store.clone(),
+            clock.clone(),
+            registry.clone(),
+            executors,
+        )?;
         DomainVerifier::new(
             registry.clone(),
             resolver.clone(),
@@ -94,6 +113,7 @@ impl Application {
             campaigns,
         );
         state.adjustable_clock = adjustable;
+        state.templates = templates;
         let state = web::Data::new(state);
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -245,6 +265,7 @@ fn start_campaigns(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: Registry,
+    executors: Arc<Executors>,
 ) -> Result<Arc<Campaigns>, String> {
     let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
     campaigns
@@ -253,12 +274,11 @@ fn start_campaigns(
     campaigns.watch();
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {
-        let runner = runner.clone();
+        let (runner, executors) = (runner.clone(), executors.clone());
         Box::pin(async move {
             match t.kind {
                 TimerKind::Campaign => runner.fire(t).await,
-                // No workflow timers are written yet; drop any so they do not spin.
-                TimerKind::Workflow => Ok(()),
+                TimerKind::Workflow => executors.fire(t).await,
             }
         })
     });

@@ -143,6 +143,7 @@ pub struct Limits {
     pub max_tracked_segments: usize,
     pub max_templates: usize,
     pub max_campaigns: u64,
+    pub max_workflows: u64,
 }
 
 impl Limits {
@@ -156,6 +157,7 @@ impl Limits {
             max_tracked_segments: self.max_tracked_segments,
             max_templates: self.max_templates,
             max_campaigns: self.max_campaigns,
+            max_workflows: self.max_workflows,
         }
     }
 }
@@ -211,6 +213,22 @@ pub struct Domains {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Workflows {
     pub allow_private_webhooks: bool,
+    pub executors: usize,
+    pub webhook_timeout_seconds: u64,
+    pub max_history_entries: usize,
+    pub max_finished_executions: u64,
+}
+
+impl Workflows {
+    pub fn executor(&self) -> mailroom_actors::workflow::ExecutorConfig {
+        mailroom_actors::workflow::ExecutorConfig {
+            workers: self.executors.max(1),
+            bounds: mailroom_actors::project::workflows::Bounds {
+                max_history: self.max_history_entries.max(1),
+                max_finished: self.max_finished_executions.max(1),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -116,6 +116,7 @@ pub enum Resource {
     Domain,
     Email,
     Event,
+    Execution,
     Project,
     Route,
 }
@@ -131,6 +132,7 @@ impl fmt::Display for Resource {
             Resource::Domain => "Domain",
             Resource::Email => "Email",
             Resource::Event => "Event",
+            Resource::Execution => "Execution",
             Resource::Project => "Project",
             Resource::Route => "Route",
         };

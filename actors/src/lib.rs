@@ -16,6 +16,7 @@ pub mod scheduler;
 pub mod segment;
 pub mod store;
 pub mod verify;
+pub mod workflow;
 
 pub use clock::{AdjustableClock, Clock, SystemClock};
 pub use error::{Error, FieldCode, FieldError, Resource};

@@ -48,9 +48,11 @@ fn not_found_code(r: Resource) -> &'static str {
         Resource::Segment => "SEGMENT_NOT_FOUND",
         Resource::Workflow => "WORKFLOW_NOT_FOUND",
         Resource::Domain => "DOMAIN_NOT_FOUND",
-        Resource::Email | Resource::Event | Resource::Project | Resource::Route => {
-            "RESOURCE_NOT_FOUND"
-        }
+        Resource::Email
+        | Resource::Event
+        | Resource::Execution
+        | Resource::Project
+        | Resource::Route => "RESOURCE_NOT_FOUND",
     }
 }
 

@@ -23,6 +23,7 @@ pub mod templates;
 pub mod track;
 pub mod validate;
 pub mod verify;
+pub mod workflows;
 
 use std::sync::Arc;
 
@@ -229,6 +230,24 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/t/o/{token}").route(web::get().to(links::open)))
             .service(resource("/t/c/{token}").route(web::get().to(links::click)))
+            .service(
+                resource("/workflows")
+                    .route(web::get().to(workflows::list))
+                    .route(web::post().to(workflows::create)),
+            )
+            .service(
+                resource("/workflows/{id}")
+                    .route(web::get().to(workflows::get))
+                    .route(web::patch().to(workflows::update))
+                    .route(web::delete().to(workflows::delete)),
+            )
+            .service(
+                resource("/workflows/{id}/executions").route(web::get().to(workflows::executions)),
+            )
+            .service(
+                resource("/workflows/{id}/executions/{execution_id}")
+                    .route(web::get().to(workflows::execution)),
+            )
             .service(
                 resource("/admin/projects")
                     .route(web::get().to(admin::list_projects))

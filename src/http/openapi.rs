@@ -5,6 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     admin, campaigns, contacts, domains, events, ops, segments, send, templates, track, verify,
+    workflows,
 };
 
 #[derive(OpenApi)]
@@ -23,6 +24,8 @@ use super::{
         segments::contacts, segments::add_members, segments::remove_members,
         campaigns::list, campaigns::create, campaigns::get, campaigns::update, campaigns::delete,
         campaigns::send, campaigns::cancel, campaigns::test, campaigns::stats,
+        workflows::list, workflows::create, workflows::get, workflows::update, workflows::delete,
+        workflows::executions, workflows::execution,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -38,6 +41,8 @@ use super::{
         segments::MembersRemoved,
         campaigns::CampaignView, campaigns::CampaignList, campaigns::StatsView, campaigns::TestSent,
         campaigns::CampaignRequest, campaigns::SendCampaignRequest, campaigns::TestCampaignRequest,
+        workflows::WorkflowView, workflows::WorkflowList, workflows::ExecutionView,
+        workflows::ExecutionList, workflows::HistoryView, workflows::WorkflowRequest,
     )),
     modifiers(&BearerAuth),
 )]

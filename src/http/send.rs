@@ -276,6 +276,7 @@ pub async fn send(
         headers,
         attachments,
         idempotency: claim,
+        execution: None,
     };
     let receipt = send_request(&state.registry, &state.templates, p.id, request).await?;
     let emails: Vec<Value> = receipt
@@ -324,7 +325,7 @@ pub async fn get_email(
         "status": status.as_str(),
         "contactId": e.contact_id.to_string(),
         "campaignId": e.campaign_id.map(|c| c.to_string()),
-        "workflowExecutionId": null,
+        "workflowExecutionId": e.workflow_execution_id.map(|x| x.to_string()),
         "attempts": e.attempts,
         "lastError": e.last_error,
         "createdAt": iso(e.created_at),

@@ -21,3 +21,4 @@ mod send;
 mod templates;
 mod track;
 mod verify;
+mod workflows;

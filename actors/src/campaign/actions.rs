@@ -195,6 +195,7 @@ pub async fn test(
         marketing: Some(Marketing::new(registry.links().clone(), p, None)),
         test: true,
         idempotency: None,
+        execution: None,
     };
     let receipt = send::send(registry, p, spec).await?;
     receipt

@@ -361,6 +361,7 @@ fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -> SendSpec 
         marketing: Some(marketing),
         test: false,
         idempotency: None,
+        execution: None,
     }
 }
 

@@ -179,6 +179,37 @@ impl Resolver {
         .await
     }
 
+    /// The IPv4 and IPv6 addresses of `name` (cached answers); an error says why there
+    /// are none.
+    pub async fn ips(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        let mut ips = Vec::new();
+        let mut why = None;
+        for rtype in [RecordType::A, RecordType::AAAA] {
+            let reply = self
+                .lookup(name, rtype, Freshness::Cached, |lookup| {
+                    lookup
+                        .iter()
+                        .filter_map(|r| match r {
+                            RData::A(a) => Some(std::net::IpAddr::V4(a.0)),
+                            RData::AAAA(a) => Some(std::net::IpAddr::V6(a.0)),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await;
+            match reply.answer {
+                Answer::Found(found) => ips.extend(found),
+                Answer::NoRecords { .. } => {}
+                Answer::Failed(f) => why = Some(f.to_string()),
+            }
+        }
+        match (ips.is_empty(), why) {
+            (false, _) => Ok(ips),
+            (true, Some(why)) => Err(format!("looking up {name}: {why}")),
+            (true, None) => Err(format!("{name} has no A or AAAA record")),
+        }
+    }
+
     async fn lookup<T, F>(
         &self,
         name: &str,

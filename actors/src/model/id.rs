@@ -65,6 +65,8 @@ id_type!(EmailId);
 id_type!(DomainId);
 id_type!(SegmentId);
 id_type!(CampaignId);
+id_type!(WorkflowId);
+id_type!(ExecutionId);
 
 impl EventId {
     /// An id that sorts at the event's own time (which comes from the injected clock),

@@ -12,15 +12,20 @@ pub mod page;
 pub mod project;
 pub mod template;
 pub mod time;
+pub mod workflow;
 
 pub use campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
 pub use email::EmailAddress;
 pub use event::{Event, EventSource, EventStats};
-pub use id::{CampaignId, ContactId, DomainId, EmailId, EventId, ProjectId, SegmentId, TemplateId};
+pub use id::{
+    CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ProjectId, SegmentId,
+    TemplateId, WorkflowId,
+};
 pub use outbound::{Attachment, EmailStatus, Engagement, Mailbox, OutboundEmail};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use template::{Template, TemplateKind};
 pub use time::Timestamp;
+pub use workflow::{ExecStatus, Execution, HistoryEntry, Step, StepKind, Wait, Workflow};

@@ -71,6 +71,8 @@ pub struct OutboundEmail {
     pub marketing: bool,
     /// The campaign this email is part of (its stats count it).
     pub campaign_id: Option<CampaignId>,
+    /// The workflow execution that sent it.
+    pub workflow_execution_id: Option<super::ExecutionId>,
     pub status: EmailStatus,
     pub attempts: u32,
     pub last_error: Option<String>,

@@ -101,7 +101,7 @@ pub fn append_all(
         keys::counter(p, EVENTS_COUNTER),
         codec::encode_u64(total + events.len() as u64),
     );
-    Ok(())
+    super::triggers::on_events(store, batch, p, events)
 }
 
 /// One contact's statistics for each of `names` (None where it never triggered).

@@ -19,6 +19,7 @@ pub struct TenantLimits {
     pub max_tracked_segments: usize,
     pub max_templates: usize,
     pub max_campaigns: u64,
+    pub max_workflows: u64,
 }
 
 impl Default for TenantLimits {
@@ -32,6 +33,7 @@ impl Default for TenantLimits {
             max_tracked_segments: 50,
             max_templates: 10_000,
             max_campaigns: 10_000,
+            max_workflows: 1_000,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod contacts;
 pub mod counters;
 pub mod event_queries;
 pub mod events;
+pub mod executions;
 pub mod limits;
 pub mod membership;
 pub mod messages;
@@ -24,6 +25,8 @@ pub mod sending;
 pub mod table;
 pub mod templates;
 pub mod track;
+pub mod triggers;
+pub mod workflows;
 pub mod write;
 
 pub use actor::ProjectActor;

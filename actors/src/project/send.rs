@@ -39,6 +39,8 @@ pub struct SendRequest {
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
     pub idempotency: Option<Claim>,
+    /// The workflow execution whose SEND_EMAIL step this is.
+    pub execution: Option<crate::model::ExecutionId>,
 }
 
 /// The rules of a send (API.md section 5): the template and what it supplies, the
@@ -111,6 +113,7 @@ pub async fn send_request(
             .map(|_| Marketing::new(registry.links().clone(), project, None)),
         test: false,
         idempotency: req.idempotency,
+        execution: req.execution,
     };
     send(registry, project, spec).await
 }

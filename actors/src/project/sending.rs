@@ -39,6 +39,8 @@ pub struct SendSpec {
     pub test: bool,
     /// The request's Idempotency-Key: a replay answers the first reply and sends nothing.
     pub idempotency: Option<Claim>,
+    /// The workflow execution whose step sends this.
+    pub execution: Option<crate::model::ExecutionId>,
 }
 
 /// The links a marketing email carries (unsubscribe, and tracking when it is on).
@@ -337,6 +339,7 @@ pub fn new_email(
         attachments_id: None,
         marketing: spec.marketing.is_some(),
         campaign_id: spec.marketing.as_ref().and_then(|m| m.campaign),
+        workflow_execution_id: spec.execution,
         status: EmailStatus::Queued,
         attempts: 0,
         last_error: None,

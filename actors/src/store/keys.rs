@@ -7,7 +7,10 @@
 //! `FORMAT` names this layout; the store refuses a data directory written with another.
 //! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
-use crate::model::{CampaignId, ContactId, DomainId, EmailId, ProjectId, SegmentId, TemplateId};
+use crate::model::{
+    CampaignId, ContactId, DomainId, EmailId, ExecutionId, ProjectId, SegmentId, TemplateId,
+    WorkflowId,
+};
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
 pub const FORMAT: u32 = 5;
@@ -252,6 +255,68 @@ pub fn sending_campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
 /// (project, campaign) of a `sending_campaign` key.
 pub fn parse_sending_campaign(k: &[u8]) -> Option<(ProjectId, CampaignId)> {
     let rest = k.strip_prefix(SENDING_CAMPAIGNS)?;
+    if rest.len() != 32 {
+        return None;
+    }
+    Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+pub fn workflows(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/wf/", &[])
+}
+
+pub fn workflow(p: ProjectId, w: WorkflowId) -> Vec<u8> {
+    in_project(p, b"/wf/", &[w.as_bytes()])
+}
+
+/// The enabled workflows that an event name starts (`workflow::Trigger`s): one point
+/// read per event name on the write path.
+pub fn triggers(p: ProjectId, event: &str) -> Vec<u8> {
+    in_project(p, b"/wtr/", &[event.as_bytes()])
+}
+
+/// An execution's record, by its id alone (timers and the ready queue name it so).
+pub fn execution(p: ProjectId, x: ExecutionId) -> Vec<u8> {
+    in_project(p, b"/wx/", &[x.as_bytes()])
+}
+
+/// A workflow's executions, oldest first: `GET /workflows/{id}/executions`.
+pub fn executions_of(p: ProjectId, w: WorkflowId) -> Vec<u8> {
+    in_project(p, b"/wxl/", &[w.as_bytes()])
+}
+
+pub fn execution_of(p: ProjectId, w: WorkflowId, x: ExecutionId) -> Vec<u8> {
+    in_project(p, b"/wxl/", &[w.as_bytes(), x.as_bytes()])
+}
+
+/// A contact's latest execution of a workflow, and whether it is over (re-entry).
+pub fn entered(p: ProjectId, w: WorkflowId, c: ContactId) -> Vec<u8> {
+    in_project(p, b"/wxc/", &[w.as_bytes(), c.as_bytes()])
+}
+
+/// Executions of a contact waiting for an event (WAIT_FOR_EVENT).
+pub fn waiting_for(p: ProjectId, event: &str, c: ContactId) -> Vec<u8> {
+    in_project(p, b"/wxe/", &[event.as_bytes(), b"\0", c.as_bytes()])
+}
+
+pub fn waiting(p: ProjectId, event: &str, c: ContactId, x: ExecutionId) -> Vec<u8> {
+    in_project(
+        p,
+        b"/wxe/",
+        &[event.as_bytes(), b"\0", c.as_bytes(), x.as_bytes()],
+    )
+}
+
+/// Executions with a step to run now, of every project: the executors' queue.
+pub const READY: &[u8] = b"wf-ready/";
+
+pub fn ready(p: ProjectId, x: ExecutionId) -> Vec<u8> {
+    key([READY, p.as_bytes(), x.as_bytes()].into_iter())
+}
+
+/// (project, execution) of a `ready` key.
+pub fn parse_ready(k: &[u8]) -> Option<(ProjectId, ExecutionId)> {
+    let rest = k.strip_prefix(READY)?;
     if rest.len() != 32 {
         return None;
     }

@@ -1,0 +1,452 @@
+//! Workflow writes and reads (API.md section 10), and the moves of their executions
+//! that the executors make: each runs in the project's actor (`apply::Apply`), guarded
+//! by the step it expects the execution to be at, so a step that ran twice (a crash, a
+//! timer and an event at once) moves the execution once.
+
+use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
+use super::counters::add_to_counter;
+use super::executions::{self, Trigger};
+use super::limits;
+use super::templates;
+use crate::error::{Error, FieldCode, Resource, Result};
+use crate::model::{
+    DataPatch, ExecStatus, Execution, ExecutionId, HistoryEntry, Page, PageRequest, ProjectId,
+    StepKind, Wait, Workflow, WorkflowId,
+};
+use crate::scheduler::Timer;
+use crate::store::{codec, keys, Batch, Store};
+
+pub const WORKFLOWS_COUNTER: &str = "workflows";
+
+fn finished_counter(w: WorkflowId) -> String {
+    format!("wxf/{w}")
+}
+
+pub fn load(store: &dyn Store, p: ProjectId, id: WorkflowId) -> Result<Option<Workflow>> {
+    store
+        .get(&keys::workflow(p, id))?
+        .map(|b| Workflow::decode(&b))
+        .transpose()
+}
+
+pub fn get(store: &dyn Store, p: ProjectId, id: WorkflowId) -> Result<Workflow> {
+    load(store, p, id)?.ok_or(Error::NotFound(Resource::Workflow))
+}
+
+fn parse_cursor<T: std::str::FromStr>(page: &PageRequest) -> Result<Option<T>> {
+    page.cursor()
+        .map(|c| {
+            c.parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))
+        })
+        .transpose()
+}
+
+/// Newest first; the cursor is the id of the last workflow of the previous page.
+pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Workflow>> {
+    let after = parse_cursor::<WorkflowId>(page)?.map(|id| keys::workflow(p, id));
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    for kv in store
+        .scan(&keys::workflows(p), after.as_deref(), true)
+        .take(page.limit() + 1)
+    {
+        items.push(Workflow::decode(&kv?.1)?);
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|w| w.id.to_string()))
+        .flatten();
+    Ok(Page {
+        items,
+        next_cursor,
+        total: read_counter(store, p, WORKFLOWS_COUNTER)?,
+    })
+}
+
+/// A workflow's executions, newest first, with `status` if given; `total` counts the
+/// matching ones.
+pub fn executions(
+    store: &dyn Store,
+    p: ProjectId,
+    w: WorkflowId,
+    status: Option<ExecStatus>,
+    page: &PageRequest,
+) -> Result<Page<Execution>> {
+    let prefix = keys::executions_of(p, w);
+    let after = parse_cursor::<ExecutionId>(page)?.map(|x| keys::execution_of(p, w, x));
+    let mut items = Vec::with_capacity(page.limit() + 1);
+    let mut total = 0u64;
+    let mut passed_cursor = after.is_none();
+    for kv in store.scan(&prefix, None, true) {
+        let (k, _) = kv?;
+        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
+            continue;
+        };
+        let Some(e) = executions::load(store, p, x)? else {
+            continue;
+        };
+        if status.is_some_and(|s| s != e.status) {
+            continue;
+        }
+        total += 1;
+        if !passed_cursor {
+            passed_cursor = after.as_deref().is_some_and(|a| k.as_slice() < a);
+        }
+        if passed_cursor && items.len() <= page.limit() {
+            items.push(e);
+        }
+    }
+    let has_more = items.len() > page.limit();
+    items.truncate(page.limit());
+    let next_cursor = has_more
+        .then(|| items.last().map(|e| e.id.to_string()))
+        .flatten();
+    Ok(Page {
+        items,
+        next_cursor,
+        total,
+    })
+}
+
+pub fn execution(
+    store: &dyn Store,
+    p: ProjectId,
+    w: WorkflowId,
+    x: ExecutionId,
+) -> Result<Execution> {
+    executions::load(store, p, x)?
+        .filter(|e| e.workflow_id == w)
+        .ok_or(Error::NotFound(Resource::Execution))
+}
+
+/// Every template a SEND_EMAIL step names exists (404 `TEMPLATE_NOT_FOUND`).
+fn check_templates(store: &dyn Store, p: ProjectId, w: &Workflow) -> Result<()> {
+    for s in &w.steps {
+        if let StepKind::SendEmail { template_id } = &s.kind {
+            if templates::load(store, p, *template_id)?.is_none() {
+                return Err(Error::NotFound(Resource::Template));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites the trigger index of `names`: the enabled workflows each one starts, from
+/// the stored workflows, with `changed` as it is now and `removed` left out.
+fn reindex(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    names: &[&str],
+    changed: Option<&Workflow>,
+    removed: Option<WorkflowId>,
+) -> Result<()> {
+    let mut all = Vec::new();
+    for kv in store.scan(&keys::workflows(p), None, false) {
+        let w = Workflow::decode(&kv?.1)?;
+        if Some(w.id) != removed && changed.is_none_or(|c| c.id != w.id) {
+            all.push(w);
+        }
+    }
+    all.extend(changed.cloned());
+    for name in names {
+        let list: Vec<Trigger> = all
+            .iter()
+            .filter(|w| w.enabled && w.trigger_event == *name)
+            .filter_map(|w| {
+                Some(Trigger {
+                    workflow: w.id,
+                    allow_reentry: w.allow_reentry,
+                    first: w.first()?.id.clone(),
+                })
+            })
+            .collect();
+        match list.is_empty() {
+            true => batch.delete(keys::triggers(p, name)),
+            false => batch.put(keys::triggers(p, name), codec::encode(&list)?),
+        }
+    }
+    Ok(())
+}
+
+pub fn create(ctx: &WriteCtx, w: Workflow) -> Result<Workflow> {
+    let (store, p) = (ctx.store, ctx.project);
+    let max = ctx.limits.max_workflows;
+    if read_counter(store, p, WORKFLOWS_COUNTER)? >= max {
+        return Err(limits::full("workflows", max, "max_workflows"));
+    }
+    check_templates(store, p, &w)?;
+    let mut batch = Batch::new();
+    batch.put(keys::workflow(p, w.id), w.encode()?);
+    add_to_counter(store, &mut batch, p, WORKFLOWS_COUNTER, 1)?;
+    reindex(store, &mut batch, p, &[&w.trigger_event], Some(&w), None)?;
+    store.apply(batch)?;
+    Ok(w)
+}
+
+/// The fields a PATCH may change; None leaves a field as it is.
+#[derive(Debug, Default)]
+pub struct WorkflowPatch {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub enabled: Option<bool>,
+    pub trigger_event: Option<String>,
+    pub allow_reentry: Option<bool>,
+    pub steps: Option<Vec<crate::model::Step>>,
+}
+
+pub fn update(ctx: &WriteCtx, id: WorkflowId, patch: WorkflowPatch) -> Result<Workflow> {
+    let (store, p) = (ctx.store, ctx.project);
+    let mut w = get(store, p, id)?;
+    let old_trigger = w.trigger_event.clone();
+    macro_rules! set {
+        ($($field:ident),*) => {$(if let Some(v) = patch.$field { w.$field = v; })*};
+    }
+    set!(
+        name,
+        description,
+        enabled,
+        trigger_event,
+        allow_reentry,
+        steps
+    );
+    w.updated_at = ctx.now.millis();
+    check_templates(store, p, &w)?;
+    let mut batch = Batch::new();
+    batch.put(keys::workflow(p, w.id), w.encode()?);
+    reindex(
+        store,
+        &mut batch,
+        p,
+        &[&old_trigger, &w.trigger_event],
+        Some(&w),
+        None,
+    )?;
+    store.apply(batch)?;
+    Ok(w)
+}
+
+/// Deletes a workflow and cancels its executions: those running or waiting stop
+/// (their timers and waits go), and its executions' records go with it.
+pub fn delete(ctx: &WriteCtx, id: WorkflowId) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
+    let w = get(store, p, id)?;
+    let mut batch = Batch::new();
+    let prefix = keys::executions_of(p, id);
+    let mut cancelled = 0u64;
+    for kv in store.scan(&prefix, None, false) {
+        let (k, _) = kv?;
+        batch.delete(k.clone());
+        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
+            continue;
+        };
+        if let Some(mut e) = executions::load(store, p, x)? {
+            if !e.status.is_final() {
+                executions::end(&mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
+                cancelled += 1;
+            }
+            batch.delete(keys::entered(p, id, e.contact_id));
+        }
+        batch.delete(keys::execution(p, x));
+    }
+    batch.delete(keys::workflow(p, id));
+    batch.delete(keys::counter(p, &finished_counter(id)));
+    add_to_counter(store, &mut batch, p, WORKFLOWS_COUNTER, -1)?;
+    reindex(store, &mut batch, p, &[&w.trigger_event], None, Some(id))?;
+    store.apply(batch)?;
+    tracing::info!(project = %p, workflow = %id, cancelled, "workflow deleted");
+    Ok(())
+}
+
+/// The execution, if it is RUNNING at `step`: what every executor move expects.
+fn running_at(
+    store: &dyn Store,
+    p: ProjectId,
+    x: ExecutionId,
+    step: &str,
+) -> Result<Option<Execution>> {
+    Ok(executions::load(store, p, x)?
+        .filter(|e| e.status == ExecStatus::Running && e.current.as_deref() == Some(step)))
+}
+
+/// Keeps the newest `max` history entries.
+fn trim(e: &mut Execution, max: usize) {
+    let over = e.history.len().saturating_sub(max.max(1));
+    e.history.drain(..over);
+}
+
+/// Counts an execution that ended, and drops the oldest ended ones of its workflow
+/// past `limits.max_finished_executions`.
+fn ended(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    e: &Execution,
+    max: u64,
+) -> Result<()> {
+    let name = finished_counter(e.workflow_id);
+    let n = read_counter(store, p, &name)? + 1;
+    let over = n.saturating_sub(max);
+    let mut dropped = 0u64;
+    let prefix = keys::executions_of(p, e.workflow_id);
+    // Oldest first; a bounded look, so one end never walks every execution.
+    for kv in store.scan(&prefix, None, false).take(1_000) {
+        if dropped >= over {
+            break;
+        }
+        let (k, _) = kv?;
+        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
+            continue;
+        };
+        if x == e.id {
+            continue;
+        }
+        match executions::load(store, p, x)? {
+            Some(old) if old.status.is_final() => {
+                batch.delete(k);
+                batch.delete(keys::execution(p, x));
+                dropped += 1;
+            }
+            Some(_) => {}
+            None => batch.delete(k),
+        }
+    }
+    batch.put(keys::counter(p, &name), codec::encode_u64(n - dropped));
+    Ok(())
+}
+
+/// How a step ended, as the executor tells it.
+pub struct StepEnd {
+    pub step: String,
+    pub entry: HistoryEntry,
+    /// Where it goes on: `Ok(Some(step))`, `Ok(None)` to complete, or `Err(status)` to
+    /// end there (EXITED, FAILED).
+    pub next: std::result::Result<Option<String>, ExecStatus>,
+}
+
+/// The limits of an execution's bookkeeping.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub max_history: usize,
+    pub max_finished: u64,
+}
+
+/// A step is done: its history entry, then on to the next step or the end. Answers
+/// the execution as it is now, or None when it was no longer at that step.
+pub fn step_done(
+    ctx: &WriteCtx,
+    x: ExecutionId,
+    end: StepEnd,
+    bounds: Bounds,
+) -> Result<Option<Execution>> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
+    let Some(mut e) = running_at(store, p, x, &end.step)? else {
+        return Ok(None);
+    };
+    let mut batch = Batch::new();
+    match end.next {
+        Ok(next) => executions::go_on(&mut batch, p, &mut e, end.entry, next, now)?,
+        Err(status) => {
+            e.history.push(end.entry);
+            executions::end(&mut batch, p, &mut e, status, now)?;
+        }
+    }
+    trim(&mut e, bounds.max_history);
+    executions::put(&mut batch, p, &e)?;
+    if e.status.is_final() {
+        ended(store, &mut batch, p, &e, bounds.max_finished)?;
+    }
+    store.apply(batch)?;
+    Ok(Some(e))
+}
+
+/// UPDATE_CONTACT: the contact changes (its segment entries and exits and any events
+/// follow, as with every contact write), then the step is done.
+pub fn update_contact(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    x: ExecutionId,
+    end: StepEnd,
+    data: DataPatch,
+    subscribed: Option<bool>,
+    bounds: Bounds,
+) -> Result<Option<Execution>> {
+    let Some(e) = running_at(ctx.store, ctx.project, x, &end.step)? else {
+        return Ok(None);
+    };
+    let patch = PatchContact {
+        id: e.contact_id,
+        subscribed,
+        data,
+        reason: Some("workflow".into()),
+        campaign: None,
+    };
+    let mut end = end;
+    if let Err(err) = contacts::patch(ctx, counts, patch) {
+        if matches!(
+            err,
+            Error::Storage(_) | Error::Internal(_) | Error::Busy { .. }
+        ) {
+            return Err(err);
+        }
+        end.entry.status = "FAILED".into();
+        end.entry.error = Some(err.to_string());
+        end.next = Err(ExecStatus::Failed);
+    }
+    step_done(ctx, x, end, bounds)
+}
+
+/// DELAY and WAIT_FOR_EVENT: the execution waits (its timer, and for an event its
+/// entry in the waiting index). Answers the timer to arm once this is durable.
+pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<Option<Timer>> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(mut e) = running_at(store, p, x, step)? else {
+        return Ok(None);
+    };
+    let mut batch = Batch::new();
+    let timer = executions::timer(p, x, wait.due);
+    batch.put(timer.key(), Vec::new());
+    if let Some(event) = &wait.event {
+        batch.put(keys::waiting(p, event, e.contact_id, x), Vec::new());
+    }
+    batch.delete(keys::ready(p, x));
+    e.status = ExecStatus::Waiting;
+    e.wait = Some(wait);
+    executions::put(&mut batch, p, &e)?;
+    store.apply(batch)?;
+    Ok(Some(timer))
+}
+
+/// A waiting execution's timer fell due: a DELAY is over, or a wait timed out (then
+/// it goes to `timeoutNext`). Answers whether it moved on.
+pub fn timer_fired(ctx: &WriteCtx, t: Timer) -> Result<bool> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
+    let mut batch = Batch::new();
+    batch.delete(t.key());
+    let x: ExecutionId = keys::id_after(&t.target, b"")
+        .ok_or_else(|| Error::Internal("a workflow timer without an execution id".into()))?;
+    let moved = match executions::load(store, p, x)? {
+        Some(mut e)
+            if e.status == ExecStatus::Waiting && e.wait.as_ref().map(|w| w.due) == Some(t.due) =>
+        {
+            let step = e.current.clone().unwrap_or_default();
+            let w = e.wait.clone().unwrap_or(Wait {
+                due: t.due,
+                event: None,
+                next: None,
+                timeout_next: None,
+            });
+            let (kind, status, next) = match &w.event {
+                Some(_) => ("WAIT_FOR_EVENT", "TIMED_OUT", w.timeout_next.clone()),
+                None => ("DELAY", "COMPLETED", w.next.clone()),
+            };
+            let entry = executions::entry(&step, kind, status, now);
+            executions::go_on(&mut batch, p, &mut e, entry, next, now)?;
+            true
+        }
+        _ => false,
+    };
+    store.apply(batch)?;
+    Ok(moved)
+}

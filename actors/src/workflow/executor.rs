@@ -1,0 +1,440 @@
+//! The WorkflowExecutor pool: `workers` tasks that run executions step by step.
+//!
+//! Work comes from the ready queue in the store (`keys::READY`): an execution goes in
+//! when it starts (in the batch of the event that triggered it), when its timer falls
+//! due, and when the event it waits for comes. A feeder reads the queue's durable
+//! entries and hands each execution to one worker at a time; a worker runs its steps
+//! until it waits or ends. Each step's effect and the execution's move are written by
+//! the project's actor, guarded by the step the execution is at, so a step that runs
+//! again after a crash moves it once; a SEND_EMAIL step sends with an idempotency key of
+//! (execution, step), so it sends once too.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::webhook::WebhookClient;
+use crate::error::{Error, Result};
+use crate::idempotency::Claim;
+use crate::model::{
+    DataPatch, ExecStatus, Execution, ExecutionId, ProjectId, Step, StepKind, Wait, Workflow,
+};
+use crate::project::apply::Apply;
+use crate::project::events::contact_stats;
+use crate::project::executions::{self, READY_SIGNAL};
+use crate::project::send::{send_request, SendRequest};
+use crate::project::workflows::{self, Bounds, StepEnd};
+use crate::project::Registry;
+use crate::render::TemplateCache;
+use crate::scheduler::Timer;
+use crate::segment::{Compiled, Condition, ContactSubject};
+use crate::store::keys;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ExecutorConfig {
+    pub workers: usize,
+    pub bounds: Bounds,
+}
+
+/// How long an idempotency record of a SEND_EMAIL step is kept.
+const SEND_KEY_TTL_MS: i64 = 30 * 86_400_000;
+/// Steps one worker runs of one execution before it lets others go first.
+const STEPS_PER_TURN: usize = 100;
+
+pub struct Executors {
+    registry: Registry,
+    cache: Arc<TemplateCache>,
+    webhooks: WebhookClient,
+    config: ExecutorConfig,
+    claimed: Mutex<HashSet<(ProjectId, ExecutionId)>>,
+}
+
+impl Executors {
+    /// Starts the feeder and the workers.
+    pub fn start(
+        registry: Registry,
+        cache: Arc<TemplateCache>,
+        webhooks: WebhookClient,
+        config: ExecutorConfig,
+    ) -> Arc<Self> {
+        let me = Arc::new(Executors {
+            registry,
+            cache,
+            webhooks,
+            config,
+            claimed: Mutex::new(HashSet::new()),
+        });
+        let (tx, rx) = tokio::sync::mpsc::channel::<(ProjectId, ExecutionId)>(1024);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..config.workers.max(1) {
+            let (me, rx) = (me.clone(), rx.clone());
+            actix::spawn(async move {
+                loop {
+                    let job = rx.lock().await.recv().await;
+                    let Some((p, x)) = job else { return };
+                    if let Err(e) = me.run(p, x).await {
+                        tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    me.claimed().remove(&(p, x));
+                }
+            });
+        }
+        let feeder = me.clone();
+        actix::spawn(async move { feeder.feed(tx).await });
+        me
+    }
+
+    fn claimed(&self) -> std::sync::MutexGuard<'_, HashSet<(ProjectId, ExecutionId)>> {
+        self.claimed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands the durable entries of the ready queue to the workers, one worker per
+    /// execution at a time.
+    async fn feed(&self, tx: tokio::sync::mpsc::Sender<(ProjectId, ExecutionId)>) {
+        loop {
+            let ready: Vec<(ProjectId, ExecutionId)> = self
+                .registry
+                .store()
+                .scan_durable(keys::READY, None)
+                .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k)))
+                .collect();
+            for job in ready {
+                if self.claimed().insert(job) && tx.send(job).await.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                _ = READY_SIGNAL.notified() => {
+                    // What rang it becomes durable within a flush interval.
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                }
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+        }
+    }
+
+    /// A waiting execution's timer fell due.
+    pub async fn fire(&self, t: Timer) -> Result<()> {
+        let moved = self
+            .registry
+            .send(
+                t.project,
+                Apply::durable(move |ctx, _| workflows::timer_fired(ctx, t)),
+            )
+            .await?;
+        if moved {
+            READY_SIGNAL.notify_one();
+        }
+        Ok(())
+    }
+
+    fn now(&self) -> i64 {
+        self.registry.clock().now().timestamp_millis()
+    }
+
+    /// Runs an execution's steps until it waits or ends (or has had its turn).
+    async fn run(&self, p: ProjectId, x: ExecutionId) -> Result<()> {
+        let store = self.registry.store().clone();
+        for _ in 0..STEPS_PER_TURN {
+            let e = executions::load(&*store, p, x)?;
+            let Some(e) = e.filter(|e| e.status == ExecStatus::Running) else {
+                // Stale: it waits, ended, or is gone. Its queue entry goes.
+                return self.unqueue(p, x).await;
+            };
+            let step_id = e.current.clone().unwrap_or_default();
+            let workflow = workflows::load(&*store, p, e.workflow_id)?;
+            let Some((w, step)) = workflow.and_then(|w| {
+                let step = w.step(&step_id).cloned()?;
+                Some((w, step))
+            }) else {
+                let end = self.end(&step_id, "EXIT", Err("its workflow or step is gone".into()));
+                self.done(p, x, end).await?;
+                return Ok(());
+            };
+            let Some(next) = self.step(p, &w, &e, &step).await? else {
+                return Ok(());
+            };
+            if next.status != ExecStatus::Running {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn unqueue(&self, p: ProjectId, x: ExecutionId) -> Result<()> {
+        self.registry
+            .send(
+                p,
+                Apply::applied(move |ctx, _| {
+                    let still = executions::load(ctx.store, ctx.project, x)?
+                        .is_some_and(|e| e.status == ExecStatus::Running);
+                    if !still {
+                        let mut batch = crate::store::Batch::new();
+                        batch.delete(keys::ready(ctx.project, x));
+                        ctx.store.apply(batch)?;
+                    }
+                    Ok(())
+                }),
+            )
+            .await
+    }
+
+    /// A step's end: COMPLETED and on to `next`, or FAILED with the reason.
+    fn end(
+        &self,
+        step: &str,
+        kind: &str,
+        result: std::result::Result<Option<String>, String>,
+    ) -> StepEnd {
+        let now = self.now();
+        match result {
+            Ok(next) => StepEnd {
+                step: step.to_owned(),
+                entry: executions::entry(step, kind, "COMPLETED", now),
+                next: Ok(next),
+            },
+            Err(why) => {
+                let mut entry = executions::entry(step, kind, "FAILED", now);
+                entry.error = Some(why);
+                StepEnd {
+                    step: step.to_owned(),
+                    entry,
+                    next: Err(ExecStatus::Failed),
+                }
+            }
+        }
+    }
+
+    async fn done(&self, p: ProjectId, x: ExecutionId, end: StepEnd) -> Result<Option<Execution>> {
+        let bounds = self.config.bounds;
+        self.registry
+            .send(
+                p,
+                Apply::durable(move |ctx, _| workflows::step_done(ctx, x, end, bounds)),
+            )
+            .await
+    }
+
+    async fn wait(
+        &self,
+        p: ProjectId,
+        x: ExecutionId,
+        step: &str,
+        wait: Wait,
+    ) -> Result<Option<Execution>> {
+        let step = step.to_owned();
+        let timer = self
+            .registry
+            .send(
+                p,
+                Apply::durable(move |ctx, _| workflows::wait(ctx, x, &step, wait)),
+            )
+            .await?;
+        if let Some(t) = timer {
+            self.registry.timers().arm(t);
+        }
+        Ok(None)
+    }
+
+    /// Runs one step; answers the execution after it, or None when it now waits (or
+    /// was moved by someone else).
+    async fn step(
+        &self,
+        p: ProjectId,
+        w: &Workflow,
+        e: &Execution,
+        step: &Step,
+    ) -> Result<Option<Execution>> {
+        let (x, kind) = (e.id, step.kind.type_name());
+        let now = self.now();
+        match &step.kind {
+            StepKind::SendEmail { template_id } => {
+                let result = self.send(p, e, step, *template_id).await?;
+                self.done(
+                    p,
+                    x,
+                    self.end(&step.id, kind, result.map(|()| step.next.clone())),
+                )
+                .await
+            }
+            StepKind::Delay { amount, unit } => {
+                let due = now.saturating_add((*amount as i64).saturating_mul(unit.millis()));
+                let wait = Wait {
+                    due,
+                    event: None,
+                    next: step.next.clone(),
+                    timeout_next: None,
+                };
+                self.wait(p, x, &step.id, wait).await
+            }
+            StepKind::WaitForEvent {
+                event_name,
+                timeout_seconds,
+            } => {
+                let due = now.saturating_add((*timeout_seconds as i64).saturating_mul(1_000));
+                let wait = Wait {
+                    due,
+                    event: Some(event_name.clone()),
+                    next: step.next.clone(),
+                    timeout_next: step.timeout_next.clone(),
+                };
+                self.wait(p, x, &step.id, wait).await
+            }
+            StepKind::Condition { condition } => {
+                let end = match self.condition(p, e, condition) {
+                    Ok(yes) => {
+                        let mut end = self.end(
+                            &step.id,
+                            kind,
+                            Ok(if yes {
+                                step.yes.clone()
+                            } else {
+                                step.no.clone()
+                            }),
+                        );
+                        end.entry.branch = Some(if yes { "yes" } else { "no" }.into());
+                        end
+                    }
+                    Err(why) => self.end(&step.id, kind, Err(why)),
+                };
+                self.done(p, x, end).await
+            }
+            StepKind::UpdateContact { data, subscribed } => {
+                let patch = match data
+                    .as_deref()
+                    .map(serde_json::from_str::<Map<String, Value>>)
+                {
+                    Some(Ok(map)) => DataPatch::new(map),
+                    Some(Err(_)) | None => DataPatch::default(),
+                };
+                let end = self.end(&step.id, kind, Ok(step.next.clone()));
+                let (subscribed, bounds) = (*subscribed, self.config.bounds);
+                self.registry
+                    .send(
+                        p,
+                        Apply::durable(move |ctx, counts| {
+                            workflows::update_contact(
+                                ctx, counts, x, end, patch, subscribed, bounds,
+                            )
+                        }),
+                    )
+                    .await
+            }
+            StepKind::Webhook {
+                url,
+                method,
+                headers,
+                body,
+            } => {
+                let payload = self.webhook_body(p, w, e, step, body.as_deref())?;
+                let answer = self.webhooks.call(url, method, headers, payload).await;
+                let code = answer.as_ref().ok().copied();
+                let mut end = match answer {
+                    Ok(code) if (200..300).contains(&code) => {
+                        self.end(&step.id, kind, Ok(step.next.clone()))
+                    }
+                    Ok(code) => {
+                        self.end(&step.id, kind, Err(format!("the webhook answered {code}")))
+                    }
+                    Err(why) => self.end(&step.id, kind, Err(why)),
+                };
+                end.entry.status_code = code;
+                self.done(p, x, end).await
+            }
+            StepKind::Exit => {
+                let mut end = self.end(&step.id, kind, Ok(None));
+                end.next = Err(ExecStatus::Exited);
+                self.done(p, x, end).await
+            }
+        }
+    }
+
+    /// SEND_EMAIL through the /v1/send path. `Err` is a failure that may pass (run the
+    /// step again); `Ok(Err(why))` one that will not (the step FAILS).
+    async fn send(
+        &self,
+        p: ProjectId,
+        e: &Execution,
+        step: &Step,
+        template: crate::model::TemplateId,
+    ) -> Result<std::result::Result<(), String>> {
+        let Some(contact) = self.registry.contacts(p).get(e.contact_id)? else {
+            return Ok(Err("the contact was deleted".into()));
+        };
+        let key = format!("{}:{}", e.id, step.id);
+        let req = SendRequest {
+            recipients: vec![(contact.email, None)],
+            template: Some(template),
+            subject: None,
+            body: None,
+            from: None,
+            from_name: None,
+            reply_to: None,
+            subscribed: None,
+            data: Map::new(),
+            headers: Vec::new(),
+            attachments: Vec::new(),
+            idempotency: Some(Claim::new("workflow", &key, &json!({}), SEND_KEY_TTL_MS)),
+            execution: Some(e.id),
+        };
+        match send_request(&self.registry, &self.cache, p, req).await {
+            Ok(_) => Ok(Ok(())),
+            Err(e @ (Error::Busy { .. } | Error::Storage(_) | Error::Internal(_))) => Err(e),
+            Err(e) => Ok(Err(e.to_string())),
+        }
+    }
+
+    /// CONDITION: the segment filter language on the contact as it is now.
+    fn condition(
+        &self,
+        p: ProjectId,
+        e: &Execution,
+        text: &str,
+    ) -> std::result::Result<bool, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("stored condition: {e}"))?;
+        let c = Condition::parse(&v, "config")
+            .map_err(|_| "the condition does not parse".to_owned())?;
+        let compiled = Compiled::condition(&c);
+        let store = self.registry.store();
+        let contact = self
+            .registry
+            .contacts(p)
+            .get(e.contact_id)
+            .map_err(|e| e.to_string())?
+            .ok_or("the contact was deleted")?;
+        let stats = contact_stats(&**store, p, contact.id, compiled.event_names())
+            .map_err(|e| e.to_string())?;
+        let subject = ContactSubject::new(&compiled, &contact, &stats);
+        Ok(compiled.matches(&subject, self.now()))
+    }
+
+    /// What a WEBHOOK sends: the workflow, the execution, the contact, and the step's
+    /// `body`.
+    fn webhook_body(
+        &self,
+        p: ProjectId,
+        w: &Workflow,
+        e: &Execution,
+        step: &Step,
+        body: Option<&str>,
+    ) -> Result<Vec<u8>> {
+        let contact = self.registry.contacts(p).get(e.contact_id)?;
+        let contact = contact.map_or(Value::Null, |c| {
+            json!({"id": c.id.to_string(), "email": c.email.to_string(),
+                   "subscribed": c.subscribed, "data": c.data})
+        });
+        let body = body
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .unwrap_or(Value::Null);
+        let payload = json!({
+            "workflow": {"id": w.id.to_string(), "name": w.name},
+            "execution": {"id": e.id.to_string(), "stepId": step.id},
+            "contact": contact,
+            "body": body,
+        });
+        serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))
+    }
+}

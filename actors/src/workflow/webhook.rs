@@ -1,0 +1,288 @@
+//! A WEBHOOK step's request. Tenants name the URL, so the request must not become a way
+//! into the operator's network: the host is resolved here, every address it resolves
+//! to is checked (loopback, private, link-local, unique-local, CGNAT, multicast and
+//! unspecified addresses are refused unless `workflows.allow_private_webhooks`), and the
+//! connection goes to a checked address, never to a name resolved again elsewhere.
+//! Redirects are not followed: the step records the 3xx status like any other.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::TlsConnector;
+
+use crate::dns::Resolver;
+
+pub struct WebhookClient {
+    resolver: Arc<Resolver>,
+    allow_private: bool,
+    timeout: Duration,
+    tls: TlsConnector,
+}
+
+/// The parts of a URL a request needs.
+struct Target {
+    https: bool,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+fn target(url: &str) -> Result<Target, String> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| format!("the URL does not parse: {e}"))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err("only http:// and https:// URLs are called".into()),
+    };
+    let host = uri
+        .host()
+        .ok_or("the URL has no host")?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Ok(Target {
+        https,
+        port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        path: uri
+            .path_and_query()
+            .map_or("/".to_owned(), |p| p.as_str().to_owned()),
+        host,
+    })
+}
+
+/// Whether an address is inside the operator's network or otherwise not the public
+/// internet.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                // 100.64.0.0/10, carrier-grade NAT (shared address space).
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+                // 198.18.0.0/15, benchmarking.
+                || (o[0] == 198 && (o[1] & 0xfe) == 18)
+                || o[0] >= 240
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                // fc00::/7 unique local, fe80::/10 link local.
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                // 64:ff9b::/96 NAT64 can reach IPv4 private space.
+                || (s[0] == 0x64 && s[1] == 0xff9b)
+        }
+    }
+}
+
+impl WebhookClient {
+    pub fn new(resolver: Arc<Resolver>, allow_private: bool, timeout: Duration) -> Self {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let config = ClientConfig::builder_with_provider(Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+        .unwrap_or_else(|_| {
+            ClientConfig::builder()
+                .with_root_certificates(RootCertStore::empty())
+                .with_no_client_auth()
+        });
+        WebhookClient {
+            resolver,
+            allow_private,
+            timeout,
+            tls: TlsConnector::from(Arc::new(config)),
+        }
+    }
+
+    /// Makes the request; answers the status code, or why there is none.
+    pub async fn call(
+        &self,
+        url: &str,
+        method: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, String> {
+        match tokio::time::timeout(self.timeout, self.call_inner(url, method, headers, body)).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(format!("no answer within {} s", self.timeout.as_secs_f64())),
+        }
+    }
+
+    async fn addresses(&self, host: &str) -> Result<Vec<IpAddr>, String> {
+        let ips = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) => self.resolver.ips(host).await?,
+        };
+        if self.allow_private {
+            return Ok(ips);
+        }
+        let public: Vec<IpAddr> = ips.iter().copied().filter(|ip| !is_private(*ip)).collect();
+        if public.is_empty() {
+            return Err(format!(
+                "{host} is a private, loopback or link-local address ({}); webhooks may not \
+                 reach it unless workflows.allow_private_webhooks is set",
+                ips.iter()
+                    .map(IpAddr::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(public)
+    }
+
+    async fn call_inner(
+        &self,
+        url: &str,
+        method: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, String> {
+        let t = target(url)?;
+        let ips = self.addresses(&t.host).await?;
+        let mut last = String::from("no address to connect to");
+        let mut stream = None;
+        for ip in ips.iter().take(4) {
+            match TcpStream::connect(SocketAddr::new(*ip, t.port)).await {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = format!("connecting to {ip}:{}: {e}", t.port),
+            }
+        }
+        let stream = stream.ok_or(last)?;
+        let _ = stream.set_nodelay(true);
+        let host_header = match t.port {
+            80 if !t.https => t.host.clone(),
+            443 if t.https => t.host.clone(),
+            port => format!("{}:{port}", t.host),
+        };
+        let mut req = Request::builder()
+            .method(method)
+            .uri(t.path.as_str())
+            .header("host", host_header)
+            .header(
+                "user-agent",
+                concat!("Mailroom/", env!("CARGO_PKG_VERSION")),
+            )
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("building the request: {e}"))?;
+        if t.https {
+            let name = ServerName::try_from(t.host.clone())
+                .map_err(|_| format!("{} is not a name TLS can verify", t.host))?;
+            let tls = self
+                .tls
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("TLS with {}: {e}", t.host))?;
+            send(TokioIo::new(tls), req).await
+        } else {
+            send(TokioIo::new(stream), req).await
+        }
+    }
+}
+
+async fn send<T>(io: T, req: Request<Full<Bytes>>) -> Result<u16, String>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| format!("HTTP handshake: {e}"))?;
+    let driver = tokio::spawn(conn);
+    let res = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("sending the request: {e}"));
+    let status = match res {
+        Ok(res) => {
+            let status = res.status().as_u16();
+            // Read (and drop) at most a little of the answer, then hang up.
+            let mut body = res.into_body();
+            let mut read = 0usize;
+            while read < 64 * 1024 {
+                match body.frame().await {
+                    Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+                    _ => break,
+                }
+            }
+            Ok(status)
+        }
+        Err(e) => Err(e),
+    };
+    driver.abort();
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_loopback_and_link_local_addresses_are_recognised() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:2800:220:1::1", "8.8.8.8"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn a_url_gives_its_host_port_and_path() {
+        let t = target("https://hooks.example.com/a/b?c=1").unwrap();
+        assert_eq!(
+            (t.https, t.host.as_str(), t.port, t.path.as_str()),
+            (true, "hooks.example.com", 443, "/a/b?c=1")
+        );
+        let t = target("http://[::1]:8080").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("::1", 8080, "/")
+        );
+        assert!(target("ftp://x").is_err());
+    }
+}

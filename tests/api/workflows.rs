@@ -1,0 +1,1760 @@
+//! Workflows (API.md section 10): the CRUD of a workflow and the validation of its step
+//! graph, triggers (API and system events, enabled or not, with and without re-entry),
+//! DELAY and WAIT_FOR_EVENT on the moved clock, CONDITION branches, UPDATE_CONTACT and
+//! the segment entry it causes, WEBHOOK steps against a real HTTP server on loopback (and
+//! the refusal of private addresses), a failing step beside executions that go on, the
+//! cancellation by DELETE, and `kill -9` during a DELAY. Mail goes through a real SMTP
+//! server on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mailroom_testkit::{Received, SmtpServer};
+use serde_json::{json, Value};
+
+use crate::delivery::app_with;
+use crate::dns::TestDns;
+use crate::helpers::{Project, Resp, TestApp, ADMIN_TOKEN};
+
+/// A sender on the rig's verified domain.
+const FROM: &str = "hello@acme.test";
+
+/// A well-formed id that no record has.
+const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
+
+const SECOND_MS: i64 = 1_000;
+const HOUR_MS: i64 = 3_600 * SECOND_MS;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// A test SMTP server and a server that sends through it (unpaced) with `acme.test`
+/// verified. The DNS server is returned to live as long as the app.
+fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, extra);
+    (dns, smtp, app, p)
+}
+
+/// Asks `probe` every 50 ms until `done` holds for its answer or `secs` pass; the last
+/// answer (the caller asserts on it).
+fn eventually<T>(secs: u64, mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let answer = probe();
+        if done(&answer) || Instant::now() >= deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn id(record: &Value) -> String {
+    record["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a record with an id: {record}"))
+        .to_owned()
+}
+
+/// Moves the server's clock forward.
+fn advance(app: &TestApp, ms: i64) {
+    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({ "ms": ms }));
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+/// A header's value, with folded continuation lines joined.
+fn header_of(raw: &str, name: &str) -> Option<String> {
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    let mut lines = raw
+        .lines()
+        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
+    let first = lines.next()?;
+    let mut value = first[prefix.len()..].trim().to_owned();
+    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
+        value.push(' ');
+        value.push_str(cont.trim());
+    }
+    Some(value)
+}
+
+/// The id of the email a message carries: the local part of its Message-ID.
+fn email_id_of(raw: &str) -> String {
+    let message_id = header_of(raw, "Message-ID").expect("a Message-ID");
+    message_id
+        .trim_start_matches('<')
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether the message went to `to` with this subject.
+fn is_mail(m: &Received, to: &str, subject: &str) -> bool {
+    m.rcpt_to.iter().any(|r| r == to) && header_of(&m.text(), "Subject").as_deref() == Some(subject)
+}
+
+/// How many messages to `to` with this subject the relay has accepted.
+fn mails(smtp: &SmtpServer, to: &str, subject: &str) -> usize {
+    smtp.received()
+        .iter()
+        .filter(|m| is_mail(m, to, subject))
+        .count()
+}
+
+/// Waits (up to 30 s) for a message to `to` with this subject; its place in the order of
+/// arrival at the relay.
+fn wait_mail(smtp: &SmtpServer, to: &str, subject: &str) -> usize {
+    let got = eventually(
+        30,
+        || smtp.received(),
+        |got: &Vec<Received>| got.iter().any(|m| is_mail(m, to, subject)),
+    );
+    got.iter()
+        .position(|m| is_mail(m, to, subject))
+        .unwrap_or_else(|| panic!("no email \"{subject}\" reached {to}"))
+}
+
+/// Sends one email to `to` through /v1/send and waits until the relay has it: a control
+/// that whatever was due before it had its turn, instead of a sleep.
+fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": FROM, "subject": "control", "body": "control"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let arrived = |got: &Vec<Received>| got.iter().any(|m| m.rcpt_to.iter().any(|r| r == to));
+    let got = eventually(30, || smtp.received(), arrived);
+    assert!(arrived(&got), "the control email to {to} arrived");
+}
+
+/// A TRANSACTIONAL template from the verified domain whose subject is `subject`; its id.
+fn template(app: &TestApp, p: &Project, name: &str, subject: &str) -> String {
+    let r = app.post(
+        "/templates",
+        &p.secret,
+        json!({"name": name, "subject": subject, "body": format!("<p>{subject}</p>"),
+               "type": "TRANSACTIONAL", "from": FROM}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    id(&r.json())
+}
+
+/// Creates a workflow; its record.
+fn create_workflow(app: &TestApp, p: &Project, body: Value) -> Value {
+    let r = app.post("/workflows", &p.secret, body);
+    assert_eq!(r.status, 201, "{}", r.text);
+    r.json()
+}
+
+/// Creates an enabled workflow on `trigger` with these steps; its id.
+fn enabled_workflow(
+    app: &TestApp,
+    p: &Project,
+    name: &str,
+    trigger: &str,
+    allow_reentry: bool,
+    steps: Value,
+) -> String {
+    let w = create_workflow(
+        app,
+        p,
+        json!({"name": name, "enabled": true, "triggerEvent": trigger,
+               "allowReentry": allow_reentry, "steps": steps}),
+    );
+    assert_eq!(w["enabled"], true, "{w}");
+    id(&w)
+}
+
+/// A workflow of one EXIT step on `trigger`, re-entry allowed: each trigger it sees ends
+/// in an EXITED execution, which tells a test that the trigger was handled.
+fn witness(app: &TestApp, p: &Project, trigger: &str) -> String {
+    enabled_workflow(
+        app,
+        p,
+        "Witness",
+        trigger,
+        true,
+        json!([{"id": "end", "type": "EXIT", "config": {}, "next": null}]),
+    )
+}
+
+/// POST /v1/track with this body; the contact's id.
+fn track_with(app: &TestApp, p: &Project, body: Value) -> String {
+    let r = app.post("/v1/track", &p.secret, body);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()["data"]["contact"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a contact id: {}", r.text))
+        .to_owned()
+}
+
+/// Tracks `event` for `email`; the contact's id.
+fn track(app: &TestApp, p: &Project, email: &str, event: &str) -> String {
+    track_with(app, p, json!({"email": email, "event": event}))
+}
+
+/// GET /workflows/{wid}/executions?{query}: the list object.
+fn executions(app: &TestApp, p: &Project, wid: &str, query: &str) -> Value {
+    let r = app.get(&format!("/workflows/{wid}/executions?{query}"), &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()
+}
+
+/// The executions of the workflow for this contact, newest first.
+fn executions_of(app: &TestApp, p: &Project, wid: &str, contact: &str) -> Vec<Value> {
+    executions(app, p, wid, "limit=100")["executions"]
+        .as_array()
+        .expect("an executions array")
+        .iter()
+        .filter(|e| e["contactId"] == contact)
+        .cloned()
+        .collect()
+}
+
+/// GET /workflows/{wid}/executions/{eid}: the execution with its history.
+fn execution(app: &TestApp, p: &Project, wid: &str, eid: &str) -> Value {
+    let r = app.get(&format!("/workflows/{wid}/executions/{eid}"), &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()
+}
+
+/// Polls (up to 30 s) until the contact's newest execution of the workflow has this
+/// status; that execution, read by its id (null if it never started).
+fn execution_when(app: &TestApp, p: &Project, wid: &str, contact: &str, status: &str) -> Value {
+    let e = eventually(
+        30,
+        || match executions_of(app, p, wid, contact).first() {
+            Some(e) => execution(app, p, wid, &id(e)),
+            None => Value::Null,
+        },
+        |e: &Value| e["status"] == status,
+    );
+    assert_eq!(
+        e["status"], status,
+        "the contact's execution of {wid} is {status}: {e}"
+    );
+    e
+}
+
+/// Waits until the witness workflow has `n` executions for the contact, all EXITED: the
+/// contact's `n`th trigger has been handled.
+fn witnessed(app: &TestApp, p: &Project, witness: &str, contact: &str, n: usize) {
+    let got = eventually(
+        30,
+        || executions_of(app, p, witness, contact),
+        |list: &Vec<Value>| list.len() >= n && list.iter().all(|e| e["status"] == "EXITED"),
+    );
+    assert!(
+        got.len() == n && got.iter().all(|e| e["status"] == "EXITED"),
+        "the witness saw {n} triggers: {got:?}"
+    );
+}
+
+/// (stepId, type, status) of each history entry.
+fn trail(e: &Value) -> Vec<(String, String, String)> {
+    e["history"]
+        .as_array()
+        .unwrap_or_else(|| panic!("an execution with a history: {e}"))
+        .iter()
+        .map(|h| {
+            let text = |k: &str| h[k].as_str().unwrap_or_default().to_owned();
+            (text("stepId"), text("type"), text("status"))
+        })
+        .collect()
+}
+
+fn tuples(want: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    want.iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect()
+}
+
+/// The (first) history entry of a step.
+fn entry<'a>(e: &'a Value, step: &str) -> &'a Value {
+    e["history"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["stepId"] == step))
+        .unwrap_or_else(|| panic!("a history entry for {step}: {e}"))
+}
+
+/// A SEND_EMAIL step.
+fn send_step(step: &str, template: &str, next: Value) -> Value {
+    json!({"id": step, "type": "SEND_EMAIL", "config": {"templateId": template}, "next": next})
+}
+
+/// A DELAY step.
+fn delay_step(step: &str, amount: i64, unit: &str, next: Value) -> Value {
+    json!({"id": step, "type": "DELAY", "config": {"amount": amount, "unit": unit}, "next": next})
+}
+
+/// The number of events that match the query.
+fn event_count(app: &TestApp, p: &Project, query: &str) -> u64 {
+    let r = app.get(&format!("/events?{query}"), &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()["total"].as_u64().expect("a total")
+}
+
+/// A request a webhook step made to the test HTTP server.
+#[derive(Debug, Clone)]
+struct Hit {
+    method: String,
+    /// The request target: the path and the query string.
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Hit {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!("a JSON body ({e}): {}", String::from_utf8_lossy(&self.body))
+        })
+    }
+}
+
+/// A small HTTP/1.1 server on loopback that keeps every request it gets and answers each
+/// with `status`, an empty body and `Connection: close`.
+struct HookServer {
+    addr: SocketAddr,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl HookServer {
+    fn start(status: u16) -> HookServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test HTTP server");
+        let addr = listener.local_addr().expect("local addr");
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (kept, stopped) = (hits.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("test-webhook".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if stopped.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let kept = kept.clone();
+                    std::thread::spawn(move || serve_hook(stream, &kept, status));
+                }
+            })
+            .expect("spawn the test HTTP server");
+        HookServer { addr, hits, stop }
+    }
+
+    fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().unwrap().clone()
+    }
+}
+
+impl Drop for HookServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Reads one request (Content-Length or chunked body), keeps it, then answers.
+fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, status: u16) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return; // a connection that sent nothing (such as the one that stops the server)
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+            break;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    let chunked =
+        find("Transfer-Encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        loop {
+            let mut size = String::new();
+            if reader.read_line(&mut size).unwrap_or(0) == 0 {
+                break;
+            }
+            let size = size.trim().split(';').next().unwrap_or_default().trim();
+            let n = usize::from_str_radix(size, 16).unwrap_or(0);
+            if n == 0 {
+                // Trailers, up to the empty line.
+                loop {
+                    let mut t = String::new();
+                    if reader.read_line(&mut t).unwrap_or(0) == 0 || t.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let mut chunk = vec![0; n];
+            if reader.read_exact(&mut chunk).is_err() {
+                break;
+            }
+            body.extend_from_slice(&chunk);
+            let mut crlf = String::new();
+            let _ = reader.read_line(&mut crlf);
+        }
+    } else if let Some(n) = find("Content-Length").and_then(|v| v.parse::<usize>().ok()) {
+        let mut buf = vec![0; n];
+        if reader.read_exact(&mut buf).is_ok() {
+            body = buf;
+        }
+    }
+    hits.lock().unwrap().push(Hit {
+        method,
+        path,
+        headers,
+        body,
+    });
+    let reason = match status {
+        200 => "OK",
+        500 => "Internal Server Error",
+        _ => "Status",
+    };
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    let _ = stream.flush();
+}
+
+/// Whether an error text says that the address is private, loopback or link-local.
+fn says_private(error: &str) -> bool {
+    let e = error.to_ascii_lowercase();
+    e.contains("private") || e.contains("loopback") || e.contains("link-local")
+}
+
+#[test]
+fn a_workflow_is_created_with_its_defaults_listed_newest_first_patched_and_deleted() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let other = app.create_project("Other");
+    let w = create_workflow(
+        &app,
+        &p,
+        json!({"name": "Onboarding", "description": "Welcome new users", "triggerEvent": "signup",
+               "steps": [delay_step("pause", 1, "hours", json!(null))]}),
+    );
+    let wid = id(&w);
+    assert_eq!(
+        (
+            w["name"].as_str(),
+            w["description"].as_str(),
+            w["triggerEvent"].as_str(),
+            w["enabled"].as_bool(),
+            w["allowReentry"].as_bool()
+        ),
+        (
+            Some("Onboarding"),
+            Some("Welcome new users"),
+            Some("signup"),
+            Some(false),
+            Some(false)
+        ),
+        "enabled and allowReentry default to false: {w}"
+    );
+    assert_eq!(
+        (
+            w["steps"][0]["id"].as_str(),
+            w["steps"][0]["type"].as_str(),
+            w["steps"][0]["config"]["amount"].as_i64(),
+            w["steps"][0]["config"]["unit"].as_str()
+        ),
+        (Some("pause"), Some("DELAY"), Some(1), Some("hours")),
+        "{w}"
+    );
+    assert!(w["steps"][0]["next"].is_null(), "{w}");
+    for key in ["createdAt", "updatedAt"] {
+        assert!(
+            w[key].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{key} is an ISO 8601 UTC time: {w}"
+        );
+    }
+    let got = app.get(&format!("/workflows/{wid}"), &p.secret);
+    assert_eq!(got.status, 200, "{}", got.text);
+    assert_eq!(got.json(), w, "GET gives the record that create gave");
+    let r = app.get(&format!("/workflows/{wid}"), &other.secret);
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (404, "WORKFLOW_NOT_FOUND"),
+        "another project does not see it: {}",
+        r.text
+    );
+
+    let second = create_workflow(
+        &app,
+        &p,
+        json!({"name": "Second", "enabled": true, "allowReentry": true, "triggerEvent": "ping",
+               "steps": [{"id": "end", "type": "EXIT", "config": {}, "next": null}]}),
+    );
+    assert_eq!(
+        (
+            second["enabled"].as_bool(),
+            second["allowReentry"].as_bool()
+        ),
+        (Some(true), Some(true)),
+        "{second}"
+    );
+    let list = app.get("/workflows", &p.secret).json();
+    assert_eq!(list["total"], 2, "{list}");
+    let names: Vec<&str> = list["workflows"]
+        .as_array()
+        .expect("a workflows array")
+        .iter()
+        .map(|w| w["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["Second", "Onboarding"], "newest first");
+    let page = app.get("/workflows?limit=1", &p.secret).json();
+    assert_eq!(
+        (
+            page["workflows"][0]["name"].as_str(),
+            page["hasMore"].as_bool()
+        ),
+        (Some("Second"), Some(true)),
+        "{page}"
+    );
+    let cursor = page["cursor"].as_str().expect("a cursor").to_owned();
+    let page = app
+        .get(&format!("/workflows?limit=1&cursor={cursor}"), &p.secret)
+        .json();
+    assert_eq!(
+        (
+            page["workflows"][0]["name"].as_str(),
+            page["hasMore"].as_bool()
+        ),
+        (Some("Onboarding"), Some(false)),
+        "{page}"
+    );
+    assert!(page["cursor"].is_null(), "{page}");
+    assert_eq!(app.get("/workflows", &other.secret).json()["total"], 0);
+
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"name": "Renamed", "steps": [delay_step("a", 2, "minutes", json!("b")),
+               {"id": "b", "type": "EXIT", "config": {}, "next": null}]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let patched = r.json();
+    assert_eq!(
+        (
+            patched["name"].as_str(),
+            patched["description"].as_str(),
+            patched["triggerEvent"].as_str(),
+            patched["enabled"].as_bool()
+        ),
+        (
+            Some("Renamed"),
+            Some("Welcome new users"),
+            Some("signup"),
+            Some(false)
+        ),
+        "fields left out stay as they were: {patched}"
+    );
+    let ids: Vec<&str> = patched["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(ids, ["a", "b"], "the steps were replaced: {patched}");
+    assert_eq!(
+        app.get(&format!("/workflows/{wid}"), &p.secret).json()["name"],
+        "Renamed"
+    );
+
+    let r = app.delete(&format!("/workflows/{wid}"), &other.secret);
+    assert_eq!((r.status, r.code().as_str()), (404, "WORKFLOW_NOT_FOUND"));
+    let r = app.delete(&format!("/workflows/{wid}"), &p.secret);
+    assert_eq!(r.status, 204, "{}", r.text);
+    assert!(r.text.is_empty(), "no body: {}", r.text);
+    let r = app.get(&format!("/workflows/{wid}"), &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (404, "WORKFLOW_NOT_FOUND"));
+    assert_eq!(app.get("/workflows", &p.secret).json()["total"], 1);
+}
+
+#[test]
+fn a_pro_contact_gets_the_second_email_three_days_later_and_a_free_contact_exits_after_the_first() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let welcome = template(&app, &p, "Welcome", "Welcome aboard");
+    let tips = template(&app, &p, "Tips", "Pro tips");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Onboarding",
+        "signup",
+        false,
+        json!([
+            send_step("welcome", &welcome, json!("wait")),
+            delay_step("wait", 3, "days", json!("check")),
+            {"id": "check", "type": "CONDITION",
+             "config": {"field": "data.plan", "operator": "equals", "value": "pro"},
+             "yes": "tips", "no": "leave"},
+            send_step("tips", &tips, json!(null)),
+            {"id": "leave", "type": "EXIT", "config": {}, "next": null}
+        ]),
+    );
+    let pro = track_with(
+        &app,
+        &p,
+        json!({"email": "pro@example.com", "event": "signup", "data": {"plan": "pro"}}),
+    );
+    let waiting = execution_when(&app, &p, &wid, &pro, "WAITING");
+    let pro_run = id(&waiting);
+    assert_eq!(waiting["currentStepId"], "wait", "{waiting}");
+    assert_eq!(waiting["workflowId"], wid.as_str(), "{waiting}");
+    assert_eq!(waiting["contactId"], pro.as_str(), "{waiting}");
+    assert!(waiting["startedAt"].is_string(), "{waiting}");
+    assert!(waiting["completedAt"].is_null(), "{waiting}");
+    // The free contact starts after the pro one, so its execution is the newer.
+    let free = track_with(
+        &app,
+        &p,
+        json!({"email": "free@example.com", "event": "signup", "data": {"plan": "free"}}),
+    );
+    let free_run = id(&execution_when(&app, &p, &wid, &free, "WAITING"));
+    let welcome_at = wait_mail(&smtp, "pro@example.com", "Welcome aboard");
+    wait_mail(&smtp, "free@example.com", "Welcome aboard");
+
+    // A minute short of three days, nothing more happens.
+    advance(&app, 3 * DAY_MS - 60 * SECOND_MS);
+    control(&app, &p, &smtp, "control-early@example.com");
+    assert_eq!(
+        mails(&smtp, "pro@example.com", "Pro tips"),
+        0,
+        "not before three days"
+    );
+    assert_eq!(
+        execution(&app, &p, &wid, &pro_run)["status"],
+        "WAITING",
+        "still waiting"
+    );
+
+    advance(&app, 61 * SECOND_MS);
+    let tips_at = wait_mail(&smtp, "pro@example.com", "Pro tips");
+    assert!(
+        welcome_at < tips_at,
+        "the second email arrives after the first ({welcome_at} < {tips_at})"
+    );
+    let done = execution_when(&app, &p, &wid, &pro, "COMPLETED");
+    assert_eq!(id(&done), pro_run, "the same execution went on");
+    assert_eq!(
+        trail(&done),
+        tuples(&[
+            ("welcome", "SEND_EMAIL", "COMPLETED"),
+            ("wait", "DELAY", "COMPLETED"),
+            ("check", "CONDITION", "COMPLETED"),
+            ("tips", "SEND_EMAIL", "COMPLETED"),
+        ]),
+        "{done}"
+    );
+    assert_eq!(entry(&done, "check")["branch"], "yes", "{done}");
+    assert!(
+        done["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["at"].as_str().is_some_and(|t| t.ends_with('Z'))),
+        "each entry has its time: {done}"
+    );
+    assert!(done["completedAt"].is_string(), "{done}");
+
+    let exited = execution_when(&app, &p, &wid, &free, "EXITED");
+    let t = trail(&exited);
+    assert!(t.len() >= 3, "{exited}");
+    assert_eq!(
+        t[..3],
+        tuples(&[
+            ("welcome", "SEND_EMAIL", "COMPLETED"),
+            ("wait", "DELAY", "COMPLETED"),
+            ("check", "CONDITION", "COMPLETED"),
+        ])[..],
+        "{exited}"
+    );
+    assert!(
+        t.len() == 3 || (t.len() == 4 && t[3].0 == "leave" && t[3].1 == "EXIT"),
+        "the free contact's path ends at the EXIT step: {exited}"
+    );
+    assert_eq!(entry(&exited, "check")["branch"], "no", "{exited}");
+
+    // The email of the workflow names its execution.
+    let raw = smtp.received()[tips_at].text();
+    let r = app.get(&format!("/emails/{}", email_id_of(&raw)), &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json()["data"]["workflowExecutionId"],
+        pro_run.as_str(),
+        "{}",
+        r.text
+    );
+
+    control(&app, &p, &smtp, "control-late@example.com");
+    assert_eq!(
+        (
+            mails(&smtp, "pro@example.com", "Welcome aboard"),
+            mails(&smtp, "pro@example.com", "Pro tips"),
+            mails(&smtp, "free@example.com", "Welcome aboard"),
+            mails(&smtp, "free@example.com", "Pro tips"),
+        ),
+        (1, 1, 1, 0),
+        "the free contact got only the first email, and nobody got a copy twice"
+    );
+
+    // The executions list: newest first, filtered by status, paged.
+    let list = executions(&app, &p, &wid, "");
+    assert_eq!(list["total"], 2, "{list}");
+    assert_eq!(
+        (
+            list["executions"][0]["id"].as_str(),
+            list["executions"][1]["id"].as_str()
+        ),
+        (Some(free_run.as_str()), Some(pro_run.as_str())),
+        "newest first: {list}"
+    );
+    let completed = executions(&app, &p, &wid, "status=COMPLETED");
+    assert_eq!(
+        (
+            completed["total"].as_u64(),
+            completed["executions"][0]["id"].as_str()
+        ),
+        (Some(1), Some(pro_run.as_str())),
+        "{completed}"
+    );
+    let exited = executions(&app, &p, &wid, "status=EXITED");
+    assert_eq!(
+        (
+            exited["total"].as_u64(),
+            exited["executions"][0]["id"].as_str()
+        ),
+        (Some(1), Some(free_run.as_str())),
+        "{exited}"
+    );
+    assert_eq!(executions(&app, &p, &wid, "status=WAITING")["total"], 0);
+    let page = executions(&app, &p, &wid, "limit=1");
+    assert_eq!(
+        (
+            page["executions"][0]["id"].as_str(),
+            page["hasMore"].as_bool()
+        ),
+        (Some(free_run.as_str()), Some(true)),
+        "{page}"
+    );
+    let cursor = page["cursor"].as_str().expect("a cursor").to_owned();
+    let page = executions(&app, &p, &wid, &format!("limit=1&cursor={cursor}"));
+    assert_eq!(
+        (
+            page["executions"][0]["id"].as_str(),
+            page["hasMore"].as_bool()
+        ),
+        (Some(pro_run.as_str()), Some(false)),
+        "{page}"
+    );
+    assert!(page["cursor"].is_null(), "{page}");
+}
+
+#[test]
+fn without_reentry_a_contact_enters_a_workflow_once_however_often_the_event_comes() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let hello = template(&app, &p, "Welcome", "Welcome, once");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Once",
+        "signup",
+        false,
+        json!([send_step("send", &hello, json!(null))]),
+    );
+    let seen = witness(&app, &p, "signup");
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    witnessed(&app, &p, &seen, &ada, 1);
+    wait_mail(&smtp, "ada@example.com", "Welcome, once");
+
+    track(&app, &p, "ada@example.com", "signup");
+    witnessed(&app, &p, &seen, &ada, 2);
+    let list = executions(&app, &p, &wid, "");
+    assert_eq!(
+        list["total"], 1,
+        "the finished execution does not let the contact in again: {list}"
+    );
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(mails(&smtp, "ada@example.com", "Welcome, once"), 1);
+}
+
+#[test]
+fn with_reentry_a_contact_has_one_running_execution_at_a_time_and_a_new_one_after_it_ends() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Repeat",
+        "ping",
+        true,
+        json!([delay_step("pause", 1, "hours", json!(null))]),
+    );
+    let seen = witness(&app, &p, "ping");
+    let ada = track(&app, &p, "ada@example.com", "ping");
+    let first = id(&execution_when(&app, &p, &wid, &ada, "WAITING"));
+    witnessed(&app, &p, &seen, &ada, 1);
+    for n in 2..=3 {
+        track(&app, &p, "ada@example.com", "ping");
+        witnessed(&app, &p, &seen, &ada, n);
+    }
+    let list = executions(&app, &p, &wid, "");
+    assert_eq!(
+        list["total"], 1,
+        "no second execution while the first waits: {list}"
+    );
+
+    advance(&app, HOUR_MS + SECOND_MS);
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    assert_eq!(id(&done), first, "{done}");
+    assert_eq!(
+        trail(&done),
+        tuples(&[("pause", "DELAY", "COMPLETED")]),
+        "{done}"
+    );
+
+    track(&app, &p, "ada@example.com", "ping");
+    witnessed(&app, &p, &seen, &ada, 4);
+    let second = id(&execution_when(&app, &p, &wid, &ada, "WAITING"));
+    assert_ne!(second, first, "a new execution");
+    let list = executions(&app, &p, &wid, "");
+    assert_eq!(list["total"], 2, "{list}");
+    assert_eq!(
+        (
+            list["executions"][0]["id"].as_str(),
+            list["executions"][1]["id"].as_str()
+        ),
+        (Some(second.as_str()), Some(first.as_str())),
+        "newest first: {list}"
+    );
+    let waiting = executions(&app, &p, &wid, "status=WAITING");
+    assert_eq!(
+        (
+            waiting["total"].as_u64(),
+            waiting["executions"][0]["id"].as_str()
+        ),
+        (Some(1), Some(second.as_str())),
+        "{waiting}"
+    );
+}
+
+#[test]
+fn a_disabled_workflow_starts_nothing_until_it_is_enabled() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let hello = template(&app, &p, "Hello", "Hello from a workflow");
+    let w = create_workflow(
+        &app,
+        &p,
+        json!({"name": "Not yet", "triggerEvent": "signup",
+               "steps": [send_step("send", &hello, json!(null))]}),
+    );
+    assert_eq!(w["enabled"], false, "disabled by default: {w}");
+    let wid = id(&w);
+    let seen = witness(&app, &p, "signup");
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    witnessed(&app, &p, &seen, &ada, 1);
+    assert_eq!(
+        executions(&app, &p, &wid, "")["total"],
+        0,
+        "a disabled workflow starts nothing"
+    );
+
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"enabled": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let patched = r.json();
+    assert_eq!(
+        (
+            patched["enabled"].as_bool(),
+            patched["name"].as_str(),
+            patched["steps"].as_array().map(Vec::len)
+        ),
+        (Some(true), Some("Not yet"), Some(1)),
+        "{patched}"
+    );
+    track(&app, &p, "ada@example.com", "signup");
+    witnessed(&app, &p, &seen, &ada, 2);
+    execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    wait_mail(&smtp, "ada@example.com", "Hello from a workflow");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        mails(&smtp, "ada@example.com", "Hello from a workflow"),
+        1,
+        "the event before enabling sent nothing"
+    );
+    assert_eq!(executions(&app, &p, &wid, "")["total"], 1);
+}
+
+/// A workflow on "signup" that waits an hour for "purchase": then "thanks" sends
+/// `on_event`, and on the timeout "nudge" sends `on_timeout`.
+fn purchase_workflow(app: &TestApp, p: &Project, on_event: &str, on_timeout: &str) -> String {
+    enabled_workflow(
+        app,
+        p,
+        "Purchase follow-up",
+        "signup",
+        false,
+        json!([
+            {"id": "wait", "type": "WAIT_FOR_EVENT",
+             "config": {"eventName": "purchase", "timeoutSeconds": 3600},
+             "next": "thanks", "timeoutNext": "nudge"},
+            send_step("thanks", on_event, json!(null)),
+            send_step("nudge", on_timeout, json!(null))
+        ]),
+    )
+}
+
+#[test]
+fn a_wait_for_event_goes_to_next_when_the_event_comes_for_that_contact() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let thanks = template(&app, &p, "Thanks", "Thanks for your purchase");
+    let nudge = template(&app, &p, "Nudge", "Still thinking it over?");
+    let wid = purchase_workflow(&app, &p, &thanks, &nudge);
+    let buyer = track(&app, &p, "buyer@example.com", "signup");
+    let browser = track(&app, &p, "browser@example.com", "signup");
+    for contact in [&buyer, &browser] {
+        let e = execution_when(&app, &p, &wid, contact, "WAITING");
+        assert_eq!(e["currentStepId"], "wait", "{e}");
+    }
+
+    track(&app, &p, "buyer@example.com", "purchase");
+    wait_mail(&smtp, "buyer@example.com", "Thanks for your purchase");
+    let done = execution_when(&app, &p, &wid, &buyer, "COMPLETED");
+    assert_eq!(
+        trail(&done),
+        tuples(&[
+            ("wait", "WAIT_FOR_EVENT", "COMPLETED"),
+            ("thanks", "SEND_EMAIL", "COMPLETED"),
+        ]),
+        "{done}"
+    );
+    let other = &executions_of(&app, &p, &wid, &browser)[0];
+    assert_eq!(
+        other["status"], "WAITING",
+        "another contact's purchase does not end this wait: {other}"
+    );
+
+    // Past the timeout: the browser is nudged, the buyer (whose wait ended) is not.
+    advance(&app, 3_601 * SECOND_MS);
+    wait_mail(&smtp, "browser@example.com", "Still thinking it over?");
+    execution_when(&app, &p, &wid, &browser, "COMPLETED");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        (
+            mails(&smtp, "buyer@example.com", "Thanks for your purchase"),
+            mails(&smtp, "buyer@example.com", "Still thinking it over?"),
+            mails(&smtp, "browser@example.com", "Thanks for your purchase"),
+        ),
+        (1, 0, 0),
+        "the buyer's timeout was dropped when the event came"
+    );
+}
+
+#[test]
+fn a_wait_for_event_goes_to_timeout_next_when_the_timeout_passes_first() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let thanks = template(&app, &p, "Thanks", "Thanks for your purchase");
+    let nudge = template(&app, &p, "Nudge", "Still thinking it over?");
+    let wid = purchase_workflow(&app, &p, &thanks, &nudge);
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    let run = id(&execution_when(&app, &p, &wid, &ada, "WAITING"));
+
+    advance(&app, 3_500 * SECOND_MS);
+    control(&app, &p, &smtp, "control-early@example.com");
+    assert_eq!(
+        mails(&smtp, "ada@example.com", "Still thinking it over?"),
+        0,
+        "not before the timeout"
+    );
+    assert_eq!(execution(&app, &p, &wid, &run)["status"], "WAITING");
+
+    advance(&app, 101 * SECOND_MS);
+    wait_mail(&smtp, "ada@example.com", "Still thinking it over?");
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    assert_eq!(
+        trail(&done),
+        tuples(&[
+            ("wait", "WAIT_FOR_EVENT", "TIMED_OUT"),
+            ("nudge", "SEND_EMAIL", "COMPLETED"),
+        ]),
+        "{done}"
+    );
+
+    // A purchase after the timeout changes nothing.
+    track(&app, &p, "ada@example.com", "purchase");
+    control(&app, &p, &smtp, "control-late@example.com");
+    assert_eq!(
+        (
+            mails(&smtp, "ada@example.com", "Still thinking it over?"),
+            mails(&smtp, "ada@example.com", "Thanks for your purchase"),
+        ),
+        (1, 0)
+    );
+    assert_eq!(execution(&app, &p, &wid, &run)["status"], "COMPLETED");
+}
+
+#[test]
+fn update_contact_changes_the_contact_and_the_segment_entry_it_causes_starts_another_workflow() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Pros", "trackMembership": true, "filters":
+               {"operator": "AND", "conditions": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let segment = id(&r.json());
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Upgrade",
+        "signup",
+        false,
+        json!([
+            {"id": "upgrade", "type": "UPDATE_CONTACT",
+             "config": {"data": {"plan": "pro"}, "subscribed": false}, "next": "check"},
+            {"id": "check", "type": "CONDITION",
+             "config": {"field": "data.plan", "operator": "equals", "value": "pro"},
+             "yes": null, "no": "leave"},
+            {"id": "leave", "type": "EXIT", "config": {}, "next": null}
+        ]),
+    );
+    let on_entry = enabled_workflow(
+        &app,
+        &p,
+        "Welcome pros",
+        "segment.pros.entry",
+        false,
+        json!([{"id": "end", "type": "EXIT", "config": {}, "next": null}]),
+    );
+    let ada = track_with(
+        &app,
+        &p,
+        json!({"email": "ada@example.com", "event": "signup", "data": {"name": "Ada", "plan": "free"}}),
+    );
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    assert_eq!(
+        trail(&done),
+        tuples(&[
+            ("upgrade", "UPDATE_CONTACT", "COMPLETED"),
+            ("check", "CONDITION", "COMPLETED"),
+        ]),
+        "{done}"
+    );
+    assert_eq!(
+        entry(&done, "check")["branch"],
+        "yes",
+        "the condition sees the updated contact: {done}"
+    );
+
+    let contact = app.get(&format!("/contacts/{ada}"), &p.secret).json();
+    assert_eq!(
+        (
+            contact["data"]["plan"].as_str(),
+            contact["data"]["name"].as_str(),
+            contact["subscribed"].as_bool()
+        ),
+        (Some("pro"), Some("Ada"), Some(false)),
+        "data merged, subscription changed: {contact}"
+    );
+    let query = format!("name=segment.pros.entry&contactId={ada}");
+    let entries = eventually(10, || event_count(&app, &p, &query), |n: &u64| *n >= 1);
+    assert_eq!(entries, 1, "the contact entered the segment once");
+    let e = &app.get(&format!("/events?{query}"), &p.secret).json()["events"][0];
+    assert_eq!(e["source"], "SYSTEM", "{e}");
+    assert_eq!(
+        event_count(
+            &app,
+            &p,
+            &format!("name=contact.unsubscribed&contactId={ada}")
+        ),
+        1
+    );
+    assert_eq!(
+        app.get(&format!("/segments/{segment}"), &p.secret).json()["memberCount"],
+        1
+    );
+    let entered = execution_when(&app, &p, &on_entry, &ada, "EXITED");
+    assert_eq!(entered["contactId"], ada.as_str(), "{entered}");
+}
+
+#[test]
+fn a_system_event_such_as_contact_subscribed_triggers_a_workflow() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let thanks = template(&app, &p, "Subscribed", "Thanks for subscribing");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "On subscribe",
+        "contact.subscribed",
+        false,
+        json!([send_step("send", &thanks, json!(null))]),
+    );
+    let c = app.upsert(
+        &p.secret,
+        json!({"email": "late@example.com", "subscribed": false}),
+    );
+    let cid = id(&c);
+    app.upsert(
+        &p.secret,
+        json!({"email": "late@example.com", "subscribed": true}),
+    );
+    let done = execution_when(&app, &p, &wid, &cid, "COMPLETED");
+    assert_eq!(
+        trail(&done),
+        tuples(&[("send", "SEND_EMAIL", "COMPLETED")]),
+        "{done}"
+    );
+    wait_mail(&smtp, "late@example.com", "Thanks for subscribing");
+}
+
+#[test]
+fn a_webhook_step_posts_the_contact_and_the_execution_with_its_headers_and_keeps_the_status() {
+    let hook = HookServer::start(200);
+    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Notify",
+        "signup",
+        false,
+        json!([{"id": "hook", "type": "WEBHOOK",
+                "config": {"url": hook.url("/hooks/signup?src=mailroom"), "method": "POST",
+                           "headers": {"X-Hook-Secret": "s3cret"},
+                           "body": {"plan": "pro", "tags": ["a", "b"]}},
+                "next": null}]),
+    );
+    let ada = track_with(
+        &app,
+        &p,
+        json!({"email": "ada@example.com", "event": "signup", "data": {"name": "Ada"}}),
+    );
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    let run = id(&done);
+    assert_eq!(
+        trail(&done),
+        tuples(&[("hook", "WEBHOOK", "COMPLETED")]),
+        "{done}"
+    );
+    assert_eq!(entry(&done, "hook")["statusCode"], 200, "{done}");
+
+    let hits = hook.hits();
+    assert_eq!(hits.len(), 1, "one request: {hits:?}");
+    let hit = &hits[0];
+    assert_eq!(hit.method, "POST");
+    assert_eq!(hit.path, "/hooks/signup?src=mailroom");
+    assert_eq!(hit.header("X-Hook-Secret"), Some("s3cret"), "{hit:?}");
+    assert!(
+        hit.header("Content-Type")
+            .is_some_and(|t| t.contains("application/json")),
+        "{hit:?}"
+    );
+    let body = hit.json();
+    assert_eq!(
+        (
+            body["workflow"]["id"].as_str(),
+            body["workflow"]["name"].as_str()
+        ),
+        (Some(wid.as_str()), Some("Notify")),
+        "{body}"
+    );
+    assert_eq!(
+        (
+            body["execution"]["id"].as_str(),
+            body["execution"]["stepId"].as_str()
+        ),
+        (Some(run.as_str()), Some("hook")),
+        "{body}"
+    );
+    assert_eq!(
+        (
+            body["contact"]["id"].as_str(),
+            body["contact"]["email"].as_str(),
+            body["contact"]["subscribed"].as_bool(),
+            body["contact"]["data"]["name"].as_str()
+        ),
+        (
+            Some(ada.as_str()),
+            Some("ada@example.com"),
+            Some(true),
+            Some("Ada")
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        body["body"],
+        json!({"plan": "pro", "tags": ["a", "b"]}),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_webhook_answered_with_500_fails_the_step_and_the_execution_with_the_status_kept() {
+    let hook = HookServer::start(500);
+    let (_dns, smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let after = template(&app, &p, "After", "After the webhook");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Notify",
+        "signup",
+        false,
+        json!([
+            {"id": "hook", "type": "WEBHOOK",
+             "config": {"url": hook.url("/hooks"), "method": "PUT"}, "next": "send"},
+            send_step("send", &after, json!(null))
+        ]),
+    );
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    let failed = execution_when(&app, &p, &wid, &ada, "FAILED");
+    assert_eq!(
+        trail(&failed),
+        tuples(&[("hook", "WEBHOOK", "FAILED")]),
+        "the step after the failure did not run: {failed}"
+    );
+    let hook_entry = entry(&failed, "hook");
+    assert_eq!(hook_entry["statusCode"], 500, "{failed}");
+    assert!(
+        hook_entry["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "the reason is kept: {failed}"
+    );
+    let hits = hook.hits();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].method, "PUT");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(mails(&smtp, "ada@example.com", "After the webhook"), 0);
+}
+
+#[test]
+fn webhooks_to_loopback_private_and_link_local_addresses_are_refused_without_the_flag() {
+    let hook = HookServer::start(200);
+    let (_dns, smtp, app, p) = rig(&[]);
+    let after = template(&app, &p, "After", "After the webhook");
+    let targets = [
+        hook.url("/hooks"),
+        "http://10.1.2.3/hooks".to_owned(),
+        "http://192.168.1.10/hooks".to_owned(),
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        format!("http://[::1]:{}/hooks", hook.port()),
+    ];
+    let workflows: Vec<(String, String)> = targets
+        .iter()
+        .map(|url| {
+            let wid = enabled_workflow(
+                &app,
+                &p,
+                &format!("Hook to {url}"),
+                "signup",
+                false,
+                json!([
+                    {"id": "hook", "type": "WEBHOOK",
+                     "config": {"url": url, "method": "POST", "body": {"x": 1}}, "next": "send"},
+                    send_step("send", &after, json!(null))
+                ]),
+            );
+            (url.clone(), wid)
+        })
+        .collect();
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    for (url, wid) in &workflows {
+        let failed = execution_when(&app, &p, wid, &ada, "FAILED");
+        assert_eq!(
+            trail(&failed),
+            tuples(&[("hook", "WEBHOOK", "FAILED")]),
+            "{url}: {failed}"
+        );
+        let error = entry(&failed, "hook")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            says_private(&error),
+            "{url}: the reason says the address is private: {failed}"
+        );
+    }
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(mails(&smtp, "ada@example.com", "After the webhook"), 0);
+    assert!(
+        hook.hits().is_empty(),
+        "nothing reached the loopback server: {:?}",
+        hook.hits()
+    );
+}
+
+#[test]
+fn a_failing_step_fails_its_execution_with_the_reason_while_other_executions_go_on() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let never = template(&app, &p, "Never", "After a refused webhook");
+    let hello = template(&app, &p, "Hello", "Hello there");
+    let failing = enabled_workflow(
+        &app,
+        &p,
+        "Refused hook",
+        "signup",
+        false,
+        json!([
+            {"id": "hook", "type": "WEBHOOK",
+             "config": {"url": "http://127.0.0.1:9/hooks", "method": "POST"}, "next": "send"},
+            send_step("send", &never, json!(null))
+        ]),
+    );
+    let fine = enabled_workflow(
+        &app,
+        &p,
+        "Hello",
+        "signup",
+        false,
+        json!([send_step("send", &hello, json!(null))]),
+    );
+    for email in ["a@example.com", "b@example.com"] {
+        let contact = track(&app, &p, email, "signup");
+        let failed = execution_when(&app, &p, &failing, &contact, "FAILED");
+        let reason = entry(&failed, "hook")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(says_private(&reason), "{failed}");
+        assert_eq!(
+            trail(&failed),
+            tuples(&[("hook", "WEBHOOK", "FAILED")]),
+            "{failed}"
+        );
+        let done = execution_when(&app, &p, &fine, &contact, "COMPLETED");
+        assert_eq!(
+            trail(&done),
+            tuples(&[("send", "SEND_EMAIL", "COMPLETED")]),
+            "{done}"
+        );
+        wait_mail(&smtp, email, "Hello there");
+    }
+    assert_eq!(executions(&app, &p, &failing, "status=FAILED")["total"], 2);
+    assert_eq!(executions(&app, &p, &fine, "status=COMPLETED")["total"], 2);
+    control(&app, &p, &smtp, "control@example.com");
+    for email in ["a@example.com", "b@example.com"] {
+        assert_eq!(mails(&smtp, email, "After a refused webhook"), 0);
+        assert_eq!(mails(&smtp, email, "Hello there"), 1);
+    }
+}
+
+/// Asserts a 422 VALIDATION_ERROR with an error on `steps.<step>` or below it.
+fn assert_names_step(r: &Resp, step: &str, what: &str) {
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "{what}: {}",
+        r.text
+    );
+    let field = format!("steps.{step}");
+    let fields = r.field_codes();
+    assert!(
+        fields
+            .iter()
+            .any(|(f, _)| *f == field || f.starts_with(&format!("{field}."))),
+        "{what}: an error names {field}: {fields:?}"
+    );
+}
+
+#[test]
+fn an_invalid_step_graph_is_refused_with_the_step_it_concerns() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let exit = |step: &str| json!({"id": step, "type": "EXIT", "config": {}, "next": null});
+    let post = |steps: Value| {
+        app.post(
+            "/workflows",
+            &p.secret,
+            json!({"name": "Bad", "triggerEvent": "signup", "steps": steps}),
+        )
+    };
+
+    // Cycles.
+    let r = post(json!([
+        delay_step("a", 1, "minutes", json!("b")),
+        delay_step("b", 1, "minutes", json!("a"))
+    ]));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "a cycle: {}",
+        r.text
+    );
+    assert!(
+        r.field_codes().iter().any(|(f, _)| f.starts_with("steps.")),
+        "a cycle names a step: {:?}",
+        r.field_codes()
+    );
+    let r = post(json!([delay_step("a", 1, "minutes", json!("a"))]));
+    assert_names_step(&r, "a", "a step that is its own next");
+    let r = post(json!([
+        {"id": "c", "type": "CONDITION",
+         "config": {"field": "data.plan", "operator": "equals", "value": "pro"},
+         "yes": "d", "no": null},
+        delay_step("d", 1, "minutes", json!("c"))
+    ]));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "a cycle through a condition: {}",
+        r.text
+    );
+    assert!(
+        r.field_codes().iter().any(|(f, _)| f.starts_with("steps.")),
+        "{:?}",
+        r.field_codes()
+    );
+
+    // References and reachability.
+    let r = post(json!([delay_step("a", 1, "minutes", json!("nowhere"))]));
+    assert_names_step(&r, "a", "a next that names no step");
+    let r = post(json!([
+        {"id": "c", "type": "CONDITION",
+         "config": {"field": "data.plan", "operator": "equals", "value": "pro"},
+         "yes": "gone", "no": null}
+    ]));
+    assert_names_step(&r, "c", "a yes that names no step");
+    let r = post(json!([
+        {"id": "w", "type": "WAIT_FOR_EVENT",
+         "config": {"eventName": "purchase", "timeoutSeconds": 60},
+         "next": null, "timeoutNext": "gone"}
+    ]));
+    assert_names_step(&r, "w", "a timeoutNext that names no step");
+    let r = post(json!([
+        delay_step("a", 1, "minutes", json!(null)),
+        exit("orphan")
+    ]));
+    assert_names_step(&r, "orphan", "a step that nothing leads to");
+    let r = post(json!([
+        {"id": "w", "type": "WAIT_FOR_EVENT",
+         "config": {"eventName": "purchase", "timeoutSeconds": 60}, "next": null}
+    ]));
+    assert_names_step(&r, "w", "a WAIT_FOR_EVENT without timeoutNext");
+    let r = post(json!([
+        delay_step("a", 1, "minutes", json!("b")),
+        exit("b"),
+        exit("b")
+    ]));
+    assert_names_step(&r, "b", "two steps with one id");
+    let r = post(json!([]));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "no steps: {}",
+        r.text
+    );
+    assert!(
+        r.field_codes().iter().any(|(f, _)| f == "steps"),
+        "{:?}",
+        r.field_codes()
+    );
+
+    // Configs that do not fit their type.
+    let r = post(json!([{"id": "d", "type": "DELAY", "config": {"unit": "days"}, "next": null}]));
+    assert_names_step(&r, "d", "a DELAY without an amount");
+    let r = post(json!([delay_step("d", 1, "weeks", json!(null))]));
+    assert_names_step(&r, "d", "a DELAY in an unknown unit");
+    let r = post(json!([delay_step("d", 0, "days", json!(null))]));
+    assert_names_step(&r, "d", "a DELAY of zero");
+    let r = post(json!([
+        {"id": "w", "type": "WAIT_FOR_EVENT", "config": {"eventName": "purchase", "timeoutSeconds": 0},
+         "next": null, "timeoutNext": null}
+    ]));
+    assert_names_step(&r, "w", "a WAIT_FOR_EVENT with a zero timeout");
+    let r = post(json!([
+        {"id": "c", "type": "CONDITION",
+         "config": {"field": "data.plan", "operator": "resembles", "value": "pro"},
+         "yes": null, "no": null}
+    ]));
+    assert_names_step(&r, "c", "a CONDITION with an unknown operator");
+    let r = post(json!([
+        {"id": "h", "type": "WEBHOOK",
+         "config": {"url": "https://hooks.example.com/x", "method": "TRACE"}, "next": null}
+    ]));
+    assert_names_step(&r, "h", "a WEBHOOK with an unknown method");
+    let r = post(json!([{"id": "x", "type": "TELEPORT", "config": {}, "next": null}]));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.field_codes().iter().any(|(f, _)| f == "steps.x.type"),
+        "an unknown type names steps.x.type: {:?}",
+        r.field_codes()
+    );
+
+    // Missing fields.
+    let r = app.post(
+        "/workflows",
+        &p.secret,
+        json!({"name": "No trigger", "steps": [exit("end")]}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(
+        r.field_codes()
+            .contains(&("triggerEvent".to_owned(), "invalid_type".to_owned())),
+        "{:?}",
+        r.field_codes()
+    );
+    let r = app.post(
+        "/workflows",
+        &p.secret,
+        json!({"name": "No steps", "triggerEvent": "signup"}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(
+        r.field_codes().iter().any(|(f, _)| f == "steps"),
+        "{:?}",
+        r.field_codes()
+    );
+
+    // A template that does not exist.
+    let r = post(json!([send_step("s", MISSING_ID, json!(null))]));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (404, "TEMPLATE_NOT_FOUND"),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        app.get("/workflows", &p.secret).json()["total"],
+        0,
+        "nothing refused was kept"
+    );
+
+    // PATCH validates the same way and leaves the workflow as it was.
+    let w = create_workflow(
+        &app,
+        &p,
+        json!({"name": "Good", "triggerEvent": "signup",
+               "steps": [delay_step("d", 1, "hours", json!(null))]}),
+    );
+    let wid = id(&w);
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": [delay_step("a", 1, "minutes", json!("b")),
+                         delay_step("b", 1, "minutes", json!("a"))]}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "{}",
+        r.text
+    );
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": [delay_step("a", 1, "minutes", json!("nowhere"))]}),
+    );
+    assert_names_step(&r, "a", "PATCH: a next that names no step");
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": []}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": [send_step("s", MISSING_ID, json!(null))]}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (404, "TEMPLATE_NOT_FOUND"),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        app.get(&format!("/workflows/{wid}"), &p.secret).json()["steps"],
+        w["steps"],
+        "the refused PATCHes changed nothing"
+    );
+}
+
+#[test]
+fn an_unknown_workflow_or_execution_is_404() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let missing = format!("/workflows/{MISSING_ID}");
+    for r in [
+        app.get(&missing, &p.secret),
+        app.patch(&missing, &p.secret, json!({"name": "x"})),
+        app.delete(&missing, &p.secret),
+        app.get(&format!("{missing}/executions"), &p.secret),
+        app.get(&format!("{missing}/executions/{MISSING_ID}"), &p.secret),
+    ] {
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (404, "WORKFLOW_NOT_FOUND"),
+            "{}",
+            r.text
+        );
+    }
+    let w = create_workflow(
+        &app,
+        &p,
+        json!({"name": "Real", "triggerEvent": "signup",
+               "steps": [{"id": "end", "type": "EXIT", "config": {}, "next": null}]}),
+    );
+    let r = app.get(
+        &format!("/workflows/{}/executions/{MISSING_ID}", id(&w)),
+        &p.secret,
+    );
+    assert_eq!(r.status, 404, "{}", r.text);
+}
+
+#[test]
+fn deleting_a_workflow_cancels_its_waiting_executions() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let later = template(&app, &p, "Later", "An hour later");
+    let same_time = template(&app, &p, "Witness", "Also an hour later");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Doomed",
+        "signup",
+        false,
+        json!([
+            delay_step("pause", 1, "hours", json!("send")),
+            send_step("send", &later, json!(null))
+        ]),
+    );
+    // A workflow with the same delay that stays: once its emails arrive, the deleted
+    // workflow's timers, due at the same time, have had their turn.
+    let kept = enabled_workflow(
+        &app,
+        &p,
+        "Kept",
+        "signup",
+        false,
+        json!([
+            delay_step("pause", 1, "hours", json!("send")),
+            send_step("send", &same_time, json!(null))
+        ]),
+    );
+    let contacts = ["a@example.com", "b@example.com"];
+    for email in contacts {
+        let contact = track(&app, &p, email, "signup");
+        execution_when(&app, &p, &wid, &contact, "WAITING");
+        execution_when(&app, &p, &kept, &contact, "WAITING");
+    }
+    assert_eq!(executions(&app, &p, &wid, "status=WAITING")["total"], 2);
+
+    let r = app.delete(&format!("/workflows/{wid}"), &p.secret);
+    assert_eq!(r.status, 204, "{}", r.text);
+    let r = app.get(&format!("/workflows/{wid}"), &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (404, "WORKFLOW_NOT_FOUND"));
+    let r = app.get(&format!("/workflows/{wid}/executions"), &p.secret);
+    assert_eq!((r.status, r.code().as_str()), (404, "WORKFLOW_NOT_FOUND"));
+
+    advance(&app, HOUR_MS + SECOND_MS);
+    for email in contacts {
+        wait_mail(&smtp, email, "Also an hour later");
+    }
+    control(&app, &p, &smtp, "control@example.com");
+    for email in contacts {
+        assert_eq!(
+            mails(&smtp, email, "An hour later"),
+            0,
+            "the cancelled execution sent nothing to {email}"
+        );
+    }
+}
+
+#[test]
+fn kill_9_during_a_delay_still_sends_the_email_after_it_once_after_a_restart() {
+    let (_dns, smtp, mut app, p) = rig(&[]);
+    let later = template(&app, &p, "Later", "Eight seconds later");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Durable",
+        "signup",
+        false,
+        json!([
+            delay_step("pause", 8, "seconds", json!("send")),
+            send_step("send", &later, json!(null))
+        ]),
+    );
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    let waiting = execution_when(&app, &p, &wid, &ada, "WAITING");
+    assert_eq!(waiting["currentStepId"], "pause", "{waiting}");
+    app.kill9();
+    assert_eq!(
+        mails(&smtp, "ada@example.com", "Eight seconds later"),
+        0,
+        "the delay had not passed at the kill"
+    );
+
+    app.restart();
+    // The moved clock's offset is not kept across a restart, so move it now.
+    advance(&app, 9 * SECOND_MS);
+    wait_mail(&smtp, "ada@example.com", "Eight seconds later");
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    assert_eq!(id(&done), id(&waiting), "the same execution went on");
+    assert_eq!(
+        trail(&done),
+        tuples(&[
+            ("pause", "DELAY", "COMPLETED"),
+            ("send", "SEND_EMAIL", "COMPLETED"),
+        ]),
+        "{done}"
+    );
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        mails(&smtp, "ada@example.com", "Eight seconds later"),
+        1,
+        "exactly one copy"
+    );
+    assert_eq!(executions(&app, &p, &wid, "")["total"], 1);
+}
