@@ -79,6 +79,7 @@ impl Application {
             cache_size: settings.dns.cache_size,
         })?;
         let templates: Arc<TemplateCache> = Default::default();
+        mailroom_actors::project::executions::set_timers(registry.timers().clone());
         let executors = Executors::start(
             registry.clone(),
             templates.clone(),

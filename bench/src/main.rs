@@ -16,6 +16,7 @@ mod scenario;
 mod server;
 mod setup;
 mod smtp_client;
+mod workflows;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -36,7 +37,8 @@ pub struct Args {
     seconds: u64,
     /// Scenarios, comma-separated: baseline, contacts, track, verify, send, smtp (reference
     /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts),
-    /// campaign (a campaign to --recipients drains, /v1/track beside it).
+    /// campaign (a campaign to --recipients drains, /v1/track beside it), workflows
+    /// (10,000 timers due at once; the cost of triggers on /v1/track).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -141,6 +143,9 @@ fn main() {
             args.recipients,
             send_drained,
         );
+    }
+    if wanted("workflows") {
+        workflows::run(&rt, &bin, &dns, args.smtp_connections, 10_000);
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);

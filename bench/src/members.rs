@@ -16,12 +16,13 @@ use tokio::net::TcpStream;
 use crate::client;
 use crate::server::Server;
 
-/// One connection's share of loading `n` contacts, the `i`th with `body(i)`.
+/// One connection's share of `n` POSTs to `path`, the `i`th with `body(i)`.
 async fn load(
     addr: SocketAddr,
     auth: String,
     next: Arc<AtomicU64>,
     n: u64,
+    path: &'static str,
     body: fn(u64) -> String,
 ) {
     let Ok(stream) = TcpStream::connect(addr).await else {
@@ -41,7 +42,7 @@ async fn load(
         let body = body(i);
         let req = Request::builder()
             .method("POST")
-            .uri("/contacts")
+            .uri(path)
             .header("host", addr.to_string())
             .header("authorization", &auth)
             .header("content-type", "application/json")
@@ -67,16 +68,31 @@ pub fn load_contacts(
     connections: usize,
     body: fn(u64) -> String,
 ) {
+    post_many(rt, server, "/contacts", contacts, connections, body);
+}
+
+/// `n` POSTs to `path` over `connections` connections, as fast as they answer; how
+/// long they took.
+pub fn post_many(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+    path: &'static str,
+    n: u64,
+    connections: usize,
+    body: fn(u64) -> String,
+) -> std::time::Duration {
     let (addr, auth) = (server.addr(), format!("Bearer {}", server.secret_key));
     let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
     rt.block_on(async {
         let tasks: Vec<_> = (0..connections)
-            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), contacts, body)))
+            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), n, path, body)))
             .collect();
         for t in tasks {
             let _ = t.await;
         }
     });
+    started.elapsed()
 }
 
 fn member(i: u64) -> String {

@@ -15,19 +15,53 @@ use crate::store::{codec, keys, Batch, Store};
 /// queue (durable entries only).
 pub static READY_SIGNAL: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
+/// The executions just put in the ready queue (not yet durable, maybe), so that the
+/// executors look at these rather than walk the whole queue after every event.
+static READY_HINTS: std::sync::Mutex<Vec<(ProjectId, ExecutionId)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Notes executions put in the ready queue, and wakes the executors.
+pub fn hint_ready(ready: &[(ProjectId, ExecutionId)]) {
+    if ready.is_empty() {
+        return;
+    }
+    READY_HINTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend_from_slice(ready);
+    READY_SIGNAL.notify_one();
+}
+
+/// Takes the noted executions.
+pub fn take_hints() -> Vec<(ProjectId, ExecutionId)> {
+    std::mem::take(&mut *READY_HINTS.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// An enabled workflow that an event name starts, as the trigger index keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trigger {
     pub workflow: WorkflowId,
     pub allow_reentry: bool,
     pub first: String,
+    /// When the first step is a DELAY or a WAIT_FOR_EVENT, the wait it starts: the
+    /// execution then begins WAITING, in the event's own batch, with no executor turn.
+    pub wait: Option<FirstWait>,
 }
 
-/// A contact's latest execution of a workflow, and whether it is over.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Entered {
-    pub execution: ExecutionId,
-    pub finished: bool,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FirstWait {
+    pub ms: i64,
+    pub event: Option<String>,
+    pub next: Option<String>,
+    pub timeout_next: Option<String>,
+}
+
+/// The Scheduler's timers, for executions that begin waiting (set once at start-up).
+static TIMERS: std::sync::OnceLock<std::sync::Arc<crate::scheduler::Timers>> =
+    std::sync::OnceLock::new();
+
+pub fn set_timers(timers: std::sync::Arc<crate::scheduler::Timers>) {
+    let _ = TIMERS.set(timers);
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, x: ExecutionId) -> Result<Option<Execution>> {
@@ -49,29 +83,31 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
     }
 }
 
-pub fn entered(
-    store: &dyn Store,
-    p: ProjectId,
-    w: WorkflowId,
-    c: ContactId,
-) -> Result<Option<Entered>> {
-    store
-        .get(&keys::entered(p, w, c))?
-        .map(|b| codec::decode(&b))
-        .transpose()
-}
-
 /// Whether `t` lets this contact in now (API.md section 10): without re-entry, once
 /// ever; with it, while no execution of theirs is under way.
 pub fn may_enter(store: &dyn Store, p: ProjectId, t: &Trigger, c: ContactId) -> Result<bool> {
-    Ok(match entered(store, p, t.workflow, c)? {
+    let prefix = keys::executions_of_contact(p, t.workflow, c);
+    // Forward first: a reverse range read costs more, and only re-entry needs the last.
+    if store.scan(&prefix, None, false).next().is_none() {
+        return Ok(true);
+    }
+    if !t.allow_reentry {
+        return Ok(false);
+    }
+    let Some(kv) = store.scan(&prefix, None, true).next() else {
+        return Ok(true);
+    };
+    let last = keys::execution_in(&kv?.0);
+    Ok(match last {
+        Some(x) => load(store, p, x)?.is_none_or(|e| e.status.is_final()),
         None => true,
-        Some(e) => t.allow_reentry && e.finished,
     })
 }
 
-/// A new execution of `t` for the contact, RUNNING at the first step and in the
-/// ready queue.
+/// A new execution of `t` for the contact: RUNNING at the first step and in the ready
+/// queue, or, when the first step is a wait, WAITING with its timer armed. (Armed
+/// before the batch is durable: a timer that fires early finds the execution through
+/// the actor, which has applied the batch; one lost in a crash is lost with it.)
 pub fn start(
     batch: &mut Batch,
     p: ProjectId,
@@ -79,7 +115,7 @@ pub fn start(
     contact: ContactId,
     now: i64,
 ) -> Result<Execution> {
-    let e = Execution {
+    let mut e = Execution {
         id: ExecutionId::new(),
         workflow_id: t.workflow,
         contact_id: contact,
@@ -90,23 +126,30 @@ pub fn start(
         history: Vec::new(),
         wait: None,
     };
+    batch.put(keys::execution_of(p, t.workflow, contact, e.id), Vec::new());
+    match &t.wait {
+        Some(w) => {
+            let wait = crate::model::Wait {
+                due: now.saturating_add(w.ms),
+                event: w.event.clone(),
+                next: w.next.clone(),
+                timeout_next: w.timeout_next.clone(),
+            };
+            let timer = timer(p, e.id, wait.due);
+            batch.put(timer.key(), Vec::new());
+            if let Some(event) = &wait.event {
+                batch.put(keys::waiting(p, event, contact, e.id), Vec::new());
+            }
+            e.status = ExecStatus::Waiting;
+            e.wait = Some(wait);
+            if let Some(timers) = TIMERS.get() {
+                timers.arm(timer);
+            }
+        }
+        None => batch.put(keys::ready(p, e.id), Vec::new()),
+    }
     put(batch, p, &e)?;
-    batch.put(keys::execution_of(p, t.workflow, e.id), Vec::new());
-    mark_entered(batch, p, &e)?;
-    batch.put(keys::ready(p, e.id), Vec::new());
     Ok(e)
-}
-
-fn mark_entered(batch: &mut Batch, p: ProjectId, e: &Execution) -> Result<()> {
-    let value = Entered {
-        execution: e.id,
-        finished: e.status.is_final(),
-    };
-    batch.put(
-        keys::entered(p, e.workflow_id, e.contact_id),
-        codec::encode(&value)?,
-    );
-    Ok(())
 }
 
 /// The timer of a waiting execution.
@@ -164,7 +207,7 @@ pub fn end(
     e.status = status;
     e.completed_at = Some(now);
     batch.delete(keys::ready(p, e.id));
-    mark_entered(batch, p, e)
+    Ok(())
 }
 
 pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {

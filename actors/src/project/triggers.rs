@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::executions::{self, Trigger, READY_SIGNAL};
+use super::executions::{self, Trigger};
 use crate::error::Result;
 use crate::model::{ContactId, Event, ExecStatus, ExecutionId, ProjectId, WorkflowId};
 use crate::store::{keys, Batch, Store};
@@ -23,7 +23,7 @@ pub fn on_events(
     let mut triggers: HashMap<&str, Vec<Trigger>> = HashMap::new();
     let mut started: HashSet<(WorkflowId, ContactId)> = HashSet::new();
     let mut woken: HashSet<ExecutionId> = HashSet::new();
-    let mut ready = false;
+    let mut ready = Vec::new();
     for ev in events {
         let now = ev.created_at.millis();
         let prefix = keys::waiting_for(p, &ev.name, ev.contact_id);
@@ -49,7 +49,9 @@ pub fn on_events(
             let next = e.wait.as_ref().and_then(|w| w.next.clone());
             let entry = executions::entry(&step, "WAIT_FOR_EVENT", "COMPLETED", now);
             executions::go_on(batch, p, &mut e, entry, next, now)?;
-            ready = true;
+            if e.status == ExecStatus::Running {
+                ready.push((p, e.id));
+            }
         }
         let list = match triggers.get(ev.name.as_str()) {
             Some(list) => list,
@@ -65,12 +67,12 @@ pub fn on_events(
                 continue;
             }
             started.insert((t.workflow, ev.contact_id));
-            executions::start(batch, p, t, ev.contact_id, now)?;
-            ready = true;
+            let e = executions::start(batch, p, t, ev.contact_id, now)?;
+            if e.status == ExecStatus::Running {
+                ready.push((p, e.id));
+            }
         }
     }
-    if ready {
-        READY_SIGNAL.notify_one();
-    }
+    executions::hint_ready(&ready);
     Ok(())
 }

@@ -64,6 +64,27 @@ pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<
     })
 }
 
+/// A workflow's executions, every one (oldest first); the index is by contact, so
+/// this reads them all and sorts.
+fn all_executions(
+    store: &dyn Store,
+    p: ProjectId,
+    w: WorkflowId,
+) -> Result<Vec<(Vec<u8>, Execution)>> {
+    let mut all = Vec::new();
+    for kv in store.scan(&keys::executions_of(p, w), None, false) {
+        let (k, _) = kv?;
+        let Some(x) = keys::execution_in(&k) else {
+            continue;
+        };
+        if let Some(e) = executions::load(store, p, x)? {
+            all.push((k, e));
+        }
+    }
+    all.sort_by_key(|(_, e)| e.id);
+    Ok(all)
+}
+
 /// A workflow's executions, newest first, with `status` if given; `total` counts the
 /// matching ones.
 pub fn executions(
@@ -73,30 +94,19 @@ pub fn executions(
     status: Option<ExecStatus>,
     page: &PageRequest,
 ) -> Result<Page<Execution>> {
-    let prefix = keys::executions_of(p, w);
-    let after = parse_cursor::<ExecutionId>(page)?.map(|x| keys::execution_of(p, w, x));
-    let mut items = Vec::with_capacity(page.limit() + 1);
-    let mut total = 0u64;
-    let mut passed_cursor = after.is_none();
-    for kv in store.scan(&prefix, None, true) {
-        let (k, _) = kv?;
-        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
-            continue;
-        };
-        let Some(e) = executions::load(store, p, x)? else {
-            continue;
-        };
-        if status.is_some_and(|s| s != e.status) {
-            continue;
-        }
-        total += 1;
-        if !passed_cursor {
-            passed_cursor = after.as_deref().is_some_and(|a| k.as_slice() < a);
-        }
-        if passed_cursor && items.len() <= page.limit() {
-            items.push(e);
-        }
-    }
+    let after = parse_cursor::<ExecutionId>(page)?;
+    let matching: Vec<Execution> = all_executions(store, p, w)?
+        .into_iter()
+        .rev()
+        .map(|(_, e)| e)
+        .filter(|e| status.is_none_or(|s| s == e.status))
+        .collect();
+    let total = matching.len() as u64;
+    let mut items: Vec<Execution> = matching
+        .into_iter()
+        .filter(|e| after.is_none_or(|a| e.id < a))
+        .take(page.limit() + 1)
+        .collect();
     let has_more = items.len() > page.limit();
     items.truncate(page.limit());
     let next_cursor = has_more
@@ -155,10 +165,12 @@ fn reindex(
             .iter()
             .filter(|w| w.enabled && w.trigger_event == *name)
             .filter_map(|w| {
+                let first = w.first()?;
                 Some(Trigger {
                     workflow: w.id,
                     allow_reentry: w.allow_reentry,
-                    first: w.first()?.id.clone(),
+                    first: first.id.clone(),
+                    wait: first_wait(first),
                 })
             })
             .collect();
@@ -168,6 +180,28 @@ fn reindex(
         }
     }
     Ok(())
+}
+
+/// The wait a first step starts, when it is one.
+fn first_wait(s: &crate::model::Step) -> Option<executions::FirstWait> {
+    match &s.kind {
+        StepKind::Delay { amount, unit } => Some(executions::FirstWait {
+            ms: (*amount as i64).saturating_mul(unit.millis()),
+            event: None,
+            next: s.next.clone(),
+            timeout_next: None,
+        }),
+        StepKind::WaitForEvent {
+            event_name,
+            timeout_seconds,
+        } => Some(executions::FirstWait {
+            ms: (*timeout_seconds as i64).saturating_mul(1_000),
+            event: Some(event_name.clone()),
+            next: s.next.clone(),
+            timeout_next: s.timeout_next.clone(),
+        }),
+        _ => None,
+    }
 }
 
 pub fn create(ctx: &WriteCtx, w: Workflow) -> Result<Workflow> {
@@ -233,22 +267,14 @@ pub fn delete(ctx: &WriteCtx, id: WorkflowId) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
     let w = get(store, p, id)?;
     let mut batch = Batch::new();
-    let prefix = keys::executions_of(p, id);
     let mut cancelled = 0u64;
-    for kv in store.scan(&prefix, None, false) {
-        let (k, _) = kv?;
-        batch.delete(k.clone());
-        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
-            continue;
-        };
-        if let Some(mut e) = executions::load(store, p, x)? {
-            if !e.status.is_final() {
-                executions::end(&mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
-                cancelled += 1;
-            }
-            batch.delete(keys::entered(p, id, e.contact_id));
+    for (k, mut e) in all_executions(store, p, id)? {
+        batch.delete(k);
+        if !e.status.is_final() {
+            executions::end(&mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
+            cancelled += 1;
         }
-        batch.delete(keys::execution(p, x));
+        batch.delete(keys::execution(p, e.id));
     }
     batch.delete(keys::workflow(p, id));
     batch.delete(keys::counter(p, &finished_counter(id)));
@@ -276,8 +302,9 @@ fn trim(e: &mut Execution, max: usize) {
     e.history.drain(..over);
 }
 
-/// Counts an execution that ended, and drops the oldest ended ones of its workflow
-/// past `limits.max_finished_executions`.
+/// Counts an execution that ended and, once the workflow holds half again more ended
+/// executions than `limits.max_finished_executions`, drops the oldest down to it (in
+/// one pass now and then, since the index is by contact, not by age).
 fn ended(
     store: &dyn Store,
     batch: &mut Batch,
@@ -287,29 +314,21 @@ fn ended(
 ) -> Result<()> {
     let name = finished_counter(e.workflow_id);
     let n = read_counter(store, p, &name)? + 1;
-    let over = n.saturating_sub(max);
+    if n <= max + max / 2 + 100 {
+        batch.put(keys::counter(p, &name), codec::encode_u64(n));
+        return Ok(());
+    }
+    let mut over = n.saturating_sub(max);
     let mut dropped = 0u64;
-    let prefix = keys::executions_of(p, e.workflow_id);
-    // Oldest first; a bounded look, so one end never walks every execution.
-    for kv in store.scan(&prefix, None, false).take(1_000) {
-        if dropped >= over {
+    for (k, old) in all_executions(store, p, e.workflow_id)? {
+        if over == 0 {
             break;
         }
-        let (k, _) = kv?;
-        let Some(x) = keys::id_after::<ExecutionId>(&k, &prefix) else {
-            continue;
-        };
-        if x == e.id {
-            continue;
-        }
-        match executions::load(store, p, x)? {
-            Some(old) if old.status.is_final() => {
-                batch.delete(k);
-                batch.delete(keys::execution(p, x));
-                dropped += 1;
-            }
-            Some(_) => {}
-            None => batch.delete(k),
+        if old.id != e.id && old.status.is_final() {
+            batch.delete(k);
+            batch.delete(keys::execution(p, old.id));
+            over -= 1;
+            dropped += 1;
         }
     }
     batch.put(keys::counter(p, &name), codec::encode_u64(n - dropped));

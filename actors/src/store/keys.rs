@@ -280,18 +280,25 @@ pub fn execution(p: ProjectId, x: ExecutionId) -> Vec<u8> {
     in_project(p, b"/wx/", &[x.as_bytes()])
 }
 
-/// A workflow's executions, oldest first: `GET /workflows/{id}/executions`.
+/// A workflow's executions by contact, each contact's in start order: the listing of
+/// `GET /workflows/{id}/executions` and the re-entry check (a contact's last one) in
+/// one index, so starting an execution writes one key less.
 pub fn executions_of(p: ProjectId, w: WorkflowId) -> Vec<u8> {
     in_project(p, b"/wxl/", &[w.as_bytes()])
 }
 
-pub fn execution_of(p: ProjectId, w: WorkflowId, x: ExecutionId) -> Vec<u8> {
-    in_project(p, b"/wxl/", &[w.as_bytes(), x.as_bytes()])
+pub fn executions_of_contact(p: ProjectId, w: WorkflowId, c: ContactId) -> Vec<u8> {
+    in_project(p, b"/wxl/", &[w.as_bytes(), c.as_bytes()])
 }
 
-/// A contact's latest execution of a workflow, and whether it is over (re-entry).
-pub fn entered(p: ProjectId, w: WorkflowId, c: ContactId) -> Vec<u8> {
-    in_project(p, b"/wxc/", &[w.as_bytes(), c.as_bytes()])
+pub fn execution_of(p: ProjectId, w: WorkflowId, c: ContactId, x: ExecutionId) -> Vec<u8> {
+    in_project(p, b"/wxl/", &[w.as_bytes(), c.as_bytes(), x.as_bytes()])
+}
+
+/// The execution id at the end of an `execution_of` key.
+pub fn execution_in(k: &[u8]) -> Option<ExecutionId> {
+    let at = k.len().checked_sub(16)?;
+    id_after(&k[at..], b"")
 }
 
 /// Executions of a contact waiting for an event (WAIT_FOR_EVENT).

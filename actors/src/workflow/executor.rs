@@ -42,6 +42,8 @@ pub struct ExecutorConfig {
 const SEND_KEY_TTL_MS: i64 = 30 * 86_400_000;
 /// Steps one worker runs of one execution before it lets others go first.
 const STEPS_PER_TURN: usize = 100;
+/// How often the feeder reads the whole ready queue.
+const FULL_SCAN: Duration = Duration::from_secs(1);
 
 pub struct Executors {
     registry: Registry,
@@ -74,11 +76,15 @@ impl Executors {
                 loop {
                     let job = rx.lock().await.recv().await;
                     let Some((p, x)) = job else { return };
-                    if let Err(e) = me.run(p, x).await {
+                    let failed = me.run(p, x).await.err();
+                    if let Some(e) = &failed {
                         tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     me.claimed().remove(&(p, x));
+                    if failed.is_some() {
+                        me.requeue(p, x);
+                    }
                 }
             });
         }
@@ -92,30 +98,64 @@ impl Executors {
     }
 
     /// Hands the durable entries of the ready queue to the workers, one worker per
-    /// execution at a time.
+    /// execution at a time. What was just queued is noted (`executions::hint_ready`),
+    /// so after an event the feeder checks those few entries; the whole queue is read
+    /// at start-up and then every `FULL_SCAN`, for anything a note missed.
     async fn feed(&self, tx: tokio::sync::mpsc::Sender<(ProjectId, ExecutionId)>) {
+        let store = self.registry.store().clone();
+        let mut pending: Vec<(ProjectId, ExecutionId)> = Vec::new();
+        let mut last_full: Option<std::time::Instant> = None;
         loop {
-            let ready: Vec<(ProjectId, ExecutionId)> = self
-                .registry
-                .store()
-                .scan_durable(keys::READY, None)
-                .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k)))
-                .collect();
-            for job in ready {
+            let mut jobs = Vec::new();
+            if last_full.is_none_or(|t| t.elapsed() >= FULL_SCAN) {
+                last_full = Some(std::time::Instant::now());
+                pending.clear();
+                jobs.extend(
+                    store
+                        .scan_durable(keys::READY, None)
+                        .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k))),
+                );
+            } else {
+                pending.extend(executions::take_hints());
+                // A noted entry not yet durable waits for the next look.
+                pending.retain(|&(p, x)| {
+                    let key = keys::ready(p, x);
+                    match store.scan_durable(&key, None).next() {
+                        Some(Ok(_)) => {
+                            jobs.push((p, x));
+                            false
+                        }
+                        _ => store.get(&key).ok().flatten().is_some(),
+                    }
+                });
+            }
+            for job in jobs {
                 if self.claimed().insert(job) && tx.send(job).await.is_err() {
                     return;
                 }
             }
+            let nap = if pending.is_empty() {
+                FULL_SCAN
+            } else {
+                Duration::from_millis(10)
+            };
             tokio::select! {
                 _ = READY_SIGNAL.notified() => {
                     // What rang it becomes durable within a flush interval.
-                    tokio::time::sleep(Duration::from_millis(15)).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = tokio::time::sleep(nap) => {}
             }
         }
     }
+}
 
+/// The execution a workflow timer is for.
+fn x_of(t: &Timer) -> ExecutionId {
+    keys::id_after(&t.target, b"").unwrap_or_default()
+}
+
+impl Executors {
     /// A waiting execution's timer fell due.
     pub async fn fire(&self, t: Timer) -> Result<()> {
         let moved = self
@@ -126,9 +166,13 @@ impl Executors {
             )
             .await?;
         if moved {
-            READY_SIGNAL.notify_one();
+            executions::hint_ready(&[(t.project, x_of(&t))]);
         }
         Ok(())
+    }
+
+    fn requeue(&self, p: ProjectId, x: ExecutionId) {
+        executions::hint_ready(&[(p, x)]);
     }
 
     fn now(&self) -> i64 {
