@@ -23,7 +23,7 @@ const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
 /// A test SMTP server and a server that sends through it (unpaced unless `extra` says
 /// otherwise) with `acme.test` verified. The DNS server is returned to live as long as
 /// the app.
-fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
+pub(crate) fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let (app, p) = app_with(&dns, &smtp, extra);
     (dns, smtp, app, p)
@@ -35,7 +35,11 @@ fn wait() -> Duration {
 
 /// Asks `probe` every 50 ms until `done` holds for its answer or `secs` pass; the last
 /// answer (the caller asserts on it).
-fn eventually<T>(secs: u64, mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+pub(crate) fn eventually<T>(
+    secs: u64,
+    mut probe: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let answer = probe();
@@ -66,7 +70,7 @@ fn rate_is(v: &Value, key: &str, want: f64) -> bool {
     v[key].as_f64().is_some_and(|x| (x - want).abs() < 1e-9)
 }
 
-fn id(record: &Value) -> String {
+pub(crate) fn id(record: &Value) -> String {
     record["id"]
         .as_str()
         .unwrap_or_else(|| panic!("a record with an id: {record}"))
@@ -233,7 +237,7 @@ fn campaign_mail(smtp: &SmtpServer) -> usize {
 
 /// Sends one email to `to` through /v1/send and waits until the relay has it: a control
 /// that whatever was due before it had its turn, instead of a sleep.
-fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
+pub(crate) fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -256,7 +260,7 @@ fn server_now(app: &TestApp) -> DateTime<Utc> {
 }
 
 /// Moves the server's clock forward.
-fn advance(app: &TestApp, ms: i64) {
+pub(crate) fn advance(app: &TestApp, ms: i64) {
     let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({ "ms": ms }));
     assert_eq!(r.status, 200, "{}", r.text);
 }
@@ -284,7 +288,7 @@ fn assert_conflict(r: &Resp, status: &str) {
 }
 
 /// A header's value, with folded continuation lines joined.
-fn header_of(raw: &str, name: &str) -> Option<String> {
+pub(crate) fn header_of(raw: &str, name: &str) -> Option<String> {
     let prefix = format!("{}:", name.to_ascii_lowercase());
     let mut lines = raw
         .lines()
@@ -377,7 +381,7 @@ fn tampered(path: &str) -> String {
 }
 
 /// The id of the email a message carries: the local part of its Message-ID.
-fn email_id_of(raw: &str) -> String {
+pub(crate) fn email_id_of(raw: &str) -> String {
     let message_id = header_of(raw, "Message-ID").expect("a Message-ID");
     message_id
         .trim_start_matches('<')

@@ -10,14 +10,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mailroom_testkit::{Received, SmtpServer};
 use serde_json::{json, Value};
 
-use crate::delivery::app_with;
-use crate::dns::TestDns;
-use crate::helpers::{Project, Resp, TestApp, ADMIN_TOKEN};
+use crate::campaigns::{advance, control, email_id_of, eventually, header_of, id, rig};
+use crate::helpers::{Project, Resp, TestApp};
 
 /// A sender on the rig's verified domain.
 const FROM: &str = "hello@acme.test";
@@ -28,66 +27,6 @@ const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
 const SECOND_MS: i64 = 1_000;
 const HOUR_MS: i64 = 3_600 * SECOND_MS;
 const DAY_MS: i64 = 24 * HOUR_MS;
-
-/// A test SMTP server and a server that sends through it (unpaced) with `acme.test`
-/// verified. The DNS server is returned to live as long as the app.
-fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
-    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, extra);
-    (dns, smtp, app, p)
-}
-
-/// Asks `probe` every 50 ms until `done` holds for its answer or `secs` pass; the last
-/// answer (the caller asserts on it).
-fn eventually<T>(secs: u64, mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let answer = probe();
-        if done(&answer) || Instant::now() >= deadline {
-            return answer;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn id(record: &Value) -> String {
-    record["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a record with an id: {record}"))
-        .to_owned()
-}
-
-/// Moves the server's clock forward.
-fn advance(app: &TestApp, ms: i64) {
-    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({ "ms": ms }));
-    assert_eq!(r.status, 200, "{}", r.text);
-}
-
-/// A header's value, with folded continuation lines joined.
-fn header_of(raw: &str, name: &str) -> Option<String> {
-    let prefix = format!("{}:", name.to_ascii_lowercase());
-    let mut lines = raw
-        .lines()
-        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
-    let first = lines.next()?;
-    let mut value = first[prefix.len()..].trim().to_owned();
-    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
-        value.push(' ');
-        value.push_str(cont.trim());
-    }
-    Some(value)
-}
-
-/// The id of the email a message carries: the local part of its Message-ID.
-fn email_id_of(raw: &str) -> String {
-    let message_id = header_of(raw, "Message-ID").expect("a Message-ID");
-    message_id
-        .trim_start_matches('<')
-        .split('@')
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
 
 /// Whether the message went to `to` with this subject.
 fn is_mail(m: &Received, to: &str, subject: &str) -> bool {
@@ -113,20 +52,6 @@ fn wait_mail(smtp: &SmtpServer, to: &str, subject: &str) -> usize {
     got.iter()
         .position(|m| is_mail(m, to, subject))
         .unwrap_or_else(|| panic!("no email \"{subject}\" reached {to}"))
-}
-
-/// Sends one email to `to` through /v1/send and waits until the relay has it: a control
-/// that whatever was due before it had its turn, instead of a sleep.
-fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
-    let r = app.post(
-        "/v1/send",
-        &p.secret,
-        json!({"to": to, "from": FROM, "subject": "control", "body": "control"}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
-    let arrived = |got: &Vec<Received>| got.iter().any(|m| m.rcpt_to.iter().any(|r| r == to));
-    let got = eventually(30, || smtp.received(), arrived);
-    assert!(arrived(&got), "the control email to {to} arrived");
 }
 
 /// A TRANSACTIONAL template from the verified domain whose subject is `subject`; its id.

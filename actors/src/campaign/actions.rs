@@ -5,19 +5,17 @@
 
 use std::sync::Arc;
 
-use serde_json::Map;
-
 use super::audience;
 use super::runner::Campaigns;
 use crate::domain;
 use crate::error::{Error, FieldCode, FieldError, Result};
 use crate::model::{
-    Campaign, CampaignId, CampaignStatus, EmailAddress, EmailId, Mailbox, ProjectId, Timestamp,
+    Campaign, CampaignId, CampaignStatus, EmailAddress, EmailId, ProjectId, Timestamp,
 };
 use crate::project::apply::Apply;
 use crate::project::campaigns::{self, CampaignPatch, Started};
 use crate::project::send::{self, unverified};
-use crate::project::sending::{Marketing, SendSpec};
+use crate::project::sending::Marketing;
 use crate::project::Registry;
 use crate::render::TemplateCache;
 
@@ -183,20 +181,11 @@ pub async fn test(
                 .await??
         }
     };
-    let spec = SendSpec {
-        recipients: vec![(to, None)],
-        subscribed: None,
-        content,
-        data: Map::new(),
-        from: Mailbox::new(c.from_name.clone(), &c.from),
-        reply_to: c.reply_to.as_ref().map(|r| r.to_string()),
-        headers: Vec::new(),
-        attachments: Vec::new(),
-        marketing: Some(Marketing::new(registry.links().clone(), p, None)),
-        test: true,
-        idempotency: None,
-        execution: None,
-    };
+    // The campaign's own send, to one address, uncounted (no campaign in its links).
+    let marketing = Marketing::new(registry.links().clone(), p, None);
+    let mut spec = super::runner::spec(&c, content, marketing);
+    spec.recipients = vec![(to, None)];
+    spec.test = true;
     let receipt = send::send(registry, p, spec).await?;
     receipt
         .emails

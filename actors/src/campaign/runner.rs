@@ -348,7 +348,7 @@ fn sending(c: &Campaign) -> bool {
 }
 
 /// The send a campaign's batches are written with.
-fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -> SendSpec {
+pub(crate) fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -> SendSpec {
     SendSpec {
         recipients: Vec::new(),
         subscribed: None,
