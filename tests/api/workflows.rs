@@ -1683,3 +1683,51 @@ fn kill_9_during_a_delay_still_sends_the_email_after_it_once_after_a_restart() {
     );
     assert_eq!(executions(&app, &p, &wid, "")["total"], 1);
 }
+
+#[test]
+fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    let on = enabled_workflow(
+        &app,
+        &p,
+        "Resubscribe",
+        "contact.unsubscribed",
+        true,
+        json!([{"id": "on", "type": "UPDATE_CONTACT", "config": {"subscribed": true}, "next": null}]),
+    );
+    let off = enabled_workflow(
+        &app,
+        &p,
+        "Unsubscribe",
+        "contact.subscribed",
+        true,
+        json!([{"id": "off", "type": "UPDATE_CONTACT", "config": {"subscribed": false}, "next": null}]),
+    );
+    app.upsert(
+        &p.secret,
+        json!({"email": "loop@example.com", "subscribed": true}),
+    );
+    app.upsert(
+        &p.secret,
+        json!({"email": "loop@example.com", "subscribed": false}),
+    );
+    let live = |wid: &str| {
+        executions(&app, &p, wid, "status=RUNNING")["total"]
+            .as_u64()
+            .unwrap_or(0)
+            + executions(&app, &p, wid, "status=WAITING")["total"]
+                .as_u64()
+                .unwrap_or(0)
+    };
+    let total = |wid: &str| executions(&app, &p, wid, "")["total"].as_u64().unwrap_or(0);
+    let settled = eventually(
+        60,
+        || (total(&on), total(&off), live(&on) + live(&off)),
+        |(a, b, running): &(u64, u64, u64)| *running == 0 && *a >= 100 && *b >= 99,
+    );
+    assert_eq!(settled.2, 0, "the loop stopped: {settled:?}");
+    assert!(
+        settled.0 <= 100 && settled.1 <= 100,
+        "at most 100 entries a day each: {settled:?}"
+    );
+}

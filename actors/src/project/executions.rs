@@ -85,7 +85,13 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
 
 /// Whether `t` lets this contact in now (API.md section 10): without re-entry, once
 /// ever; with it, while no execution of theirs is under way.
-pub fn may_enter(store: &dyn Store, p: ProjectId, t: &Trigger, c: ContactId) -> Result<bool> {
+pub fn may_enter(
+    store: &dyn Store,
+    p: ProjectId,
+    t: &Trigger,
+    c: ContactId,
+    now: i64,
+) -> Result<bool> {
     let prefix = keys::executions_of_contact(p, t.workflow, c);
     // Forward first: a reverse range read costs more, and only re-entry needs the last.
     if store.scan(&prefix, None, false).next().is_none() {
@@ -94,14 +100,42 @@ pub fn may_enter(store: &dyn Store, p: ProjectId, t: &Trigger, c: ContactId) -> 
     if !t.allow_reentry {
         return Ok(false);
     }
-    let Some(kv) = store.scan(&prefix, None, true).next() else {
-        return Ok(true);
-    };
-    let last = keys::execution_in(&kv?.0);
-    Ok(match last {
-        Some(x) => load(store, p, x)?.is_none_or(|e| e.status.is_final()),
-        None => true,
-    })
+    // Newest first: the last must have ended, and no more than MAX_ENTRIES_PER_DAY
+    // may have started within a day (workflows that trigger each other through the
+    // events their steps cause, e.g. one on `contact.subscribed` that unsubscribes and
+    // one on `contact.unsubscribed` that subscribes, stop there).
+    let day_ago = now - 86_400_000;
+    for (i, kv) in store.scan(&prefix, None, true).enumerate() {
+        let Some(x) = keys::execution_in(&kv?.0) else {
+            continue;
+        };
+        if i == 0 && !load(store, p, x)?.is_none_or(|e| e.status.is_final()) {
+            return Ok(false);
+        }
+        if started_at(x) < day_ago {
+            return Ok(true);
+        }
+        if i + 1 >= MAX_ENTRIES_PER_DAY {
+            tracing::warn!(project = %p, workflow = %t.workflow, contact = %c,
+                "a contact entered this workflow {MAX_ENTRIES_PER_DAY} times within a day; not again until a day has passed");
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Executions of one workflow one contact may start within a day (re-entry).
+pub const MAX_ENTRIES_PER_DAY: usize = 100;
+
+/// When an execution started, from its id (UUID v7 carries its creation time).
+fn started_at(x: ExecutionId) -> i64 {
+    x.as_uuid()
+        .get_timestamp()
+        .map(|t| {
+            let (s, n) = t.to_unix();
+            (s as i64) * 1_000 + i64::from(n / 1_000_000)
+        })
+        .unwrap_or(0)
 }
 
 /// A new execution of `t` for the contact: RUNNING at the first step and in the ready
@@ -175,6 +209,7 @@ pub fn clear_wait(batch: &mut Batch, p: ProjectId, e: &mut Execution) {
 /// Moves an execution on to `next` (RUNNING, queued to run) or, with none, ends it
 /// COMPLETED; `entry` goes into its history.
 pub fn go_on(
+    store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
     e: &mut Execution,
@@ -190,13 +225,19 @@ pub fn go_on(
             e.current = Some(step);
             batch.put(keys::ready(p, e.id), Vec::new());
         }
-        None => end(batch, p, e, ExecStatus::Completed, now)?,
+        None => end(store, batch, p, e, ExecStatus::Completed, now)?,
     }
     put(batch, p, e)
 }
 
-/// Ends an execution with `status` (the caller writes the record).
+/// The counter of a workflow's ended executions (what pruning keeps in bounds).
+pub fn finished_counter(w: WorkflowId) -> String {
+    format!("wxf/{w}")
+}
+
+/// Ends an execution with `status` (the caller writes the record), and counts it.
 pub fn end(
+    store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
     e: &mut Execution,
@@ -207,7 +248,7 @@ pub fn end(
     e.status = status;
     e.completed_at = Some(now);
     batch.delete(keys::ready(p, e.id));
-    Ok(())
+    super::counters::add_to_counter(store, batch, p, &finished_counter(e.workflow_id), 1)
 }
 
 pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {

@@ -48,7 +48,7 @@ pub fn on_events(
             let step = e.current.clone().unwrap_or_default();
             let next = e.wait.as_ref().and_then(|w| w.next.clone());
             let entry = executions::entry(&step, "WAIT_FOR_EVENT", "COMPLETED", now);
-            executions::go_on(batch, p, &mut e, entry, next, now)?;
+            executions::go_on(store, batch, p, &mut e, entry, next, now)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }
@@ -62,7 +62,7 @@ pub fn on_events(
         };
         for t in list {
             if started.contains(&(t.workflow, ev.contact_id))
-                || !executions::may_enter(store, p, t, ev.contact_id)?
+                || !executions::may_enter(store, p, t, ev.contact_id, now)?
             {
                 continue;
             }

@@ -17,10 +17,9 @@ use crate::scheduler::Timer;
 use crate::store::{codec, keys, Batch, Store};
 
 pub const WORKFLOWS_COUNTER: &str = "workflows";
-
-fn finished_counter(w: WorkflowId) -> String {
-    format!("wxf/{w}")
-}
+/// Enabled workflows one event name may start: each is an execution written in the
+/// event's own batch.
+pub const MAX_PER_EVENT: usize = 20;
 
 pub fn load(store: &dyn Store, p: ProjectId, id: WorkflowId) -> Result<Option<Workflow>> {
     store
@@ -174,6 +173,14 @@ fn reindex(
                 })
             })
             .collect();
+        if list.len() > MAX_PER_EVENT {
+            return Err(Error::Conflict {
+                message: format!(
+                    "{MAX_PER_EVENT} enabled workflows already start on the event {name:?}, the most one event may start"
+                ),
+                suggestion: Some("Disable one of them, or combine their steps".into()),
+            });
+        }
         match list.is_empty() {
             true => batch.delete(keys::triggers(p, name)),
             false => batch.put(keys::triggers(p, name), codec::encode(&list)?),
@@ -234,6 +241,7 @@ pub fn update(ctx: &WriteCtx, id: WorkflowId, patch: WorkflowPatch) -> Result<Wo
     let (store, p) = (ctx.store, ctx.project);
     let mut w = get(store, p, id)?;
     let old_trigger = w.trigger_event.clone();
+    let new_steps = patch.steps.is_some();
     macro_rules! set {
         ($($field:ident),*) => {$(if let Some(v) = patch.$field { w.$field = v; })*};
     }
@@ -246,7 +254,11 @@ pub fn update(ctx: &WriteCtx, id: WorkflowId, patch: WorkflowPatch) -> Result<Wo
         steps
     );
     w.updated_at = ctx.now.millis();
-    check_templates(store, p, &w)?;
+    // Only new steps are checked: a workflow whose template was deleted since can still
+    // be disabled or renamed.
+    if new_steps {
+        check_templates(store, p, &w)?;
+    }
     let mut batch = Batch::new();
     batch.put(keys::workflow(p, w.id), w.encode()?);
     reindex(
@@ -271,13 +283,13 @@ pub fn delete(ctx: &WriteCtx, id: WorkflowId) -> Result<()> {
     for (k, mut e) in all_executions(store, p, id)? {
         batch.delete(k);
         if !e.status.is_final() {
-            executions::end(&mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
+            executions::end(store, &mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
             cancelled += 1;
         }
         batch.delete(keys::execution(p, e.id));
     }
     batch.delete(keys::workflow(p, id));
-    batch.delete(keys::counter(p, &finished_counter(id)));
+    batch.delete(keys::counter(p, &executions::finished_counter(id)));
     add_to_counter(store, &mut batch, p, WORKFLOWS_COUNTER, -1)?;
     reindex(store, &mut batch, p, &[&w.trigger_event], None, Some(id))?;
     store.apply(batch)?;
@@ -302,30 +314,34 @@ fn trim(e: &mut Execution, max: usize) {
     e.history.drain(..over);
 }
 
-/// Counts an execution that ended and, once the workflow holds half again more ended
-/// executions than `limits.max_finished_executions`, drops the oldest down to it (in
-/// one pass now and then, since the index is by contact, not by age).
-fn ended(
+/// Once a workflow holds half again more ended executions than
+/// `workflows.max_finished_executions` (`executions::end` counts them), drops the oldest
+/// ended ones down to it, in one pass now and then (the index is by contact, not age).
+/// Without re-entry, a dropped execution's index entry stays: it is what keeps the
+/// contact from entering again.
+fn prune(
     store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
-    e: &Execution,
+    w: WorkflowId,
     max: u64,
 ) -> Result<()> {
-    let name = finished_counter(e.workflow_id);
-    let n = read_counter(store, p, &name)? + 1;
+    let name = executions::finished_counter(w);
+    let n = read_counter(store, p, &name)?;
     if n <= max + max / 2 + 100 {
-        batch.put(keys::counter(p, &name), codec::encode_u64(n));
         return Ok(());
     }
+    let keep_index = !load(store, p, w)?.is_some_and(|w| w.allow_reentry);
     let mut over = n.saturating_sub(max);
     let mut dropped = 0u64;
-    for (k, old) in all_executions(store, p, e.workflow_id)? {
+    for (k, old) in all_executions(store, p, w)? {
         if over == 0 {
             break;
         }
-        if old.id != e.id && old.status.is_final() {
-            batch.delete(k);
+        if old.status.is_final() {
+            if !keep_index {
+                batch.delete(k);
+            }
             batch.delete(keys::execution(p, old.id));
             over -= 1;
             dropped += 1;
@@ -365,16 +381,16 @@ pub fn step_done(
     };
     let mut batch = Batch::new();
     match end.next {
-        Ok(next) => executions::go_on(&mut batch, p, &mut e, end.entry, next, now)?,
+        Ok(next) => executions::go_on(store, &mut batch, p, &mut e, end.entry, next, now)?,
         Err(status) => {
             e.history.push(end.entry);
-            executions::end(&mut batch, p, &mut e, status, now)?;
+            executions::end(store, &mut batch, p, &mut e, status, now)?;
         }
     }
     trim(&mut e, bounds.max_history);
     executions::put(&mut batch, p, &e)?;
     if e.status.is_final() {
-        ended(store, &mut batch, p, &e, bounds.max_finished)?;
+        prune(store, &mut batch, p, e.workflow_id, bounds.max_finished)?;
     }
     store.apply(batch)?;
     Ok(Some(e))
@@ -439,7 +455,7 @@ pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<Op
 
 /// A waiting execution's timer fell due: a DELAY is over, or a wait timed out (then
 /// it goes to `timeoutNext`). Answers whether it moved on.
-pub fn timer_fired(ctx: &WriteCtx, t: Timer) -> Result<bool> {
+pub fn timer_fired(ctx: &WriteCtx, t: Timer, bounds: Bounds) -> Result<bool> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
     let mut batch = Batch::new();
     batch.delete(t.key());
@@ -461,7 +477,12 @@ pub fn timer_fired(ctx: &WriteCtx, t: Timer) -> Result<bool> {
                 None => ("DELAY", "COMPLETED", w.next.clone()),
             };
             let entry = executions::entry(&step, kind, status, now);
-            executions::go_on(&mut batch, p, &mut e, entry, next, now)?;
+            executions::go_on(store, &mut batch, p, &mut e, entry, next, now)?;
+            trim(&mut e, bounds.max_history);
+            executions::put(&mut batch, p, &e)?;
+            if e.status.is_final() {
+                prune(store, &mut batch, p, e.workflow_id, bounds.max_finished)?;
+            }
             true
         }
         _ => false,

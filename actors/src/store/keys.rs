@@ -13,7 +13,7 @@ use crate::model::{
 };
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
-pub const FORMAT: u32 = 5;
+pub const FORMAT: u32 = 6;
 pub const FORMAT_KEY: &[u8] = b"meta/key-format";
 
 /// An id that can be read back from the 16 bytes it puts in a key.

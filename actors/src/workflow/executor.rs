@@ -76,13 +76,16 @@ impl Executors {
                 loop {
                     let job = rx.lock().await.recv().await;
                     let Some((p, x)) = job else { return };
-                    let failed = me.run(p, x).await.err();
-                    if let Some(e) = &failed {
-                        tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
+                    let again = match me.run(p, x).await {
+                        Ok(again) => again,
+                        Err(e) => {
+                            tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            true
+                        }
+                    };
                     me.claimed().remove(&(p, x));
-                    if failed.is_some() {
+                    if again {
                         me.requeue(p, x);
                     }
                 }
@@ -91,6 +94,11 @@ impl Executors {
         let feeder = me.clone();
         actix::spawn(async move { feeder.feed(tx).await });
         me
+    }
+
+    /// Workers one project may hold at once.
+    fn per_project(&self) -> usize {
+        self.config.workers.saturating_sub(1).max(1)
     }
 
     fn claimed(&self) -> std::sync::MutexGuard<'_, HashSet<(ProjectId, ExecutionId)>> {
@@ -130,10 +138,19 @@ impl Executors {
                 });
             }
             for job in jobs {
+                // One project may hold all but one worker: a tenant with slow webhooks
+                // cannot stall every other tenant's workflows.
+                let busy = self.claimed().iter().filter(|(p, _)| *p == job.0).count();
+                if busy >= self.per_project() {
+                    pending.push(job);
+                    continue;
+                }
                 if self.claimed().insert(job) && tx.send(job).await.is_err() {
                     return;
                 }
             }
+            pending.sort_unstable();
+            pending.dedup();
             let nap = if pending.is_empty() {
                 FULL_SCAN
             } else {
@@ -158,11 +175,12 @@ fn x_of(t: &Timer) -> ExecutionId {
 impl Executors {
     /// A waiting execution's timer fell due.
     pub async fn fire(&self, t: Timer) -> Result<()> {
+        let bounds = self.config.bounds;
         let moved = self
             .registry
             .send(
                 t.project,
-                Apply::durable(move |ctx, _| workflows::timer_fired(ctx, t)),
+                Apply::durable(move |ctx, _| workflows::timer_fired(ctx, t, bounds)),
             )
             .await?;
         if moved {
@@ -180,13 +198,14 @@ impl Executors {
     }
 
     /// Runs an execution's steps until it waits or ends (or has had its turn).
-    async fn run(&self, p: ProjectId, x: ExecutionId) -> Result<()> {
+    async fn run(&self, p: ProjectId, x: ExecutionId) -> Result<bool> {
         let store = self.registry.store().clone();
         for _ in 0..STEPS_PER_TURN {
             let e = executions::load(&*store, p, x)?;
             let Some(e) = e.filter(|e| e.status == ExecStatus::Running) else {
                 // Stale: it waits, ended, or is gone. Its queue entry goes.
-                return self.unqueue(p, x).await;
+                self.unqueue(p, x).await?;
+                return Ok(false);
             };
             let step_id = e.current.clone().unwrap_or_default();
             let workflow = workflows::load(&*store, p, e.workflow_id)?;
@@ -196,16 +215,21 @@ impl Executors {
             }) else {
                 let end = self.end(&step_id, "EXIT", Err("its workflow or step is gone".into()));
                 self.done(p, x, end).await?;
-                return Ok(());
+                return Ok(false);
             };
             let Some(next) = self.step(p, &w, &e, &step).await? else {
-                return Ok(());
+                return Ok(false);
             };
             if next.status != ExecStatus::Running {
-                return Ok(());
+                return Ok(false);
+            }
+            if matches!(step.kind, StepKind::Webhook { .. }) {
+                // A slow step ends the turn: the rest waits its turn in the queue.
+                return Ok(true);
             }
         }
-        Ok(())
+        // Its turn is over; it goes on after the others.
+        Ok(true)
     }
 
     async fn unqueue(&self, p: ProjectId, x: ExecutionId) -> Result<()> {

@@ -13,6 +13,8 @@ use crate::segment::Condition;
 use crate::store::keys;
 
 pub const MAX_STEPS: usize = 100;
+/// A workflow's steps as JSON, at most: each step runs with its workflow loaded.
+const MAX_WORKFLOW_BYTES: usize = 256 * 1024;
 const MAX_ID: usize = 64;
 const MAX_EVENT_NAME: usize = 200;
 /// Longest DELAY or wait: ten years.
@@ -89,6 +91,14 @@ pub fn parse(v: &Value) -> Result<Vec<Step>, Vec<FieldError>> {
     if errors.0.is_empty() {
         check_graph(&steps, &mut errors);
     }
+    let size: usize = steps.iter().map(|s| to_json(s).to_string().len()).sum();
+    if errors.0.is_empty() && size > MAX_WORKFLOW_BYTES {
+        errors.add(
+            "steps".into(),
+            FieldCode::TooBig,
+            format!("The steps take {size} bytes of JSON; the most is {MAX_WORKFLOW_BYTES}"),
+        );
+    }
     match errors.0.is_empty() {
         true => Ok(steps),
         false => Err(errors.0),
@@ -105,12 +115,20 @@ fn parse_step(i: usize, item: &Value, errors: &mut Errors) -> Option<Step> {
         return None;
     };
     let id = match obj.get("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() && s.len() <= MAX_ID => s.trim().to_owned(),
+        // Plain ids only: they are named in `errors[].field` (`steps.<id>.<part>`).
+        Some(Value::String(s))
+            if !s.is_empty()
+                && s.len() <= MAX_ID
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            s.clone()
+        }
         Some(Value::String(_)) => {
             errors.add(
                 format!("steps[{i}].id"),
                 FieldCode::InvalidString,
-                format!("A step id is 1 to {MAX_ID} characters"),
+                format!("A step id is 1 to {MAX_ID} letters, digits, '_' or '-'"),
             );
             return None;
         }
@@ -261,12 +279,15 @@ fn parse_step(i: usize, item: &Value, errors: &mut Errors) -> Option<Step> {
             step.yes = link("yes", errors);
             step.no = link("no", errors);
             let v = Value::Object(config.clone());
-            if let Err(mut e) = Condition::parse(&v, &at("config")) {
-                errors.0.append(&mut e);
-            }
-            StepKind::Condition {
-                condition: v.to_string(),
-            }
+            // Kept in its canonical form: what the condition says, nothing else sent.
+            let condition = match Condition::parse(&v, &at("config")) {
+                Ok(c) => c.to_json().to_string(),
+                Err(mut e) => {
+                    errors.0.append(&mut e);
+                    String::new()
+                }
+            };
+            StepKind::Condition { condition }
         }
         "UPDATE_CONTACT" => {
             let data = match config.get("data") {

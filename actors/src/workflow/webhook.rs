@@ -78,11 +78,16 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (o[0] == 100 && (o[1] & 0xc0) == 64)
                 // 198.18.0.0/15, benchmarking.
                 || (o[0] == 198 && (o[1] & 0xfe) == 18)
+                // 192.0.0.0/24, IETF protocol assignments.
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
                 || o[0] >= 240
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
+            // IPv4-mapped and IPv4-compatible forms are their IPv4 address.
+            if let Some(v4) = v6.to_ipv4() {
+                if !v6.is_loopback() && !v6.is_unspecified() {
+                    return is_private(IpAddr::V4(v4));
+                }
             }
             let s = v6.segments();
             v6.is_loopback()
@@ -91,8 +96,15 @@ pub fn is_private(ip: IpAddr) -> bool {
                 // fc00::/7 unique local, fe80::/10 link local.
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
-                // 64:ff9b::/96 NAT64 can reach IPv4 private space.
+                // fec0::/10, the old site-local.
+                || (s[0] & 0xffc0) == 0xfec0
+                // NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16) and Teredo
+                // (2001::/32) can reach IPv4 space inside.
                 || (s[0] == 0x64 && s[1] == 0xff9b)
+                || s[0] == 0x2002
+                || (s[0] == 0x2001 && s[1] == 0)
+                // 100::/64, discard.
+                || (s[0] == 0x100 && s[1] == 0 && s[2] == 0 && s[3] == 0)
         }
     }
 }
@@ -144,13 +156,11 @@ impl WebhookClient {
         }
         let public: Vec<IpAddr> = ips.iter().copied().filter(|ip| !is_private(*ip)).collect();
         if public.is_empty() {
+            // The addresses are not named: the history is the tenant's to read, and the
+            // operator's internal names are not.
             return Err(format!(
-                "{host} is a private, loopback or link-local address ({}); webhooks may not \
-                 reach it unless workflows.allow_private_webhooks is set",
-                ips.iter()
-                    .map(IpAddr::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "{host} is a private, loopback or link-local address; webhooks may not \
+                 reach it unless workflows.allow_private_webhooks is set"
             ));
         }
         Ok(public)
@@ -178,10 +188,14 @@ impl WebhookClient {
         }
         let stream = stream.ok_or(last)?;
         let _ = stream.set_nodelay(true);
+        let host = match t.host.parse::<IpAddr>() {
+            Ok(IpAddr::V6(_)) => format!("[{}]", t.host),
+            _ => t.host.clone(),
+        };
         let host_header = match t.port {
-            80 if !t.https => t.host.clone(),
-            443 if t.https => t.host.clone(),
-            port => format!("{}:{port}", t.host),
+            80 if !t.https => host,
+            443 if t.https => host,
+            port => format!("{host}:{port}"),
         };
         let mut req = Request::builder()
             .method(method)
@@ -263,6 +277,10 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "2002:7f00:1::1",
+            "192.0.0.192",
+            "fec0::1",
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
