@@ -9,7 +9,7 @@
 //! again after a crash moves it once; a SEND_EMAIL step sends with an idempotency key of
 //! (execution, step), so it sends once too.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +51,8 @@ pub struct Executors {
     webhooks: WebhookClient,
     config: ExecutorConfig,
     claimed: Mutex<HashSet<(ProjectId, ExecutionId)>>,
+    /// Rung when a worker is done with an execution.
+    free: tokio::sync::Notify,
 }
 
 impl Executors {
@@ -67,6 +69,7 @@ impl Executors {
             webhooks,
             config,
             claimed: Mutex::new(HashSet::new()),
+            free: tokio::sync::Notify::new(),
         });
         let (tx, rx) = tokio::sync::mpsc::channel::<(ProjectId, ExecutionId)>(1024);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
@@ -87,6 +90,9 @@ impl Executors {
                     me.claimed().remove(&(p, x));
                     if again {
                         me.requeue(p, x);
+                    } else {
+                        // A worker is free: the feeder may hand out what waits.
+                        me.free.notify_one();
                     }
                 }
             });
@@ -108,50 +114,77 @@ impl Executors {
     /// Hands the durable entries of the ready queue to the workers, one worker per
     /// execution at a time. What was just queued is noted (`executions::hint_ready`),
     /// so after an event the feeder checks those few entries; the whole queue is read
-    /// at start-up and then every `FULL_SCAN`, for anything a note missed.
+    /// at start-up and then every `FULL_SCAN`, for anything a note missed. Ready
+    /// executions wait in a queue per project, served round robin, and one project may
+    /// hold all workers but one: a tenant with slow webhooks cannot stall the others.
     async fn feed(&self, tx: tokio::sync::mpsc::Sender<(ProjectId, ExecutionId)>) {
         let store = self.registry.store().clone();
-        let mut pending: Vec<(ProjectId, ExecutionId)> = Vec::new();
+        // Noted entries not yet durable.
+        let mut unsure: Vec<(ProjectId, ExecutionId)> = Vec::new();
+        let mut waiting: BTreeMap<ProjectId, VecDeque<ExecutionId>> = BTreeMap::new();
+        let mut known: HashSet<(ProjectId, ExecutionId)> = HashSet::new();
         let mut last_full: Option<std::time::Instant> = None;
+        let mut turn: Option<ProjectId> = None;
         loop {
-            let mut jobs = Vec::new();
+            let mut found = Vec::new();
             if last_full.is_none_or(|t| t.elapsed() >= FULL_SCAN) {
                 last_full = Some(std::time::Instant::now());
-                pending.clear();
-                jobs.extend(
+                found.extend(
                     store
                         .scan_durable(keys::READY, None)
                         .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k))),
                 );
-            } else {
-                pending.extend(executions::take_hints());
-                // A noted entry not yet durable waits for the next look.
-                pending.retain(|&(p, x)| {
-                    let key = keys::ready(p, x);
-                    match store.scan_durable(&key, None).next() {
-                        Some(Ok(_)) => {
-                            jobs.push((p, x));
-                            false
-                        }
-                        _ => store.get(&key).ok().flatten().is_some(),
+            }
+            unsure.extend(executions::take_hints());
+            unsure.retain(|&(p, x)| {
+                let key = keys::ready(p, x);
+                match store.scan_durable(&key, None).next() {
+                    Some(Ok(_)) => {
+                        found.push((p, x));
+                        false
                     }
-                });
-            }
-            for job in jobs {
-                // One project may hold all but one worker: a tenant with slow webhooks
-                // cannot stall every other tenant's workflows.
-                let busy = self.claimed().iter().filter(|(p, _)| *p == job.0).count();
-                if busy >= self.per_project() {
-                    pending.push(job);
-                    continue;
+                    // Still there but not yet durable: look again shortly.
+                    _ => store.get(&key).ok().flatten().is_some(),
                 }
-                if self.claimed().insert(job) && tx.send(job).await.is_err() {
-                    return;
+            });
+            for job in found {
+                if !self.claimed().contains(&job) && known.insert(job) {
+                    waiting.entry(job.0).or_default().push_back(job.1);
                 }
             }
-            pending.sort_unstable();
-            pending.dedup();
-            let nap = if pending.is_empty() {
+            // Round robin: each pass starts after the project served first last time.
+            let cap = self.per_project();
+            let projects: Vec<ProjectId> = match turn {
+                Some(t) => waiting
+                    .range((std::ops::Bound::Excluded(t), std::ops::Bound::Unbounded))
+                    .chain(waiting.range(..=t))
+                    .map(|(p, _)| *p)
+                    .collect(),
+                None => waiting.keys().copied().collect(),
+            };
+            let mut progress = true;
+            while progress {
+                progress = false;
+                for p in &projects {
+                    let busy = self.claimed().iter().filter(|(q, _)| q == p).count();
+                    if busy >= cap {
+                        continue;
+                    }
+                    let Some(x) = waiting.get_mut(p).and_then(VecDeque::pop_front) else {
+                        continue;
+                    };
+                    known.remove(&(*p, x));
+                    turn = Some(*p);
+                    if self.claimed().insert((*p, x)) {
+                        if tx.send((*p, x)).await.is_err() {
+                            return;
+                        }
+                        progress = true;
+                    }
+                }
+            }
+            waiting.retain(|_, q| !q.is_empty());
+            let nap = if unsure.is_empty() {
                 FULL_SCAN
             } else {
                 Duration::from_millis(10)
@@ -161,6 +194,7 @@ impl Executors {
                     // What rang it becomes durable within a flush interval.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
+                _ = self.free.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
             }
         }
