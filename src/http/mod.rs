@@ -133,8 +133,29 @@ async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
     Err(Error::NotFound(Resource::Route).into())
 }
 
-async fn method_not_allowed() -> Result<actix_web::HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// 405 in the standard error body, with the `Allow` header RFC 9110 asks for (the
+/// methods the OpenAPI document gives the path).
+async fn method_not_allowed(req: actix_web::HttpRequest) -> actix_web::HttpResponse {
+    let mut res = actix_web::ResponseError::error_response(&ApiError::MethodNotAllowed);
+    let allowed: Vec<String> = req
+        .match_pattern()
+        .and_then(|p| openapi::document()["paths"].get(&p).cloned())
+        .and_then(|item| {
+            item.as_object().map(|o| {
+                o.keys()
+                    .filter(|m| ["get", "post", "put", "patch", "delete"].contains(&m.as_str()))
+                    .map(|m| m.to_uppercase())
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&allowed.join(", ")) {
+        if !allowed.is_empty() {
+            res.headers_mut()
+                .insert(actix_web::http::header::ALLOW, value);
+        }
+    }
+    res
 }
 
 /// A resource whose other methods answer 405 in the standard error body.

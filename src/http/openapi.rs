@@ -59,3 +59,129 @@ impl Modify for BearerAuth {
         );
     }
 }
+
+/// The document `/openapi.json` serves: the generated one, completed with what every
+/// operation shares, so each one lists all it can answer. Built once.
+pub fn document() -> &'static serde_json::Value {
+    static DOC: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        complete(&mut doc);
+        doc
+    })
+}
+
+/// The error statuses an operation with a key can answer (API.md section 1): a body
+/// that does not parse, a missing or wrong key, a public key on a secret-key route or a
+/// disabled project, a record that is not there, a conflict, a body too large, a field
+/// that fails, the rate limit, a full mailbox, an internal error.
+const KEYED_ERRORS: [(&str, &str); 11] = [
+    (
+        "400",
+        "The body or query string does not parse (BAD_REQUEST)",
+    ),
+    (
+        "401",
+        "No key, or an unknown key (MISSING_AUTH, INVALID_API_KEY)",
+    ),
+    (
+        "403",
+        "A public key where a secret key is needed, or a disabled project",
+    ),
+    ("404", "No such record in this project"),
+    ("405", "Another method than the path takes"),
+    (
+        "409",
+        "A conflict: a state that does not allow it, a limit, an Idempotency-Key reused",
+    ),
+    ("413", "The body is over limits.max_body_bytes"),
+    (
+        "422",
+        "A field fails validation (VALIDATION_ERROR with errors[])",
+    ),
+    (
+        "429",
+        "The project's rate limit (RATE_LIMIT_EXCEEDED), with Retry-After",
+    ),
+    ("500", "An internal error (INTERNAL_SERVER_ERROR)"),
+    ("503", "The project is busy; retry after Retry-After"),
+];
+
+/// Declares every `{name}` of a path as a path parameter, the error answers of each
+/// operation with the error body's schema, and the bounds of `limit`.
+fn complete(doc: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}});
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let names: Vec<String> = path
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split('}').next())
+            .map(str::to_owned)
+            .collect();
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            if !["get", "post", "patch", "put", "delete"].contains(&method.as_str()) {
+                continue;
+            }
+            let keyed = op.get("security").is_some();
+            let params = op
+                .as_object_mut()
+                .map(|o| o.entry("parameters").or_insert_with(|| json!([])));
+            if let Some(Value::Array(params)) = params {
+                for name in &names {
+                    let declared = params
+                        .iter()
+                        .any(|p| p["name"] == name.as_str() && p["in"] == "path");
+                    if !declared {
+                        params.push(json!({"name": name, "in": "path", "required": true,
+                            "schema": {"type": "string"}}));
+                    }
+                }
+                for p in params.iter_mut() {
+                    if p["name"] == "limit" && p["in"] == "query" {
+                        p["schema"] = json!({"type": "integer", "minimum": 1, "maximum": 100});
+                    }
+                    // A cursor is the id of the last record of the previous page.
+                    if p["name"] == "cursor" && p["in"] == "query" {
+                        p["schema"] = json!({"type": "string", "format": "uuid"});
+                    }
+                }
+            }
+            let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            // Campaign answers come inside `{success, data}` (API.md section 1).
+            if path.starts_with("/campaigns") {
+                for status in ["200", "201"] {
+                    let schema = responses
+                        .get_mut(status)
+                        .and_then(|r| r.pointer_mut("/content/application~1json/schema"));
+                    if let Some(schema) = schema {
+                        let data = schema.take();
+                        *schema = json!({"type": "object", "required": ["success", "data"],
+                            "properties": {"success": {"type": "boolean"}, "data": data}});
+                    }
+                }
+            }
+            let errors: &[(&str, &str)] = if keyed {
+                &KEYED_ERRORS
+            } else {
+                &KEYED_ERRORS[4..5]
+            };
+            for (status, text) in errors {
+                let entry = responses
+                    .entry(status.to_string())
+                    .or_insert_with(|| json!({"description": text}));
+                if let Some(o) = entry.as_object_mut() {
+                    o.entry("content").or_insert_with(|| error.clone());
+                }
+            }
+        }
+    }
+}

@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::AppState;
@@ -35,5 +35,5 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
 #[utoipa::path(get, path = "/openapi.json", tag = "Operations",
     responses((status = 200, description = "This OpenAPI 3 document")))]
 pub async fn openapi() -> HttpResponse {
-    HttpResponse::Ok().json(super::openapi::ApiDoc::openapi())
+    HttpResponse::Ok().json(super::openapi::document())
 }

@@ -90,3 +90,54 @@ fn openapi_json_describes_the_contact_endpoints() {
     }
     assert!(doc["components"]["schemas"]["ContactView"].is_object());
 }
+
+#[test]
+fn openapi_json_declares_every_path_parameter_and_the_errors_each_keyed_operation_answers() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(paths.contains_key("/campaigns/{id}/send") && paths.contains_key("/workflows/{id}"));
+    for (path, item) in paths {
+        let names: Vec<&str> = path
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split('}').next())
+            .collect();
+        for (method, op) in item.as_object().expect("a path item") {
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            for name in &names {
+                assert!(
+                    params
+                        .iter()
+                        .any(|p| p["name"] == *name && p["in"] == "path"),
+                    "{method} {path} declares {name}"
+                );
+            }
+            if op.get("security").is_some() {
+                for status in ["401", "404", "422", "429", "500"] {
+                    assert!(
+                        op["responses"].get(status).is_some(),
+                        "{method} {path} lists {status}"
+                    );
+                }
+            }
+        }
+    }
+    let limit = doc["paths"]["/contacts"]["get"]["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "limit").cloned())
+        .expect("limit");
+    assert_eq!(
+        (&limit["schema"]["minimum"], &limit["schema"]["maximum"]),
+        (&json!(1), &json!(100))
+    );
+}
+
+#[test]
+fn a_method_a_path_does_not_take_answers_405_with_the_allowed_methods() {
+    let app = TestApp::spawn();
+    let r = app.request("PUT", "/campaigns", None, None);
+    assert_eq!(r.status, 405, "{}", r.text);
+    let allow = r.header("allow").unwrap_or_default().to_owned();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+}
