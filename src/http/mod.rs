@@ -266,7 +266,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                 resource("/workflows/{id}/executions").route(web::get().to(workflows::executions)),
             )
             .service(
-                resource("/workflows/{id}/executions/{execution_id}")
+                resource("/workflows/{id}/executions/{executionId}")
                     .route(web::get().to(workflows::execution)),
             )
             .service(

@@ -149,7 +149,8 @@ fn complete(doc: &mut serde_json::Value) {
                     }
                     // A cursor is the id of the last record of the previous page.
                     if p["name"] == "cursor" && p["in"] == "query" {
-                        p["schema"] = json!({"type": "string", "format": "uuid"});
+                        p["schema"] = json!({"type": "string",
+                            "pattern": mailroom_actors::model::PageRequest::CURSOR_PATTERN});
                     }
                 }
             }

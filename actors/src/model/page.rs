@@ -43,8 +43,16 @@ impl PageRequest {
             }
         };
         let cursor = cursor.filter(|c| !c.is_empty()).map(str::to_owned);
+        // A cursor is an id as the API writes it (hyphenated), nothing else.
+        if cursor.as_deref().is_some_and(|c| !is_hyphenated_id(c)) {
+            return Err(Error::field("cursor", FieldCode::Custom, "Invalid cursor"));
+        }
         Ok(PageRequest { limit, cursor })
     }
+
+    /// The pattern a cursor matches (for the OpenAPI document).
+    pub const CURSOR_PATTERN: &'static str =
+        "^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 
     pub fn first(limit: usize) -> Self {
         PageRequest {
@@ -92,4 +100,14 @@ mod tests {
             None
         );
     }
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_hyphenated_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
