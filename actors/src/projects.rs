@@ -207,6 +207,16 @@ impl Projects {
     }
 }
 
+/// Whether an operator disabled the project: its mail, campaigns and workflows then
+/// wait, untouched, until it is enabled again. (A project without a record, as in unit
+/// tests of the engine, is not disabled.)
+pub fn is_disabled(store: &dyn crate::store::Store, id: ProjectId) -> bool {
+    match store.get(&keys::project(id)) {
+        Ok(Some(b)) => codec::decode::<Project>(&b).is_ok_and(|p| p.disabled),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

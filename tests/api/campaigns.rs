@@ -1295,3 +1295,32 @@ fn a_marketing_template_sent_through_v1_send_carries_the_unsubscribe_link_and_sk
         false
     );
 }
+
+#[test]
+fn a_disabled_projects_campaign_waits_and_goes_out_once_the_project_is_enabled() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("d", 3), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
+    data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    let admin = |path: String, body: Option<&str>| {
+        let r = app.request("POST", &path, Some(ADMIN_TOKEN), body);
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    };
+    // Another project on the same server, to send a control email while this one is
+    // disabled (its own key is refused then).
+    let other = app.create_project("Other");
+    admin(
+        format!("/admin/projects/{}/domains/trust", other.id),
+        Some(r#"{"domain": "acme.test"}"#),
+    );
+    admin(format!("/admin/projects/{}/disable", p.id), None);
+    advance(&app, 61_000);
+    control(&app, &other, &smtp, "control@example.com");
+    assert_eq!(campaign_mail(&smtp), 0, "nothing went out while disabled");
+    admin(format!("/admin/projects/{}/enable", p.id), None);
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "delivered") == 3);
+    assert_eq!(count(&s, "delivered"), 3, "all three once enabled: {s}");
+}

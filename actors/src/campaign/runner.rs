@@ -192,7 +192,8 @@ impl Campaigns {
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
-            if stats.queued >= self.config.queue_ahead {
+            // A disabled project's campaign pauses; it goes on once enabled.
+            if stats.queued >= self.config.queue_ahead || crate::projects::is_disabled(&*store, p) {
                 tokio::time::sleep(PAUSE).await;
                 c = campaigns::get(&*store, p, id)?;
                 continue;

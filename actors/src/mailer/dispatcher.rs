@@ -175,6 +175,10 @@ impl Shared {
                 continue;
             };
             next_project = Some(keys::outbox_after(project));
+            // A disabled project's mail waits in the outbox until it is enabled.
+            if crate::projects::is_disabled(&*self.store, project) {
+                continue;
+            }
             for kv in self.store.scan_durable(&keys::outbox_of(project), None) {
                 let Ok((key, _)) = kv else { break };
                 let Some((due, _, id)) = keys::parse_outbox(&key) else {

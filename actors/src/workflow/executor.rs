@@ -167,7 +167,8 @@ impl Executors {
                 progress = false;
                 for p in &projects {
                     let busy = self.claimed().iter().filter(|(q, _)| q == p).count();
-                    if busy >= cap {
+                    // A disabled project's executions wait until it is enabled.
+                    if busy >= cap || crate::projects::is_disabled(&*store, *p) {
                         continue;
                     }
                     let Some(x) = waiting.get_mut(p).and_then(VecDeque::pop_front) else {
