@@ -1324,3 +1324,38 @@ fn a_disabled_projects_campaign_waits_and_goes_out_once_the_project_is_enabled()
     let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "delivered") == 3);
     assert_eq!(count(&s, "delivered"), 3, "all three once enabled: {s}");
 }
+
+#[test]
+fn a_campaign_whose_sender_domain_went_away_waits_until_the_domain_is_back() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("w", 2), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
+    data(&send(&app, &p, &cid, json!({ "scheduledAt": at })), 200);
+    let domains = app.get("/domains", &p.secret).json();
+    let domain = id(&domains["domains"][0]);
+    assert_eq!(
+        app.delete(&format!("/domains/{domain}"), &p.secret).status,
+        204
+    );
+    advance(&app, 61_000);
+    let c = campaign_when(&app, &p, &cid, "SENDING");
+    assert_eq!(c["status"], "SENDING", "{c}");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "totalRecipients") == 2);
+    assert_eq!(
+        count(&s, "queued"),
+        0,
+        "nothing is queued without a sender: {s}"
+    );
+    let path = format!("/admin/projects/{}/domains/trust", p.id);
+    let r = app.request(
+        "POST",
+        &path,
+        Some(ADMIN_TOKEN),
+        Some(r#"{"domain": "acme.test"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let got = smtp.wait_for(2, wait());
+    assert_eq!(got.len(), 2, "both go out once the domain is back");
+    assert_eq!(campaign_when(&app, &p, &cid, "SENT")["status"], "SENT");
+}

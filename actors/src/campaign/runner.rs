@@ -192,8 +192,18 @@ impl Campaigns {
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
-            // A disabled project's campaign pauses; it goes on once enabled.
-            if stats.queued >= self.config.queue_ahead || crate::projects::is_disabled(&*store, p) {
+            // A disabled project's campaign pauses, and so does one whose sender is no
+            // longer a verified domain of the project (its emails would only wait in the
+            // outbox until they fail); each goes on once that is put right.
+            let sender_ok = crate::domain::verified_sender(&*store, p, &c.from)?.is_some();
+            if !sender_ok && log.warn_unverified() {
+                tracing::error!(project = %p, campaign = %id, from = %c.from,
+                    "the campaign's sender is not a verified domain of the project; it waits until it is");
+            }
+            if stats.queued >= self.config.queue_ahead
+                || !sender_ok
+                || crate::projects::is_disabled(&*store, p)
+            {
                 tokio::time::sleep(PAUSE).await;
                 c = campaigns::get(&*store, p, id)?;
                 continue;
@@ -371,6 +381,7 @@ struct Progress {
     started: Instant,
     every: Duration,
     last: Instant,
+    last_warning: Option<Instant>,
 }
 
 impl Progress {
@@ -380,7 +391,19 @@ impl Progress {
             started: now,
             every,
             last: now,
+            last_warning: None,
         }
+    }
+
+    /// Whether to log the unverified sender again (once a minute).
+    fn warn_unverified(&mut self) -> bool {
+        let due = self
+            .last_warning
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
+        if due {
+            self.last_warning = Some(Instant::now());
+        }
+        due
     }
 
     fn maybe(&mut self, p: ProjectId, c: &Campaign, s: &crate::model::CampaignStats) {

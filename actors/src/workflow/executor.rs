@@ -79,11 +79,19 @@ impl Executors {
                 loop {
                     let job = rx.lock().await.recv().await;
                     let Some((p, x)) = job else { return };
-                    let again = match me.run(p, x).await {
-                        Ok(again) => again,
-                        Err(e) => {
+                    // A panic in a step must not take the worker (and the execution's
+                    // claim) with it: it counts as a failure that may pass.
+                    let run = std::panic::AssertUnwindSafe(me.run(p, x));
+                    let again = match futures_util::FutureExt::catch_unwind(run).await {
+                        Ok(Ok(again)) => again,
+                        Ok(Err(e)) => {
                             tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
                             tokio::time::sleep(Duration::from_millis(500)).await;
+                            true
+                        }
+                        Err(_) => {
+                            tracing::error!(project = %p, execution = %x, "a workflow step panicked; it runs again in a minute");
+                            tokio::time::sleep(Duration::from_secs(60)).await;
                             true
                         }
                     };
@@ -433,7 +441,14 @@ impl Executors {
                 body,
             } => {
                 let payload = self.webhook_body(p, w, e, step, body.as_deref())?;
-                let answer = self.webhooks.call(url, method, headers, payload).await;
+                // An id per (execution, step): a receiver can tell a repeat after a
+                // crash (a webhook is called at least once) from a new call.
+                let mut headers = headers.clone();
+                headers.push((
+                    "X-Mailroom-Delivery".into(),
+                    format!("{}:{}", e.id, step.id),
+                ));
+                let answer = self.webhooks.call(url, method, &headers, payload).await;
                 let code = answer.as_ref().ok().copied();
                 let mut end = match answer {
                     Ok(code) if (200..300).contains(&code) => {
