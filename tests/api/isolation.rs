@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Resp, TestApp};
+use crate::helpers::{Resp, TestApp, ADMIN_TOKEN};
 
 /// An answer with what differs between any two requests taken out.
 fn shape(r: &Resp) -> (u16, Value) {
@@ -144,4 +144,147 @@ fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
         app.get(&format!("/domains/{domain}"), &a.secret).status,
         200
     );
+}
+
+#[test]
+fn project_b_cannot_tell_project_as_campaigns_workflows_and_executions_from_ids_that_never_existed()
+{
+    let app = TestApp::spawn();
+    let a = app.create_project("A");
+    let b = app.create_project("B");
+    for p in [&a, &b] {
+        let path = format!("/admin/projects/{}/domains/trust", p.id);
+        let r = app.post(&path, ADMIN_TOKEN, json!({"domain": "acme.test"}));
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    app.upsert(
+        &a.secret,
+        json!({"email": "ada@example.com", "subscribed": true}),
+    );
+    let id_of = |r: &Resp| -> String {
+        let v = r.json();
+        v["data"]["id"]
+            .as_str()
+            .or(v["id"].as_str())
+            .unwrap_or_else(|| panic!("an id: {}", r.text))
+            .to_owned()
+    };
+    let campaign = id_of(&app.post(
+        "/campaigns",
+        &a.secret,
+        json!({"name": "c", "subject": "s", "body": "b", "from": "hi@acme.test"}),
+    ));
+    let segment = id_of(&app.post(
+        "/segments",
+        &a.secret,
+        json!({"name": "s", "type": "STATIC"}),
+    ));
+    let template = id_of(&app.post(
+        "/templates",
+        &a.secret,
+        json!({"name": "t", "subject": "s", "body": "b", "from": "hi@acme.test"}),
+    ));
+    let workflow = id_of(&app.post(
+        "/workflows",
+        &a.secret,
+        json!({"name": "w", "triggerEvent": "go", "enabled": true,
+               "steps": [{"id": "wait", "type": "DELAY", "config": {"amount": 1, "unit": "days"}}]}),
+    ));
+    app.post(
+        "/v1/track",
+        &a.secret,
+        json!({"email": "ada@example.com", "event": "go"}),
+    );
+    let execution = app
+        .get(&format!("/workflows/{workflow}/executions"), &a.secret)
+        .json()["executions"][0]["id"]
+        .as_str()
+        .expect("an execution")
+        .to_owned();
+    let fresh = |id: &str| {
+        let mut chars: Vec<char> = id.chars().collect();
+        let last = chars.len() - 1;
+        chars[last] = if chars[last] == '0' { '1' } else { '0' };
+        chars.into_iter().collect::<String>()
+    };
+    let requests: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", format!("/campaigns/{campaign}"), None),
+        (
+            "PATCH",
+            format!("/campaigns/{campaign}"),
+            Some(json!({"name": "x"})),
+        ),
+        ("DELETE", format!("/campaigns/{campaign}"), None),
+        (
+            "POST",
+            format!("/campaigns/{campaign}/send"),
+            Some(json!({})),
+        ),
+        ("POST", format!("/campaigns/{campaign}/cancel"), None),
+        (
+            "POST",
+            format!("/campaigns/{campaign}/test"),
+            Some(json!({"email": "b@example.com"})),
+        ),
+        ("GET", format!("/campaigns/{campaign}/stats"), None),
+        ("GET", format!("/workflows/{workflow}"), None),
+        (
+            "PATCH",
+            format!("/workflows/{workflow}"),
+            Some(json!({"enabled": false})),
+        ),
+        ("DELETE", format!("/workflows/{workflow}"), None),
+        ("GET", format!("/workflows/{workflow}/executions"), None),
+        (
+            "GET",
+            format!("/workflows/{workflow}/executions/{execution}"),
+            None,
+        ),
+    ];
+    for (method, path, body) in &requests {
+        let id = path.split('/').nth(2).unwrap();
+        let other = path.replacen(id, &fresh(id), 1);
+        let send = |p: &str| {
+            let text = body.as_ref().map(Value::to_string);
+            app.request(method, p, Some(&b.secret), text.as_deref())
+        };
+        let (theirs, never) = (send(path), send(&other));
+        assert_eq!(theirs.status, 404, "{method} {path}: {}", theirs.text);
+        assert_eq!(
+            shape(&theirs),
+            shape(&never),
+            "{method} {path} tells A's record from none"
+        );
+    }
+    // Ids of A's records named in B's bodies are unknown ids.
+    let with_segment = |s: &str| {
+        app.post(
+            "/campaigns",
+            &b.secret,
+            json!({"name": "c", "subject": "s", "body": "b", "from": "hi@acme.test",
+                   "type": "SEGMENT", "segmentId": s}),
+        )
+    };
+    let (theirs, never) = (with_segment(&segment), with_segment(&fresh(&segment)));
+    assert_eq!((theirs.status, theirs.code()), (never.status, never.code()));
+    assert_eq!(theirs.code(), "SEGMENT_NOT_FOUND");
+    let with_template = |t: &str| {
+        app.post(
+            "/workflows",
+            &b.secret,
+            json!({"name": "w", "triggerEvent": "go",
+                   "steps": [{"id": "s", "type": "SEND_EMAIL", "config": {"templateId": t}}]}),
+        )
+    };
+    let (theirs, never) = (with_template(&template), with_template(&fresh(&template)));
+    assert_eq!((theirs.status, theirs.code()), (never.status, never.code()));
+    assert_eq!(theirs.code(), "TEMPLATE_NOT_FOUND");
+    // A's records are as they were.
+    let c = app.get(&format!("/campaigns/{campaign}"), &a.secret).json();
+    assert_eq!(
+        (c["data"]["name"].as_str(), c["data"]["status"].as_str()),
+        (Some("c"), Some("DRAFT"))
+    );
+    let w = app.get(&format!("/workflows/{workflow}"), &a.secret).json();
+    assert_eq!(w["enabled"], true, "{w}");
 }
