@@ -16,6 +16,7 @@ mod scenario;
 mod server;
 mod setup;
 mod smtp_client;
+mod soak;
 mod workflows;
 
 use std::path::PathBuf;
@@ -38,7 +39,8 @@ pub struct Args {
     /// Scenarios, comma-separated: baseline, contacts, track, verify, send, smtp (reference
     /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts),
     /// campaign (a campaign to --recipients drains, /v1/track beside it), workflows
-    /// (10,000 timers due at once; the cost of triggers on /v1/track).
+    /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
+    /// for --soak-minutes, sampled every 30 s).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -61,6 +63,9 @@ pub struct Args {
     /// Subscribed contacts the `campaign` scenario sends to.
     #[arg(long, default_value_t = 100_000)]
     recipients: u64,
+    /// Minutes of the `soak` scenario.
+    #[arg(long, default_value_t = 10)]
+    soak_minutes: u64,
 }
 
 fn main() {
@@ -146,6 +151,9 @@ fn main() {
     }
     if wanted("workflows") {
         workflows::run(&rt, &bin, &dns, args.smtp_connections, 10_000);
+    }
+    if wanted("soak") {
+        soak::run(&rt, &bin, &dns, args.smtp_connections, args.soak_minutes);
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);

@@ -80,6 +80,27 @@ impl Server {
         self.child.id()
     }
 
+    /// The server's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self._dir.path().join("data")
+    }
+
+    /// The server's resident set now (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Open file descriptors of the server.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map_or(0, |d| d.count())
+    }
+
     /// The kernel's high-water mark of the server's resident set (VmHWM).
     pub fn peak_rss_kib(&self) -> u64 {
         let status =
