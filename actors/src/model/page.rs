@@ -85,6 +85,16 @@ impl<T> Page<T> {
     }
 }
 
+/// `8-4-4-4-12` hex digits.
+fn is_hyphenated_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,14 +110,4 @@ mod tests {
             None
         );
     }
-}
-
-/// `8-4-4-4-12` hex digits.
-fn is_hyphenated_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
 }
