@@ -66,6 +66,10 @@ pub struct Args {
     /// Minutes of the `soak` scenario.
     #[arg(long, default_value_t = 10)]
     soak_minutes: u64,
+    /// Addresses the soak's upserts and sends go to; 0 = a new one for every send and
+    /// every other upsert (the data set grows).
+    #[arg(long, default_value_t = 0)]
+    soak_contacts: u64,
 }
 
 fn main() {
@@ -153,7 +157,14 @@ fn main() {
         workflows::run(&rt, &bin, &dns, args.smtp_connections, 10_000);
     }
     if wanted("soak") {
-        soak::run(&rt, &bin, &dns, args.smtp_connections, args.soak_minutes);
+        soak::run(
+            &rt,
+            &bin,
+            &dns,
+            args.smtp_connections,
+            args.soak_minutes,
+            args.soak_contacts,
+        );
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);

@@ -50,6 +50,18 @@ impl Scenario {
             scenario: *self,
             auth: format!("Bearer {secret_key}"),
             fresh: AtomicU64::new(0),
+            contacts: None,
+        })
+    }
+
+    /// Like `prepare`, with upserts and sends kept to `contacts` addresses (a soak
+    /// whose data set does not grow).
+    pub fn prepare_bounded(&self, server: &Server, contacts: u64) -> Arc<Ctx> {
+        Arc::new(Ctx {
+            scenario: *self,
+            auth: format!("Bearer {}", server.secret_key),
+            fresh: AtomicU64::new(0),
+            contacts: Some(contacts.max(1)),
         })
     }
 }
@@ -59,6 +71,8 @@ pub struct Ctx {
     scenario: Scenario,
     auth: String,
     fresh: AtomicU64,
+    /// When set, the number of addresses upserts and sends go to.
+    contacts: Option<u64>,
 }
 
 pub struct Req {
@@ -99,12 +113,14 @@ impl Ctx {
                 auth: Some(self.auth.clone()),
                 body: Some(format!(
                     r#"{{"to":"user{}@example.com","from":"bench@acme.test","subject":"Hello {{{{name ?? \"there\"}}}}","body":"<p>Bench {n}</p>"}}"#,
-                    self.fresh.fetch_add(1, Ordering::Relaxed)
+                    self.fresh.fetch_add(1, Ordering::Relaxed) % self.contacts.unwrap_or(u64::MAX)
                 )),
             },
             Scenario::Contacts => {
                 let made = self.fresh.load(Ordering::Relaxed);
-                let id = if n.is_multiple_of(2) || made == 0 {
+                let id = if let Some(k) = self.contacts {
+                    mix(seed ^ n) % k
+                } else if n.is_multiple_of(2) || made == 0 {
                     self.fresh.fetch_add(1, Ordering::Relaxed)
                 } else {
                     mix(seed ^ n) % made

@@ -30,6 +30,7 @@ pub fn run(
     dns: &TestDns,
     smtp_connections: usize,
     minutes: u64,
+    contacts: u64,
 ) {
     let smtp = SmtpServer::start();
     smtp.count_only();
@@ -58,13 +59,11 @@ pub fn run(
         ]
         .into_iter()
         .map(|(s, n)| {
-            rt.spawn(client::run(
-                server.addr(),
-                s.prepare(&server),
-                n,
-                Duration::ZERO,
-                INTERVAL,
-            ))
+            let ctx = match contacts {
+                0 => s.prepare(&server),
+                k => s.prepare_bounded(&server, k),
+            };
+            rt.spawn(client::run(server.addr(), ctx, n, Duration::ZERO, INTERVAL))
         })
         .collect();
         let reports: Vec<report::Report> = loads
