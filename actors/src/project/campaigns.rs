@@ -21,7 +21,7 @@ use crate::model::{
 };
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
-use crate::store::{codec, keys, Batch, Store};
+use crate::store::{codec, keys, paging, Batch, Store};
 use crate::FieldCode;
 use serde_json::Value;
 
@@ -43,32 +43,15 @@ pub fn get(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Campaign> 
 
 /// Newest first; the cursor is the id of the last campaign of the previous page.
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Campaign>> {
-    let after = match page.cursor() {
-        Some(c) => {
-            let id: CampaignId = c
-                .parse()
-                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
-            Some(keys::campaign(p, id))
-        }
-        None => None,
-    };
-    let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store
-        .scan(&keys::campaigns(p), after.as_deref(), true)
-        .take(page.limit() + 1)
-    {
-        items.push(Campaign::decode(&kv?.1)?);
-    }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|c| c.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total: read_counter(store, p, CAMPAIGNS_COUNTER)?,
-    })
+    let total = read_counter(store, p, CAMPAIGNS_COUNTER)?;
+    paging::newest_first(
+        store,
+        &keys::campaigns(p),
+        page,
+        total,
+        Campaign::decode,
+        |c| c.id.to_string(),
+    )
 }
 
 /// The 409 for a transition the campaign's status does not allow.

@@ -7,7 +7,7 @@ use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
 use crate::segment::scan::{self, Matcher};
 use crate::segment::{Segment, SegmentKind};
-use crate::store::{keys, Store};
+use crate::store::{keys, paging, Store};
 
 pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
     super::segments::load(store, p, id)
@@ -15,33 +15,15 @@ pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Opt
 
 /// Newest first; the cursor is the id of the last segment of the previous page.
 pub fn list_segments(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Segment>> {
-    let prefix = keys::segments(p);
-    let after = match page.cursor() {
-        Some(c) => {
-            let id: SegmentId = c
-                .parse()
-                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
-            Some(keys::segment(p, id))
-        }
-        None => None,
-    };
-    let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store
-        .scan(&prefix, after.as_deref(), true)
-        .take(page.limit() + 1)
-    {
-        items.push(Segment::decode(&kv?.1)?);
-    }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|s| s.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total: read_counter(store, p, SEGMENTS_COUNTER)?,
-    })
+    let total = read_counter(store, p, SEGMENTS_COUNTER)?;
+    paging::newest_first(
+        store,
+        &keys::segments(p),
+        page,
+        total,
+        Segment::decode,
+        |s| s.id.to_string(),
+    )
 }
 
 /// The exact member count of each segment at `now`. The DYNAMIC ones are counted

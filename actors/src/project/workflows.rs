@@ -14,7 +14,7 @@ use crate::model::{
     StepKind, Wait, Workflow, WorkflowId,
 };
 use crate::scheduler::Timer;
-use crate::store::{codec, keys, Batch, Store};
+use crate::store::{codec, keys, paging, Batch, Store};
 
 pub const WORKFLOWS_COUNTER: &str = "workflows";
 /// Enabled workflows one event name may start: each is an execution written in the
@@ -43,24 +43,15 @@ fn parse_cursor<T: std::str::FromStr>(page: &PageRequest) -> Result<Option<T>> {
 
 /// Newest first; the cursor is the id of the last workflow of the previous page.
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Workflow>> {
-    let after = parse_cursor::<WorkflowId>(page)?.map(|id| keys::workflow(p, id));
-    let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store
-        .scan(&keys::workflows(p), after.as_deref(), true)
-        .take(page.limit() + 1)
-    {
-        items.push(Workflow::decode(&kv?.1)?);
-    }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|w| w.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total: read_counter(store, p, WORKFLOWS_COUNTER)?,
-    })
+    let total = read_counter(store, p, WORKFLOWS_COUNTER)?;
+    paging::newest_first(
+        store,
+        &keys::workflows(p),
+        page,
+        total,
+        Workflow::decode,
+        |w| w.id.to_string(),
+    )
 }
 
 /// A workflow's executions, every one (oldest first); the index is by contact, so

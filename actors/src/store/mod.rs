@@ -11,6 +11,7 @@ pub mod group_commit;
 pub mod keys;
 pub mod mover;
 pub mod overlay;
+pub mod paging;
 pub mod sled_store;
 pub mod wal;
 
