@@ -405,26 +405,7 @@ fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
             .send_string(f),
         None => req.call(),
     };
-    let res = match result {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
-    };
-    let status = res.status();
-    let headers = res
-        .headers_names()
-        .into_iter()
-        .map(|n| {
-            let v = res.header(&n).unwrap_or_default().to_owned();
-            (n, v)
-        })
-        .collect();
-    let text = res.into_string().unwrap_or_default();
-    Resp {
-        status,
-        headers,
-        text,
-    }
+    Resp::of(method, path, result)
 }
 
 /// The email record (GET /emails/{id}).

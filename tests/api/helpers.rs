@@ -45,6 +45,30 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// What a request came to, an error status included (a failed connection panics).
+    pub fn of(method: &str, path: &str, result: Result<ureq::Response, ureq::Error>) -> Resp {
+        let res = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let status = res.status();
+        let headers = res
+            .headers_names()
+            .into_iter()
+            .map(|n| {
+                let v = res.header(&n).unwrap_or_default().to_owned();
+                (n, v)
+            })
+            .collect();
+        let text = res.into_string().unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            text,
+        }
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
     }
@@ -219,26 +243,7 @@ impl TestApp {
             Some(b) => req.set("Content-Type", "application/json").send_string(b),
             None => req.call(),
         };
-        let res = match result {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => panic!("{method} {path}: {e}"),
-        };
-        let status = res.status();
-        let headers = res
-            .headers_names()
-            .into_iter()
-            .map(|n| {
-                let v = res.header(&n).unwrap_or_default().to_owned();
-                (n, v)
-            })
-            .collect();
-        let text = res.into_string().unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            text,
-        }
+        Resp::of(method, path, result)
     }
 
     pub fn get(&self, path: &str, key: &str) -> Resp {

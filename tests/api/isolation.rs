@@ -18,6 +18,42 @@ fn shape(r: &Resp) -> (u16, Value) {
     (r.status, v)
 }
 
+/// An id of the same kind that no project has: `id` with its last digit changed.
+fn fresh(id: &str) -> String {
+    let mut chars: Vec<char> = id.chars().collect();
+    let last = chars.len() - 1;
+    chars[last] = if chars[last] == '0' { '1' } else { '0' };
+    chars.into_iter().collect()
+}
+
+/// Each request with `key` (another project's) against its path's id, and against a
+/// fresh id in its place: a 404 either way, alike but for the message when
+/// `but_message` (it may name the id asked for).
+fn sweep(app: &TestApp, key: &str, requests: &[(&str, String, Option<Value>)], but_message: bool) {
+    for (method, path, body) in requests {
+        let id = path.split('/').nth(2).unwrap();
+        let other = path.replacen(id, &fresh(id), 1);
+        let send = |p: &str| {
+            let text = body.as_ref().map(Value::to_string);
+            app.request(method, p, Some(key), text.as_deref())
+        };
+        let (theirs, never) = (send(path), send(&other));
+        assert_eq!(theirs.status, 404, "{method} {path}: {}", theirs.text);
+        let (mut t, mut n) = (shape(&theirs), shape(&never));
+        if but_message {
+            for v in [&mut t.1, &mut n.1] {
+                if let Some(e) = v.get_mut("error").and_then(Value::as_object_mut) {
+                    e.remove("message");
+                }
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("message");
+                }
+            }
+        }
+        assert_eq!(t, n, "{method} {path} tells A's record from none");
+    }
+}
+
 #[test]
 fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
     let app = TestApp::spawn();
@@ -52,13 +88,6 @@ fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
         .as_str()
         .unwrap()
         .to_owned();
-    // Ids of the same kinds that no project has.
-    let fresh = |id: &str| {
-        let mut chars: Vec<char> = id.chars().collect();
-        let last = chars.len() - 1;
-        chars[last] = if chars[last] == '0' { '1' } else { '0' };
-        chars.into_iter().collect::<String>()
-    };
     let requests: Vec<(&str, String, Option<Value>)> = vec![
         ("GET", format!("/contacts/{contact}"), None),
         (
@@ -93,27 +122,8 @@ fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
         ("GET", format!("/events/{event}"), None),
         ("GET", format!("/emails/{contact}"), None),
     ];
-    for (method, path, body) in &requests {
-        let id = path.split('/').nth(2).unwrap();
-        let other = path.replacen(id, &fresh(id), 1);
-        let send = |p: &str| {
-            let text = body.as_ref().map(Value::to_string);
-            app.request(method, p, Some(&b.secret), text.as_deref())
-        };
-        let (theirs, never) = (send(path), send(&other));
-        assert_eq!(theirs.status, 404, "{method} {path}: {}", theirs.text);
-        let (mut t, mut n) = (shape(&theirs), shape(&never));
-        // The message may name the id that was asked for; everything else must match.
-        for v in [&mut t.1, &mut n.1] {
-            if let Some(e) = v.get_mut("error").and_then(Value::as_object_mut) {
-                e.remove("message");
-            }
-            if let Some(o) = v.as_object_mut() {
-                o.remove("message");
-            }
-        }
-        assert_eq!(t, n, "{method} {path} tells A's record from none");
-    }
+    // The message may name the id that was asked for; everything else must match.
+    sweep(&app, &b.secret, &requests, true);
     // /v1/send with A's template answers like an unknown template.
     let send = |t: &str| {
         app.post(
@@ -201,12 +211,6 @@ fn project_b_cannot_tell_project_as_campaigns_workflows_and_executions_from_ids_
         .as_str()
         .expect("an execution")
         .to_owned();
-    let fresh = |id: &str| {
-        let mut chars: Vec<char> = id.chars().collect();
-        let last = chars.len() - 1;
-        chars[last] = if chars[last] == '0' { '1' } else { '0' };
-        chars.into_iter().collect::<String>()
-    };
     let requests: Vec<(&str, String, Option<Value>)> = vec![
         ("GET", format!("/campaigns/{campaign}"), None),
         (
@@ -241,21 +245,7 @@ fn project_b_cannot_tell_project_as_campaigns_workflows_and_executions_from_ids_
             None,
         ),
     ];
-    for (method, path, body) in &requests {
-        let id = path.split('/').nth(2).unwrap();
-        let other = path.replacen(id, &fresh(id), 1);
-        let send = |p: &str| {
-            let text = body.as_ref().map(Value::to_string);
-            app.request(method, p, Some(&b.secret), text.as_deref())
-        };
-        let (theirs, never) = (send(path), send(&other));
-        assert_eq!(theirs.status, 404, "{method} {path}: {}", theirs.text);
-        assert_eq!(
-            shape(&theirs),
-            shape(&never),
-            "{method} {path} tells A's record from none"
-        );
-    }
+    sweep(&app, &b.secret, &requests, false);
     // Ids of A's records named in B's bodies are unknown ids.
     let with_segment = |s: &str| {
         app.post(
