@@ -330,7 +330,7 @@ pub async fn create(
         updated_at: now,
         progress: Default::default(),
     };
-    let c = actions::create(&state.registry, &state.templates, p.id, campaign).await?;
+    let c = actions::create(&state.registry, p.id, campaign).await?;
     Ok(created(view(&c)))
 }
 
@@ -386,7 +386,7 @@ pub async fn update(
         segment_id: a.segment_id,
         audience_filter: a.filter,
     };
-    let c = actions::update(&state.registry, &state.templates, p.id, id, patch).await?;
+    let c = actions::update(&state.registry, p.id, id, patch).await?;
     Ok(envelope::ok(view(&c)))
 }
 

@@ -20,21 +20,13 @@ use crate::project::Registry;
 use crate::render::TemplateCache;
 
 /// Subject and body compile as templates (422 `template_syntax` with the line), on the
-/// render pool.
-async fn check_content(
-    registry: &Registry,
-    cache: &Arc<TemplateCache>,
-    subject: &str,
-    body: &str,
-) -> Result<()> {
-    if cache.cached_inline(subject, body).is_some() {
-        return Ok(());
-    }
-    let (cache, subject, body) = (cache.clone(), subject.to_owned(), body.to_owned());
+/// render pool, as a template's do when it is saved.
+async fn check_content(registry: &Registry, subject: &str, body: &str) -> Result<()> {
     registry
         .renders()
-        .run(move || cache.inline(&subject, &body).map(drop))
-        .await?
+        .compile(subject.to_owned(), body.to_owned())
+        .await
+        .map(drop)
 }
 
 fn check_sender(registry: &Registry, p: ProjectId, from: &EmailAddress) -> Result<()> {
@@ -44,14 +36,9 @@ fn check_sender(registry: &Registry, p: ProjectId, from: &EmailAddress) -> Resul
     }
 }
 
-pub async fn create(
-    registry: &Registry,
-    cache: &Arc<TemplateCache>,
-    p: ProjectId,
-    c: Campaign,
-) -> Result<Campaign> {
+pub async fn create(registry: &Registry, p: ProjectId, c: Campaign) -> Result<Campaign> {
     campaigns::check_audience(&c)?;
-    check_content(registry, cache, &c.subject, &c.body).await?;
+    check_content(registry, &c.subject, &c.body).await?;
     check_sender(registry, p, &c.from)?;
     registry
         .send(p, Apply::durable(move |ctx, _| campaigns::create(ctx, c)))
@@ -60,7 +47,6 @@ pub async fn create(
 
 pub async fn update(
     registry: &Registry,
-    cache: &Arc<TemplateCache>,
     p: ProjectId,
     id: CampaignId,
     patch: CampaignPatch,
@@ -81,7 +67,7 @@ pub async fn update(
     if patch.subject.is_some() || patch.body.is_some() {
         let subject = patch.subject.as_deref().unwrap_or(&current.subject);
         let body = patch.body.as_deref().unwrap_or(&current.body);
-        check_content(registry, cache, subject, body).await?;
+        check_content(registry, subject, body).await?;
     }
     if let Some(from) = &patch.from {
         check_sender(registry, p, from)?;
@@ -171,16 +157,7 @@ pub async fn test(
 ) -> Result<EmailId> {
     let c = campaigns::get(&**registry.store(), p, id)?;
     check_sender(registry, p, &c.from)?;
-    let content = match cache.cached_inline(&c.subject, &c.body) {
-        Some(content) => content,
-        None => {
-            let (cache, subject, body) = (cache.clone(), c.subject.clone(), c.body.clone());
-            registry
-                .renders()
-                .run(move || cache.inline(&subject, &body))
-                .await??
-        }
-    };
+    let content = send::compile_inline(registry, cache, c.subject.clone(), c.body.clone()).await?;
     // The campaign's own send, to one address, uncounted (no campaign in its links).
     let marketing = Marketing::new(registry.links().clone(), p, None);
     let mut spec = super::runner::spec(&c, content, marketing);

@@ -155,6 +155,16 @@ async fn compile(
     };
     let subject = pick(&req.subject, |t| t.subject.as_str());
     let body = pick(&req.body, |t| t.body.as_str());
+    compile_inline(registry, cache, subject, body).await
+}
+
+/// A subject and body given inline, compiled: from the cache, or on the render pool.
+pub async fn compile_inline(
+    registry: &Registry,
+    cache: &Arc<TemplateCache>,
+    subject: String,
+    body: String,
+) -> Result<Arc<Compiled>> {
     if let Some(c) = cache.cached_inline(&subject, &body) {
         return Ok(c);
     }
