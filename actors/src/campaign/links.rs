@@ -155,13 +155,17 @@ impl Links {
         format!("{}/t/c/{}", self.public_url, self.sign(payload))
     }
 
-    /// A rendered marketing email's HTML as it is sent: with an unsubscribe footer
-    /// unless the template placed the link itself (`{{unsubscribeUrl}}`), and, when
-    /// tracking is on, its web links going through click redirects and an open pixel.
-    pub fn decorate(&self, html: &str, t: &LinkTarget, footer: bool) -> String {
-        let unsubscribe = self.unsubscribe_url(t);
+    /// A rendered marketing email's HTML as it is sent, `unsubscribe` being its
+    /// `unsubscribe_url`: with an unsubscribe footer unless the rendered body shows that
+    /// link itself (through `{{unsubscribeUrl}}`; a mention that renders nothing does not
+    /// count), and, when tracking is on, its web links going through click redirects and
+    /// an open pixel.
+    pub fn decorate(&self, html: &str, t: &LinkTarget, unsubscribe: &str) -> String {
+        // Templates escape what they print into HTML: `/` as `&#x2F;`.
+        let footer =
+            !(html.contains(unsubscribe) || html.contains(&unsubscribe.replace('/', "&#x2F;")));
         let mut out = if self.tracking {
-            self.track_links(html, t, &unsubscribe)
+            self.track_links(html, t, unsubscribe)
         } else {
             html.to_owned()
         };
@@ -290,7 +294,7 @@ mod tests {
         let (l, t) = (links(), target());
         let html = "<body><a HREF=\"https://x.example/a?b=1&amp;c=2\">x</a> \
                     <a href='mailto:a@b.c'>m</a></body>";
-        let out = l.decorate(html, &t, true);
+        let out = l.decorate(html, &t, &l.unsubscribe_url(&t));
         assert!(!out.contains("https://x.example"), "{out}");
         assert!(out.contains("href='mailto:a@b.c'"));
         let click = out
@@ -320,7 +324,7 @@ mod tests {
         let (l, t) = (links(), target());
         let escaped = l.unsubscribe_url(&t).replace('/', "&#x2F;");
         let html = format!("<a href=\"{escaped}\">leave</a>");
-        let out = l.decorate(&html, &t, false);
+        let out = l.decorate(&html, &t, &l.unsubscribe_url(&t));
         assert!(out.contains(&escaped), "{out}");
         assert!(!out.contains("/t/c/"), "{out}");
         assert!(

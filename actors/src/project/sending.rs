@@ -196,15 +196,9 @@ pub fn render(
             let mut headers = Vec::new();
             if let Some(m) = marketing {
                 let target = m.target(&recipient);
-                // The footer goes in unless the rendered body shows this email's own
-                // link (a mention of `unsubscribeUrl` that renders nothing does not count).
                 let url = m.links.unsubscribe_url(&target);
-                let placed = html.contains(&url) || html.contains(&url.replace('/', "&#x2F;"));
-                html = m.links.decorate(&html, &target, !placed);
-                headers.push((
-                    "List-Unsubscribe".to_owned(),
-                    format!("<{}>", m.links.unsubscribe_url(&target)),
-                ));
+                html = m.links.decorate(&html, &target, &url);
+                headers.push(("List-Unsubscribe".to_owned(), format!("<{url}>")));
                 headers.push((
                     "List-Unsubscribe-Post".to_owned(),
                     "List-Unsubscribe=One-Click".to_owned(),
