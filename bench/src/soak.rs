@@ -87,17 +87,17 @@ pub fn run(
         );
         samples.push((rss, fds as u64, wal));
     }
+    // After the first two minutes (four samples): the range of each figure.
     let settled: Vec<_> = samples.iter().skip(4).collect();
-    if let (Some(first), Some(_)) = (settled.first(), settled.last()) {
+    if !settled.is_empty() {
         let spread = |f: fn(&(u64, u64, u64)) -> u64| {
-            let (lo, hi) = settled
+            settled
                 .iter()
-                .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(f(s)), hi.max(f(s))));
-            (lo, hi, first.0.max(1))
+                .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(f(s)), hi.max(f(s))))
         };
-        let (rlo, rhi, _) = spread(|s| s.0);
-        let (flo, fhi, _) = spread(|s| s.1);
-        let (wlo, whi, _) = spread(|s| s.2);
+        let (rlo, rhi) = spread(|s| s.0);
+        let (flo, fhi) = spread(|s| s.1);
+        let (wlo, whi) = spread(|s| s.2);
         println!(
             "soak after the first 2 min: RSS {rlo}-{rhi} MiB ({:+.0}%), fds {flo}-{fhi}, WAL {wlo}-{whi} MiB",
             (rhi as f64 / rlo.max(1) as f64 - 1.0) * 100.0

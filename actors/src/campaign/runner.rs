@@ -188,7 +188,7 @@ impl Campaigns {
         let (subject, body) = (c.subject.clone(), c.body.clone());
         let content = Arc::new(registry.renders().compile(subject, body).await?);
         let marketing = Marketing::new(registry.links().clone(), p, Some(id));
-        let mut log = Progress::new(&c, self.config.progress_every);
+        let mut log = Progress::new(self.config.progress_every);
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
@@ -385,7 +385,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(_c: &Campaign, every: Duration) -> Self {
+    fn new(every: Duration) -> Self {
         let now = Instant::now();
         Progress {
             started: now,
