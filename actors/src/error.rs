@@ -103,7 +103,36 @@ impl FieldCode {
             FieldCode::TemplateSyntax => "template_syntax",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            FieldCode::InvalidType,
+            FieldCode::InvalidString,
+            FieldCode::TooSmall,
+            FieldCode::TooBig,
+            FieldCode::InvalidEnumValue,
+            FieldCode::Custom,
+            FieldCode::UnverifiedDomain,
+            FieldCode::ReservedEvent,
+            FieldCode::TemplateSyntax,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
 }
+
+/// A serde error that keeps its field code: wire types that check their value while they
+/// deserialize (an email address, a bounded string) raise it, and the HTTP edge, which
+/// knows the field's path, turns it back into a `FieldError` (see `src/http/body.rs`).
+pub fn field_de_error<E: serde::de::Error>(code: FieldCode, message: impl fmt::Display) -> E {
+    E::custom(format_args!(
+        "{}{FIELD_CODE_SEPARATOR}{message}",
+        code.as_str()
+    ))
+}
+
+/// Between the code and the message in a `field_de_error`.
+pub const FIELD_CODE_SEPARATOR: &str = ": ";
 
 /// The kinds of record a 404 can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,17 +1,246 @@
-//! The JSON body extractor: enforces `limits.max_body_bytes` (413) while reading, and
-//! turns anything that is not JSON into 400 BAD_REQUEST. Type checks happen later,
-//! field by field (see `validate`), so that a 422 can list every problem at once.
+//! The JSON body extractors. Both enforce `limits.max_body_bytes` (413) while reading and
+//! turn anything that is not JSON into 400 BAD_REQUEST.
+//!
+//! `Body<T>` deserializes straight into a typed request (the same struct is the request's
+//! schema in `/openapi.json`): a wrong type, a missing field or a value that a wire type
+//! refuses is a 422 that names the field by its path, with zod's code.
+
+use std::fmt;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
+use mailroom_actors::error::FIELD_CODE_SEPARATOR;
+use mailroom_actors::{Error, FieldCode, FieldError};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_path_to_error::Segment;
 
 use super::error::ApiError;
+use super::validate::json_type;
 use super::AppState;
 
+/// A typed request body.
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = read(req, payload);
+        Box::pin(async move { parse(&read.await?).map(Body) })
+    }
+}
+
+/// Reads the body under the configured limit.
+fn read(
+    req: &HttpRequest,
+    payload: &mut Payload,
+) -> LocalBoxFuture<'static, Result<web::BytesMut, ApiError>> {
+    let limit = req
+        .app_data::<web::Data<AppState>>()
+        .map_or(1 << 20, |s| s.limits.max_body_bytes);
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut payload = payload.take();
+    Box::pin(async move {
+        if declared.is_some_and(|n| n > limit) {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        let mut buf = web::BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
+        while let Some(chunk) = payload.next().await {
+            let chunk =
+                chunk.map_err(|e| ApiError::BadRequest(format!("Could not read the body: {e}")))?;
+            if buf.len() + chunk.len() > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::BadRequest(
+                "The request body is empty; a JSON object is expected".into(),
+            ));
+        }
+        Ok(buf)
+    })
+}
+
+fn not_json(e: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(format!("The body is not valid JSON: {e}"))
+}
+
+/// One pass over the bytes. serde_json stops at 128 levels of nesting, so deep input
+/// cannot exhaust the stack.
+pub fn parse<T: DeserializeOwned>(buf: &[u8]) -> Result<T, ApiError> {
+    // serde would read `[...]` into a struct by position: every request is an object.
+    if buf.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        let v: Value = serde_json::from_slice(buf).map_err(not_json)?;
+        return Err(Error::field(
+            "body",
+            FieldCode::InvalidType,
+            format!("Expected object, received {}", json_type(&v)),
+        )
+        .into());
+    }
+    let mut de = serde_json::Deserializer::from_slice(buf);
+    match serde_path_to_error::deserialize(&mut de) {
+        Ok(v) => {
+            de.end().map_err(not_json)?;
+            Ok(v)
+        }
+        Err(e) if e.inner().is_data() => {
+            let body: Value = serde_json::from_slice(buf).map_err(not_json)?;
+            let mut errors = every_error::<T>(body);
+            // In the order the request declares its fields, as zod lists them.
+            let order = declared_fields::<T>();
+            errors.sort_by_key(|e| {
+                let top = e.field.split('.').next().unwrap_or_default();
+                order.iter().position(|f| *f == top).unwrap_or(usize::MAX)
+            });
+            Err(Error::Validation(errors).into())
+        }
+        Err(e) => Err(not_json(e.into_inner())),
+    }
+}
+
+/// serde stops at the first bad field, but a 422 lists them all: take out the top-level
+/// field that failed and try again, until what remains parses or a field it still needs
+/// is one that already failed. At most one round per declared field of `T`.
+fn every_error<T: DeserializeOwned>(mut body: Value) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = Vec::new();
+    while let Err(e) = serde_path_to_error::deserialize::<_, T>(&body) {
+        let error = field_error(e.path(), e.inner());
+        let top = error.field.split('.').next().unwrap_or_default().to_owned();
+        if errors
+            .iter()
+            .any(|seen| seen.field.split('.').next() == Some(top.as_str()))
+        {
+            break;
+        }
+        errors.push(error);
+        match body.as_object_mut().and_then(|o| o.remove(&top)) {
+            Some(_) => {}
+            None => break,
+        }
+    }
+    errors
+}
+
+/// The field names a derived `Deserialize` struct declares, in order: serde hands them to
+/// `deserialize_struct`, which is all this deserializer answers.
+fn declared_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    struct Probe(std::cell::Cell<&'static [&'static str]>);
+    #[derive(Debug)]
+    struct Stop;
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("probe")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    impl<'de> serde::Deserializer<'de> for &Probe {
+        type Error = Stop;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0.set(fields);
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
+            enum identifier ignored_any
+        }
+    }
+    let probe = Probe(std::cell::Cell::new(&[]));
+    let _ = T::deserialize(&probe);
+    probe.0.get()
+}
+
+/// `a.b.0.c`, as the engine names nested fields.
+fn dotted(path: &serde_path_to_error::Path) -> Vec<String> {
+    path.iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect()
+}
+
+/// Turns serde's words into zod's: `Required`, `Expected string, received number`, or the
+/// code and message a wire type raised.
+fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> FieldError {
+    let mut parts = dotted(path);
+    let text = e.to_string();
+    // serde_json appends the position; the field path says more.
+    let text = text
+        .rfind(" at line ")
+        .map_or(text.as_str(), |at| &text[..at]);
+    let (code, message) = if let Some(rest) = text.strip_prefix("missing field `") {
+        parts.push(rest.trim_end_matches('`').to_owned());
+        (FieldCode::InvalidType, "Required".to_owned())
+    } else if let Some(rest) = text.strip_prefix("invalid type: ") {
+        let (got, expected) = rest
+            .split_once(", expected ")
+            .unwrap_or((rest, "another type"));
+        let message = format!("Expected {}, received {}", expected, json_word(got));
+        (FieldCode::InvalidType, message)
+    } else if text.starts_with("unknown variant") {
+        (
+            FieldCode::InvalidEnumValue,
+            text.replace("unknown variant", "Unknown value"),
+        )
+    } else if let Some((code, message)) = text
+        .split_once(FIELD_CODE_SEPARATOR)
+        .and_then(|(c, m)| Some((FieldCode::parse(c)?, m)))
+    {
+        (code, message.to_owned())
+    } else if text.starts_with("invalid value") || text.starts_with("invalid length") {
+        (FieldCode::InvalidType, text.to_owned())
+    } else {
+        (FieldCode::Custom, text.to_owned())
+    };
+    let field = if parts.is_empty() {
+        "body".to_owned()
+    } else {
+        parts.join(".")
+    };
+    FieldError::new(field, code, message)
+}
+
+/// serde's name for what it found, in JSON's words.
+fn json_word(got: &str) -> &'static str {
+    match got.split([' ', '`']).next().unwrap_or("") {
+        "integer" | "floating" => "number",
+        "string" => "string",
+        "boolean" => "boolean",
+        "null" | "unit" => "null",
+        "sequence" => "array",
+        "map" => "object",
+        _ => "another type",
+    }
+}
+
+/// An untyped body, for the requests not yet typed. (Migration in progress.)
 pub struct JsonBody(pub Value);
 
 impl FromRequest for JsonBody {
@@ -19,37 +248,10 @@ impl FromRequest for JsonBody {
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = req
-            .app_data::<web::Data<AppState>>()
-            .map_or(1 << 20, |s| s.limits.max_body_bytes);
-        let declared = req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        let mut payload = payload.take();
+        let read = read(req, payload);
         Box::pin(async move {
-            if declared.is_some_and(|n| n > limit) {
-                return Err(ApiError::PayloadTooLarge { limit });
-            }
-            let mut buf = web::BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk
-                    .map_err(|e| ApiError::BadRequest(format!("Could not read the body: {e}")))?;
-                if buf.len() + chunk.len() > limit {
-                    return Err(ApiError::PayloadTooLarge { limit });
-                }
-                buf.extend_from_slice(&chunk);
-            }
-            if buf.iter().all(u8::is_ascii_whitespace) {
-                return Err(ApiError::BadRequest(
-                    "The request body is empty; a JSON object is expected".into(),
-                ));
-            }
-            // serde_json stops at 128 levels of nesting, so deep input cannot exhaust the stack.
-            serde_json::from_slice(&buf)
-                .map(JsonBody)
-                .map_err(|e| ApiError::BadRequest(format!("The body is not valid JSON: {e}")))
+            let buf = read.await?;
+            serde_json::from_slice(&buf).map(JsonBody).map_err(not_json)
         })
     }
 }

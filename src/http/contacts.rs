@@ -2,17 +2,17 @@
 //! bare list object, as Plunk returns them.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{Contact, ContactId, DataPatch};
+use mailroom_actors::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress};
 use mailroom_actors::project::messages::{DeleteContact, PatchContact, UpsertContact};
 use mailroom_actors::project::queries::{self, ContactFilter};
 use mailroom_actors::{Error, Resource};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::error::ApiError;
-use super::validate::{path_id, Fields, Query};
+use super::validate::{data_within, path_id, Query};
 use super::{blocking, AppState};
 
 /// The longest `search` string that is worth scanning for.
@@ -62,26 +62,24 @@ pub struct ContactList {
     pub total: u64,
 }
 
-/// Request body of POST /contacts (documentation; parsing is field by field).
-#[allow(dead_code)]
-#[derive(ToSchema)]
+/// Request body of POST /contacts.
+#[derive(Deserialize, ToSchema)]
 pub struct UpsertContactRequest {
     /// Trimmed and lowercased; the upsert key.
-    email: String,
+    email: EmailAddress,
     /// Default true for a new contact; unchanged on an update when omitted.
     subscribed: Option<bool>,
     /// Merged shallowly; a key set to null is removed.
     #[schema(value_type = Option<Object>)]
-    data: Option<serde_json::Value>,
+    data: Option<DataMap>,
 }
 
 /// Request body of PATCH /contacts/{id}.
-#[allow(dead_code)]
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct PatchContactRequest {
     subscribed: Option<bool>,
     #[schema(value_type = Option<Object>)]
-    data: Option<serde_json::Value>,
+    data: Option<DataMap>,
 }
 
 #[utoipa::path(get, path = "/contacts", tag = "Contacts",
@@ -128,22 +126,16 @@ pub async fn list(
     security(("bearer" = [])))]
 pub async fn upsert(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(body): Body<UpsertContactRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let email = f.email("email");
-    let subscribed = f.opt_bool("subscribed");
-    let data = f.opt_object("data", state.limits.max_data_bytes);
-    f.finish()?;
-    let Some(email) = email else {
-        return Err(Error::Internal("a validated email went missing".into()).into());
-    };
+    let data = body.data.unwrap_or_default();
+    data_within("data", &data, state.limits.max_data_bytes)?;
     let msg = UpsertContact {
-        email,
-        subscribed,
+        email: body.email,
+        subscribed: body.subscribed,
         default_subscribed: true,
-        data: DataPatch::new(data.unwrap_or_default()),
+        data: DataPatch::new(data),
     };
     let out = state.registry.send(p.id, msg).await?;
     let mut view = ContactView::from(&out.contact);
@@ -176,20 +168,18 @@ pub async fn get(
 pub async fn patch(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(body): Body<PatchContactRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    let mut f = Fields::of(&body)?;
-    let subscribed = f.opt_bool("subscribed");
-    let data = f.opt_object("data", state.limits.max_data_bytes);
-    f.finish()?;
+    let data = body.data.unwrap_or_default();
+    data_within("data", &data, state.limits.max_data_bytes)?;
     let msg = PatchContact {
         reason: None,
         campaign: None,
         id,
-        subscribed,
-        data: DataPatch::new(data.unwrap_or_default()),
+        subscribed: body.subscribed,
+        data: DataPatch::new(data),
     };
     let contact = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))

@@ -23,6 +23,7 @@ pub mod templates;
 pub mod track;
 pub mod validate;
 pub mod verify;
+pub mod wire;
 pub mod workflows;
 
 use std::sync::Arc;

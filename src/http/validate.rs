@@ -207,6 +207,20 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// An object whose serialised size is at most `max_bytes` (contact data, event data).
+pub fn data_within(field: &str, data: &DataMap, max_bytes: usize) -> Result<(), ApiError> {
+    let size = serde_json::to_vec(data).map_or(usize::MAX, |b| b.len());
+    if size > max_bytes {
+        return Err(Error::field(
+            field,
+            FieldCode::TooBig,
+            format!("{field} must be at most {max_bytes} bytes of JSON"),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Query-string parameters. A query string that does not parse is a 400.
 pub struct Query(Vec<(String, String)>);
 

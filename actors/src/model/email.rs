@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::{field_de_error, FieldCode};
+
 /// RFC 5321 caps a forward path at 256 octets including the angle brackets.
 pub const MAX_EMAIL_LEN: usize = 254;
 
@@ -66,10 +68,30 @@ impl Serialize for EmailAddress {
 impl<'de> Deserialize<'de> for EmailAddress {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        EmailAddress::parse(&s)
-            .map_err(|_| serde::de::Error::custom(format!("not an email address: {s}")))
+        EmailAddress::parse(&s).map_err(|e| match e {
+            EmailError::TooLong => field_de_error(
+                FieldCode::TooBig,
+                format_args!("Email must be at most {MAX_EMAIL_LEN} characters"),
+            ),
+            EmailError::Invalid => field_de_error(FieldCode::InvalidString, "Invalid email"),
+        })
     }
 }
+
+/// In the API's schema, an address is a string of the email format.
+impl utoipa::PartialSchema for EmailAddress {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email)))
+            .max_length(Some(MAX_EMAIL_LEN))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EmailAddress {}
 
 #[cfg(test)]
 mod tests {

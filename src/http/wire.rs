@@ -1,0 +1,88 @@
+//! Wire types of the typed requests: each checks its value while it deserializes, and
+//! describes the same rule in `/openapi.json`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use mailroom_actors::error::field_de_error;
+use mailroom_actors::FieldCode;
+use serde::{Deserialize, Deserializer};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+
+/// A string, trimmed, of 1 to `MAX` characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text<const MAX: usize>(String);
+
+impl<const MAX: usize> Text<MAX> {
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<const MAX: usize> fmt::Display for Text<MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for Text<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err(field_de_error(
+                FieldCode::TooSmall,
+                "String must contain at least 1 character(s)",
+            ));
+        }
+        if s.chars().count() > MAX {
+            return Err(field_de_error(
+                FieldCode::TooBig,
+                format_args!("String must contain at most {MAX} character(s)"),
+            ));
+        }
+        Ok(Text(s.to_owned()))
+    }
+}
+
+impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(format!(
+                "Trimmed; 1 to {MAX} characters after trimming"
+            )))
+            // Not blank: at least one character that is not white space.
+            .pattern(Some(r"\S"))
+            .max_length(Some(MAX))
+            .build()
+            .into()
+    }
+}
+
+/// One component per bound (`Text200`, ...), since the bound is part of the rule.
+impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
+    fn name() -> Cow<'static, str> {
+        Cow::Owned(format!("Text{MAX}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_trims_and_refuses_blank_or_long_strings() {
+        let ok: Text<5> = serde_json::from_str(r#""  abc ""#).unwrap();
+        assert_eq!(ok.as_str(), "abc");
+        let blank = serde_json::from_str::<Text<5>>(r#""   ""#).unwrap_err();
+        assert!(blank.to_string().starts_with("too_small: "), "{blank}");
+        let long = serde_json::from_str::<Text<5>>(r#""abcdef""#).unwrap_err();
+        assert!(long.to_string().starts_with("too_big: "), "{long}");
+    }
+}
