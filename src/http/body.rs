@@ -17,6 +17,8 @@ use mailroom_actors::{Error, FieldCode, FieldError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::validate::json_type;
@@ -25,7 +27,7 @@ use super::AppState;
 /// A typed request body.
 pub struct Body<T>(pub T);
 
-impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
+impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for Body<T> {
     type Error = ApiError;
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
@@ -77,7 +79,7 @@ fn not_json(e: serde_json::Error) -> ApiError {
 
 /// One pass over the bytes. serde_json stops at 128 levels of nesting, so deep input
 /// cannot exhaust the stack.
-pub fn parse<T: DeserializeOwned>(buf: &[u8]) -> Result<T, ApiError> {
+pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> {
     // serde would read `[...]` into a struct by position: every request is an object.
     if buf.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         let v: Value = serde_json::from_slice(buf).map_err(not_json)?;
@@ -110,26 +112,42 @@ pub fn parse<T: DeserializeOwned>(buf: &[u8]) -> Result<T, ApiError> {
 }
 
 /// serde stops at the first bad field, but a 422 lists them all: take out the top-level
-/// field that failed and try again, until what remains parses or a field it still needs
-/// is one that already failed. At most one round per declared field of `T`.
-fn every_error<T: DeserializeOwned>(mut body: Value) -> Vec<FieldError> {
+/// field that failed and try again, until what remains parses or only missing fields are
+/// left (serde names just the first of those; the schema's `required` names them all).
+/// At most one round per declared field of `T`.
+fn every_error<T: DeserializeOwned + ToSchema>(mut body: Value) -> Vec<FieldError> {
     let mut errors: Vec<FieldError> = Vec::new();
+    let top_of = |field: &str| field.split('.').next().unwrap_or_default().to_owned();
     while let Err(e) = serde_path_to_error::deserialize::<_, T>(&body) {
         let error = field_error(e.path(), e.inner());
-        let top = error.field.split('.').next().unwrap_or_default().to_owned();
-        if errors
-            .iter()
-            .any(|seen| seen.field.split('.').next() == Some(top.as_str()))
-        {
+        let top = top_of(&error.field);
+        let missing_here = error.message == REQUIRED && !error.field.contains('.');
+        if missing_here || errors.iter().any(|seen| top_of(&seen.field) == top) {
             break;
         }
         errors.push(error);
-        match body.as_object_mut().and_then(|o| o.remove(&top)) {
-            Some(_) => {}
-            None => break,
+        if body.as_object_mut().and_then(|o| o.remove(&top)).is_none() {
+            break;
+        }
+    }
+    for field in required_fields::<T>() {
+        let absent = body.get(&field).is_none_or(Value::is_null);
+        if absent && !errors.iter().any(|seen| top_of(&seen.field) == field) {
+            errors.push(FieldError::new(field, FieldCode::InvalidType, REQUIRED));
         }
     }
     errors
+}
+
+/// zod's word for a field that is missing.
+const REQUIRED: &str = "Required";
+
+/// What the request's schema marks required: the same derive that makes the document.
+fn required_fields<T: ToSchema>() -> Vec<String> {
+    match T::schema() {
+        RefOr::T(Schema::Object(o)) => o.required,
+        _ => Vec::new(),
+    }
 }
 
 /// The field names a derived `Deserialize` struct declares, in order: serde hands them to
@@ -197,7 +215,7 @@ fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> Field
         .map_or(text.as_str(), |at| &text[..at]);
     let (code, message) = if let Some(rest) = text.strip_prefix("missing field `") {
         parts.push(rest.trim_end_matches('`').to_owned());
-        (FieldCode::InvalidType, "Required".to_owned())
+        (FieldCode::InvalidType, REQUIRED.to_owned())
     } else if let Some(rest) = text.strip_prefix("invalid type: ") {
         let (got, expected) = rest
             .split_once(", expected ")

@@ -30,7 +30,8 @@ use super::{
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
-        super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::TemplateRequest,
+        super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::CreateTemplateRequest,
+        templates::UpdateTemplateRequest,
         send::SendRequest,
         domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
         verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,

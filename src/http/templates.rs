@@ -3,24 +3,20 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
-use mailroom_actors::model::{Template, TemplateId, TemplateKind, Timestamp};
+use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
 use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::project::templates as stored;
 use mailroom_actors::store::keys;
 use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::error::ApiError;
-use super::validate::{path_id, Fields, Query};
+use super::validate::{path_id, Query};
+use super::wire::{Description, Html, Name, Subject, Text};
 use super::{blocking, AppState};
-
-const MAX_NAME: usize = 200;
-/// RFC 5322 caps a header line at 998 characters.
-const MAX_SUBJECT: usize = 998;
-const MAX_BODY: usize = 1 << 20;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -69,64 +65,61 @@ pub struct TemplateList {
     total_pages: u64,
 }
 
-/// Request body of POST /templates and PATCH /templates/{id} (all optional on PATCH).
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(rename_all = "camelCase")]
-pub struct TemplateRequest {
-    name: String,
-    subject: String,
+/// Request body of POST /templates.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTemplateRequest {
+    name: Name,
+    subject: Subject,
     /// HTML, with `{{variable}}`, `{{ data.x }}` and `{{x ?? "fallback"}}`.
-    body: String,
+    body: Html,
     /// TRANSACTIONAL (default) or MARKETING.
-    #[schema(rename = "type")]
-    kind: Option<String>,
-    from: Option<String>,
-    from_name: Option<String>,
-    reply_to: Option<String>,
-    description: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<TemplateKind>,
+    from: Option<EmailAddress>,
+    from_name: Option<Name>,
+    reply_to: Option<EmailAddress>,
+    description: Option<Description>,
 }
 
-/// Reads the template fields; on create, name/subject/body are required.
-fn parse(f: &mut Fields<'_>, create: bool) -> TemplatePatch {
-    let text = |f: &mut Fields<'_>, name: &str, max: usize| {
-        if create {
-            f.string(name, max)
-        } else {
-            f.opt_string(name, max)
+/// Request body of PATCH /templates/{id}: the fields to change.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTemplateRequest {
+    name: Option<Name>,
+    subject: Option<Subject>,
+    body: Option<Html>,
+    #[serde(rename = "type")]
+    kind: Option<TemplateKind>,
+    from: Option<EmailAddress>,
+    from_name: Option<Name>,
+    reply_to: Option<EmailAddress>,
+    description: Option<Description>,
+}
+
+impl From<UpdateTemplateRequest> for TemplatePatch {
+    fn from(r: UpdateTemplateRequest) -> Self {
+        TemplatePatch {
+            name: r.name.map(Text::into_string),
+            description: r.description.map(Text::into_string),
+            subject: r.subject.map(Text::into_string),
+            body: r.body.map(Text::into_string),
+            kind: r.kind,
+            from: r.from,
+            from_name: r.from_name.map(Text::into_string),
+            reply_to: r.reply_to,
         }
-    };
-    let name = text(f, "name", MAX_NAME);
-    let subject = text(f, "subject", MAX_SUBJECT);
-    let body = text(f, "body", MAX_BODY);
-    let kind = f
-        .opt_enum("type", &["TRANSACTIONAL", "MARKETING"])
-        .and_then(|k| TemplateKind::parse(&k));
-    TemplatePatch {
-        name,
-        description: f.opt_string("description", 1000),
-        subject,
-        body,
-        kind,
-        from: f.opt_email("from"),
-        from_name: f.opt_string("fromName", MAX_NAME),
-        reply_to: f.opt_email("replyTo"),
     }
 }
 
-#[utoipa::path(post, path = "/templates", tag = "Templates", request_body = TemplateRequest,
+#[utoipa::path(post, path = "/templates", tag = "Templates", request_body = CreateTemplateRequest,
     responses((status = 201, body = TemplateView), (status = 422)), security(("bearer" = [])))]
 pub async fn create(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(req): Body<CreateTemplateRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let patch = parse(&mut f, true);
-    f.finish()?;
-    let (Some(name), Some(subject), Some(body)) = (patch.name, patch.subject, patch.body) else {
-        return Err(Error::Internal("validated template fields went missing".into()).into());
-    };
+    let (subject, body) = (req.subject.into_string(), req.body.into_string());
     state
         .registry
         .renders()
@@ -135,14 +128,14 @@ pub async fn create(
     let now = Timestamp::from(state.clock.now());
     let template = Template {
         id: TemplateId::new(),
-        name,
-        description: patch.description,
+        name: req.name.into_string(),
+        description: req.description.map(Text::into_string),
         subject,
         body,
-        kind: patch.kind.unwrap_or(TemplateKind::Transactional),
-        from: patch.from,
-        from_name: patch.from_name,
-        reply_to: patch.reply_to,
+        kind: req.kind.unwrap_or(TemplateKind::Transactional),
+        from: req.from,
+        from_name: req.from_name.map(Text::into_string),
+        reply_to: req.reply_to,
         created_at: now,
         updated_at: now,
     };
@@ -224,18 +217,16 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
 }
 
-#[utoipa::path(patch, path = "/templates/{id}", tag = "Templates", request_body = TemplateRequest,
+#[utoipa::path(patch, path = "/templates/{id}", tag = "Templates", request_body = UpdateTemplateRequest,
     responses((status = 200, body = TemplateView), (status = 404), (status = 422)), security(("bearer" = [])))]
 pub async fn update(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(req): Body<UpdateTemplateRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    let mut f = Fields::of(&body)?;
-    let patch = parse(&mut f, false);
-    f.finish()?;
+    let patch = TemplatePatch::from(req);
     // Subject and body compile as separate templates, so each given one is checked on
     // its own (an empty one stands in for the other).
     if patch.subject.is_some() || patch.body.is_some() {

@@ -10,7 +10,16 @@ use serde::{Deserialize, Deserializer};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 
-/// A string, trimmed, of 1 to `MAX` characters.
+/// Names of records and senders.
+pub type Name = Text<200>;
+/// RFC 5322 caps a header line at 998 characters.
+pub type Subject = Text<998>;
+pub type Description = Text<1000>;
+/// A stored template's or campaign's HTML.
+pub type Html = Text<{ 1 << 20 }>;
+
+/// A string, trimmed, of 1 to `MAX` characters. (Request structs name it through an
+/// alias such as `Name`: utoipa's derive reads a const argument as a type.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Text<const MAX: usize>(String);
 

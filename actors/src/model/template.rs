@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::{EmailAddress, TemplateId, Timestamp};
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// On the wire TRANSACTIONAL or MARKETING (the store keeps the variant's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TemplateKind {
     Transactional,
     Marketing,
