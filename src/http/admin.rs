@@ -10,12 +10,13 @@ use mailroom_actors::model::{ProjectId, Timestamp};
 use mailroom_actors::project::messages::{CreateDomain, TrustDomain};
 use mailroom_actors::projects::IssuedKeys;
 use mailroom_actors::Resource;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
+use utoipa::ToSchema;
 
-use super::body::JsonBody;
+use super::body::Body;
 use super::error::ApiError;
-use super::validate::{path_id, Fields};
+use super::validate::path_id;
 use super::AppState;
 
 pub struct Admin;
@@ -60,29 +61,34 @@ impl FromRequest for Admin {
     }
 }
 
-#[utoipa::path(post, path = "/admin/projects", tag = "Admin",
-    responses((status = 201, description = "{id, name, secretKey, publicKey}")), security(("bearer" = [])))]
+/// Request body of POST /admin/projects.
+#[derive(Deserialize, ToSchema)]
+pub struct CreateProjectRequest {
+    name: ProjectName,
+}
+
+type ProjectName = super::wire::Text<{ mailroom_actors::projects::MAX_NAME_LEN }>;
+
+#[utoipa::path(post, path = "/admin/projects", tag = "Admin", request_body = CreateProjectRequest,
+    responses((status = 201, body = KeysView)), security(("bearer" = [])))]
 pub async fn create_project(
     _: Admin,
-    JsonBody(body): JsonBody,
+    Body(req): Body<CreateProjectRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let name = f.string("name", mailroom_actors::projects::MAX_NAME_LEN);
-    f.finish()?;
     let now = Timestamp::from(state.clock.now());
-    let issued = state.projects.create(&name.unwrap_or_default(), now)?;
+    let issued = state.projects.create(req.name.as_str(), now)?;
     state.store.durable().await?;
-    Ok(HttpResponse::Created().json(keys_json(&issued)))
+    Ok(HttpResponse::Created().json(KeysView::from(&issued)))
 }
 
 #[utoipa::path(get, path = "/admin/projects", tag = "Admin",
-    responses((status = 200, description = "{projects: [...]}")), security(("bearer" = [])))]
+    responses((status = 200, body = ProjectList)), security(("bearer" = [])))]
 pub async fn list_projects(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let list = state.projects.list()?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({
-        "projects": list.iter().map(project_json).collect::<Vec<_>>(),
-    })))
+    Ok(HttpResponse::Ok().json(ProjectList {
+        projects: list.iter().map(ProjectView::from).collect(),
+    }))
 }
 
 /// POST /admin/projects/{id}/{action}: disable, enable or rotate-keys.
@@ -113,15 +119,13 @@ pub async fn project_action(
 pub async fn trust_domain(
     _: Admin,
     path: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(super::domains::CreateDomainRequest { domain: name }): Body<
+        super::domains::CreateDomainRequest,
+    >,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
     state.projects.get(id)?;
-    let mut f = Fields::of(&body)?;
-    let raw = f.string("domain", 253);
-    f.finish()?;
-    let name = super::domains::parse_name(raw.as_deref().unwrap_or_default())?;
     let msg = super::blocking(move || CreateDomain::generate(name)).await?;
     let trusted = state.registry.send(id, TrustDomain(msg)).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
@@ -135,18 +139,14 @@ pub async fn trust_domain(
 /// that what the move made due goes out now.
 pub async fn advance_clock(
     _: Admin,
-    JsonBody(body): JsonBody,
+    Body(AdvanceClockRequest { ms }): Body<AdvanceClockRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(clock) = &state.adjustable_clock else {
         return Err(mailroom_actors::Error::NotFound(Resource::Route).into());
     };
     let max = mailroom_actors::AdjustableClock::MAX_OFFSET_MS;
-    let ms = body
-        .get("ms")
-        .and_then(serde_json::Value::as_i64)
-        .filter(|ms| (0..=max).contains(ms));
-    let Some(ms) = ms else {
+    let Some(ms) = i64::try_from(ms).ok().filter(|ms| *ms <= max) else {
         return Err(mailroom_actors::Error::field(
             "ms",
             mailroom_actors::FieldCode::InvalidType,
@@ -157,24 +157,74 @@ pub async fn advance_clock(
     let now = clock.advance(ms);
     state.registry.outbox_signal().notify_one();
     state.registry.timers().wake();
-    Ok(HttpResponse::Ok().json(serde_json::json!({"now": Timestamp::from(now).to_iso()})))
+    Ok(HttpResponse::Ok().json(ClockView {
+        now: Timestamp::from(now).to_iso(),
+    }))
 }
 
-/// The keys of a new or re-keyed project, shown once (the CLI prints the same).
+/// Request body of POST /admin/clock/advance.
+#[derive(Deserialize, ToSchema)]
+pub struct AdvanceClockRequest {
+    /// Milliseconds to move forward: a whole number from 0 to a century.
+    ms: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ClockView {
+    now: String,
+}
+
+/// The CLI prints what the admin API answers.
 pub fn keys_json(k: &IssuedKeys) -> serde_json::Value {
-    json!({
-        "id": k.project.id.to_string(),
-        "name": k.project.name,
-        "secretKey": k.secret_key.expose(),
-        "publicKey": k.public_key.expose(),
-    })
+    serde_json::to_value(KeysView::from(k)).unwrap_or_default()
 }
 
 pub fn project_json(p: &mailroom_actors::model::Project) -> serde_json::Value {
-    json!({
-        "id": p.id.to_string(),
-        "name": p.name,
-        "disabled": p.disabled,
-        "createdAt": Timestamp::from(p.created_at).to_iso(),
-    })
+    serde_json::to_value(ProjectView::from(p)).unwrap_or_default()
+}
+
+/// The keys of a new or re-keyed project, shown once.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeysView {
+    id: String,
+    name: String,
+    secret_key: String,
+    public_key: String,
+}
+
+impl From<&IssuedKeys> for KeysView {
+    fn from(k: &IssuedKeys) -> Self {
+        KeysView {
+            id: k.project.id.to_string(),
+            name: k.project.name.clone(),
+            secret_key: k.secret_key.expose().to_owned(),
+            public_key: k.public_key.expose().to_owned(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectView {
+    id: String,
+    name: String,
+    disabled: bool,
+    created_at: String,
+}
+
+impl From<&mailroom_actors::model::Project> for ProjectView {
+    fn from(p: &mailroom_actors::model::Project) -> Self {
+        ProjectView {
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            disabled: p.disabled,
+            created_at: Timestamp::from(p.created_at).to_iso(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ProjectList {
+    projects: Vec<ProjectView>,
 }

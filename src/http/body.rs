@@ -98,17 +98,50 @@ pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> 
         }
         Err(e) if e.inner().is_data() => {
             let body: Value = serde_json::from_slice(buf).map_err(not_json)?;
-            let mut errors = every_error::<T>(body);
-            // In the order the request declares its fields, as zod lists them.
-            let order = declared_fields::<T>();
-            errors.sort_by_key(|e| {
-                let top = e.field.split('.').next().unwrap_or_default();
-                order.iter().position(|f| *f == top).unwrap_or(usize::MAX)
-            });
-            Err(Error::Validation(errors).into())
+            Err(refused::<T>(body))
         }
         Err(e) => Err(not_json(e.into_inner())),
     }
+}
+
+/// A typed request together with the JSON it came as, for the endpoints whose
+/// `Idempotency-Key` compares bodies as JSON (key order and spacing do not count).
+pub struct BodyJson<T>(pub T, pub Value);
+
+impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for BodyJson<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = read(req, payload);
+        Box::pin(async move {
+            let json: Value = serde_json::from_slice(&read.await?).map_err(not_json)?;
+            if !json.is_object() {
+                return Err(Error::field(
+                    "body",
+                    FieldCode::InvalidType,
+                    format!("Expected object, received {}", json_type(&json)),
+                )
+                .into());
+            }
+            match T::deserialize(&json) {
+                Ok(body) => Ok(BodyJson(body, json)),
+                Err(_) => Err(refused::<T>(json)),
+            }
+        })
+    }
+}
+
+/// The 422 for a body that is JSON but not a `T`, listing every field that fails in the
+/// order the request declares them, as zod lists them.
+fn refused<T: DeserializeOwned + ToSchema>(body: Value) -> ApiError {
+    let mut errors = every_error::<T>(body);
+    let order = declared_fields::<T>();
+    errors.sort_by_key(|e| {
+        let top = e.field.split('.').next().unwrap_or_default();
+        order.iter().position(|f| *f == top).unwrap_or(usize::MAX)
+    });
+    Error::Validation(errors).into()
 }
 
 /// serde stops at the first bad field, but a 422 lists them all: take out the top-level

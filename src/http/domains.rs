@@ -8,18 +8,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
 use mailroom_actors::project::messages::{CreateDomain, DeleteDomain};
-use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Serialize;
+use mailroom_actors::{Error, Resource};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::error::ApiError;
-use super::validate::{path_id, Fields, Query};
+use super::validate::{path_id, Query};
 use super::{blocking, AppState};
-
-/// Longer input cannot be a domain (253 octets), even before punycode.
-const MAX_DOMAIN_INPUT: usize = 253;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -89,11 +86,9 @@ pub struct DomainList {
 }
 
 /// Request body of POST /domains.
-#[allow(dead_code)]
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct CreateDomainRequest {
-    /// A domain name such as `example.com`; IDN names are accepted and stored as punycode.
-    domain: String,
+    pub domain: DomainName,
 }
 
 #[utoipa::path(get, path = "/domains", tag = "Domains",
@@ -133,16 +128,9 @@ pub async fn list(
     security(("bearer" = [])))]
 pub async fn create(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(CreateDomainRequest { domain: name }): Body<CreateDomainRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let raw = f.string("domain", MAX_DOMAIN_INPUT);
-    f.finish()?;
-    let Some(raw) = raw else {
-        return Err(Error::Internal("a validated domain went missing".into()).into());
-    };
-    let name = parse_name(&raw)?;
     // Spare the key generation when the answer is already known; the actor checks again.
     if queries::find_by_name(&*state.store, p.id, name.as_str())?.is_some() {
         return Err(domain::writes::duplicate(name.as_str()).into());
@@ -150,12 +138,6 @@ pub async fn create(
     let msg = blocking(move || CreateDomain::generate(name)).await?;
     let created = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
-}
-
-/// A domain name from a request's `domain` field, or the 422 that says what is wrong.
-pub fn parse_name(raw: &str) -> Result<DomainName, Error> {
-    DomainName::parse(raw)
-        .map_err(|problem| Error::field("domain", FieldCode::InvalidString, problem.message()))
 }
 
 #[utoipa::path(get, path = "/domains/{id}", tag = "Domains",

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 
 use super::auth::SecretKey;
 use super::error::ApiError;
-use super::track::MAX_EVENT_NAME_LEN;
 use super::validate::{path_id, Query};
+use super::wire::MAX_EVENT_NAME_LEN;
 use super::{blocking, AppState};
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -3,22 +3,19 @@
 //! envelope.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{DataMap, DataPatch, KeyKind};
+use mailroom_actors::model::{DataMap, DataPatch, EmailAddress, KeyKind};
 use mailroom_actors::project::messages::Track;
-use mailroom_actors::{Error, FieldCode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::AnyKey;
-use super::body::JsonBody;
+use super::body::BodyJson;
 use super::error::ApiError;
 use super::idempotency;
-use super::validate::Fields;
+use super::validate::data_within;
+use super::wire::EventName;
 use super::AppState;
-
-/// The longest event name.
-pub const MAX_EVENT_NAME_LEN: usize = 200;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TrackData {
@@ -35,20 +32,19 @@ pub struct TrackResponse {
     pub data: TrackData,
 }
 
-/// Request body of POST /v1/track (documentation; parsing is field by field).
-#[allow(dead_code)]
-#[derive(ToSchema)]
+/// Request body of POST /v1/track.
+#[derive(Deserialize, ToSchema)]
 pub struct TrackRequest {
-    email: String,
+    email: EmailAddress,
     /// The event name; `email.*`, `contact.subscribed`, `contact.unsubscribed` and
-    /// `segment.*.entry|exit` are reserved.
-    event: String,
+    /// `segment.*.entry|exit` are reserved (422 `reserved_event`).
+    event: EventName,
+    /// Sets the subscription flag; a new contact is subscribed by default.
+    subscribed: Option<bool>,
     /// Values are merged into the contact; a value `{value, persistent: false}` is kept
     /// on the event only, and `{value, persistent: true}` is stored as its plain value.
     #[schema(value_type = Option<Object>)]
-    data: Option<serde_json::Value>,
-    /// Sets the subscription flag; a new contact is subscribed by default.
-    subscribed: Option<bool>,
+    data: Option<DataMap>,
 }
 
 /// A `data` value of the form `{value, persistent: bool}` (exactly those two keys),
@@ -87,24 +83,11 @@ fn split(data: DataMap) -> (DataPatch, DataMap) {
 pub async fn track(
     AnyKey(p): AnyKey,
     req: HttpRequest,
-    JsonBody(body): JsonBody,
+    BodyJson(request, body): BodyJson<TrackRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let email = f.email("email");
-    let event = f.string("event", MAX_EVENT_NAME_LEN);
-    let subscribed = f.opt_bool("subscribed");
-    let data = f.opt_object("data", state.limits.max_data_bytes);
-    if let Some(name) = &event {
-        if name.chars().any(char::is_control) {
-            f.error(
-                "event",
-                FieldCode::InvalidString,
-                "The event name cannot hold control characters",
-            );
-        }
-    }
-    f.finish()?;
+    let data = request.data.unwrap_or_default();
+    data_within("data", &data, state.limits.max_data_bytes)?;
     // A public key's Idempotency-Keys live apart from the secret key's: whoever copied
     // the public key cannot replay, or block, what the project's servers sent.
     let scope = match p.kind {
@@ -112,15 +95,12 @@ pub async fn track(
         KeyKind::Secret => "track",
     };
     let claim = idempotency::claim(&req, scope, &body, state.limits.idempotency_ttl_hours)?;
-    let (Some(email), Some(event)) = (email, event) else {
-        return Err(Error::Internal("validated fields went missing".into()).into());
-    };
-    let (contact_data, event_data) = split(data.unwrap_or_default());
+    let (contact_data, event_data) = split(data);
     let msg = Track {
-        email,
-        subscribed,
+        email: request.email,
+        subscribed: request.subscribed,
         contact_data,
-        event,
+        event: request.event.into_string(),
         event_data,
         idempotency: claim,
     };

@@ -81,6 +81,53 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
     }
 }
 
+/// An event's name: 1 to 200 characters after trimming, none of them a control character.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventName(String);
+
+/// The longest event name.
+pub const MAX_EVENT_NAME_LEN: usize = 200;
+
+impl EventName {
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for EventName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = Text::<MAX_EVENT_NAME_LEN>::deserialize(d)?.into_string();
+        if name.chars().any(char::is_control) {
+            return Err(field_de_error(
+                FieldCode::InvalidString,
+                "The event name cannot hold control characters",
+            ));
+        }
+        Ok(EventName(name))
+    }
+}
+
+impl utoipa::PartialSchema for EventName {
+    fn schema() -> RefOr<Schema> {
+        // Control characters are C0, DEL and C1, as `char::is_control` has them.
+        const NO_CONTROL: &str =
+            r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$";
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "1 to 200 characters after trimming, no control characters. Reserved: \
+                 email.*, contact.subscribed, contact.unsubscribed, segment.*.entry, \
+                 segment.*.exit",
+            ))
+            .pattern(Some(NO_CONTROL))
+            .max_length(Some(MAX_EVENT_NAME_LEN))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EventName {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

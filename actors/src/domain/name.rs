@@ -116,6 +116,50 @@ impl fmt::Display for DomainName {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for DomainName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::FieldCode;
+        let raw = String::deserialize(d)?;
+        // Past this, the input is not a domain even before punycode.
+        if raw.chars().count() > MAX_DOMAIN_LEN {
+            return Err(crate::error::field_de_error(
+                FieldCode::TooBig,
+                NameProblem::TooLong,
+            ));
+        }
+        DomainName::parse(&raw).map_err(|p| {
+            let code = match p {
+                NameProblem::Empty => FieldCode::TooSmall,
+                NameProblem::TooLong => FieldCode::TooBig,
+                _ => FieldCode::InvalidString,
+            };
+            crate::error::field_de_error(code, p)
+        })
+    }
+}
+
+/// The ASCII form in the schema; IDN names are accepted too, and stored as punycode.
+impl utoipa::PartialSchema for DomainName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        const LABEL: &str = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "A domain name such as example.com: two labels or more, the last not all \
+                 digits. IDN names are accepted and stored as punycode.",
+            ))
+            .pattern(Some(format!(
+                r"^\s*({LABEL}\.)+(?![0-9]+\.?\s*$){LABEL}\.?\s*$"
+            )))
+            .max_length(Some(MAX_DOMAIN_LEN))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for DomainName {}
+
 /// `a.b.example.com`, then `b.example.com`, then `example.com`: the name and each
 /// parent that still has two labels. Allocation free.
 pub fn self_and_parents(domain: &str) -> impl Iterator<Item = &str> {
