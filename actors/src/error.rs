@@ -25,7 +25,7 @@ pub enum Error {
     Locked { path: String },
     /// The store failed; details are logged, never returned to a client.
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[source] StorageError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -33,6 +33,30 @@ pub enum Error {
 impl Error {
     pub fn field(field: impl Into<String>, code: FieldCode, message: impl Into<String>) -> Self {
         Error::Validation(vec![FieldError::new(field, code, message)])
+    }
+
+    /// A store failure with no error underneath (a record that does not decode, ...).
+    pub fn storage(context: impl Into<String>) -> Self {
+        Error::Storage(StorageError {
+            context: context.into(),
+            source: None,
+        })
+    }
+
+    /// A store failure caused by `source`.
+    pub fn storage_caused(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Storage(StorageError {
+            context: context.into(),
+            source: Some(Box::new(source)),
+        })
+    }
+
+    /// Whether this is a store failure because the disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Error::Storage(s) if s.is_disk_full())
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
@@ -45,7 +69,43 @@ impl Error {
 
 impl From<sled::Error> for Error {
     fn from(e: sled::Error) -> Self {
-        Error::Storage(e.to_string())
+        Error::storage_caused("the store", e)
+    }
+}
+
+/// What the store was doing when it failed, and the error underneath when there is one
+/// (kept as a source, so the engine's error type does not name sled or serde).
+#[derive(Debug, thiserror::Error)]
+#[error("{context}")]
+pub struct StorageError {
+    pub context: String,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StorageError {
+    /// The disk (or its quota) is full: an ENOSPC somewhere down the chain. Writes can
+    /// succeed again once space is freed, so the edge answers 503, not 500.
+    pub fn is_disk_full(&self) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> =
+            self.source.as_deref().map(|e| e as _);
+        while let Some(e) = next {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::StorageFull
+                    || io.kind() == std::io::ErrorKind::QuotaExceeded
+                    || io.raw_os_error() == Some(28)
+                {
+                    return true;
+                }
+            }
+            if let Some(sled::Error::Io(io)) = e.downcast_ref::<sled::Error>() {
+                if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28) {
+                    return true;
+                }
+            }
+            next = e.source();
+        }
+        false
     }
 }
 

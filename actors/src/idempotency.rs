@@ -84,7 +84,7 @@ pub fn lookup<T: DeserializeOwned>(
     }
     serde_json::from_str(&stored.reply)
         .map(Some)
-        .map_err(|e| Error::Storage(format!("stored idempotent reply: {e}")))
+        .map_err(|e| Error::storage(format!("stored idempotent reply: {e}")))
 }
 
 /// Remembers `reply` for this claim, in the batch that does the work.

@@ -196,7 +196,7 @@ impl Projects {
         let id: ProjectId = std::str::from_utf8(&id)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Error::Storage("bad key index entry".into()))?;
+            .ok_or_else(|| Error::storage("bad key index entry"))?;
         let project = self.get(id)?;
         Ok(Some(Authenticated { project, kind }))
     }

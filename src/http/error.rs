@@ -87,6 +87,7 @@ impl ApiError {
                 Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
                 Error::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                 Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                e if e.is_disk_full() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR")
                 }
@@ -108,6 +109,9 @@ impl ApiError {
             }
             ApiError::RateLimited { .. } => "Rate limit exceeded".into(),
             ApiError::Engine(Error::Validation(_)) => "Request validation failed".into(),
+            ApiError::Engine(e) if e.is_disk_full() => {
+                "The server cannot store more data right now; retry shortly".into()
+            }
             ApiError::Engine(Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)) => {
                 "An unexpected error occurred".into()
             }
@@ -140,6 +144,9 @@ impl ApiError {
             ApiError::Engine(Error::Busy { .. }) => {
                 "Retry after the number of seconds in Retry-After"
             }
+            ApiError::Engine(e) if e.is_disk_full() => {
+                "Retry later; the operator has been told through the log that the disk is full"
+            }
             ApiError::Engine(Error::Conflict { suggestion, .. }) => return suggestion.clone(),
             _ => return None,
         };
@@ -150,6 +157,7 @@ impl ApiError {
         match self.base() {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
             ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
+            ApiError::Engine(e) if e.is_disk_full() => Some(DISK_FULL_RETRY_SECS),
             _ => None,
         }
     }
@@ -166,7 +174,7 @@ impl ResponseError for ApiError {
             e @ (Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)),
         ) = self
         {
-            tracing::error!(error = %e, "internal error");
+            tracing::error!(error = %chain(e), "internal error");
         }
         let message = self.message();
         let mut error = json!({
@@ -198,4 +206,19 @@ impl ResponseError for ApiError {
         }
         res
     }
+}
+
+/// How long a client should wait when the disk is full.
+const DISK_FULL_RETRY_SECS: u64 = 5;
+
+/// An error and each of its sources, for the log: `storage error: the store: No space left`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        out.push_str(": ");
+        out.push_str(&source.to_string());
+        next = source.source();
+    }
+    out
 }

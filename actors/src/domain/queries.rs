@@ -19,7 +19,7 @@ pub fn find_by_name(store: &dyn Store, p: ProjectId, name: &str) -> Result<Optio
     let id: DomainId = std::str::from_utf8(&id)
         .ok()
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| Error::Storage("bad domain index entry".into()))?;
+        .ok_or_else(|| Error::storage("bad domain index entry"))?;
     get_domain(store, p, id)
 }
 

@@ -162,7 +162,7 @@ impl Domain {
         Ok(Domain {
             id: s.id,
             name: DomainName::parse(&s.name)
-                .map_err(|_| Error::Storage(format!("stored domain {} has a bad name", s.id)))?,
+                .map_err(|_| Error::storage(format!("stored domain {} has a bad name", s.id)))?,
             status: s.status,
             token: s.token,
             selector: s.selector,

@@ -177,7 +177,7 @@ impl Campaign {
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let s: Stored = crate::store::codec::decode(bytes)?;
-        let bad = |what: &str| Error::Storage(format!("campaign {}: bad {what}", s.id));
+        let bad = |what: &str| Error::storage(format!("campaign {}: bad {what}", s.id));
         let from = EmailAddress::parse(&s.from).map_err(|_| bad("from"))?;
         let reply_to = match &s.reply_to {
             Some(r) => Some(EmailAddress::parse(r).map_err(|_| bad("replyTo"))?),

@@ -69,9 +69,10 @@ impl Contact {
         Ok(Contact {
             id: s.id,
             email: EmailAddress::parse(&s.email)
-                .map_err(|_| Error::Storage(format!("stored contact {} has a bad email", s.id)))?,
+                .map_err(|_| Error::storage(format!("stored contact {} has a bad email", s.id)))?,
             subscribed: s.subscribed,
-            data: serde_json::from_str(&s.data).map_err(|e| Error::Storage(e.to_string()))?,
+            data: serde_json::from_str(&s.data)
+                .map_err(|e| Error::storage_caused("stored contact data", e))?,
             created_at: s.created_at.into(),
             updated_at: s.updated_at.into(),
         })

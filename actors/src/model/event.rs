@@ -97,8 +97,9 @@ impl Event {
             name: s.name,
             contact_id: s.contact_id,
             email: EmailAddress::parse(&s.email)
-                .map_err(|_| Error::Storage(format!("stored event {} has a bad email", s.id)))?,
-            data: serde_json::from_str(&s.data).map_err(|e| Error::Storage(e.to_string()))?,
+                .map_err(|_| Error::storage(format!("stored event {} has a bad email", s.id)))?,
+            data: serde_json::from_str(&s.data)
+                .map_err(|e| Error::storage_caused("stored event data", e))?,
             source: s.source,
             created_at: s.created_at.into(),
         })

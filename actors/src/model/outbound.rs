@@ -103,7 +103,7 @@ impl OutboundEmail {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        crate::store::codec::decode(bytes).map_err(|e| Error::Storage(format!("email record: {e}")))
+        crate::store::codec::decode(bytes).map_err(|e| Error::storage(format!("email record: {e}")))
     }
 
     pub fn created(&self) -> Timestamp {

@@ -76,8 +76,7 @@ struct Stored {
 
 fn email(s: Option<String>) -> Result<Option<EmailAddress>> {
     s.map(|e| {
-        EmailAddress::parse(&e)
-            .map_err(|_| Error::Storage("stored template has a bad address".into()))
+        EmailAddress::parse(&e).map_err(|_| Error::storage("stored template has a bad address"))
     })
     .transpose()
 }

@@ -436,7 +436,7 @@ pub fn audience_chunk(
 ) -> Result<Vec<ContactId>> {
     match store.get(&keys::campaign_audience_chunk(p, id, n))? {
         Some(b) => codec::decode(&b),
-        None => Err(Error::Storage(format!(
+        None => Err(Error::storage(format!(
             "campaign {id}: audience chunk {n} is missing"
         ))),
     }

@@ -83,7 +83,7 @@ pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<
         .ok()
         .and_then(|s| s.parse().ok())
         .map(Some)
-        .ok_or_else(|| Error::Storage("bad email index entry".into()))
+        .ok_or_else(|| Error::storage("bad email index entry"))
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {

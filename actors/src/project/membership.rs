@@ -187,7 +187,7 @@ pub fn on_filter_change(
         |id, email, was, is| {
             if was != is {
                 let email = EmailAddress::parse(email).map_err(|_| {
-                    crate::error::Error::Storage(format!("stored contact {id} has a bad email"))
+                    crate::error::Error::storage(format!("stored contact {id} has a bad email"))
                 })?;
                 out.push(membership_event(segment, is, id, &email, now));
             }

@@ -381,7 +381,7 @@ fn release_attachments(
 pub fn load_attachments(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Vec<Attachment>> {
     match store.get(&keys::attachments(p, id))? {
         Some(bytes) => codec::decode(&bytes),
-        None => Err(crate::error::Error::Storage(format!(
+        None => Err(crate::error::Error::storage(format!(
             "the attachments {id} of this email are missing"
         ))),
     }

@@ -104,10 +104,10 @@ impl Segment {
         let filters = match s.filters {
             None => None,
             Some(text) => {
-                let v: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| Error::Storage(e.to_string()))?;
+                let v: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| Error::storage_caused("stored segment filter", e))?;
                 Some(Group::parse(&v, "filters").map_err(|_| {
-                    Error::Storage(format!("stored segment {} has an invalid filter", s.id))
+                    Error::storage(format!("stored segment {} has an invalid filter", s.id))
                 })?)
             }
         };

@@ -185,11 +185,11 @@ fn floor(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<(Id, Vec<En
 fn first_id(prefix: &[u8], key: &[u8]) -> Result<Id> {
     key.strip_prefix(prefix)
         .and_then(|rest| rest.try_into().ok())
-        .ok_or_else(|| Error::Storage("a block key without its 16-byte id".into()))
+        .ok_or_else(|| Error::storage("a block key without its 16-byte id"))
 }
 
 fn missing(prefix: &[u8]) -> Error {
-    Error::Storage(format!(
+    Error::storage(format!(
         "the newest block of a record list ({}) is missing",
         String::from_utf8_lossy(prefix)
     ))
@@ -222,7 +222,7 @@ fn encode(tail: Option<&Id>, block: &[Entry]) -> Vec<u8> {
 /// The block stored under `first`: (the newest block's id, from the head; else
 /// `first` itself) and its entries.
 fn decode(first: &Id, mut bytes: &[u8]) -> Result<(Id, Vec<Entry>)> {
-    let bad = || Error::Storage("a truncated record block".into());
+    let bad = || Error::storage("a truncated record block");
     let mut tail = *first;
     if *first == HEAD {
         tail = bytes

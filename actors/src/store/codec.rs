@@ -12,7 +12,7 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     bincode::serde::decode_from_slice(bytes, bincode::config::standard())
         .map(|(v, _)| v)
-        .map_err(|e| Error::Storage(format!("decode: {e}")))
+        .map_err(|e| Error::storage_caused("decode", e))
 }
 
 /// Decodes a value that borrows from `bytes` (strings as `&str`), for scans that
@@ -20,7 +20,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 pub fn decode_borrowed<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
     bincode::serde::borrow_decode_from_slice(bytes, bincode::config::standard())
         .map(|(v, _)| v)
-        .map_err(|e| Error::Storage(format!("decode: {e}")))
+        .map_err(|e| Error::storage_caused("decode", e))
 }
 
 pub fn encode_u64(n: u64) -> Vec<u8> {

@@ -30,6 +30,9 @@ struct Inner {
     /// its writes back for the next one, so a waiter is durable once any flush at or
     /// after its generation succeeded, whatever a later one did.
     done: watch::Sender<(u64, u64)>,
+    /// Whether the last failed flush failed for a full disk, so that waiters say so
+    /// (the edge answers 503 for that, not 500).
+    disk_full: std::sync::atomic::AtomicBool,
 }
 
 impl GroupCommit {
@@ -47,6 +50,7 @@ impl GroupCommit {
             }),
             wake: Condvar::new(),
             done,
+            disk_full: std::sync::atomic::AtomicBool::new(false),
         });
         let worker = inner.clone();
         let handle = thread::Builder::new()
@@ -68,18 +72,28 @@ impl GroupCommit {
         };
         self.inner.wake.notify_one();
         let mut rx = self.inner.done.subscribe();
+        let inner = self.inner.clone();
         async move {
             let last_ok = rx
                 .wait_for(|(gen, _)| *gen >= target)
                 .await
                 .map(|v| v.1)
-                .map_err(|_| Error::Storage("the store flusher has stopped".into()))?;
+                .map_err(|_| Error::storage("the store flusher has stopped"))?;
             if last_ok >= target {
                 Ok(())
             } else {
-                Err(Error::Storage(
-                    "writing the write-ahead log failed; this write is not durable yet".into(),
-                ))
+                const CONTEXT: &str =
+                    "writing the write-ahead log failed; this write is not durable yet";
+                Err(
+                    if inner.disk_full.load(std::sync::atomic::Ordering::Relaxed) {
+                        Error::storage_caused(
+                            CONTEXT,
+                            std::io::Error::from(std::io::ErrorKind::StorageFull),
+                        )
+                    } else {
+                        Error::storage(CONTEXT)
+                    },
+                )
             }
         }
     }
@@ -125,7 +139,9 @@ impl Inner {
             let last_ok = match outcome {
                 Ok(()) => gen,
                 Err(e) => {
-                    tracing::error!(error = %e, "store flush failed");
+                    tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store flush failed");
+                    self.disk_full
+                        .store(e.is_disk_full(), std::sync::atomic::Ordering::Relaxed);
                     self.done.borrow().1
                 }
             };
@@ -166,7 +182,7 @@ mod tests {
         let (f, s, g) = (fail.clone(), started.clone(), gate.clone());
         let gc = GroupCommit::start(move || {
             if f.load(Ordering::SeqCst) {
-                return Err(Error::Storage("disk gone".into()));
+                return Err(Error::storage("disk gone"));
             }
             // The first flush is under way while the test fails the ones after it.
             s.wait();
@@ -185,7 +201,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_flush_is_reported_to_its_waiters() {
-        let gc = GroupCommit::start(|| Err(Error::Storage("disk gone".into())));
+        let gc = GroupCommit::start(|| Err(Error::storage("disk gone")));
         assert!(gc.wait().await.is_err());
         gc.stop();
     }

@@ -193,7 +193,7 @@ mod tests {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
             {
-                return Err(crate::error::Error::Storage("disk hiccup".into()));
+                return Err(crate::error::Error::storage("disk hiccup"));
             }
             lock(&self.applied).extend(folded);
             Ok(())

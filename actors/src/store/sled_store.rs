@@ -214,7 +214,7 @@ impl SledStore {
                 sled::Error::Io(ref io) if io.to_string().contains("lock") => Error::Locked {
                     path: path.display().to_string(),
                 },
-                other => Error::Storage(format!("opening {}: {other}", path.display())),
+                other => Error::storage_caused(format!("opening {}", path.display()), other),
             })?;
         let wal_dir = path.join("wal");
         let files = wal::existing(&wal_dir)?;
@@ -281,7 +281,7 @@ impl SledStore {
         let mover_thread = std::thread::Builder::new()
             .name("store-mover".into())
             .spawn(move || m.run(&*target))
-            .map_err(|e| Error::Storage(format!("starting the store mover: {e}")))?;
+            .map_err(|e| Error::storage(format!("starting the store mover: {e}")))?;
         let flusher = log.clone();
         let commits = GroupCommit::start(move || flusher.sync());
         Ok(Arc::new(SledStore {
@@ -305,7 +305,7 @@ fn check_format(db: &sled::Db, log_records: usize, path: &Path) -> Result<()> {
             db.flush()?;
             Ok(())
         }
-        found => Err(Error::Storage(format!(
+        found => Err(Error::storage(format!(
             "{} was written by an earlier Mailroom with another key layout (found {}, this \
              version writes {}); start with an empty data directory (move this one away)",
             path.display(),
@@ -538,7 +538,7 @@ mod tests {
             old.flush().unwrap();
         }
         match SledStore::open(dir.path(), SledConfig::default()) {
-            Err(Error::Storage(m)) => assert!(m.contains("empty data directory"), "{m}"),
+            Err(Error::Storage(m)) => assert!(m.context.contains("empty data directory"), "{m}"),
             Err(other) => panic!("expected a layout error, got {other:?}"),
             Ok(_) => panic!("an unmarked store with data was opened"),
         }

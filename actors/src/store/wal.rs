@@ -28,7 +28,7 @@ const PREFIX: &str = "wal-";
 const SUFFIX: &str = ".log";
 
 fn io(context: &str, e: std::io::Error) -> Error {
-    Error::Storage(format!("{context}: {e}"))
+    Error::storage_caused(context, e)
 }
 
 /// The open log file, owned by the flusher.
@@ -60,7 +60,7 @@ pub const MAX_RECORD: usize = u32::MAX as usize;
 /// cut to 32 bits would make replay read garbage after it, and lose every later write).
 fn length_field(len: usize) -> Result<[u8; 4]> {
     u32::try_from(len).map(u32::to_le_bytes).map_err(|_| {
-        Error::Storage(format!(
+        Error::storage(format!(
             "a write of {len} bytes is too large for the write-ahead log (at most {MAX_RECORD})"
         ))
     })
