@@ -2,22 +2,24 @@
 //! `memberCount` is computed when the record is read, so it is exact.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::error::field_de_error;
 use mailroom_actors::model::{EmailAddress, SegmentId, Timestamp};
 use mailroom_actors::project::messages::{
     ChangeMembers, CreateSegment, DeleteSegment, UpdateSegment,
 };
 use mailroom_actors::project::segment_queries;
-use mailroom_actors::segment::{slug, Group, Segment, SegmentKind};
-use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Serialize;
+use mailroom_actors::segment::{slug, FilterDocument, Group, Segment, SegmentKind};
+use mailroom_actors::{Error, FieldCode, FieldError, Resource};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::contacts::{ContactList, ContactView};
 use super::error::ApiError;
-use super::validate::{json_type, path_id, Fields, Query};
+use super::validate::{path_id, Query};
+use super::wire::{List, Text};
 use super::{blocking, AppState};
 
 pub const MAX_NAME_LEN: usize = 100;
@@ -82,40 +84,73 @@ pub struct MembersRemoved {
     pub not_found: Vec<String>,
 }
 
-/// Request body of POST /segments (documentation; parsing is field by field).
-#[allow(dead_code)]
-#[derive(ToSchema)]
+/// Request body of POST /segments.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateSegmentRequest {
-    name: String,
-    description: Option<String>,
+    /// It must contain a letter or a digit (the slug of its events).
+    name: SegmentName,
+    description: Option<SegmentDescription>,
     /// DYNAMIC (the default) or STATIC.
-    #[schema(rename = "type")]
-    kind: Option<String>,
-    /// Required for DYNAMIC: `{operator: AND|OR, conditions: [...]}`; none for STATIC.
-    #[schema(value_type = Option<Object>)]
-    filters: Option<Value>,
+    #[serde(rename = "type")]
+    kind: Option<SegmentKind>,
+    /// Required for DYNAMIC; none for STATIC.
+    filters: Option<FilterDocument>,
     /// Record `segment.<slug>.entry` / `.exit` events; default false.
     track_membership: Option<bool>,
 }
 
-/// Request body of PATCH /segments/{id}: the same fields, all optional.
-#[allow(dead_code)]
-#[derive(ToSchema)]
+/// Request body of PATCH /segments/{id}: the fields to change.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct UpdateSegmentRequest {
-    name: Option<String>,
-    description: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    filters: Option<Value>,
+    name: Option<SegmentName>,
+    description: Option<SegmentDescription>,
+    filters: Option<FilterDocument>,
     track_membership: Option<bool>,
 }
 
 /// Request body of POST and DELETE /segments/{id}/members.
-#[allow(dead_code)]
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct MembersRequest {
-    /// 1 to 1000 addresses.
-    emails: Vec<String>,
+    emails: MemberEmails,
 }
+
+/// A segment's name: its slug names the segment's events, so it needs a letter or a
+/// digit.
+#[derive(Debug, Clone)]
+pub struct SegmentName(String);
+
+impl<'de> Deserialize<'de> for SegmentName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = Text::<MAX_NAME_LEN>::deserialize(d)?.into_string();
+        if slug(&name).is_empty() {
+            return Err(field_de_error(
+                FieldCode::InvalidString,
+                "The name must contain a letter or a digit",
+            ));
+        }
+        Ok(SegmentName(name))
+    }
+}
+
+impl utoipa::PartialSchema for SegmentName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "1 to 100 characters after trimming, a letter or a digit among them",
+            ))
+            .pattern(Some(r"[^\W_]"))
+            .max_length(Some(MAX_NAME_LEN))
+            .build()
+            .into()
+    }
+}
+
+impl ToSchema for SegmentName {}
+type SegmentDescription = Text<MAX_DESCRIPTION_LEN>;
+type MemberEmails = List<EmailAddress, 1, MAX_MEMBER_EMAILS>;
 
 fn now(state: &AppState) -> i64 {
     Timestamp::from(state.clock.now()).millis()
@@ -152,42 +187,31 @@ async fn one(
         .ok_or_else(|| Error::Internal("a counted segment went missing".into()).into())
 }
 
-fn name(f: &mut Fields, required: bool) -> Option<String> {
-    let name = if required {
-        f.string("name", MAX_NAME_LEN)
-    } else {
-        f.opt_string("name", MAX_NAME_LEN)
-    };
-    match name {
-        Some(n) if slug(&n).is_empty() => {
-            f.error(
-                "name",
-                FieldCode::InvalidString,
-                "The name must contain a letter or a digit",
-            );
-            None
-        }
-        other => other,
-    }
-}
-
 /// The filter of a DYNAMIC segment: parsed, validated, and at most `max_bytes` of JSON.
-fn filters(f: &mut Fields, body: &Value, max_bytes: usize) -> Option<Group> {
-    let v = body.get("filters").filter(|v| !v.is_null())?;
-    if serde_json::to_vec(v).map_or(usize::MAX, |b| b.len()) > max_bytes {
-        f.error(
+fn filters(doc: &FilterDocument, max_bytes: usize, errors: &mut Vec<FieldError>) -> Option<Group> {
+    if serde_json::to_vec(&doc.0).map_or(usize::MAX, |b| b.len()) > max_bytes {
+        errors.push(FieldError::new(
             "filters",
             FieldCode::TooBig,
             format!("filters must be at most {max_bytes} bytes of JSON"),
-        );
+        ));
         return None;
     }
-    match Group::parse(v, "filters") {
+    match Group::parse(&doc.0, "filters") {
         Ok(g) => Some(g),
-        Err(errors) => {
-            f.extend(errors);
+        Err(e) => {
+            errors.extend(e);
             None
         }
+    }
+}
+
+/// Ok when nothing failed; otherwise the 422 with every failure.
+fn finish(errors: Vec<FieldError>) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Validation(errors).into())
     }
 }
 
@@ -217,62 +241,38 @@ pub async fn list(
     responses((status = 201, body = SegmentView), (status = 422)), security(("bearer" = [])))]
 pub async fn create(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(req): Body<CreateSegmentRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let name = name(&mut f, true);
-    let description = f.opt_string("description", MAX_DESCRIPTION_LEN);
-    let kind = match body.get("type").filter(|v| !v.is_null()) {
-        None => Some(SegmentKind::Dynamic),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("dynamic") => Some(SegmentKind::Dynamic),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("static") => Some(SegmentKind::Static),
-        Some(Value::String(_)) => {
-            f.error(
-                "type",
-                FieldCode::InvalidEnumValue,
-                "Expected 'DYNAMIC' | 'STATIC'",
-            );
+    let mut errors = Vec::new();
+    let kind = req.kind.unwrap_or(SegmentKind::Dynamic);
+    let filters = match (kind, &req.filters) {
+        (SegmentKind::Static, Some(_)) => {
+            errors.push(FieldError::new(
+                "filters",
+                FieldCode::Custom,
+                "A STATIC segment takes no filters; add members instead",
+            ));
             None
         }
-        Some(other) => {
-            f.error(
-                "type",
+        (SegmentKind::Static, None) => None,
+        (SegmentKind::Dynamic, None) => {
+            errors.push(FieldError::new(
+                "filters",
                 FieldCode::InvalidType,
-                format!("Expected string, received {}", json_type(other)),
-            );
+                "Required",
+            ));
             None
         }
+        (SegmentKind::Dynamic, Some(doc)) => filters(doc, state.limits.max_data_bytes, &mut errors),
     };
-    let filters = match kind {
-        Some(SegmentKind::Static) => {
-            if body.get("filters").is_some_and(|v| !v.is_null()) {
-                f.error(
-                    "filters",
-                    FieldCode::Custom,
-                    "A STATIC segment takes no filters; add members instead",
-                );
-            }
-            None
-        }
-        _ => {
-            if body.get("filters").is_none_or(Value::is_null) {
-                f.error("filters", FieldCode::InvalidType, "Required");
-            }
-            filters(&mut f, &body, state.limits.max_data_bytes)
-        }
-    };
-    let track_membership = f.opt_bool("trackMembership");
-    f.finish()?;
-    let (Some(name), Some(kind)) = (name, kind) else {
-        return Err(Error::Internal("validated fields went missing".into()).into());
-    };
+    finish(errors)?;
     let msg = CreateSegment {
-        name,
-        description,
+        name: req.name.0,
+        description: req.description.map(Text::into_string),
         kind,
         filters,
-        track_membership: track_membership.unwrap_or(false),
+        track_membership: req.track_membership.unwrap_or(false),
     };
     let segment = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Created().json(one(&state, p.id, segment).await?))
@@ -296,22 +296,22 @@ pub async fn get(
 pub async fn update(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(req): Body<UpdateSegmentRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let mut f = Fields::of(&body)?;
-    let name = name(&mut f, false);
-    let description = f.opt_string("description", MAX_DESCRIPTION_LEN);
-    let filters = filters(&mut f, &body, state.limits.max_data_bytes);
-    let track_membership = f.opt_bool("trackMembership");
-    f.finish()?;
+    let mut errors = Vec::new();
+    let filters = req
+        .filters
+        .as_ref()
+        .and_then(|doc| filters(doc, state.limits.max_data_bytes, &mut errors));
+    finish(errors)?;
     let msg = UpdateSegment {
         id,
-        name,
-        description: description.map(Some),
+        name: req.name.map(|n| n.0),
+        description: req.description.map(|d| Some(d.into_string())),
         filters,
-        track_membership,
+        track_membership: req.track_membership,
     };
     let segment = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
@@ -358,60 +358,17 @@ pub async fn contacts(
     }))
 }
 
-/// `emails`: 1 to 1000 addresses, each checked.
-fn emails(body: &Value) -> Result<Vec<EmailAddress>, ApiError> {
-    let mut f = Fields::of(body)?;
-    let mut out = Vec::new();
-    match body.get("emails").filter(|v| !v.is_null()) {
-        None => f.error("emails", FieldCode::InvalidType, "Required"),
-        Some(Value::Array(items)) if items.is_empty() => f.error(
-            "emails",
-            FieldCode::TooSmall,
-            "Array must contain at least 1 element(s)",
-        ),
-        Some(Value::Array(items)) if items.len() > MAX_MEMBER_EMAILS => f.error(
-            "emails",
-            FieldCode::TooBig,
-            format!("Array must contain at most {MAX_MEMBER_EMAILS} element(s)"),
-        ),
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                match item.as_str().map(EmailAddress::parse) {
-                    Some(Ok(e)) => out.push(e),
-                    Some(Err(_)) => f.error(
-                        &format!("emails.{i}"),
-                        FieldCode::InvalidString,
-                        "Invalid email",
-                    ),
-                    None => f.error(
-                        &format!("emails.{i}"),
-                        FieldCode::InvalidType,
-                        format!("Expected string, received {}", json_type(item)),
-                    ),
-                }
-            }
-        }
-        Some(other) => f.error(
-            "emails",
-            FieldCode::InvalidType,
-            format!("Expected array, received {}", json_type(other)),
-        ),
-    }
-    f.finish()?;
-    Ok(out)
-}
-
 #[utoipa::path(post, path = "/segments/{id}/members", tag = "Segments", request_body = MembersRequest,
     responses((status = 200, body = MembersAdded), (status = 404), (status = 409, description = "a DYNAMIC segment")),
     security(("bearer" = [])))]
 pub async fn add_members(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(MembersRequest { emails }): Body<MembersRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let emails = emails(&body)?;
+    let emails = emails.0;
     let out = state
         .registry
         .send(
@@ -435,11 +392,11 @@ pub async fn add_members(
 pub async fn remove_members(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(MembersRequest { emails }): Body<MembersRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let emails = emails(&body)?;
+    let emails = emails.0;
     let out = state
         .registry
         .send(

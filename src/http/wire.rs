@@ -81,6 +81,52 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
     }
 }
 
+/// An array of `MIN` to `MAX` items.
+#[derive(Debug, Clone)]
+pub struct List<T, const MIN: usize, const MAX: usize>(pub Vec<T>);
+
+impl<'de, T: Deserialize<'de>, const MIN: usize, const MAX: usize> Deserialize<'de>
+    for List<T, MIN, MAX>
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let items = Vec::<T>::deserialize(d)?;
+        if items.len() < MIN {
+            return Err(field_de_error(
+                FieldCode::TooSmall,
+                format_args!("Array must contain at least {MIN} element(s)"),
+            ));
+        }
+        if items.len() > MAX {
+            return Err(field_de_error(
+                FieldCode::TooBig,
+                format_args!("Array must contain at most {MAX} element(s)"),
+            ));
+        }
+        Ok(List(items))
+    }
+}
+
+impl<T: utoipa::ToSchema, const MIN: usize, const MAX: usize> utoipa::PartialSchema
+    for List<T, MIN, MAX>
+{
+    fn schema() -> RefOr<Schema> {
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(T::schema())
+            .min_items(Some(MIN))
+            .max_items(Some(MAX))
+            .build()
+            .into()
+    }
+}
+
+impl<T: utoipa::ToSchema, const MIN: usize, const MAX: usize> utoipa::ToSchema
+    for List<T, MIN, MAX>
+{
+    fn name() -> Cow<'static, str> {
+        Cow::Owned(format!("{}List{MIN}To{MAX}", T::name()))
+    }
+}
+
 /// An event's name: 1 to 200 characters after trimming, none of them a control character.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventName(String);
@@ -126,7 +172,12 @@ impl utoipa::PartialSchema for EventName {
     }
 }
 
-impl utoipa::ToSchema for EventName {}
+/// `EventName` in the document is the answer of GET /events/names.
+impl utoipa::ToSchema for EventName {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("TrackedEventName")
+    }
+}
 
 #[cfg(test)]
 mod tests {

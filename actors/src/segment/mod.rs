@@ -8,6 +8,7 @@ pub mod eval;
 pub mod filter;
 pub mod model;
 pub mod scan;
+pub mod schema;
 
 #[cfg(test)]
 mod proptests;
@@ -15,3 +16,4 @@ mod proptests;
 pub use eval::{Compiled, ContactSubject, Subject};
 pub use filter::{Condition, Group};
 pub use model::{slug, Segment, SegmentKind};
+pub use schema::FilterDocument;

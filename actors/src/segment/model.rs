@@ -7,9 +7,13 @@ use super::filter::Group;
 use crate::error::{Error, Result};
 use crate::model::{SegmentId, Timestamp};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// On the wire DYNAMIC or STATIC, lowercase accepted (the store keeps the variant's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SegmentKind {
+    #[serde(alias = "dynamic", alias = "Dynamic")]
     Dynamic,
+    #[serde(alias = "static", alias = "Static")]
     Static,
 }
 

@@ -1,0 +1,109 @@
+//! The filter language of API.md section 8 as JSON Schema, next to its parser
+//! (`filter.rs`): what `/openapi.json` says a filter is. Every filter the schema
+//! accepts, the parser accepts too; the parser is more lenient (operators in any case,
+//! `unit` in the singular, date-only values), and a few of its rules (a period of at most
+//! 100 years in any unit) are tighter in the schema than they need to be.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{json, Value};
+use utoipa::openapi::{RefOr, Schema};
+
+use super::filter::MAX_IN_VALUES;
+
+/// A filter group as a request carries it; `Group::parse` checks it field by field
+/// (every problem named by its path), so deserializing only takes the JSON.
+#[derive(Debug, Clone)]
+pub struct FilterDocument(pub Value);
+
+impl<'de> Deserialize<'de> for FilterDocument {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(FilterDocument)
+    }
+}
+
+/// The longest period any unit allows: 100 years in days.
+const MAX_PERIOD: u32 = 36_600;
+
+fn condition() -> Value {
+    let data = json!({"type": "string", "pattern": r"^data\.[^.]+(\.[^.]+)*$"});
+    let event = json!({"type": "string", "pattern": r"^event\..+$"});
+    let dates = json!({"type": "string", "enum": ["createdAt", "updatedAt"]});
+    let period = json!({"type": "number", "minimum": 0, "maximum": MAX_PERIOD});
+    let unit = json!({"type": "string", "enum": ["minutes", "hours", "days"]});
+    let ops = |names: &[&str]| json!({"type": "string", "enum": names});
+    let branch = |field: Value, operator: Value, value: Option<Value>| {
+        let mut b = json!({
+            "type": "object",
+            "required": ["field", "operator"],
+            "properties": {"field": field, "operator": operator, "unit": unit},
+        });
+        if let Some(v) = value {
+            b["required"] = json!(["field", "operator", "value"]);
+            b["properties"]["value"] = v;
+        }
+        b
+    };
+    let any_but_null = json!({"type": ["string", "number", "boolean", "array", "object"]});
+    let list = json!({"type": "array", "maxItems": MAX_IN_VALUES});
+    json!({
+        "description": "One condition: a field, an operator that applies to it, and a value of the type the operator takes.",
+        "not": {"required": ["conditions"]},
+        "anyOf": [
+            branch(json!({"const": "email"}), ops(&["equals", "notEquals", "contains", "notContains"]), Some(json!({"type": "string"}))),
+            branch(json!({"const": "email"}), ops(&["in", "notIn"]), Some(json!({"type": "array", "maxItems": MAX_IN_VALUES, "items": {"type": "string"}}))),
+            branch(json!({"type": "string", "enum": ["email", "subscribed", "createdAt", "updatedAt"]}), ops(&["exists", "notExists"]), None),
+            branch(json!({"const": "subscribed"}), ops(&["equals", "notEquals"]), Some(json!({"type": "boolean"}))),
+            branch(dates.clone(), ops(&["equals", "notEquals", "greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual"]), Some(json!({"type": "string", "format": "date-time"}))),
+            branch(dates, ops(&["within", "olderThan"]), Some(period.clone())),
+            branch(data.clone(), ops(&["exists", "notExists"]), None),
+            branch(data.clone(), ops(&["equals", "notEquals"]), Some(any_but_null)),
+            branch(data.clone(), ops(&["contains", "notContains"]), Some(json!({"type": ["string", "number", "boolean"]}))),
+            branch(data.clone(), ops(&["greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual"]), Some(json!({"type": ["string", "number"]}))),
+            branch(data.clone(), ops(&["in", "notIn"]), Some(list)),
+            branch(data, ops(&["within", "olderThan"]), Some(period.clone())),
+            branch(event.clone(), ops(&["triggered", "notTriggered"]), None),
+            branch(event, ops(&["triggeredWithin", "triggeredOlderThan"]), Some(period)),
+        ],
+    })
+}
+
+fn group() -> Value {
+    json!({
+        "type": "object",
+        "description": "A filter group: AND or OR over its conditions, which may be groups in turn.",
+        "required": ["operator", "conditions"],
+        "properties": {
+            "operator": {"type": "string", "enum": ["AND", "OR"]},
+            "conditions": {
+                "type": "array",
+                "items": {"anyOf": [{"$ref": "#/components/schemas/FilterGroup"}, condition()]},
+            },
+        },
+    })
+}
+
+impl utoipa::PartialSchema for FilterDocument {
+    fn schema() -> RefOr<Schema> {
+        serde_json::from_value(group()).unwrap_or_else(|_| RefOr::T(Schema::default()))
+    }
+}
+
+impl utoipa::ToSchema for FilterDocument {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("FilterGroup")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_is_a_schema_utoipa_reads() {
+        let read: RefOr<Schema> = serde_json::from_value(group()).unwrap();
+        let back = serde_json::to_value(read).unwrap();
+        assert_eq!(back["required"], json!(["operator", "conditions"]));
+    }
+}
