@@ -9,8 +9,35 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
         .map_err(|e| Error::Internal(format!("encode: {e}")))
 }
 
+/// A decode may claim this many bytes of memory per byte of input: a length prefix is
+/// trusted only this far, so damaged bytes (a torn log record, a flipped bit) give an
+/// error instead of an allocation of up to 2^64 bytes that aborts the process. 16 is
+/// the widest any one decoded value is per encoded byte (a 1-byte varint `u128`).
+const CLAIM_PER_BYTE: usize = 16;
+
+/// bincode's limit is a type-level constant: the smallest tier that covers
+/// `CLAIM_PER_BYTE` times the input.
+macro_rules! with_limit {
+    ($len:expr, $config:ident => $body:expr) => {{
+        let need = $len.saturating_mul(CLAIM_PER_BYTE);
+        if need <= 1 << 16 {
+            let $config = bincode::config::standard().with_limit::<{ 1 << 16 }>();
+            $body
+        } else if need <= 1 << 24 {
+            let $config = bincode::config::standard().with_limit::<{ 1 << 24 }>();
+            $body
+        } else if need <= 1 << 30 {
+            let $config = bincode::config::standard().with_limit::<{ 1 << 30 }>();
+            $body
+        } else {
+            let $config = bincode::config::standard().with_limit::<{ 1 << 36 }>();
+            $body
+        }
+    }};
+}
+
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+    with_limit!(bytes.len(), config => bincode::serde::decode_from_slice(bytes, config))
         .map(|(v, _)| v)
         .map_err(|e| Error::storage_caused("decode", e))
 }
@@ -18,7 +45,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 /// Decodes a value that borrows from `bytes` (strings as `&str`), for scans that
 /// should not allocate per record.
 pub fn decode_borrowed<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
-    bincode::serde::borrow_decode_from_slice(bytes, bincode::config::standard())
+    with_limit!(bytes.len(), config => bincode::serde::borrow_decode_from_slice(bytes, config))
         .map(|(v, _)| v)
         .map_err(|e| Error::storage_caused("decode", e))
 }
