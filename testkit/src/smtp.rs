@@ -4,9 +4,16 @@
 //! tokio runtime, and sets TCP_NODELAY on every connection. Started with a `TlsMode`
 //! it also speaks STARTTLS (RFC 3207) or implicit TLS (RFC 8314), with a certificate
 //! from a CA made at start (see `tls.rs`).
+//!
+//! For fault injection it can also keep refusing a step until told to stop
+//! (`keep_refusing`, `clear_refusals`), hang in the middle of DATA (`hang_in_data`), and
+//! drop connections on accept or after its greeting (`drop_connections`,
+//! `drop_after_greeting`); each fault counts what it did, so that a test can wait until
+//! the client under test has met it instead of sleeping.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,6 +64,20 @@ struct Shared {
     auth: Mutex<Option<Auth>>,
     /// Replies to give instead of 250/354 at a stage, in order.
     refusals: Mutex<Vec<(Stage, String)>>,
+    /// Replies given at a stage every time, until `clear_refusals` (`keep_refusing`).
+    standing: Mutex<Vec<(Stage, String)>>,
+    /// Refusals given so far, queued and standing.
+    refused: AtomicU64,
+    /// `hang_in_data`: DATA gets its 354, then nothing more is ever answered.
+    hang_in_data: AtomicBool,
+    /// Transactions hung in DATA so far.
+    hung: AtomicU64,
+    /// `drop_connections`: close new connections on accept, open ones at their next command.
+    drop_on_accept: AtomicBool,
+    /// `drop_after_greeting`: greet, then close at the first command (open ones at the next).
+    drop_after_greeting: AtomicBool,
+    /// Connections closed by the two above so far.
+    dropped: AtomicU64,
 }
 
 /// A step of an SMTP transaction that the server can be told to refuse.
@@ -133,9 +154,15 @@ impl SmtpServer {
                         tokio::select! {
                             accepted = listener.accept() => {
                                 if let Ok((stream, _)) = accepted {
-                                    let _ = stream.set_nodelay(true);
-                                    let tls = (mode, acceptor.clone());
-                                    tokio::spawn(session(stream, s.clone(), tls, stop_rx.clone()));
+                                    if s.drop_on_accept.load(Ordering::SeqCst) {
+                                        // Closed before the greeting (drop_connections).
+                                        s.dropped.fetch_add(1, Ordering::SeqCst);
+                                        drop(stream);
+                                    } else {
+                                        let _ = stream.set_nodelay(true);
+                                        let tls = (mode, acceptor.clone());
+                                        tokio::spawn(session(stream, s.clone(), tls, stop_rx.clone()));
+                                    }
                                 }
                             }
                             _ = stop_rx.changed() => break,
@@ -189,6 +216,63 @@ impl SmtpServer {
             .lock()
             .unwrap()
             .push((stage, format!("{}\r\n", reply.trim_end())));
+    }
+
+    /// Every command at `stage` gets `reply` (a whole line such as
+    /// "451 4.3.0 Try again later") instead of its usual success, from now until
+    /// `clear_refusals`: a relay that keeps refusing for a while. Replies queued with
+    /// `refuse` still come first.
+    pub fn keep_refusing(&self, stage: Stage, reply: &str) {
+        self.shared
+            .standing
+            .lock()
+            .unwrap()
+            .push((stage, format!("{}\r\n", reply.trim_end())));
+    }
+
+    /// Ends every refusal: the standing ones (`keep_refusing`) and the queued ones
+    /// (`refuse`) not given yet. Commands get their usual success again.
+    pub fn clear_refusals(&self) {
+        self.shared.standing.lock().unwrap().clear();
+        self.shared.refusals.lock().unwrap().clear();
+    }
+
+    /// Refusals given so far, queued (`refuse`) and standing (`keep_refusing`).
+    pub fn refused(&self) -> u64 {
+        self.shared.refused.load(Ordering::SeqCst)
+    }
+
+    /// While on, DATA gets its 354 and then the server reads whatever the client sends
+    /// and never answers again, until the client gives up and closes the connection: a
+    /// relay that hangs mid-DATA. The message is not kept. Turned off, later transactions
+    /// go through; a transaction already hung stays hung until its client gives up.
+    pub fn hang_in_data(&self, on: bool) {
+        self.shared.hang_in_data.store(on, Ordering::SeqCst);
+    }
+
+    /// Transactions hung in DATA so far (`hang_in_data`).
+    pub fn hung(&self) -> u64 {
+        self.shared.hung.load(Ordering::SeqCst)
+    }
+
+    /// While on, the server closes each new connection as soon as it accepts it, before
+    /// the greeting, and each open connection at its next command, without a reply: a
+    /// relay that drops connections. A transaction cut short is not kept (the server
+    /// never drops a connection between the end of DATA and its 250).
+    pub fn drop_connections(&self, on: bool) {
+        self.shared.drop_on_accept.store(on, Ordering::SeqCst);
+    }
+
+    /// While on, the server greets each new connection (220) and closes it at the
+    /// client's first command, without a reply; open connections are closed at their
+    /// next command, as with `drop_connections`.
+    pub fn drop_after_greeting(&self, on: bool) {
+        self.shared.drop_after_greeting.store(on, Ordering::SeqCst);
+    }
+
+    /// Connections closed so far by `drop_connections` and `drop_after_greeting`.
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::SeqCst)
     }
 
     /// Offers AUTH PLAIN and LOGIN in EHLO from now on, and answers AUTH as `mode` says.
@@ -321,13 +405,16 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
         if conn.read_line(&mut line).await? == 0 {
             return Ok(End::Closed);
         }
+        if shared.drop_on_accept.load(Ordering::SeqCst)
+            || shared.drop_after_greeting.load(Ordering::SeqCst)
+        {
+            // Hang up on the command, unanswered (drop_connections, drop_after_greeting).
+            shared.dropped.fetch_add(1, Ordering::SeqCst);
+            return Ok(End::Closed);
+        }
         let upper = line.to_ascii_uppercase();
         let auth = *shared.auth.lock().unwrap();
-        let refusal = |stage: Stage| {
-            let mut r = shared.refusals.lock().unwrap();
-            let at = r.iter().position(|(s, _)| *s == stage)?;
-            Some(r.remove(at).1)
-        };
+        let refusal = |stage: Stage| refusal_for(shared, stage);
         let reply: &[u8] = if upper.starts_with("EHLO") && auth.is_some() {
             b"250-test-smtp\r\n250-PIPELINING\r\n250-8BITMIME\r\n250-AUTH PLAIN LOGIN\r\n250 SMTPUTF8\r\n"
         } else if upper.starts_with("AUTH") {
@@ -351,17 +438,16 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             b"502 5.5.1 STARTTLS not offered\r\n"
         } else if upper.starts_with("HELO") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
-        } else if let Some(stage) = [
+        } else if let Some(reply) = [
             ("MAIL FROM:", Stage::MailFrom),
             ("RCPT TO:", Stage::RcptTo),
             ("DATA", Stage::Data),
         ]
         .iter()
         .find(|(verb, _)| upper.starts_with(verb))
-        .map(|(_, s)| *s)
-        .filter(|s| refusal_waits(shared, *s))
+        .and_then(|(_, s)| refusal(*s))
         {
-            let reply = refusal(stage).unwrap_or_default();
+            // Looked up and taken in one step: a refusal cleared meanwhile is not half-given.
             send(conn, &mut out, reply.as_bytes()).await?;
             continue;
         } else if upper.starts_with("MAIL FROM:") {
@@ -379,6 +465,14 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             send_now(conn, &mut out, b"221 bye\r\n").await?;
             return Ok(End::Closed);
         } else if upper.starts_with("DATA") {
+            if shared.hang_in_data.load(Ordering::SeqCst) {
+                send_now(conn, &mut out, b"354 go ahead\r\n").await?;
+                shared.hung.fetch_add(1, Ordering::SeqCst);
+                // Take what the client sends and never answer, until it gives up.
+                let mut sink = [0u8; 4096];
+                while conn.read(&mut sink).await? > 0 {}
+                return Ok(End::Closed);
+            }
             send(conn, &mut out, b"354 go ahead\r\n").await?;
             let data = read_data(conn).await?;
             if let Some(reply) = refusal(Stage::EndOfData) {
@@ -413,14 +507,28 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Whether a refusal is queued for `stage`.
-fn refusal_waits(shared: &Shared, stage: Stage) -> bool {
-    shared
-        .refusals
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(s, _)| *s == stage)
+/// The refusal to give at `stage`, if any: the first one queued for it (taken), else the
+/// standing one (kept). Counted in `refused`.
+fn refusal_for(shared: &Shared, stage: Stage) -> Option<String> {
+    let queued = {
+        let mut r = shared.refusals.lock().unwrap();
+        r.iter()
+            .position(|(s, _)| *s == stage)
+            .map(|at| r.remove(at).1)
+    };
+    let reply = queued.or_else(|| {
+        shared
+            .standing
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(s, _)| *s == stage)
+            .map(|(_, reply)| reply.clone())
+    });
+    if reply.is_some() {
+        shared.refused.fetch_add(1, Ordering::SeqCst);
+    }
+    reply
 }
 
 /// Queues a reply, and writes the queue once the client's pipelined commands are all read
@@ -519,6 +627,93 @@ mod tests {
                 return text;
             }
         }
+    }
+
+    /// Sends one command line and reads the reply's (first) line.
+    async fn command(conn: &mut BufReader<TcpStream>, line: &str) -> String {
+        conn.write_all(line.as_bytes()).await.unwrap();
+        let mut reply = String::new();
+        conn.read_line(&mut reply).await.unwrap();
+        reply
+    }
+
+    /// A clear-text connection whose greeting has been read.
+    async fn greeted(addr: SocketAddr) -> BufReader<TcpStream> {
+        let mut conn = BufReader::new(TcpStream::connect(addr).await.unwrap());
+        let mut greeting = String::new();
+        conn.read_line(&mut greeting).await.unwrap();
+        assert!(greeting.starts_with("220 "), "{greeting}");
+        conn
+    }
+
+    #[tokio::test]
+    async fn a_standing_refusal_answers_every_command_at_its_stage_until_cleared() {
+        let server = SmtpServer::start();
+        server.keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
+        let mut conn = greeted(server.addr()).await;
+        assert!(command(&mut conn, "HELO me\r\n").await.starts_with("250"));
+        let mail = command(&mut conn, "MAIL FROM:<a@example.com>\r\n").await;
+        assert!(mail.starts_with("250"), "{mail}");
+        for _ in 0..3 {
+            let rcpt = command(&mut conn, "RCPT TO:<b@example.com>\r\n").await;
+            assert!(rcpt.starts_with("451 4.3.0"), "{rcpt}");
+        }
+        assert_eq!(server.refused(), 3);
+        server.clear_refusals();
+        let rcpt = command(&mut conn, "RCPT TO:<b@example.com>\r\n").await;
+        assert!(rcpt.starts_with("250"), "{rcpt}");
+        assert_eq!(server.refused(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_hanging_server_answers_data_with_354_and_then_never_again() {
+        let server = SmtpServer::start();
+        server.hang_in_data(true);
+        let mut conn = greeted(server.addr()).await;
+        for line in [
+            "HELO me\r\n",
+            "MAIL FROM:<a@example.com>\r\n",
+            "RCPT TO:<b@example.com>\r\n",
+        ] {
+            assert!(command(&mut conn, line).await.starts_with("250"), "{line}");
+        }
+        let data = command(&mut conn, "DATA\r\n").await;
+        assert!(data.starts_with("354"), "{data}");
+        conn.write_all(b"Subject: s\r\n\r\nbody\r\n.\r\n")
+            .await
+            .unwrap();
+        let mut reply = String::new();
+        let answer =
+            tokio::time::timeout(Duration::from_millis(300), conn.read_line(&mut reply)).await;
+        assert!(answer.is_err(), "no answer after the message: {reply}");
+        assert_eq!((server.hung(), server.count()), (1, 0), "hung, not kept");
+    }
+
+    #[tokio::test]
+    async fn a_dropping_server_closes_connections_on_accept_or_after_its_greeting() {
+        let server = SmtpServer::start();
+        let mut open = greeted(server.addr()).await;
+        server.drop_connections(true);
+        let mut conn = BufReader::new(TcpStream::connect(server.addr()).await.unwrap());
+        let mut line = String::new();
+        let read = conn.read_line(&mut line).await.unwrap_or(0);
+        assert_eq!(read, 0, "closed before the greeting: {line}");
+        // The connection opened before is closed at its next command, unanswered.
+        open.write_all(b"NOOP\r\n").await.unwrap();
+        line.clear();
+        assert_eq!(open.read_line(&mut line).await.unwrap_or(0), 0, "{line}");
+        assert_eq!(server.dropped(), 2);
+
+        server.drop_connections(false);
+        server.drop_after_greeting(true);
+        let mut conn = greeted(server.addr()).await;
+        conn.write_all(b"EHLO me\r\n").await.unwrap();
+        line.clear();
+        assert_eq!(conn.read_line(&mut line).await.unwrap_or(0), 0, "{line}");
+        assert_eq!(server.dropped(), 3);
+
+        server.drop_after_greeting(false);
+        assert!(ehlo(server.addr()).await.contains("250 SMTPUTF8"));
     }
 
     #[tokio::test]

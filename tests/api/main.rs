@@ -11,6 +11,7 @@ mod domains;
 mod durability;
 mod errors;
 mod events;
+mod faults;
 mod helpers;
 mod isolation;
 mod limits;
