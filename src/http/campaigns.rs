@@ -4,31 +4,24 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;
+use mailroom_actors::model::EmailAddress;
 use mailroom_actors::model::{
     AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, SegmentId, Timestamp,
 };
 use mailroom_actors::project::campaign_stats;
 use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
-use mailroom_actors::segment::filter::parse_instant;
-use mailroom_actors::segment::Group;
+use mailroom_actors::segment::{FilterDocument, Group};
 use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::envelope;
 use super::error::ApiError;
-use super::validate::{path_id, Fields, Query};
+use super::validate::{path_id, Query};
+use super::wire::{Description, Html, Instant, Name, Nullable, Subject, Text};
 use super::{blocking, AppState};
-
-const MAX_NAME: usize = 200;
-const MAX_DESCRIPTION: usize = 1000;
-/// RFC 5322 caps a header line at 998 characters.
-const MAX_SUBJECT: usize = 998;
-const MAX_BODY: usize = 1 << 20;
-const AUDIENCES: [&str; 3] = ["ALL", "SEGMENT", "FILTERED"];
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -47,7 +40,7 @@ pub struct CampaignView {
     segment_id: Option<String>,
     /// The segment filter shape, for FILTERED.
     #[schema(value_type = Option<Object>)]
-    audience_filter: Option<Value>,
+    audience_filter: Option<serde_json::Value>,
     /// DRAFT, SCHEDULED, SENDING, SENT or CANCELLED.
     status: &'static str,
     scheduled_at: Option<String>,
@@ -139,46 +132,72 @@ pub struct TestSent {
     email: String,
 }
 
-/// Request body of POST /campaigns, and of PATCH /campaigns/{id} (all optional there).
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(rename_all = "camelCase")]
-pub struct CampaignRequest {
-    name: String,
-    description: Option<String>,
+/// Request body of POST /campaigns.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateCampaignRequest {
+    name: Name,
+    description: Option<Description>,
     /// A template, like a template's subject.
-    subject: String,
+    subject: Subject,
     /// HTML, a template; `{{unsubscribeUrl}}` places the unsubscribe link (else a footer
     /// carries it).
-    body: String,
+    body: Html,
     /// On a verified domain of the project.
-    from: String,
-    from_name: Option<String>,
-    reply_to: Option<String>,
+    from: EmailAddress,
+    from_name: Option<Name>,
+    reply_to: Option<EmailAddress>,
     /// ALL (default), SEGMENT or FILTERED.
-    #[schema(rename = "type")]
-    kind: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<AudienceKind>,
     /// Required for SEGMENT.
     segment_id: Option<String>,
-    /// Required for FILTERED: the segment filter shape.
-    #[schema(value_type = Option<Object>)]
-    audience_filter: Option<Value>,
+    /// Required for FILTERED.
+    audience_filter: Option<FilterDocument>,
 }
 
-/// Request body of POST /campaigns/{id}/send.
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(rename_all = "camelCase")]
+/// Request body of PATCH /campaigns/{id}: the fields to change; null clears an optional one.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateCampaignRequest {
+    name: Option<Name>,
+    #[serde(default)]
+    description: NullableDescription,
+    subject: Option<Subject>,
+    body: Option<Html>,
+    from: Option<EmailAddress>,
+    #[serde(default)]
+    from_name: NullableName,
+    #[serde(default)]
+    reply_to: NullableEmail,
+    #[serde(rename = "type")]
+    kind: Option<AudienceKind>,
+    #[serde(default)]
+    segment_id: NullableSegment,
+    #[serde(default)]
+    audience_filter: NullableFilter,
+}
+
+// utoipa's derive reads a generic field as a generic of the struct: aliases hide them.
+type NullableDescription = Nullable<Description>;
+type NullableName = Nullable<Name>;
+type NullableEmail = Nullable<EmailAddress>;
+/// A segment's id: a string that is no id names no segment (404).
+type NullableSegment = Nullable<String>;
+type NullableFilter = Nullable<FilterDocument>;
+
+/// Request body of POST /campaigns/{id}/send (optional: no body sends now).
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SendCampaignRequest {
-    /// ISO 8601; missing or past sends now.
-    scheduled_at: Option<String>,
+    /// Missing or past sends now.
+    scheduled_at: Option<Instant>,
 }
 
 /// Request body of POST /campaigns/{id}/test.
-#[allow(dead_code)]
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct TestCampaignRequest {
-    email: String,
+    email: EmailAddress,
 }
 
 fn view(c: &Campaign) -> CampaignView {
@@ -190,77 +209,22 @@ fn created<T: Serialize>(data: T) -> HttpResponse {
     HttpResponse::Created().json(serde_json::json!({"success": true, "data": data}))
 }
 
-/// The audience fields of a body: the type, and a segment or filter. On PATCH
-/// (`patch`), absent fields stay as they are and null clears.
-struct AudienceFields {
-    kind: Option<AudienceKind>,
-    segment_id: Option<Option<SegmentId>>,
-    filter: Option<Option<Group>>,
-    /// A `segmentId` that is no id at all: 404, as for one that names no segment.
-    bad_segment: Option<ApiError>,
+/// A segment id from a request: one that cannot exist names no segment of this project.
+fn segment_id(raw: &str) -> Result<SegmentId, ApiError> {
+    path_id(raw, Resource::Segment)
 }
 
-impl AudienceFields {
-    fn check(&mut self) -> Result<(), ApiError> {
-        self.bad_segment.take().map_or(Ok(()), Err)
+/// An audience filter: parsed and checked, and at most `max_bytes` of JSON.
+fn audience_filter(doc: &FilterDocument, max_bytes: usize) -> Result<Group, ApiError> {
+    if serde_json::to_vec(&doc.0).map_or(usize::MAX, |b| b.len()) > max_bytes {
+        return Err(Error::field(
+            "audienceFilter",
+            FieldCode::TooBig,
+            format!("audienceFilter must be at most {max_bytes} bytes of JSON"),
+        )
+        .into());
     }
-}
-
-fn audience(f: &mut Fields, body: &Value, max_filter_bytes: usize) -> AudienceFields {
-    let kind = f
-        .opt_enum("type", &AUDIENCES)
-        .and_then(|s| AudienceKind::parse(&s));
-    let mut bad_segment = None;
-    let segment_id = match body.get("segmentId") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        // An id that cannot exist names no segment of this project (clarification 10).
-        Some(Value::String(s)) => match path_id::<SegmentId>(s, Resource::Segment) {
-            Ok(id) => Some(Some(id)),
-            Err(e) => {
-                bad_segment = Some(e);
-                None
-            }
-        },
-        Some(other) => {
-            f.wrong_type("segmentId", "string", other);
-            None
-        }
-    };
-    let filter = match body.get("audienceFilter") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(v) if serde_json::to_vec(v).map_or(usize::MAX, |b| b.len()) > max_filter_bytes => {
-            f.error(
-                "audienceFilter",
-                FieldCode::TooBig,
-                format!("audienceFilter must be at most {max_filter_bytes} bytes of JSON"),
-            );
-            None
-        }
-        Some(v) => match Group::parse(v, "audienceFilter") {
-            Ok(g) => Some(Some(g)),
-            Err(errors) => {
-                f.extend(errors);
-                None
-            }
-        },
-    };
-    AudienceFields {
-        kind,
-        segment_id,
-        filter,
-        bad_segment,
-    }
-}
-
-/// An optional string field of a PATCH: absent stays, null clears.
-fn nullable(f: &mut Fields, body: &Value, field: &str, max: usize) -> Option<Option<String>> {
-    match body.get(field) {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(_) => f.opt_string(field, max).map(Some),
-    }
+    Group::parse(&doc.0, "audienceFilter").map_err(|e| Error::Validation(e).into())
 }
 
 fn campaign_id(id: &str) -> Result<CampaignId, ApiError> {
@@ -288,41 +252,33 @@ pub async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/campaigns", tag = "Campaigns", request_body = CampaignRequest,
+#[utoipa::path(post, path = "/campaigns", tag = "Campaigns", request_body = CreateCampaignRequest,
     responses((status = 201, description = "{success, data: CampaignView}", body = CampaignView), (status = 404), (status = 409), (status = 422)),
     security(("bearer" = [])))]
 pub async fn create(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(req): Body<CreateCampaignRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let name = f.string("name", MAX_NAME);
-    let description = f.opt_string("description", MAX_DESCRIPTION);
-    let subject = f.string("subject", MAX_SUBJECT);
-    let html = f.string("body", MAX_BODY);
-    let from = f.email("from");
-    let from_name = f.opt_string("fromName", MAX_NAME);
-    let reply_to = f.opt_email("replyTo");
-    let mut a = audience(&mut f, &body, state.limits.max_data_bytes);
-    f.finish()?;
-    a.check()?;
-    let (Some(name), Some(subject), Some(html), Some(from)) = (name, subject, html, from) else {
-        return Err(Error::Internal("validated fields went missing".into()).into());
-    };
+    let audience_filter = req
+        .audience_filter
+        .as_ref()
+        .map(|doc| audience_filter(doc, state.limits.max_data_bytes))
+        .transpose()?;
+    let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
     let now = Timestamp::from(state.clock.now());
     let campaign = Campaign {
         id: CampaignId::new(),
-        name,
-        description,
-        subject,
-        body: html,
-        from,
-        from_name,
-        reply_to,
-        audience: a.kind.unwrap_or(AudienceKind::All),
-        segment_id: a.segment_id.flatten(),
-        audience_filter: a.filter.flatten(),
+        name: req.name.into_string(),
+        description: req.description.map(Text::into_string),
+        subject: req.subject.into_string(),
+        body: req.body.into_string(),
+        from: req.from,
+        from_name: req.from_name.map(Text::into_string),
+        reply_to: req.reply_to,
+        audience: req.kind.unwrap_or(AudienceKind::All),
+        segment_id,
+        audience_filter,
         status: CampaignStatus::Draft,
         scheduled_at: None,
         sent_at: None,
@@ -348,43 +304,40 @@ pub async fn get(
     Ok(envelope::ok(view(&c)))
 }
 
-#[utoipa::path(patch, path = "/campaigns/{id}", tag = "Campaigns", request_body = CampaignRequest,
+#[utoipa::path(patch, path = "/campaigns/{id}", tag = "Campaigns", request_body = UpdateCampaignRequest,
     params(("id" = String, Path, description = "Campaign id")),
     responses((status = 200, description = "{success, data: CampaignView}", body = CampaignView), (status = 404), (status = 409), (status = 422)),
     security(("bearer" = [])))]
 pub async fn update(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(req): Body<UpdateCampaignRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let mut f = Fields::of(&body)?;
-    let name = f.opt_string("name", MAX_NAME);
-    let description = nullable(&mut f, &body, "description", MAX_DESCRIPTION);
-    let subject = f.opt_string("subject", MAX_SUBJECT);
-    let html = f.opt_string("body", MAX_BODY);
-    let from = f.opt_email("from");
-    let from_name = nullable(&mut f, &body, "fromName", MAX_NAME);
-    let reply_to = match body.get("replyTo") {
+    let max = state.limits.max_data_bytes;
+    let audience_filter = match req.audience_filter.change() {
         None => None,
-        Some(Value::Null) => Some(None),
-        Some(_) => f.opt_email("replyTo").map(Some),
+        Some(None) => Some(None),
+        Some(Some(doc)) => Some(Some(audience_filter(&doc, max)?)),
     };
-    let mut a = audience(&mut f, &body, state.limits.max_data_bytes);
-    f.finish()?;
-    a.check()?;
+    let segment = match req.segment_id.change() {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(raw)) => Some(Some(segment_id(&raw)?)),
+    };
+    let text = |t: Text<_>| t.into_string();
     let patch = CampaignPatch {
-        name,
-        description,
-        subject,
-        body: html,
-        from,
-        from_name,
-        reply_to,
-        audience: a.kind,
-        segment_id: a.segment_id,
-        audience_filter: a.filter,
+        name: req.name.map(Text::into_string),
+        description: req.description.change().map(|d| d.map(text)),
+        subject: req.subject.map(Text::into_string),
+        body: req.body.map(Text::into_string),
+        from: req.from,
+        from_name: req.from_name.change().map(|n| n.map(Text::into_string)),
+        reply_to: req.reply_to.change(),
+        audience: req.kind,
+        segment_id: segment,
+        audience_filter,
     };
     let c = actions::update(&state.registry, p.id, id, patch).await?;
     Ok(envelope::ok(view(&c)))
@@ -418,29 +371,8 @@ pub async fn send(
     let at = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
-        let body: Value = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("The body is not valid JSON: {e}")))?;
-        let mut f = Fields::of(&body)?;
-        let at = match f.raw("scheduledAt") {
-            None => None,
-            Some(Value::String(s)) => match parse_instant(s) {
-                Some(ms) => Some(Timestamp::from(ms)),
-                None => {
-                    f.error(
-                        "scheduledAt",
-                        FieldCode::InvalidString,
-                        "Invalid datetime: expected ISO 8601, such as 2026-12-01T09:00:00Z",
-                    );
-                    None
-                }
-            },
-            Some(other) => {
-                f.wrong_type("scheduledAt", "string", other);
-                None
-            }
-        };
-        f.finish()?;
-        at
+        let req: SendCampaignRequest = super::body::parse(&body)?;
+        req.scheduled_at.map(|at| Timestamp::from(at.0))
     };
     let c = actions::send(&state.registry, &state.campaigns, p.id, id, at).await?;
     Ok(envelope::ok(view(&c)))
@@ -467,16 +399,10 @@ pub async fn cancel(
 pub async fn test(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(TestCampaignRequest { email: to }): Body<TestCampaignRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let mut f = Fields::of(&body)?;
-    let to = f.email("email");
-    f.finish()?;
-    let Some(to) = to else {
-        return Err(Error::Internal("validated fields went missing".into()).into());
-    };
     let email = actions::test(&state.registry, &state.templates, p.id, id, to).await?;
     Ok(envelope::ok(TestSent {
         email: email.to_string(),

@@ -81,6 +81,84 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
     }
 }
 
+/// A field of a PATCH that can be left out (stays as it is), null (cleared) or set.
+/// Use with `#[serde(default)]`, so that a missing field is `Absent`.
+#[derive(Debug, Clone, Default)]
+pub enum Nullable<T> {
+    #[default]
+    Absent,
+    Null,
+    Value(T),
+}
+
+impl<T> Nullable<T> {
+    /// None to leave the field, Some(None) to clear it, Some(Some(v)) to set it.
+    pub fn change(self) -> Option<Option<T>> {
+        match self {
+            Nullable::Absent => None,
+            Nullable::Null => Some(None),
+            Nullable::Value(v) => Some(Some(v)),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Nullable<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<T>::deserialize(d)? {
+            None => Nullable::Null,
+            Some(v) => Nullable::Value(v),
+        })
+    }
+}
+
+impl<T: utoipa::ToSchema> utoipa::PartialSchema for Nullable<T> {
+    fn schema() -> RefOr<Schema> {
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .item(T::schema())
+            .description(Some("null clears it; leave it out to keep it"))
+            .into()
+    }
+}
+
+impl<T: utoipa::ToSchema> utoipa::ToSchema for Nullable<T> {
+    fn name() -> Cow<'static, str> {
+        Cow::Owned(format!("Nullable{}", T::name()))
+    }
+}
+
+/// A moment in ISO 8601 (RFC 3339, or a date alone for its midnight UTC), as ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Instant(pub i64);
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        mailroom_actors::segment::filter::parse_instant(&s)
+            .map(Instant)
+            .ok_or_else(|| {
+                field_de_error(
+                    FieldCode::InvalidString,
+                    "Invalid datetime: expected ISO 8601, such as 2026-12-01T09:00:00Z",
+                )
+            })
+    }
+}
+
+impl utoipa::PartialSchema for Instant {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+                utoipa::openapi::schema::KnownFormat::DateTime,
+            )))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Instant {}
+
 /// An array of `MIN` to `MAX` items.
 #[derive(Debug, Clone)]
 pub struct List<T, const MIN: usize, const MAX: usize>(pub Vec<T>);

@@ -32,8 +32,10 @@ impl CampaignStatus {
     }
 }
 
-/// Who a campaign goes to: always subscribed contacts only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Who a campaign goes to: always subscribed contacts only. On the wire ALL, SEGMENT or
+/// FILTERED (the store keeps the variant's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AudienceKind {
     All,
     Segment,
