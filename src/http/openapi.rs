@@ -44,7 +44,8 @@ use super::{
         campaigns::CreateCampaignRequest, campaigns::UpdateCampaignRequest,
         campaigns::SendCampaignRequest, campaigns::TestCampaignRequest,
         workflows::WorkflowView, workflows::WorkflowList, workflows::ExecutionView,
-        workflows::ExecutionList, workflows::HistoryView, workflows::WorkflowRequest,
+        workflows::ExecutionList, workflows::HistoryView, workflows::CreateWorkflowRequest,
+        workflows::UpdateWorkflowRequest,
     )),
     modifiers(&BearerAuth),
 )]

@@ -6,21 +6,18 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::{ExecStatus, Execution, ExecutionId, Workflow, WorkflowId};
 use mailroom_actors::project::apply::Apply;
 use mailroom_actors::project::workflows::{self as stored, WorkflowPatch};
-use mailroom_actors::workflow::steps;
-use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Serialize;
+use mailroom_actors::workflow::{steps, StepsDocument};
+use mailroom_actors::{Error, Resource};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Body;
 use super::error::ApiError;
-use super::validate::{path_id, Fields, Query};
+use super::validate::{path_id, Query};
+use super::wire::{Description, Name, Nullable, Text};
 use super::{blocking, AppState};
-
-const MAX_NAME: usize = 200;
-const MAX_DESCRIPTION: usize = 1000;
-const MAX_EVENT_NAME: usize = 200;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -134,43 +131,40 @@ pub struct ExecutionList {
     total: u64,
 }
 
-/// Request body of POST /workflows, and of PATCH /workflows/{id} (all optional there).
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(rename_all = "camelCase")]
-pub struct WorkflowRequest {
-    name: String,
-    description: Option<String>,
+/// Request body of POST /workflows.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateWorkflowRequest {
+    name: Name,
+    description: Option<Description>,
     /// Default false.
     enabled: Option<bool>,
-    trigger_event: String,
-    /// Default false.
+    /// The event that starts an execution (any event, system events included).
+    trigger_event: TriggerEvent,
+    /// Whether a contact may run it again while an execution of theirs is open; default false.
     allow_reentry: Option<bool>,
-    /// 1 to 100 steps; execution starts at the first.
-    #[schema(value_type = Vec<Object>)]
-    steps: Vec<Value>,
+    steps: StepsDocument,
 }
 
-fn steps_of(
-    f: &mut Fields,
-    body: &Value,
-    required: bool,
-) -> Option<Vec<mailroom_actors::model::Step>> {
-    match body.get("steps") {
-        None | Some(Value::Null) => {
-            if required {
-                f.error("steps", FieldCode::InvalidType, "Required");
-            }
-            None
-        }
-        Some(v) => match steps::parse(v) {
-            Ok(s) => Some(s),
-            Err(errors) => {
-                f.extend(errors);
-                None
-            }
-        },
-    }
+/// Request body of PATCH /workflows/{id}: the fields to change; null clears `description`.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateWorkflowRequest {
+    name: Option<Name>,
+    #[serde(default)]
+    description: NullableDescription,
+    enabled: Option<bool>,
+    trigger_event: Option<TriggerEvent>,
+    allow_reentry: Option<bool>,
+    steps: Option<StepsDocument>,
+}
+
+type NullableDescription = Nullable<Description>;
+/// Any event's name, a system event's too.
+type TriggerEvent = Text<200>;
+
+fn parse_steps(doc: &StepsDocument) -> Result<Vec<mailroom_actors::model::Step>, ApiError> {
+    steps::parse(&doc.0).map_err(|e| Error::Validation(e).into())
 }
 
 fn workflow_id(id: &str) -> Result<WorkflowId, ApiError> {
@@ -197,33 +191,23 @@ pub async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/workflows", tag = "Workflows", request_body = WorkflowRequest,
+#[utoipa::path(post, path = "/workflows", tag = "Workflows", request_body = CreateWorkflowRequest,
     responses((status = 201, body = WorkflowView), (status = 404), (status = 409), (status = 422)),
     security(("bearer" = [])))]
 pub async fn create(
     SecretKey(p): SecretKey,
-    JsonBody(body): JsonBody,
+    Body(req): Body<CreateWorkflowRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = Fields::of(&body)?;
-    let name = f.string("name", MAX_NAME);
-    let description = f.opt_string("description", MAX_DESCRIPTION);
-    let enabled = f.opt_bool("enabled");
-    let trigger_event = f.string("triggerEvent", MAX_EVENT_NAME);
-    let allow_reentry = f.opt_bool("allowReentry");
-    let steps = steps_of(&mut f, &body, true);
-    f.finish()?;
-    let (Some(name), Some(trigger_event), Some(steps)) = (name, trigger_event, steps) else {
-        return Err(Error::Internal("validated fields went missing".into()).into());
-    };
+    let steps = parse_steps(&req.steps)?;
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis();
     let w = Workflow {
         id: WorkflowId::new(),
-        name,
-        description,
-        enabled: enabled.unwrap_or(false),
-        trigger_event,
-        allow_reentry: allow_reentry.unwrap_or(false),
+        name: req.name.into_string(),
+        description: req.description.map(Text::into_string),
+        enabled: req.enabled.unwrap_or(false),
+        trigger_event: req.trigger_event.into_string(),
+        allow_reentry: req.allow_reentry.unwrap_or(false),
         steps,
         created_at: now,
         updated_at: now,
@@ -248,34 +232,23 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
 }
 
-#[utoipa::path(patch, path = "/workflows/{id}", tag = "Workflows", request_body = WorkflowRequest,
+#[utoipa::path(patch, path = "/workflows/{id}", tag = "Workflows", request_body = UpdateWorkflowRequest,
     params(("id" = String, Path, description = "Workflow id")),
     responses((status = 200, body = WorkflowView), (status = 404), (status = 422)), security(("bearer" = [])))]
 pub async fn update(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
-    JsonBody(body): JsonBody,
+    Body(req): Body<UpdateWorkflowRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    let mut f = Fields::of(&body)?;
-    let name = f.opt_string("name", MAX_NAME);
-    let description = match body.get("description") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(_) => f.opt_string("description", MAX_DESCRIPTION).map(Some),
-    };
-    let enabled = f.opt_bool("enabled");
-    let trigger_event = f.opt_string("triggerEvent", MAX_EVENT_NAME);
-    let allow_reentry = f.opt_bool("allowReentry");
-    let steps = steps_of(&mut f, &body, false);
-    f.finish()?;
+    let steps = req.steps.as_ref().map(parse_steps).transpose()?;
     let patch = WorkflowPatch {
-        name,
-        description,
-        enabled,
-        trigger_event,
-        allow_reentry,
+        name: req.name.map(Text::into_string),
+        description: req.description.change().map(|d| d.map(Text::into_string)),
+        enabled: req.enabled,
+        trigger_event: req.trigger_event.map(Text::into_string),
+        allow_reentry: req.allow_reentry,
         steps,
     };
     let w = state

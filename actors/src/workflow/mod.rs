@@ -2,8 +2,10 @@
 //! JSON form and graph check, the executor pool, and the webhook client.
 
 pub mod executor;
+pub mod schema;
 pub mod steps;
 pub mod webhook;
 
 pub use executor::{ExecutorConfig, Executors};
+pub use schema::StepsDocument;
 pub use webhook::WebhookClient;

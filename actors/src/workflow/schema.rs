@@ -1,0 +1,97 @@
+//! A workflow's steps as JSON Schema, next to their parser (`steps.rs`): the shape of
+//! each step type. The graph rules (every link names a step, no cycle, every step
+//! reachable from the first) are beyond JSON Schema: `steps::parse` checks them and
+//! answers 422 naming the step.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{json, Value};
+use utoipa::openapi::{RefOr, Schema};
+
+use super::steps::MAX_STEPS;
+
+/// The steps as a request carries them; `steps::parse` checks them field by field.
+#[derive(Debug, Clone)]
+pub struct StepsDocument(pub Value);
+
+impl<'de> Deserialize<'de> for StepsDocument {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(StepsDocument)
+    }
+}
+
+fn step(kind: &str, config: Value, links: &[&str]) -> Value {
+    let link = json!({"type": ["string", "null"], "pattern": "^[A-Za-z0-9_-]{1,64}$"});
+    let mut properties = json!({
+        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+        "type": {"const": kind},
+        "config": config,
+    });
+    for l in links {
+        properties[*l] = link.clone();
+    }
+    json!({"type": "object", "required": ["id", "type"], "properties": properties})
+}
+
+fn steps() -> Value {
+    let seconds = json!({"type": "integer", "minimum": 1, "maximum": 3600});
+    let object = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
+    let step_schema = json!({
+        "description": "A step: `id`, `type`, `config`, and the links to the next steps (CONDITION: `yes`/`no`; WAIT_FOR_EVENT: `next` and `timeoutNext`; EXIT: none).",
+        "anyOf": [
+            step("SEND_EMAIL", object(json!({"templateId": {"type": "string"}}), &["templateId"]), &["next"]),
+            step("DELAY", object(json!({
+                "amount": seconds,
+                "unit": {"type": "string", "enum": ["seconds", "minutes", "hours", "days"]},
+            }), &["amount", "unit"]), &["next"]),
+            step("WAIT_FOR_EVENT", object(json!({
+                "eventName": {"type": "string", "pattern": r"\S", "maxLength": 200},
+                "timeoutSeconds": seconds,
+            }), &["eventName", "timeoutSeconds"]), &["next", "timeoutNext"]),
+            step("CONDITION", json!({"description": "One condition of the segment filter language (FilterGroup's conditions)."}), &["yes", "no"]),
+            step("UPDATE_CONTACT", json!({"type": "object", "properties": {
+                "data": {"type": "object"},
+                "subscribed": {"type": "boolean"},
+            }, "minProperties": 1}), &["next"]),
+            step("WEBHOOK", object(json!({
+                "url": {"type": "string", "format": "uri", "maxLength": 2048},
+                "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"]},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "body": {},
+            }), &["url"]), &["next"]),
+            step("EXIT", json!({"type": "object"}), &[]),
+        ],
+    });
+    json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_STEPS,
+        "description": "The steps; the first runs first.",
+        "items": step_schema,
+    })
+}
+
+impl utoipa::PartialSchema for StepsDocument {
+    fn schema() -> RefOr<Schema> {
+        serde_json::from_value(steps()).unwrap_or_else(|_| RefOr::T(Schema::default()))
+    }
+}
+
+impl utoipa::ToSchema for StepsDocument {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("WorkflowSteps")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_is_a_schema_utoipa_reads() {
+        let read: RefOr<Schema> = serde_json::from_value(steps()).unwrap();
+        let back = serde_json::to_value(read).unwrap();
+        assert_eq!(back["maxItems"], json!(MAX_STEPS));
+    }
+}
