@@ -135,23 +135,70 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for BodyJson<T> {
 /// The 422 for a body that is JSON but not a `T`, listing every field that fails in the
 /// order the request declares them, as zod lists them.
 fn refused<T: DeserializeOwned + ToSchema>(body: Value) -> ApiError {
-    let mut errors = every_error::<T>(body);
-    let order = declared_fields::<T>();
-    errors.sort_by_key(|e| {
-        let top = e.field.split('.').next().unwrap_or_default();
-        order.iter().position(|f| *f == top).unwrap_or(usize::MAX)
-    });
-    Error::Validation(errors).into()
+    Error::Validation(every_error::<T>(body).0).into()
+}
+
+/// A request that may have failed in some fields: the rest of it parsed (when nothing it
+/// requires failed), with the errors, and the JSON it came as. For an endpoint whose
+/// nested parts are checked field by field after parsing, so that one 422 lists the
+/// problems of both steps.
+pub struct Partial<T> {
+    pub value: Option<T>,
+    pub errors: Vec<FieldError>,
+    pub json: Value,
+}
+
+impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for Partial<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = read(req, payload);
+        Box::pin(async move {
+            let json: Value = serde_json::from_slice(&read.await?).map_err(not_json)?;
+            if !json.is_object() {
+                return Err(Error::field(
+                    "body",
+                    FieldCode::InvalidType,
+                    format!("Expected object, received {}", json_type(&json)),
+                )
+                .into());
+            }
+            let (errors, value) = match T::deserialize(&json) {
+                Ok(v) => (Vec::new(), Some(v)),
+                Err(_) => every_error::<T>(json.clone()),
+            };
+            Ok(Partial {
+                value,
+                errors,
+                json,
+            })
+        })
+    }
 }
 
 /// serde stops at the first bad field, but a 422 lists them all: take out the top-level
 /// field that failed and try again, until what remains parses or only missing fields are
 /// left (serde names just the first of those; the schema's `required` names them all).
 /// At most one round per declared field of `T`.
-fn every_error<T: DeserializeOwned + ToSchema>(mut body: Value) -> Vec<FieldError> {
+/// Also answers what remains of the request once the failed fields are taken out, when
+/// that parses. Errors come in the order the request declares its fields, as zod lists them.
+fn every_error<T: DeserializeOwned + ToSchema>(mut body: Value) -> (Vec<FieldError>, Option<T>) {
     let mut errors: Vec<FieldError> = Vec::new();
     let top_of = |field: &str| field.split('.').next().unwrap_or_default().to_owned();
-    while let Err(e) = serde_path_to_error::deserialize::<_, T>(&body) {
+    let order = declared_fields::<T>();
+    let in_order = |mut errors: Vec<FieldError>| {
+        errors.sort_by_key(|e| {
+            let top = e.field.split('.').next().unwrap_or_default();
+            order.iter().position(|f| *f == top).unwrap_or(usize::MAX)
+        });
+        errors
+    };
+    loop {
+        let e = match serde_path_to_error::deserialize::<_, T>(&body) {
+            Ok(rest) => return (in_order(errors), Some(rest)),
+            Err(e) => e,
+        };
         let error = field_error(e.path(), e.inner());
         let top = top_of(&error.field);
         let missing_here = error.message == REQUIRED && !error.field.contains('.');
@@ -169,7 +216,7 @@ fn every_error<T: DeserializeOwned + ToSchema>(mut body: Value) -> Vec<FieldErro
             errors.push(FieldError::new(field, FieldCode::InvalidType, REQUIRED));
         }
     }
-    errors
+    (in_order(errors), None)
 }
 
 /// zod's word for a field that is missing.
@@ -288,21 +335,5 @@ fn json_word(got: &str) -> &'static str {
         "sequence" => "array",
         "map" => "object",
         _ => "another type",
-    }
-}
-
-/// An untyped body, for the requests not yet typed. (Migration in progress.)
-pub struct JsonBody(pub Value);
-
-impl FromRequest for JsonBody {
-    type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let read = read(req, payload);
-        Box::pin(async move {
-            let buf = read.await?;
-            serde_json::from_slice(&buf).map(JsonBody).map_err(not_json)
-        })
     }
 }

@@ -112,8 +112,26 @@ const KEYED_ERRORS: [(&str, &str); 11] = [
 
 /// Declares every `{name}` of a path as a path parameter, the error answers of each
 /// operation with the error body's schema, and the bounds of `limit`.
+/// Components whose schema is JSON Schema written by hand next to their parser: the
+/// document carries each as written, in place of utoipa's stand-in.
+fn exact() -> [(&'static str, serde_json::Value); 6] {
+    use mailroom_actors::segment::FilterDocument;
+    use mailroom_actors::workflow::StepsDocument;
+    [
+        ("FilterGroup", FilterDocument::json_schema()),
+        ("WorkflowSteps", StepsDocument::json_schema()),
+        ("Recipients", send::Recipients::json_schema()),
+        ("Sender", send::Sender::json_schema()),
+        ("Headers", send::Headers::json_schema()),
+        ("Attachments", send::Attachments::json_schema()),
+    ]
+}
+
 fn complete(doc: &mut serde_json::Value) {
     use serde_json::{json, Value};
+    for (name, schema) in exact() {
+        doc["components"]["schemas"][name] = schema;
+    }
     let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}});
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
         return;

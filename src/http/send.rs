@@ -3,18 +3,21 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
+use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
 use mailroom_actors::project::send::{send_request, SendRequest as Request};
 use mailroom_actors::project::sending;
 use mailroom_actors::{Error, FieldCode, Resource};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::JsonBody;
+use super::body::Partial;
 use super::envelope;
 use super::error::ApiError;
-use super::validate::{path_id, Fields};
+use super::validate::{data_within, path_id, Fields};
+use super::wire::{checked_part, Name, Subject, Text};
 use super::AppState;
 
 pub const MAX_RECIPIENTS: usize = 100;
@@ -24,34 +27,78 @@ const MAX_SUBJECT: usize = 998;
 const MAX_BODY: usize = 5 << 20;
 const MAX_NAME: usize = 200;
 
-/// Request body of POST /v1/send (documentation; parsing is field by field).
-#[allow(dead_code)]
-#[derive(ToSchema)]
+/// Request body of POST /v1/send.
+#[derive(Deserialize, ToSchema)]
 pub struct SendRequest {
-    /// A string, `{name, email}`, or an array of either (1 to 100).
-    #[schema(value_type = Object)]
-    to: Value,
-    subject: Option<String>,
-    body: Option<String>,
+    #[schema(required = true)]
+    to: Option<Recipients>,
+    subject: Option<Subject>,
+    body: Option<SendHtml>,
     /// A template id; its subject, body, from and reply-to are used unless given here.
-    template: Option<String>,
-    /// A string or `{name, email}`; its domain must be verified.
-    #[schema(value_type = Option<Object>)]
-    from: Option<Value>,
-    name: Option<String>,
+    template: Option<TemplateRef>,
+    /// Its domain must be a verified domain of the project.
+    from: Option<Sender>,
+    /// The sender's display name.
+    name: Option<Name>,
+    /// For a recipient that is a new contact; default false.
     subscribed: Option<bool>,
     #[schema(value_type = Option<Object>)]
-    data: Option<Value>,
-    #[schema(value_type = Option<Object>)]
-    headers: Option<Value>,
-    reply: Option<String>,
-    /// `[{filename, content (base64), contentType}]`, at most 10 and 10 MB decoded.
-    #[schema(value_type = Option<Vec<Object>>)]
-    attachments: Option<Value>,
+    data: Option<DataMap>,
+    headers: Option<Headers>,
+    reply: Option<EmailAddress>,
+    attachments: Option<Attachments>,
 }
 
+type SendHtml = Text<MAX_BODY>;
+type TemplateRef = Text<64>;
+
+/// `{name, email}` or a bare address.
+fn mailbox_schema() -> Value {
+    json!({"anyOf": [
+        {"type": "string", "format": "email", "maxLength": 254},
+        {"type": "object", "required": ["email"], "properties": {
+            "email": {"type": "string", "format": "email", "maxLength": 254},
+            "name": {"type": ["string", "null"], "maxLength": MAX_NAME},
+        }},
+    ]})
+}
+
+checked_part!(
+    /// An address, `{name, email}`, or an array of 1 to 100 of either.
+    Recipients,
+    "Recipients",
+    json!({"anyOf": [
+        mailbox_schema(),
+        {"type": "array", "minItems": 1, "maxItems": MAX_RECIPIENTS, "items": mailbox_schema()},
+    ]})
+);
+checked_part!(
+    /// An address or `{name, email}`.
+    Sender,
+    "Sender",
+    mailbox_schema()
+);
+checked_part!(
+    /// Extra headers: single-line values; the headers Mailroom sets itself are refused.
+    Headers,
+    "Headers",
+    json!({"type": "object", "propertyNames": {"pattern": "^X-[!-9;-~]{1,74}$"},
+           "additionalProperties": {"type": "string", "maxLength": MAX_SUBJECT, "pattern": "^[^\\r\\n]*$"}})
+);
+checked_part!(
+    /// At most 10, and 10 MB in all after decoding.
+    Attachments,
+    "Attachments",
+    json!({"type": "array", "maxItems": MAX_ATTACHMENTS, "items": {
+        "type": "object", "required": ["filename", "content"], "properties": {
+            "filename": {"type": "string", "pattern": "\\S", "maxLength": 255},
+            "content": {"type": "string", "contentEncoding": "base64", "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", "minLength": 1},
+            "contentType": {"type": "string"},
+        }}})
+);
+
 /// One address in a `to` or `from` form: a string or `{name, email}`.
-fn mailbox(f: &mut Fields<'_>, field: &str, v: &Value) -> Option<(EmailAddress, Option<String>)> {
+fn mailbox(f: &mut Fields, field: &str, v: &Value) -> Option<(EmailAddress, Option<String>)> {
     let (email, name) = match v {
         Value::String(s) => (s.as_str(), None),
         Value::Object(o) => {
@@ -103,8 +150,8 @@ fn mailbox(f: &mut Fields<'_>, field: &str, v: &Value) -> Option<(EmailAddress, 
     }
 }
 
-fn recipients(f: &mut Fields<'_>) -> Vec<(EmailAddress, Option<String>)> {
-    let Some(to) = f.raw("to") else {
+fn recipients(f: &mut Fields, to: Option<&Value>) -> Vec<(EmailAddress, Option<String>)> {
+    let Some(to) = to.filter(|v| !v.is_null()) else {
         f.error("to", FieldCode::InvalidType, "Required");
         return Vec::new();
     };
@@ -137,8 +184,8 @@ fn recipients(f: &mut Fields<'_>) -> Vec<(EmailAddress, Option<String>)> {
         .collect()
 }
 
-fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
-    let Some(v) = f.raw("headers") else {
+fn headers(f: &mut Fields, v: Option<&Value>) -> Vec<(String, String)> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
         return Vec::new();
     };
     let Some(map) = v.as_object() else {
@@ -170,8 +217,8 @@ fn headers(f: &mut Fields<'_>) -> Vec<(String, String)> {
     out
 }
 
-fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
-    let Some(v) = f.raw("attachments") else {
+fn attachments(f: &mut Fields, v: Option<&Value>) -> Vec<Attachment> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
         return Vec::new();
     };
     let Some(items) = v.as_array() else {
@@ -242,37 +289,42 @@ fn attachments(f: &mut Fields<'_>) -> Vec<Attachment> {
 pub async fn send(
     SecretKey(p): SecretKey,
     req: HttpRequest,
-    JsonBody(body): JsonBody,
+    body: Partial<SendRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let claim = super::idempotency::claim(&req, "send", &body, state.limits.idempotency_ttl_hours)?;
-    let mut f = Fields::of(&body)?;
-    let to = recipients(&mut f);
-    let template_id = f.opt_string("template", 64);
-    let subject = f.opt_string("subject", MAX_SUBJECT);
-    let html = f.opt_string("body", MAX_BODY);
-    let from = f.raw("from").and_then(|v| mailbox(&mut f, "from", v));
-    let from_name = f.opt_string("name", MAX_NAME);
-    let subscribed = f.opt_bool("subscribed");
-    let data = f.opt_object("data", state.limits.max_data_bytes);
-    let headers = headers(&mut f);
-    let reply = f.opt_email("reply");
-    let attachments = attachments(&mut f);
-    let template = template_id
-        .as_deref()
-        .map(|id| path_id::<TemplateId>(id, Resource::Template))
+    let claim =
+        super::idempotency::claim(&req, "send", &body.json, state.limits.idempotency_ttl_hours)?;
+    let mut f = Fields::of(&body.json)?;
+    f.extend(body.errors);
+    // Every field of SendRequest is optional to serde, so what did not fail parsed.
+    let Some(r) = body.value else {
+        f.finish()?;
+        return Err(Error::Internal("a parsed request went missing".into()).into());
+    };
+    let to = recipients(&mut f, r.to.as_ref().map(|d| &d.0));
+    let from = r.from.as_ref().and_then(|d| mailbox(&mut f, "from", &d.0));
+    let headers = headers(&mut f, r.headers.as_ref().map(|d| &d.0));
+    let attachments = attachments(&mut f, r.attachments.as_ref().map(|d| &d.0));
+    let data = r.data.unwrap_or_default();
+    if let Err(e) = data_within("data", &data, state.limits.max_data_bytes) {
+        f.extend_api(e);
+    }
+    let template = r
+        .template
+        .as_ref()
+        .map(|id| path_id::<TemplateId>(id.as_str(), Resource::Template))
         .transpose()?;
     f.finish()?;
     let request = Request {
         recipients: to,
         template,
-        subject,
-        body: html,
+        subject: r.subject.map(Text::into_string),
+        body: r.body.map(Text::into_string),
         from,
-        from_name,
-        reply_to: reply,
-        subscribed,
-        data: data.unwrap_or_default(),
+        from_name: r.name.map(Text::into_string),
+        reply_to: r.reply,
+        subscribed: r.subscribed,
+        data,
         headers,
         attachments,
         idempotency: claim,

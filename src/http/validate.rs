@@ -1,10 +1,9 @@
-//! Field-by-field parsing of a JSON object into domain values, collecting every field
-//! error (with zod's codes and messages) so that one 422 lists them all.
+//! Checks that come after parsing: the field errors of parts read element by element,
+//! a bound on JSON data, the query string, and ids in paths.
 
-use mailroom_actors::model::email::EmailError;
-use mailroom_actors::model::{DataMap, EmailAddress};
+use mailroom_actors::model::DataMap;
 use mailroom_actors::{Error, FieldCode, FieldError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::ApiError;
 
@@ -19,19 +18,17 @@ pub fn json_type(v: &Value) -> &'static str {
     }
 }
 
-pub struct Fields<'a> {
-    map: &'a Map<String, Value>,
+/// The field errors of a request whose parts are checked element by element after
+/// parsing (/v1/send's recipients, headers and attachments), so that one 422 lists them all.
+pub struct Fields {
     errors: Vec<FieldError>,
 }
 
-impl<'a> Fields<'a> {
+impl Fields {
     /// The body must be a JSON object.
-    pub fn of(body: &'a Value) -> Result<Self, ApiError> {
+    pub fn of(body: &Value) -> Result<Self, ApiError> {
         match body {
-            Value::Object(map) => Ok(Fields {
-                map,
-                errors: Vec::new(),
-            }),
+            Value::Object(_) => Ok(Fields { errors: Vec::new() }),
             other => Err(Error::field(
                 "body",
                 FieldCode::InvalidType,
@@ -53,148 +50,16 @@ impl<'a> Fields<'a> {
         );
     }
 
-    /// A present, non-null value; `null` counts as absent for optional fields.
-    fn present(&self, field: &str) -> Option<&'a Value> {
-        self.map.get(field).filter(|v| !v.is_null())
-    }
-
-    fn required(&mut self, field: &str) -> Option<&'a Value> {
-        let v = self.present(field);
-        if v.is_none() {
-            self.error(field, FieldCode::InvalidType, "Required");
-        }
-        v
-    }
-
-    pub fn email(&mut self, field: &str) -> Option<EmailAddress> {
-        let v = self.required(field)?;
-        let Some(s) = v.as_str() else {
-            self.wrong_type(field, "string", v);
-            return None;
-        };
-        match EmailAddress::parse(s) {
-            Ok(e) => Some(e),
-            Err(EmailError::TooLong) => {
-                self.error(
-                    field,
-                    FieldCode::TooBig,
-                    "Email must be at most 254 characters",
-                );
-                None
-            }
-            Err(EmailError::Invalid) => {
-                self.error(field, FieldCode::InvalidString, "Invalid email");
-                None
-            }
-        }
-    }
-
-    pub fn opt_bool(&mut self, field: &str) -> Option<bool> {
-        let v = self.present(field)?;
-        match v.as_bool() {
-            Some(b) => Some(b),
-            None => {
-                self.wrong_type(field, "boolean", v);
-                None
-            }
-        }
-    }
-
-    /// A required string, trimmed, of 1 to `max` characters.
-    pub fn string(&mut self, field: &str, max: usize) -> Option<String> {
-        let v = self.required(field)?;
-        self.check_string(field, v, max)
-    }
-
-    /// An optional string, trimmed, of 1 to `max` characters.
-    pub fn opt_string(&mut self, field: &str, max: usize) -> Option<String> {
-        let v = self.present(field)?;
-        self.check_string(field, v, max)
-    }
-
-    /// An optional email address.
-    pub fn opt_email(&mut self, field: &str) -> Option<EmailAddress> {
-        self.present(field)?;
-        self.email(field)
-    }
-
-    /// An optional string that must be one of `allowed`.
-    pub fn opt_enum(&mut self, field: &str, allowed: &[&str]) -> Option<String> {
-        let v = self.present(field)?;
-        match v.as_str() {
-            Some(s) if allowed.contains(&s) => Some(s.to_owned()),
-            Some(_) => {
-                let list = allowed
-                    .iter()
-                    .map(|a| format!("'{a}'"))
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                self.error(
-                    field,
-                    FieldCode::InvalidEnumValue,
-                    format!("Expected {list}"),
-                );
-                None
-            }
-            None => {
-                self.wrong_type(field, "string", v);
-                None
-            }
-        }
-    }
-
-    /// The raw value of an optional field, for shapes parsed elsewhere.
-    pub fn raw(&self, field: &str) -> Option<&'a Value> {
-        self.present(field)
-    }
-
-    /// Adds errors found by a parser of a nested value (a filter, ...).
+    /// Adds errors found by another parser (serde's, a filter's, ...).
     pub fn extend(&mut self, errors: Vec<FieldError>) {
         self.errors.extend(errors);
     }
 
-    fn check_string(&mut self, field: &str, v: &Value, max: usize) -> Option<String> {
-        let Some(s) = v.as_str() else {
-            self.wrong_type(field, "string", v);
-            return None;
-        };
-        let s = s.trim();
-        if s.is_empty() {
-            self.error(
-                field,
-                FieldCode::TooSmall,
-                "String must contain at least 1 character(s)",
-            );
-            return None;
+    /// Adds the field errors of a 422 found by a check of its own.
+    pub fn extend_api(&mut self, e: ApiError) {
+        if let ApiError::Engine(Error::Validation(errors)) = e {
+            self.errors.extend(errors);
         }
-        if s.chars().count() > max {
-            self.error(
-                field,
-                FieldCode::TooBig,
-                format!("String must contain at most {max} character(s)"),
-            );
-            return None;
-        }
-        Some(s.to_owned())
-    }
-
-    /// An optional JSON object whose serialised size is at most `max_bytes`.
-    pub fn opt_object(&mut self, field: &str, max_bytes: usize) -> Option<DataMap> {
-        let v = self.present(field)?;
-        let Some(obj) = v.as_object() else {
-            self.wrong_type(field, "object", v);
-            return None;
-        };
-        let size = serde_json::to_vec(obj).map_or(usize::MAX, |b| b.len());
-        if size > max_bytes {
-            self.error(
-                field,
-                FieldCode::TooBig,
-                format!("{field} must be at most {max_bytes} bytes of JSON"),
-            );
-            return None;
-        }
-        Some(obj.clone())
     }
 
     /// Ok when no field failed; otherwise the 422 with every failure.

@@ -72,9 +72,18 @@ fn steps() -> Value {
     })
 }
 
+impl StepsDocument {
+    /// The schema as JSON. utoipa's schema types have no room for some of its keywords
+    /// (`not`, `const`, `propertyNames`), so `/openapi.json` carries this text as it is.
+    pub fn json_schema() -> Value {
+        steps()
+    }
+}
+
+/// A stand-in: the document replaces it with `json_schema()`.
 impl utoipa::PartialSchema for StepsDocument {
     fn schema() -> RefOr<Schema> {
-        serde_json::from_value(steps()).unwrap_or_else(|_| RefOr::T(Schema::default()))
+        RefOr::T(Schema::default())
     }
 }
 
@@ -89,9 +98,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_schema_is_a_schema_utoipa_reads() {
-        let read: RefOr<Schema> = serde_json::from_value(steps()).unwrap();
-        let back = serde_json::to_value(read).unwrap();
+    fn the_schema_says_what_the_parser_needs() {
+        let back = StepsDocument::json_schema();
         assert_eq!(back["maxItems"], json!(MAX_STEPS));
     }
 }
