@@ -98,7 +98,10 @@ pub async fn list(
         .get("search")
         .filter(|s| !s.trim().is_empty())
         .map(str::to_owned);
-    if search.as_ref().is_some_and(|s| s.len() > MAX_SEARCH_LEN) {
+    if search
+        .as_ref()
+        .is_some_and(|s| s.chars().count() > MAX_SEARCH_LEN)
+    {
         return Err(Error::field(
             "search",
             mailroom_actors::FieldCode::TooBig,

@@ -127,6 +127,37 @@ fn exact() -> [(&'static str, serde_json::Value); 6] {
     ]
 }
 
+/// The query parameters that take a value of a given form, as their handlers check them.
+fn query_schema(path: &str, name: &str) -> Option<serde_json::Value> {
+    use serde_json::json;
+    let one_of = |values: &[&str]| json!({"type": "string", "enum": values});
+    let id =
+        json!({"type": "string", "pattern": mailroom_actors::model::PageRequest::CURSOR_PATTERN});
+    let instant = json!({"type": "string", "format": "date-time"});
+    // An empty value is no filter at all.
+    let or_empty =
+        |schema: serde_json::Value| json!({"anyOf": [schema, {"type": "string", "maxLength": 0}]});
+    Some(or_empty(match (path, name) {
+        ("/domains", "status") => one_of(&["PENDING", "VERIFIED", "FAILED"]),
+        ("/templates", "type") => one_of(&["TRANSACTIONAL", "MARKETING"]),
+        ("/workflows/{id}/executions", "status") => one_of(&[
+            "RUNNING",
+            "WAITING",
+            "COMPLETED",
+            "EXITED",
+            "FAILED",
+            "CANCELLED",
+        ]),
+        ("/contacts", "subscribed") => json!({"type": "boolean"}),
+        ("/contacts", "search") => json!({"type": "string", "maxLength": 254}),
+        ("/events", "name") => json!({"type": "string", "maxLength": 200}),
+        ("/events", "contactId") => id,
+        ("/events", "email") => json!({"type": "string", "format": "email", "maxLength": 254}),
+        ("/events", "since" | "until") => instant,
+        _ => return None,
+    }))
+}
+
 fn complete(doc: &mut serde_json::Value) {
     use serde_json::{json, Value};
     for (name, schema) in exact() {
@@ -165,6 +196,11 @@ fn complete(doc: &mut serde_json::Value) {
                     }
                 }
                 for p in params.iter_mut() {
+                    if let Some(schema) = query_schema(path, p["name"].as_str().unwrap_or("")) {
+                        if p["in"] == "query" {
+                            p["schema"] = schema;
+                        }
+                    }
                     if p["name"] == "limit" && p["in"] == "query" {
                         p["schema"] = json!({"type": "integer", "minimum": 1, "maximum": 100});
                     }

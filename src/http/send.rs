@@ -30,7 +30,8 @@ const MAX_NAME: usize = 200;
 /// Request body of POST /v1/send.
 #[derive(Deserialize, ToSchema)]
 pub struct SendRequest {
-    #[schema(required = true)]
+    /// Optional to serde only, so that the rest parses and one 422 names every problem.
+    #[schema(required = true, nullable = false)]
     to: Option<Recipients>,
     subject: Option<Subject>,
     body: Option<SendHtml>,

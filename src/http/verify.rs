@@ -4,8 +4,9 @@
 //! reason too, never a 5xx.
 
 use actix_web::{web, HttpResponse};
+use mailroom_actors::error::field_de_error;
 use mailroom_actors::verify::{self, Verification};
-use mailroom_actors::{Error, FieldCode};
+use mailroom_actors::FieldCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -68,10 +69,39 @@ pub struct VerifyEnvelope {
 /// verifier's own parser is more lenient than a contact's address).
 #[derive(Deserialize, ToSchema)]
 pub struct VerifyRequest {
-    email: AddressInput,
+    email: AddressShaped,
 }
 
-type AddressInput = Text<MAX_EMAIL_INPUT>;
+/// Text with an `@` and something on each side, no spaces or control characters: the
+/// verifier gives such a string a result, whose reasons say what is wrong with it.
+pub struct AddressShaped(verify::Address);
+
+impl<'de> Deserialize<'de> for AddressShaped {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Text::<MAX_EMAIL_INPUT>::deserialize(d)?;
+        verify::parse(raw.as_str())
+            .map(AddressShaped)
+            .map_err(|_| field_de_error(FieldCode::InvalidString, "Invalid email"))
+    }
+}
+
+impl utoipa::PartialSchema for AddressShaped {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        const NOT_SPACE_AT_OR_CONTROL: &str = r"[^\s@\x00-\x1f\x7f-\x9f]";
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("Anything shaped like an address: text@text"))
+            .pattern(Some(format!(
+                r"^\s*{NOT_SPACE_AT_OR_CONTROL}+@{NOT_SPACE_AT_OR_CONTROL}+\s*$"
+            )))
+            .max_length(Some(MAX_EMAIL_INPUT))
+            .build()
+            .into()
+    }
+}
+
+impl ToSchema for AddressShaped {}
 
 #[utoipa::path(post, path = "/v1/verify", tag = "Public", request_body = VerifyRequest,
     responses((status = 200, body = VerifyEnvelope),
@@ -79,11 +109,11 @@ type AddressInput = Text<MAX_EMAIL_INPUT>;
     security(("bearer" = [])))]
 pub async fn verify(
     SecretKey(_p): SecretKey,
-    Body(VerifyRequest { email }): Body<VerifyRequest>,
+    Body(VerifyRequest {
+        email: AddressShaped(address),
+    }): Body<VerifyRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let address = verify::parse(email.as_str())
-        .map_err(|_| Error::field("email", FieldCode::InvalidString, "Invalid email"))?;
     let result = state.email_verifier.verify(&address).await;
     Ok(HttpResponse::Ok().json(VerifyEnvelope {
         success: true,

@@ -134,6 +134,47 @@ fn openapi_json_declares_every_path_parameter_and_the_errors_each_keyed_operatio
 }
 
 #[test]
+fn openapi_json_request_bodies_carry_the_bounds_and_grammars_the_server_checks() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    let schemas = &doc["components"]["schemas"];
+    let create = &schemas["CreateTemplateRequest"];
+    let required: Vec<&str> = create["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(required, ["name", "subject", "body"]);
+    assert_eq!(schemas["Text200"]["maxLength"], 200);
+    assert_eq!(schemas["EmailAddress"]["format"], "email");
+    assert_eq!(
+        schemas["MembersRequest"]["properties"]["emails"]["$ref"],
+        "#/components/schemas/EmailAddressList1To1000"
+    );
+    assert_eq!(schemas["EmailAddressList1To1000"]["minItems"], 1);
+    // The grammars are written next to their parsers and served as written.
+    let group = &schemas["FilterGroup"];
+    assert_eq!(
+        group["properties"]["operator"]["enum"],
+        json!(["AND", "OR"])
+    );
+    let item = &group["properties"]["conditions"]["items"]["anyOf"];
+    assert_eq!(item[0]["$ref"], "#/components/schemas/FilterGroup");
+    assert!(item[1]["anyOf"].as_array().is_some_and(|b| b.len() > 10));
+    assert_eq!(schemas["WorkflowSteps"]["maxItems"], 100);
+    assert!(schemas["Recipients"]["anyOf"].is_array());
+    let send = &schemas["SendRequest"];
+    assert_eq!(
+        send["properties"]["to"]["$ref"],
+        "#/components/schemas/Recipients"
+    );
+    assert!(send["required"]
+        .as_array()
+        .is_some_and(|r| r.contains(&json!("to"))));
+}
+
+#[test]
 fn a_method_a_path_does_not_take_answers_405_with_the_allowed_methods() {
     let app = TestApp::spawn();
     let r = app.request("PUT", "/campaigns", None, None);

@@ -23,26 +23,53 @@ impl<'de> Deserialize<'de> for FilterDocument {
     }
 }
 
-/// The longest period any unit allows: 100 years in days.
-const MAX_PERIOD: u32 = 36_600;
+/// The longest period: 100 years (of 366 days) in each unit the parser takes.
+const MAX_PERIOD: [(&str, &str, u64); 3] = [
+    ("minutes", "minute", 100 * 366 * 24 * 60),
+    ("hours", "hour", 100 * 366 * 24),
+    ("days", "day", 100 * 366),
+];
+
+/// `value` and `unit` of a period: at most 100 years, in days when `unit` is left out.
+fn period() -> Value {
+    let mut by_unit: Vec<Value> = MAX_PERIOD
+        .iter()
+        .map(|(unit, singular, max)| {
+            json!({"required": ["unit"], "properties": {
+                "unit": {"enum": [unit, singular]},
+                "value": {"type": "number", "minimum": 0, "maximum": max},
+            }})
+        })
+        .collect();
+    // No unit (or null): days.
+    by_unit.push(json!({"properties": {
+        "unit": {"type": "null"},
+        "value": {"type": "number", "minimum": 0, "maximum": MAX_PERIOD[2].2},
+    }}));
+    json!({"anyOf": by_unit})
+}
 
 fn condition() -> Value {
     let data = json!({"type": "string", "pattern": r"^data\.[^.]+(\.[^.]+)*$"});
     let event = json!({"type": "string", "pattern": r"^event\..+$"});
     let dates = json!({"type": "string", "enum": ["createdAt", "updatedAt"]});
-    let period = json!({"type": "number", "minimum": 0, "maximum": MAX_PERIOD});
-    let unit = json!({"type": "string", "enum": ["minutes", "hours", "days"]});
     let ops = |names: &[&str]| json!({"type": "string", "enum": names});
     let branch = |field: Value, operator: Value, value: Option<Value>| {
         let mut b = json!({
             "type": "object",
             "required": ["field", "operator"],
-            "properties": {"field": field, "operator": operator, "unit": unit},
+            "properties": {"field": field, "operator": operator},
         });
         if let Some(v) = value {
             b["required"] = json!(["field", "operator", "value"]);
             b["properties"]["value"] = v;
         }
+        b
+    };
+    // A period's value is a number; `period()` bounds it together with its unit.
+    let timed = |field: Value, operator: Value| {
+        let mut b = branch(field, operator, Some(json!({"type": "number"})));
+        b["allOf"] = json!([period()]);
         b
     };
     let any_but_null = json!({"type": ["string", "number", "boolean", "array", "object"]});
@@ -56,15 +83,15 @@ fn condition() -> Value {
             branch(json!({"type": "string", "enum": ["email", "subscribed", "createdAt", "updatedAt"]}), ops(&["exists", "notExists"]), None),
             branch(json!({"const": "subscribed"}), ops(&["equals", "notEquals"]), Some(json!({"type": "boolean"}))),
             branch(dates.clone(), ops(&["equals", "notEquals", "greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual"]), Some(json!({"type": "string", "format": "date-time"}))),
-            branch(dates, ops(&["within", "olderThan"]), Some(period.clone())),
+            timed(dates, ops(&["within", "olderThan"])),
             branch(data.clone(), ops(&["exists", "notExists"]), None),
             branch(data.clone(), ops(&["equals", "notEquals"]), Some(any_but_null)),
             branch(data.clone(), ops(&["contains", "notContains"]), Some(json!({"type": ["string", "number", "boolean"]}))),
             branch(data.clone(), ops(&["greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual"]), Some(json!({"type": ["string", "number"]}))),
             branch(data.clone(), ops(&["in", "notIn"]), Some(list)),
-            branch(data, ops(&["within", "olderThan"]), Some(period.clone())),
+            timed(data, ops(&["within", "olderThan"])),
             branch(event.clone(), ops(&["triggered", "notTriggered"]), None),
-            branch(event, ops(&["triggeredWithin", "triggeredOlderThan"]), Some(period)),
+            timed(event, ops(&["triggeredWithin", "triggeredOlderThan"])),
         ],
     })
 }

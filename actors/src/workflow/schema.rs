@@ -60,7 +60,7 @@ fn steps() -> Value {
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                 "body": {},
             }), &["url"]), &["next"]),
-            step("EXIT", json!({"type": "object"}), &[]),
+            step("EXIT", json!({"type": ["object", "null"]}), &[]),
         ],
     });
     json!({
