@@ -15,7 +15,7 @@ use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::domain;
 use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, SmtpSecurity,
+    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, NoKey, SmtpSecurity,
     TransportConfig,
 };
 use mailroom_actors::model::EmailAddress;
@@ -25,9 +25,10 @@ use mailroom_actors::render::TemplateCache;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
 use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::workflow::{Executors, WebhookClient};
-use mailroom_actors::{AdjustableClock, Clock, Error, SystemClock};
+use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
 use crate::config::Settings;
+use crate::failure::Failure;
 use crate::http::{self, AppState};
 
 /// A bound, not yet awaited server, and what it needs to shut down cleanly.
@@ -39,12 +40,15 @@ pub struct Application {
 
 impl Application {
     /// Must be called inside an actix System (the actors need it).
-    pub fn build(settings: Settings) -> Result<Application, String> {
+    pub fn build(settings: Settings) -> Result<Application, Failure> {
         mailroom_actors::render::set_limits(settings.templates.limits());
-        settings.admin.check()?;
+        settings
+            .admin
+            .check()
+            .map_err(|e| Failure::said(e.to_string()))?;
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
-                .map_err(|e| explain(&e))?;
+                .map_err(Failure::engine)?;
         // An adjustable clock only when config asks for it (tests): the admin API can then
         // move it forward.
         let adjustable = settings
@@ -66,7 +70,7 @@ impl Application {
             },
         );
         let link_key =
-            Links::load_key(&*store).map_err(|e| format!("reading the link key: {e}"))?;
+            Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;
         registry.set_links(Links::new(
             link_key,
             &settings.server.public_url,
@@ -74,10 +78,12 @@ impl Application {
         ));
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {
-            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)?,
+            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)
+                .map_err(|e| Failure::caused("the DNS settings", e))?,
             timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
             cache_size: settings.dns.cache_size,
-        })?;
+        })
+        .map_err(|e| Failure::caused("the DNS resolver", e))?;
         let templates: Arc<TemplateCache> = Default::default();
         mailroom_actors::project::executions::set_timers(registry.timers().clone());
         let executors = Executors::start(
@@ -120,16 +126,21 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
-        let server = HttpServer::new(move || App::new().configure(|cfg| http::configure(cfg, state.clone())))
-            .workers(workers)
-            .shutdown_timeout(settings.server.shutdown_timeout_seconds)
-            .bind((settings.server.host.as_str(), settings.server.port))
-            .map_err(|e| {
+        let server = HttpServer::new(move || {
+            App::new().configure(|cfg| http::configure(cfg, state.clone()))
+        })
+        .workers(workers)
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
+        .bind((settings.server.host.as_str(), settings.server.port))
+        .map_err(|e| {
+            Failure::caused(
                 format!(
-                    "cannot listen on {}:{}: {e}. Choose another with --port or MAILROOM__SERVER__PORT.",
+                    "cannot listen on {}:{} (choose another with --port or MAILROOM__SERVER__PORT)",
                     settings.server.host, settings.server.port
-                )
-            })?;
+                ),
+                e,
+            )
+        })?;
         let addrs = server.addrs();
         Ok(Application {
             server: server.run(),
@@ -143,7 +154,7 @@ impl Application {
     }
 
     /// Serves until a shutdown signal, then flushes the store.
-    pub async fn run(self) -> Result<(), String> {
+    pub async fn run(self) -> Result<(), Failure> {
         for addr in &self.addrs {
             // A line on stdout that scripts and the test harness read to find the port.
             println!("mailroom listening on http://{addr}");
@@ -151,7 +162,7 @@ impl Application {
         }
         self.server
             .await
-            .map_err(|e| format!("server error: {e}"))?;
+            .map_err(|e| Failure::caused("the HTTP server", e))?;
         tracing::info!("stopped accepting requests; flushing the store");
         let store = self.store.clone();
         let flushed = tokio::time::timeout(
@@ -164,20 +175,22 @@ impl Application {
                 tracing::info!("store flushed; bye");
                 Ok(())
             }
-            Ok(Ok(Err(e))) => Err(format!("flushing the store at shutdown: {e}")),
-            _ => Err("flushing the store at shutdown did not finish".into()),
+            Ok(Ok(Err(e))) => Err(Failure::caused("flushing the store at shutdown", e)),
+            _ => Err(Failure::said(
+                "flushing the store at shutdown did not finish",
+            )),
         }
     }
 }
 
 /// The TLS settings for the relay, built once so that a bad CA file or server name stops
 /// start-up rather than failing every delivery.
-fn smtp_security(s: &crate::config::Smtp) -> Result<SmtpSecurity, String> {
+fn smtp_security(s: &crate::config::Smtp) -> Result<SmtpSecurity, Failure> {
     use crate::config::SmtpTls;
     let extra_roots = match s.tls_ca_file() {
-        Some(path) => Some(
-            std::fs::read(path).map_err(|e| format!("smtp.tls_ca_file {}: {e}", path.display()))?,
-        ),
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            Failure::caused(format!("reading smtp.tls_ca_file {}", path.display()), e)
+        })?),
         None => None,
     };
     let name = s.tls_server_name();
@@ -186,6 +199,7 @@ fn smtp_security(s: &crate::config::Smtp) -> Result<SmtpSecurity, String> {
         SmtpTls::Starttls => SmtpSecurity::starttls(name, extra_roots.as_deref()),
         SmtpTls::Tls => SmtpSecurity::implicit(name, extra_roots.as_deref()),
     }
+    .map_err(|e| Failure::caused("the relay's TLS settings", e))
 }
 
 /// Starts the mailer pool and the dispatcher, each under a supervisor on its own arbiter.
@@ -194,7 +208,7 @@ fn start_delivery(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: Registry,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     use crate::config::MailTransport;
     let transport = match settings.mail.transport {
         MailTransport::File => TransportConfig::File {
@@ -224,16 +238,13 @@ fn start_delivery(
         .collect();
     let dkim_store = store.clone();
     let dkim: DkimLookup = Arc::new(move |project, from| {
-        let from = EmailAddress::parse(from).map_err(|e| format!("bad sender {from}: {e:?}"))?;
+        let from = EmailAddress::parse(from).map_err(|_| NoKey::BadSender(from.to_owned()))?;
         let sender = domain::verified_sender(&*dkim_store, project, &from)
-            .map_err(|e| format!("reading the DKIM key of {}: {e}", from.domain()))?
-            .ok_or_else(|| {
-                format!(
-                    "{} is not a verified domain of this project now; the email waits for it \
-                     (mail is never sent unsigned)",
-                    from.domain()
-                )
-            })?;
+            .map_err(|source| NoKey::Store {
+                domain: from.domain().to_owned(),
+                source,
+            })?
+            .ok_or_else(|| NoKey::Unverified(from.domain().to_owned()))?;
         Ok(DkimParams {
             domain: sender.domain,
             selector: sender.selector,
@@ -267,11 +278,11 @@ fn start_campaigns(
     clock: Arc<dyn Clock>,
     registry: Registry,
     executors: Arc<Executors>,
-) -> Result<Arc<Campaigns>, String> {
+) -> Result<Arc<Campaigns>, Failure> {
     let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
     campaigns
         .resume()
-        .map_err(|e| format!("resuming sending campaigns: {e}"))?;
+        .map_err(|e| Failure::caused("resuming sending campaigns", e))?;
     campaigns.watch();
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {
@@ -301,7 +312,7 @@ pub fn init_tracing(level: &str) {
 }
 
 /// `mailroom serve`: applies the CLI flags (the last layer), then runs to completion.
-pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), String> {
+pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), Failure> {
     if let Some(host) = args.host {
         settings.server.host = host;
     }
@@ -330,21 +341,4 @@ pub struct ServeArgs {
     /// sled data directory (overrides storage.path).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-}
-
-/// Turns an engine error into the sentence a person at a terminal needs.
-pub fn explain(e: &Error) -> String {
-    match e {
-        Error::Locked { path } => format!(
-            "the data directory {path} is in use by another process (is `mailroom serve` running?). \
-             Stop the server first, or manage projects through the /admin API while it runs."
-        ),
-        Error::NotFound(r) => format!("{r} not found"),
-        Error::Validation(errors) => errors
-            .iter()
-            .map(|f| format!("{}: {}", f.field, f.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-        other => other.to_string(),
-    }
 }

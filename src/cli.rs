@@ -9,8 +9,9 @@ use mailroom_actors::projects::Projects;
 use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::{Clock, SystemClock};
 
-use crate::app::{explain, ServeArgs};
+use crate::app::ServeArgs;
 use crate::config::Settings;
+use crate::failure::Failure;
 use crate::http::admin::{keys_json, project_json};
 
 #[derive(Debug, Parser)]
@@ -91,67 +92,67 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(failure) => {
+            eprintln!("error: {}", failure.explain());
             ExitCode::FAILURE
         }
     }
 }
 
-fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), String> {
+fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), Failure> {
     let store = SledStore::open(&settings.storage.path, settings.storage.sled())
-        .map_err(|e| explain(&e))?;
+        .map_err(Failure::engine)?;
     let projects = Projects::new(store.clone());
     let parse = |id: &str| {
         id.parse::<ProjectId>()
-            .map_err(|_| format!("{id} is not a project id"))
+            .map_err(|_| Failure::said(format!("{id} is not a project id")))
     };
     let out = match cmd {
         ProjectCommand::Create { name } => {
             let now = Timestamp::from(SystemClock.now());
-            keys_json(&projects.create(&name, now).map_err(|e| explain(&e))?)
+            keys_json(&projects.create(&name, now).map_err(Failure::engine)?)
         }
         ProjectCommand::List => {
-            let list = projects.list().map_err(|e| explain(&e))?;
+            let list = projects.list().map_err(Failure::engine)?;
             serde_json::Value::Array(list.iter().map(project_json).collect())
         }
         ProjectCommand::Disable { id } => project_json(
             &projects
                 .set_disabled(parse(&id)?, true)
-                .map_err(|e| explain(&e))?,
+                .map_err(Failure::engine)?,
         ),
         ProjectCommand::Enable { id } => project_json(
             &projects
                 .set_disabled(parse(&id)?, false)
-                .map_err(|e| explain(&e))?,
+                .map_err(Failure::engine)?,
         ),
         ProjectCommand::RotateKeys { id } => {
-            keys_json(&projects.rotate_keys(parse(&id)?).map_err(|e| explain(&e))?)
+            keys_json(&projects.rotate_keys(parse(&id)?).map_err(Failure::engine)?)
         }
     };
-    store.flush_blocking().map_err(|e| explain(&e))?;
+    store.flush_blocking().map_err(Failure::engine)?;
     println!("{out}");
     Ok(())
 }
 
-fn domain(settings: &Settings, cmd: DomainCommand) -> Result<(), String> {
+fn domain(settings: &Settings, cmd: DomainCommand) -> Result<(), Failure> {
     let DomainCommand::Trust { domain, project } = cmd;
     let name = mailroom_actors::domain::DomainName::parse(&domain)
-        .map_err(|problem| format!("{domain} is not a domain name: {}", problem.message()))?;
+        .map_err(|problem| Failure::said(format!("{domain} is not a domain name: {problem}")))?;
     let p = project
         .parse::<ProjectId>()
-        .map_err(|_| format!("{project} is not a project id"))?;
+        .map_err(|_| Failure::said(format!("{project} is not a project id")))?;
     let store = SledStore::open(&settings.storage.path, settings.storage.sled())
-        .map_err(|e| explain(&e))?;
+        .map_err(Failure::engine)?;
     Projects::new(store.clone())
         .get(p)
-        .map_err(|e| explain(&e))?;
+        .map_err(Failure::engine)?;
     let msg = mailroom_actors::project::messages::CreateDomain::generate(name)
-        .map_err(|e| explain(&e))?;
+        .map_err(Failure::engine)?;
     let now = Timestamp::from(SystemClock.now());
     let d =
-        mailroom_actors::domain::writes::trust(&*store, p, msg, now).map_err(|e| explain(&e))?;
-    store.flush_blocking().map_err(|e| explain(&e))?;
+        mailroom_actors::domain::writes::trust(&*store, p, msg, now).map_err(Failure::engine)?;
+    store.flush_blocking().map_err(Failure::engine)?;
     let view = crate::http::domains::DomainView::new(&d, &settings.domains.spf_include);
     println!("{}", serde_json::to_value(view).unwrap_or_default());
     Ok(())

@@ -267,16 +267,23 @@ impl Admin {
     }
 
     /// A short token can be guessed: the admin API holds every project's keys.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ShortAdminToken> {
         match self.token() {
-            Some(t) if t.chars().count() < MIN_ADMIN_TOKEN => Err(format!(
-                "admin.token is {} characters long; it must be at least {MIN_ADMIN_TOKEN} \
-                 (for example the output of `openssl rand -hex 32`), or empty to turn /admin off",
-                t.chars().count()
-            )),
+            Some(t) if t.chars().count() < MIN_ADMIN_TOKEN => Err(ShortAdminToken {
+                len: t.chars().count(),
+            }),
             _ => Ok(()),
         }
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "admin.token is {len} characters long; it must be at least {MIN_ADMIN_TOKEN} \
+     (for example the output of `openssl rand -hex 32`), or empty to turn /admin off"
+)]
+pub struct ShortAdminToken {
+    len: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -4,4 +4,5 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod failure;
 pub mod http;

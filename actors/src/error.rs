@@ -191,6 +191,19 @@ pub fn field_de_error<E: serde::de::Error>(code: FieldCode, message: impl fmt::D
     ))
 }
 
+/// An error and each of its sources, for a log line or a stored `lastError`:
+/// `storage error: the store: No space left on device`.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        out.push_str(": ");
+        out.push_str(&source.to_string());
+        next = source.source();
+    }
+    out
+}
+
 /// Between the code and the message in a `field_de_error`.
 pub const FIELD_CODE_SEPARATOR: &str = ": ";
 

@@ -174,7 +174,7 @@ impl ResponseError for ApiError {
             e @ (Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)),
         ) = self
         {
-            tracing::error!(error = %chain(e), "internal error");
+            tracing::error!(error = %mailroom_actors::error::chain(e), "internal error");
         }
         let message = self.message();
         let mut error = json!({
@@ -210,15 +210,3 @@ impl ResponseError for ApiError {
 
 /// How long a client should wait when the disk is full.
 const DISK_FULL_RETRY_SECS: u64 = 5;
-
-/// An error and each of its sources, for the log: `storage error: the store: No space left`.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(source) = next {
-        out.push_str(": ");
-        out.push_str(&source.to_string());
-        next = source.source();
-    }
-    out
-}

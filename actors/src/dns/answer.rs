@@ -31,6 +31,8 @@ pub enum DnsFailure {
     Error(String),
 }
 
+impl std::error::Error for DnsFailure {}
+
 impl fmt::Display for DnsFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

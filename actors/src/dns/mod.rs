@@ -37,9 +37,27 @@ pub struct DnsConfig {
     pub cache_size: usize,
 }
 
+/// Why a name has no address to connect to.
+#[derive(Debug, thiserror::Error)]
+pub enum NoAddress {
+    #[error("looking up {0}")]
+    Failed(String, #[source] answer::DnsFailure),
+    #[error("{0} has no A or AAAA record")]
+    NoRecords(String),
+}
+
+/// A DNS setting that stops start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum DnsSetupError {
+    #[error("dns.nameservers: {0:?} is not an ip:port address")]
+    Nameserver(String),
+    #[error("starting the DNS runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
 impl DnsConfig {
     /// Parses `ip:port` (or a bare IP, port 53) entries; a bad one is a startup error.
-    pub fn parse_nameservers(raw: &[String]) -> Result<Vec<SocketAddr>, String> {
+    pub fn parse_nameservers(raw: &[String]) -> Result<Vec<SocketAddr>, DnsSetupError> {
         raw.iter()
             .map(|s| s.trim())
             .filter(|s| !s.is_empty())
@@ -49,7 +67,7 @@ impl DnsConfig {
                         s.parse::<std::net::IpAddr>()
                             .map(|ip| SocketAddr::new(ip, 53))
                     })
-                    .map_err(|_| format!("dns.nameservers: {s:?} is not an ip:port address"))
+                    .map_err(|_| DnsSetupError::Nameserver(s.to_owned()))
             })
             .collect()
     }
@@ -71,13 +89,13 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn new(config: &DnsConfig) -> Result<Arc<Resolver>, String> {
+    pub fn new(config: &DnsConfig) -> Result<Arc<Resolver>, DnsSetupError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("dns")
             .enable_all()
             .build()
-            .map_err(|e| format!("starting the DNS runtime: {e}"))?;
+            .map_err(DnsSetupError::Runtime)?;
         let servers = if config.nameservers.is_empty() {
             match hickory_resolver::system_conf::read_system_conf() {
                 Ok((system, _)) => system.name_servers().to_vec(),
@@ -181,7 +199,7 @@ impl Resolver {
 
     /// The IPv4 and IPv6 addresses of `name` (cached answers); an error says why there
     /// are none.
-    pub async fn ips(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String> {
+    pub async fn ips(&self, name: &str) -> Result<Vec<std::net::IpAddr>, NoAddress> {
         let mut ips = Vec::new();
         let mut why = None;
         for rtype in [RecordType::A, RecordType::AAAA] {
@@ -200,13 +218,13 @@ impl Resolver {
             match reply.answer {
                 Answer::Found(found) => ips.extend(found),
                 Answer::NoRecords { .. } => {}
-                Answer::Failed(f) => why = Some(f.to_string()),
+                Answer::Failed(f) => why = Some(f),
             }
         }
         match (ips.is_empty(), why) {
             (false, _) => Ok(ips),
-            (true, Some(why)) => Err(format!("looking up {name}: {why}")),
-            (true, None) => Err(format!("{name} has no A or AAAA record")),
+            (true, Some(why)) => Err(NoAddress::Failed(name.to_owned(), why)),
+            (true, None) => Err(NoAddress::NoRecords(name.to_owned())),
         }
     }
 

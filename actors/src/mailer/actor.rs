@@ -103,6 +103,7 @@ impl Handler<Deliver> for MailerActor {
             let signer = match signer {
                 Ok(s) => s,
                 Err(e) => {
+                    let e = crate::error::chain(&e);
                     tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used");
                     return Delivery::Failed(format!("the DKIM key cannot be used: {e}"));
                 }
@@ -110,11 +111,21 @@ impl Handler<Deliver> for MailerActor {
             let message = match mime::build(&msg.email) {
                 Ok(m) => m,
                 // Our own fault: the email fails, the contact is not touched.
-                Err(e) => return Delivery::Failed(format!("the message could not be built: {e}")),
+                Err(e) => {
+                    return Delivery::Failed(format!(
+                        "the message could not be built: {}",
+                        crate::error::chain(&e)
+                    ))
+                }
             };
             let bytes = match mime::sign(message.formatted(), &signer) {
                 Ok(b) => b,
-                Err(e) => return Delivery::Failed(format!("DKIM signing failed: {e}")),
+                Err(e) => {
+                    return Delivery::Failed(format!(
+                        "DKIM signing failed: {}",
+                        crate::error::chain(&e)
+                    ))
+                }
             };
             match &*transport {
                 Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,

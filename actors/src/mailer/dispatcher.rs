@@ -282,6 +282,7 @@ impl Shared {
         let attempts = email.attempts + 1;
         let result = match (self.dkim)(project, &email.from.email) {
             Err(why) => {
+                let why = crate::error::chain(&why);
                 tracing::warn!(email = %id, %project, reason = %why, "no DKIM key for the sender; the email waits");
                 Delivery::Transient(why)
             }
@@ -398,7 +399,8 @@ mod tests {
                 tenant: Default::default(),
             },
         );
-        let dkim: DkimLookup = Arc::new(|_, _| Err("unused".into()));
+        let dkim: DkimLookup =
+            Arc::new(|_, _| Err(crate::mailer::NoKey::Unverified("unused".into())));
         let config = DispatcherConfig {
             rate_per_second: 14,
             max_attempts: 1,

@@ -22,6 +22,23 @@ use crate::model::{self, OutboundEmail};
 
 pub type Signer = DkimSigner<RsaSha256Key, Done>;
 
+/// Why a message could not be built or signed: our own fault, never the recipient's.
+#[derive(Debug, thiserror::Error)]
+pub enum MimeError {
+    #[error("the DKIM key is not a PKCS#1 PEM")]
+    KeyPem(#[source] rustls_pki_types::pem::Error),
+    #[error("the DKIM key is not a usable RSA key")]
+    Key(#[source] aws_lc_rs::error::KeyRejected),
+    #[error("DKIM signing")]
+    Sign(#[source] mail_auth::Error),
+    #[error("the address {0} is not one lettre accepts")]
+    Address(String, #[source] lettre::address::AddressError),
+    #[error("the header name {0}")]
+    Header(String, #[source] lettre::message::header::InvalidHeaderName),
+    #[error("building the message")]
+    Build(#[source] lettre::error::Error),
+}
+
 /// An RSA key that signs rsa-sha256 DKIM signatures with aws-lc-rs.
 pub struct RsaSha256Key {
     pair: RsaKeyPair,
@@ -30,11 +47,9 @@ pub struct RsaSha256Key {
 
 impl RsaSha256Key {
     /// From a PKCS#1 PEM, as domain keys are stored.
-    pub fn from_pkcs1_pem(pem: &str) -> Result<Self, String> {
-        let der = PrivatePkcs1KeyDer::from_pem_slice(pem.as_bytes())
-            .map_err(|e| format!("DKIM key: {e}"))?;
-        let pair =
-            RsaKeyPair::from_der(der.secret_pkcs1_der()).map_err(|e| format!("DKIM key: {e}"))?;
+    pub fn from_pkcs1_pem(pem: &str) -> Result<Self, MimeError> {
+        let der = PrivatePkcs1KeyDer::from_pem_slice(pem.as_bytes()).map_err(MimeError::KeyPem)?;
+        let pair = RsaKeyPair::from_der(der.secret_pkcs1_der()).map_err(MimeError::Key)?;
         Ok(Self {
             pair,
             rng: SystemRandom::new(),
@@ -77,11 +92,11 @@ impl SigningKey for RsaSha256Key {
     }
 }
 
-fn mailbox(m: &model::Mailbox) -> Result<Mailbox, String> {
+fn mailbox(m: &model::Mailbox) -> Result<Mailbox, MimeError> {
     let addr: Address = m
         .email
         .parse()
-        .map_err(|e| format!("bad address {}: {e}", m.email))?;
+        .map_err(|e| MimeError::Address(m.email.to_string(), e))?;
     Ok(Mailbox::new(m.name.clone(), addr))
 }
 
@@ -127,7 +142,7 @@ pub struct Signers {
 const SIGNERS_MAX: usize = 1_000;
 
 impl Signers {
-    pub fn get(&mut self, d: &DkimParams) -> Result<Arc<Signer>, String> {
+    pub fn get(&mut self, d: &DkimParams) -> Result<Arc<Signer>, MimeError> {
         let id = (d.domain.clone(), d.selector.clone());
         if let Some((pem, signer)) = self.by_domain.get(&id) {
             if *pem == d.private_key_pem {
@@ -159,7 +174,7 @@ const SIGNED: [&str; 8] = [
 ];
 
 /// A DKIM signer for a domain's key (the bench times its signatures too).
-pub fn signer(d: &DkimParams) -> Result<Signer, String> {
+pub fn signer(d: &DkimParams) -> Result<Signer, MimeError> {
     let key = RsaSha256Key::from_pkcs1_pem(&d.private_key_pem)?;
     Ok(DkimSigner::from_key(key)
         .domain(d.domain.clone())
@@ -170,11 +185,8 @@ pub fn signer(d: &DkimParams) -> Result<Signer, String> {
 }
 
 /// The message's bytes with a DKIM-Signature header in front.
-pub fn sign(bytes: Vec<u8>, signer: &Signer) -> Result<Vec<u8>, String> {
-    let header = signer
-        .sign(&bytes)
-        .map_err(|e| format!("DKIM signing: {e}"))?
-        .to_header();
+pub fn sign(bytes: Vec<u8>, signer: &Signer) -> Result<Vec<u8>, MimeError> {
+    let header = signer.sign(&bytes).map_err(MimeError::Sign)?.to_header();
     let mut signed = Vec::with_capacity(header.len() + bytes.len());
     signed.extend_from_slice(header.as_bytes());
     signed.extend_from_slice(&bytes);
@@ -182,7 +194,7 @@ pub fn sign(bytes: Vec<u8>, signer: &Signer) -> Result<Vec<u8>, String> {
 }
 
 /// The message, and its envelope sender and recipient.
-pub fn build(email: &OutboundEmail) -> Result<Message, String> {
+pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
     let from = mailbox(&email.from)?;
     let domain = from.email.domain().to_owned();
     let mut b = Message::builder()
@@ -197,8 +209,8 @@ pub fn build(email: &OutboundEmail) -> Result<Message, String> {
         })?);
     }
     for (name, value) in &email.headers {
-        let name =
-            HeaderName::new_from_ascii(name.clone()).map_err(|e| format!("header {name}: {e}"))?;
+        let name = HeaderName::new_from_ascii(name.clone())
+            .map_err(|e| MimeError::Header(name.clone(), e))?;
         b = b.raw_header(HeaderValue::new(name, value.clone()));
     }
     let html = SinglePart::html(email.html.clone());
@@ -207,13 +219,16 @@ pub fn build(email: &OutboundEmail) -> Result<Message, String> {
     } else {
         let mut mp = MultiPart::mixed().singlepart(html);
         for a in &email.attachments {
-            let ct = ContentType::parse(&a.content_type).unwrap_or(
-                ContentType::parse("application/octet-stream").map_err(|e| e.to_string())?,
-            );
+            // A type lettre does not read goes as plain bytes.
+            let ct = ContentType::parse(&a.content_type).unwrap_or_else(|_| octet_stream());
             mp = mp.singlepart(Attachment::new(a.filename.clone()).body(a.data.clone(), ct));
         }
         b.multipart(mp)
     }
-    .map_err(|e| format!("building the message: {e}"))?;
+    .map_err(MimeError::Build)?;
     Ok(message)
+}
+
+fn octet_stream() -> ContentType {
+    ContentType::parse("application/octet-stream").unwrap_or(ContentType::TEXT_PLAIN)
 }

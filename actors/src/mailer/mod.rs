@@ -20,7 +20,7 @@ pub mod tls;
 
 pub use actor::{MailerActor, MailerConfig, TransportConfig};
 pub use dispatcher::{Dispatcher, DispatcherConfig};
-pub use tls::SmtpSecurity;
+pub use tls::{SmtpSecurity, TlsSetupError};
 
 /// What is needed to DKIM-sign mail from one verified domain.
 #[derive(Debug, Clone)]
@@ -35,5 +35,20 @@ pub struct DkimParams {
 /// had now (the domain is no longer verified, or the store failed). Mail is never sent
 /// unsigned: without a key the email waits and is retried.
 pub type DkimLookup = std::sync::Arc<
-    dyn Fn(crate::model::ProjectId, &str) -> Result<DkimParams, String> + Send + Sync,
+    dyn Fn(crate::model::ProjectId, &str) -> Result<DkimParams, NoKey> + Send + Sync,
 >;
+
+/// Why a sender has no signing key now.
+#[derive(Debug, thiserror::Error)]
+pub enum NoKey {
+    #[error("the sender {0} is not an address")]
+    BadSender(String),
+    #[error("reading the DKIM key of {domain}")]
+    Store {
+        domain: String,
+        #[source]
+        source: crate::Error,
+    },
+    #[error("{0} is not a verified domain of this project now; the email waits for it (mail is never sent unsigned)")]
+    Unverified(String),
+}

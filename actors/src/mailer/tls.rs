@@ -50,36 +50,58 @@ impl fmt::Debug for SmtpSecurity {
     }
 }
 
+/// Why the TLS settings for the relay cannot be made: a start-up error.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("{0:?} is not a DNS name or IP address to verify TLS against")]
+    ServerName(String),
+    #[error("smtp.tls_ca_file holds no PEM certificate")]
+    NoCertificate,
+    #[error("smtp.tls_ca_file")]
+    CaFile(#[source] rustls_pki_types::pem::Error),
+    #[error("smtp.tls_ca_file: a certificate")]
+    Certificate(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("TLS settings")]
+    Settings(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
 impl SmtpSecurity {
     /// STARTTLS, verifying `server_name` (a DNS name or an IP address) against the
     /// webpki roots and the certificates in `extra_roots_pem`.
-    pub fn starttls(server_name: &str, extra_roots_pem: Option<&[u8]>) -> Result<Self, String> {
+    pub fn starttls(
+        server_name: &str,
+        extra_roots_pem: Option<&[u8]>,
+    ) -> Result<Self, TlsSetupError> {
         parse_server_name(server_name)?;
         let mut builder = TlsParameters::builder(server_name.to_owned())
             .certificate_store(CertificateStore::WebpkiRoots);
         for der in extra_roots(extra_roots_pem)? {
-            let cert = Certificate::from_der(der.to_vec()).map_err(|e| e.to_string())?;
+            let cert = Certificate::from_der(der.to_vec())
+                .map_err(|e| TlsSetupError::Certificate(Box::new(e)))?;
             builder = builder.add_root_certificate(cert);
         }
         builder
             .build_rustls()
             .map(SmtpSecurity::StartTls)
-            .map_err(|e| format!("TLS settings: {e}"))
+            .map_err(|e| TlsSetupError::Settings(Box::new(e)))
     }
 
     /// Implicit TLS, verifying as `starttls` does.
-    pub fn implicit(server_name: &str, extra_roots_pem: Option<&[u8]>) -> Result<Self, String> {
+    pub fn implicit(
+        server_name: &str,
+        extra_roots_pem: Option<&[u8]>,
+    ) -> Result<Self, TlsSetupError> {
         let server_name = parse_server_name(server_name)?;
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         for der in extra_roots(extra_roots_pem)? {
             roots
                 .add(der)
-                .map_err(|e| format!("smtp.tls_ca_file: {e}"))?;
+                .map_err(|e| TlsSetupError::Certificate(Box::new(e)))?;
         }
         let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS settings: {e}"))?
+            .map_err(|e| TlsSetupError::Settings(Box::new(e)))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         Ok(SmtpSecurity::Implicit {
@@ -89,21 +111,20 @@ impl SmtpSecurity {
     }
 }
 
-fn parse_server_name(name: &str) -> Result<ServerName<'static>, String> {
-    ServerName::try_from(name.to_owned())
-        .map_err(|_| format!("{name:?} is not a DNS name or IP address to verify TLS against"))
+fn parse_server_name(name: &str) -> Result<ServerName<'static>, TlsSetupError> {
+    ServerName::try_from(name.to_owned()).map_err(|_| TlsSetupError::ServerName(name.to_owned()))
 }
 
 /// The certificates of a PEM file; a file that holds none is a mistake worth stopping for.
-fn extra_roots(pem: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, String> {
+fn extra_roots(pem: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     let Some(pem) = pem else {
         return Ok(Vec::new());
     };
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("smtp.tls_ca_file: {e}"))?;
+        .map_err(TlsSetupError::CaFile)?;
     if certs.is_empty() {
-        return Err("smtp.tls_ca_file holds no PEM certificate".into());
+        return Err(TlsSetupError::NoCertificate);
     }
     Ok(certs)
 }
@@ -154,15 +175,15 @@ mod tests {
     #[test]
     fn a_ca_file_without_a_certificate_stops_start_up() {
         let err = SmtpSecurity::implicit("localhost", Some(b"not a certificate\n")).unwrap_err();
-        assert!(err.contains("no PEM certificate"), "{err}");
+        assert!(matches!(err, TlsSetupError::NoCertificate), "{err}");
         let err = SmtpSecurity::starttls("localhost", Some(b"")).unwrap_err();
-        assert!(err.contains("no PEM certificate"), "{err}");
+        assert!(matches!(err, TlsSetupError::NoCertificate), "{err}");
     }
 
     #[test]
     fn a_server_name_that_is_neither_a_dns_name_nor_an_ip_is_refused() {
         let err = SmtpSecurity::starttls("not a name!", None).unwrap_err();
-        assert!(err.contains("not a DNS name"), "{err}");
+        assert!(err.to_string().contains("not a DNS name"), "{err}");
         assert!(SmtpSecurity::implicit("", None).is_err());
     }
 

@@ -457,7 +457,7 @@ impl Executors {
                     Ok(code) => {
                         self.end(&step.id, kind, Err(format!("the webhook answered {code}")))
                     }
-                    Err(why) => self.end(&step.id, kind, Err(why)),
+                    Err(why) => self.end(&step.id, kind, Err(crate::error::chain(&why))),
                 };
                 end.entry.status_code = code;
                 self.done(p, x, end).await

@@ -27,6 +27,38 @@ pub struct WebhookClient {
     tls: TlsConnector,
 }
 
+/// Why a webhook got no answer. Its text goes into the execution's history, which the
+/// tenant reads: no internal address is named in it.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("the URL does not parse")]
+    Url(#[source] hyper::http::uri::InvalidUri),
+    #[error("only http:// and https:// URLs are called")]
+    Scheme,
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("resolving the host")]
+    Resolve(#[source] crate::dns::NoAddress),
+    #[error("{0} is a private, loopback or link-local address; webhooks may not reach it unless workflows.allow_private_webhooks is set")]
+    Private(String),
+    #[error("no address to connect to")]
+    NoAddress,
+    #[error("connecting to {0}")]
+    Connect(SocketAddr, #[source] std::io::Error),
+    #[error("building the request")]
+    Request(#[source] hyper::http::Error),
+    #[error("{0} is not a name TLS can verify")]
+    TlsName(String),
+    #[error("TLS with {0}")]
+    Tls(String, #[source] std::io::Error),
+    #[error("HTTP handshake")]
+    Handshake(#[source] hyper::Error),
+    #[error("sending the request")]
+    Send(#[source] hyper::Error),
+    #[error("no answer within {0} s")]
+    Timeout(f64),
+}
+
 /// The parts of a URL a request needs.
 struct Target {
     https: bool,
@@ -35,18 +67,16 @@ struct Target {
     path: String,
 }
 
-fn target(url: &str) -> Result<Target, String> {
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| format!("the URL does not parse: {e}"))?;
+fn target(url: &str) -> Result<Target, WebhookError> {
+    let uri: hyper::Uri = url.parse().map_err(WebhookError::Url)?;
     let https = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
-        _ => return Err("only http:// and https:// URLs are called".into()),
+        _ => return Err(WebhookError::Scheme),
     };
     let host = uri
         .host()
-        .ok_or("the URL has no host")?
+        .ok_or(WebhookError::NoHost)?
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_owned();
@@ -138,18 +168,22 @@ impl WebhookClient {
         method: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<u16, String> {
+    ) -> Result<u16, WebhookError> {
         match tokio::time::timeout(self.timeout, self.call_inner(url, method, headers, body)).await
         {
             Ok(result) => result,
-            Err(_) => Err(format!("no answer within {} s", self.timeout.as_secs_f64())),
+            Err(_) => Err(WebhookError::Timeout(self.timeout.as_secs_f64())),
         }
     }
 
-    async fn addresses(&self, host: &str) -> Result<Vec<IpAddr>, String> {
+    async fn addresses(&self, host: &str) -> Result<Vec<IpAddr>, WebhookError> {
         let ips = match host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
-            Err(_) => self.resolver.ips(host).await?,
+            Err(_) => self
+                .resolver
+                .ips(host)
+                .await
+                .map_err(WebhookError::Resolve)?,
         };
         if self.allow_private {
             return Ok(ips);
@@ -158,10 +192,7 @@ impl WebhookClient {
         if public.is_empty() {
             // The addresses are not named: the history is the tenant's to read, and the
             // operator's internal names are not.
-            return Err(format!(
-                "{host} is a private, loopback or link-local address; webhooks may not \
-                 reach it unless workflows.allow_private_webhooks is set"
-            ));
+            return Err(WebhookError::Private(host.to_owned()));
         }
         Ok(public)
     }
@@ -172,10 +203,10 @@ impl WebhookClient {
         method: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<u16, String> {
+    ) -> Result<u16, WebhookError> {
         let t = target(url)?;
         let ips = self.addresses(&t.host).await?;
-        let mut last = String::from("no address to connect to");
+        let mut last = WebhookError::NoAddress;
         let mut stream = None;
         for ip in ips.iter().take(4) {
             match TcpStream::connect(SocketAddr::new(*ip, t.port)).await {
@@ -183,7 +214,7 @@ impl WebhookClient {
                     stream = Some(s);
                     break;
                 }
-                Err(e) => last = format!("connecting to {ip}:{}: {e}", t.port),
+                Err(e) => last = WebhookError::Connect(SocketAddr::new(*ip, t.port), e),
             }
         }
         let stream = stream.ok_or(last)?;
@@ -211,15 +242,15 @@ impl WebhookClient {
         }
         let req = req
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| format!("building the request: {e}"))?;
+            .map_err(WebhookError::Request)?;
         if t.https {
             let name = ServerName::try_from(t.host.clone())
-                .map_err(|_| format!("{} is not a name TLS can verify", t.host))?;
+                .map_err(|_| WebhookError::TlsName(t.host.clone()))?;
             let tls = self
                 .tls
                 .connect(name, stream)
                 .await
-                .map_err(|e| format!("TLS with {}: {e}", t.host))?;
+                .map_err(|e| WebhookError::Tls(t.host.clone(), e))?;
             send(TokioIo::new(tls), req).await
         } else {
             send(TokioIo::new(stream), req).await
@@ -227,18 +258,15 @@ impl WebhookClient {
     }
 }
 
-async fn send<T>(io: T, req: Request<Full<Bytes>>) -> Result<u16, String>
+async fn send<T>(io: T, req: Request<Full<Bytes>>) -> Result<u16, WebhookError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
-        .map_err(|e| format!("HTTP handshake: {e}"))?;
+        .map_err(WebhookError::Handshake)?;
     let driver = tokio::spawn(conn);
-    let res = sender
-        .send_request(req)
-        .await
-        .map_err(|e| format!("sending the request: {e}"));
+    let res = sender.send_request(req).await.map_err(WebhookError::Send);
     let status = match res {
         Ok(res) => {
             let status = res.status().as_u16();
