@@ -166,6 +166,7 @@ pub async fn advance_clock(
 #[derive(Deserialize, ToSchema)]
 pub struct AdvanceClockRequest {
     /// Milliseconds to move forward: a whole number from 0 to a century.
+    #[schema(maximum = 3_162_240_000_000_u64)]
     ms: u64,
 }
 

@@ -98,7 +98,14 @@ pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> 
         }
         Err(e) if e.inner().is_data() => {
             let body: Value = serde_json::from_slice(buf).map_err(not_json)?;
-            Err(refused::<T>(body))
+            let (errors, _) = every_error::<T>(body);
+            // What only the bytes show (a duplicate key) does not fail again as a Value.
+            let errors = if errors.is_empty() {
+                vec![field_error(e.path(), e.inner())]
+            } else {
+                errors
+            };
+            Err(Error::Validation(errors).into())
         }
         Err(e) => Err(not_json(e.into_inner())),
     }
@@ -300,12 +307,21 @@ fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> Field
         let (got, expected) = rest
             .split_once(", expected ")
             .unwrap_or((rest, "another type"));
-        let message = format!("Expected {}, received {}", expected, json_word(got));
+        let got = json_word(got);
+        // As before typed parsing: null stands for a missing value.
+        let message = if got == "null" {
+            REQUIRED.to_owned()
+        } else {
+            format!("Expected {}, received {got}", expected_word(expected))
+        };
         (FieldCode::InvalidType, message)
-    } else if text.starts_with("unknown variant") {
+    } else if let Some(rest) = text.strip_prefix("unknown variant ") {
+        // `x`, expected one of `A`, `B`: the value is the client's, so it is cut short.
+        let (_, allowed) = rest.split_once(", expected ").unwrap_or(("", rest));
+        let allowed = allowed.trim_start_matches("one of ").replace('`', "'");
         (
             FieldCode::InvalidEnumValue,
-            text.replace("unknown variant", "Unknown value"),
+            format!("Expected {}", allowed.replace(", ", " | ")),
         )
     } else if let Some((code, message)) = text
         .split_once(FIELD_CODE_SEPARATOR)
@@ -323,6 +339,19 @@ fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> Field
         parts.join(".")
     };
     FieldError::new(field, code, message)
+}
+
+/// What serde expected, in JSON's words (`a string` is `string`, `u64` a `number`).
+fn expected_word(expected: &str) -> &str {
+    let e = expected.trim_start_matches("a ").trim_start_matches("an ");
+    match e.split([' ', '`']).next().unwrap_or("") {
+        "string" | "str" => "string",
+        "boolean" | "bool" => "boolean",
+        "u8" | "u16" | "u32" | "u64" | "i32" | "i64" | "f64" | "integer" | "number" => "number",
+        "sequence" | "array" => "array",
+        "map" | "struct" | "object" => "object",
+        _ => e,
+    }
 }
 
 /// serde's name for what it found, in JSON's words.

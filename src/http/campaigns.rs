@@ -204,11 +204,6 @@ fn view(c: &Campaign) -> CampaignView {
     CampaignView::from(c)
 }
 
-/// `{success, data}` with 201.
-fn created<T: Serialize>(data: T) -> HttpResponse {
-    HttpResponse::Created().json(serde_json::json!({"success": true, "data": data}))
-}
-
 /// A segment id from a request: one that cannot exist names no segment of this project.
 fn segment_id(raw: &str) -> Result<SegmentId, ApiError> {
     path_id(raw, Resource::Segment)
@@ -287,7 +282,7 @@ pub async fn create(
         progress: Default::default(),
     };
     let c = actions::create(&state.registry, p.id, campaign).await?;
-    Ok(created(view(&c)))
+    Ok(envelope::created(view(&c)))
 }
 
 #[utoipa::path(get, path = "/campaigns/{id}", tag = "Campaigns",

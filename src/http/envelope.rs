@@ -2,8 +2,23 @@
 
 use actix_web::HttpResponse;
 use serde::Serialize;
-use serde_json::json;
+
+#[derive(Serialize)]
+pub struct Envelope<T> {
+    pub success: bool,
+    pub data: T,
+}
 
 pub fn ok<T: Serialize>(data: T) -> HttpResponse {
-    HttpResponse::Ok().json(json!({"success": true, "data": data}))
+    HttpResponse::Ok().json(Envelope {
+        success: true,
+        data,
+    })
+}
+
+pub fn created<T: Serialize>(data: T) -> HttpResponse {
+    HttpResponse::Created().json(Envelope {
+        success: true,
+        data,
+    })
 }

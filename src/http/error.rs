@@ -110,7 +110,9 @@ impl ApiError {
             ApiError::RateLimited { .. } => "Rate limit exceeded".into(),
             ApiError::Engine(Error::Validation(_)) => "Request validation failed".into(),
             ApiError::Engine(e) if e.is_disk_full() => {
-                "The server cannot store more data right now; retry shortly".into()
+                "The server could not make this write durable: its disk is full. The write may \
+                 still take effect once space is freed"
+                    .into()
             }
             ApiError::Engine(Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)) => {
                 "An unexpected error occurred".into()
@@ -145,7 +147,8 @@ impl ApiError {
                 "Retry after the number of seconds in Retry-After"
             }
             ApiError::Engine(e) if e.is_disk_full() => {
-                "Retry later; the operator has been told through the log that the disk is full"
+                "Retry later with the same Idempotency-Key (or check first that the write is not \
+                 there); the operator has been told through the log that the disk is full"
             }
             ApiError::Engine(Error::Conflict { suggestion, .. }) => return suggestion.clone(),
             _ => return None,
@@ -184,8 +187,10 @@ impl ResponseError for ApiError {
             "requestId": request_id::current(),
         });
         if let ApiError::Engine(Error::Validation(fields)) = self.base() {
+            // A body can fail in a million places; the first hundred say enough.
             error["errors"] = fields
                 .iter()
+                .take(MAX_FIELD_ERRORS)
                 .map(|f| json!({"field": f.field, "message": f.message, "code": f.code.as_str()}))
                 .collect();
         }
@@ -210,3 +215,6 @@ impl ResponseError for ApiError {
 
 /// How long a client should wait when the disk is full.
 const DISK_FULL_RETRY_SECS: u64 = 5;
+
+/// The most field errors one 422 lists.
+const MAX_FIELD_ERRORS: usize = 100;

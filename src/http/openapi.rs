@@ -32,7 +32,7 @@ use super::{
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
         super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::CreateTemplateRequest,
         templates::UpdateTemplateRequest,
-        send::SendRequest,
+        send::SendRequest, send::SendResponse, send::EmailResponse,
         domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
         verify::VerificationView, verify::VerifyEnvelope, verify::VerifyRequest,
         track::TrackRequest, track::TrackResponse, track::TrackData,
@@ -114,7 +114,7 @@ const KEYED_ERRORS: [(&str, &str); 11] = [
 /// operation with the error body's schema, and the bounds of `limit`.
 /// Components whose schema is JSON Schema written by hand next to their parser: the
 /// document carries each as written, in place of utoipa's stand-in.
-fn exact() -> [(&'static str, serde_json::Value); 6] {
+fn exact() -> [(&'static str, serde_json::Value); 7] {
     use mailroom_actors::segment::FilterDocument;
     use mailroom_actors::workflow::StepsDocument;
     [
@@ -124,6 +124,7 @@ fn exact() -> [(&'static str, serde_json::Value); 6] {
         ("Sender", send::Sender::json_schema()),
         ("Headers", send::Headers::json_schema()),
         ("Attachments", send::Attachments::json_schema()),
+        ("TrackedEventName", super::wire::EventName::json_schema()),
     ]
 }
 
@@ -152,7 +153,8 @@ fn query_schema(path: &str, name: &str) -> Option<serde_json::Value> {
         ("/contacts", "search") => json!({"type": "string", "maxLength": 254}),
         ("/events", "name") => json!({"type": "string", "maxLength": 200}),
         ("/events", "contactId") => id,
-        ("/events", "email") => json!({"type": "string", "format": "email", "maxLength": 254}),
+        ("/events", "email") => json!({"type": "string", "format": "email", "maxLength": 254,
+            "pattern": mailroom_actors::model::email::EMAIL_PATTERN}),
         ("/events", "since" | "until") => instant,
         _ => return None,
     }))

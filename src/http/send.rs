@@ -8,13 +8,12 @@ use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, Tem
 use mailroom_actors::project::send::{send_request, SendRequest as Request};
 use mailroom_actors::project::sending;
 use mailroom_actors::{Error, FieldCode, Resource};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::auth::SecretKey;
 use super::body::Partial;
-use super::envelope;
 use super::error::ApiError;
 use super::validate::{data_within, path_id, Fields};
 use super::wire::{checked_part, Name, Subject, Text};
@@ -55,10 +54,12 @@ type TemplateRef = Text<64>;
 
 /// `{name, email}` or a bare address.
 fn mailbox_schema() -> Value {
+    let address = json!({"type": "string", "format": "email", "maxLength": 254,
+                         "pattern": mailroom_actors::model::email::EMAIL_PATTERN});
     json!({"anyOf": [
-        {"type": "string", "format": "email", "maxLength": 254},
+        address,
         {"type": "object", "required": ["email"], "properties": {
-            "email": {"type": "string", "format": "email", "maxLength": 254},
+            "email": address,
             "name": {"type": ["string", "null"], "maxLength": MAX_NAME},
         }},
     ]})
@@ -83,7 +84,7 @@ checked_part!(
     /// Extra headers: single-line values; the headers Mailroom sets itself are refused.
     Headers,
     "Headers",
-    json!({"type": "object", "propertyNames": {"pattern": "^X-[!-9;-~]{1,74}$"},
+    json!({"type": "object", "propertyNames": {"pattern": "^[!-9;-~]{1,76}$"},
            "additionalProperties": {"type": "string", "maxLength": MAX_SUBJECT, "pattern": "^[^\\r\\n]*$"}})
 );
 checked_part!(
@@ -92,9 +93,10 @@ checked_part!(
     "Attachments",
     json!({"type": "array", "maxItems": MAX_ATTACHMENTS, "items": {
         "type": "object", "required": ["filename", "content"], "properties": {
-            "filename": {"type": "string", "pattern": "\\S", "maxLength": 255},
-            "content": {"type": "string", "contentEncoding": "base64", "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", "minLength": 1},
-            "contentType": {"type": "string"},
+            "filename": {"type": "string", "pattern": "\\S", "description": "Cut to 255 characters"},
+            "content": {"type": "string", "contentEncoding": "base64",
+                        "pattern": "^\\s*([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\\s*$", "minLength": 1},
+            "contentType": {"type": ["string", "null"]},
         }}})
 );
 
@@ -156,6 +158,15 @@ fn recipients(f: &mut Fields, to: Option<&Value>) -> Vec<(EmailAddress, Option<S
         f.error("to", FieldCode::InvalidType, "Required");
         return Vec::new();
     };
+    // The count first: a million recipients are refused without a look at each.
+    if to.as_array().is_some_and(|a| a.len() > MAX_RECIPIENTS) {
+        f.error(
+            "to",
+            FieldCode::TooBig,
+            format!("At most {MAX_RECIPIENTS} recipients"),
+        );
+        return Vec::new();
+    }
     let items: Vec<(String, &Value)> = match to {
         Value::Array(a) => a
             .iter()
@@ -256,6 +267,13 @@ fn attachments(f: &mut Fields, v: Option<&Value>) -> Vec<Attachment> {
             }
             continue;
         };
+        if let Some(other) = o
+            .get("contentType")
+            .filter(|v| !v.is_null() && !v.is_string())
+        {
+            f.wrong_type(&format!("{field}.contentType"), "string", other);
+            continue;
+        }
         let content_type = text("contentType").unwrap_or("application/octet-stream");
         match base64::engine::general_purpose::STANDARD.decode(content) {
             Ok(data) => {
@@ -284,7 +302,7 @@ fn attachments(f: &mut Fields, v: Option<&Value>) -> Vec<Attachment> {
 }
 
 #[utoipa::path(post, path = "/v1/send", tag = "Public", request_body = SendRequest,
-    responses((status = 200, description = "{success, data: {emails: [{contact: {id, email}, email}], timestamp}}"),
+    responses((status = 200, body = SendResponse),
               (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
     security(("bearer" = [])))]
 pub async fn send(
@@ -332,27 +350,85 @@ pub async fn send(
         execution: None,
     };
     let receipt = send_request(&state.registry, &state.templates, p.id, request).await?;
-    let emails: Vec<Value> = receipt
-        .emails
-        .iter()
-        .map(|q| {
-            let mut v = json!({
-                "contact": {"id": q.contact_id.to_string(), "email": q.email.to_string()},
-                "email": q.email_id.map(|id| id.to_string()),
-            });
-            if let Some(reason) = &q.skipped {
-                v["skipped"] = json!(reason);
-            }
-            v
-        })
-        .collect();
-    Ok(envelope::ok(
-        json!({"emails": emails, "timestamp": mailroom_actors::model::Timestamp::from(receipt.at).to_iso()}),
-    ))
+    Ok(HttpResponse::Ok().json(SendResponse {
+        success: true,
+        data: SendAnswer {
+            emails: receipt
+                .emails
+                .iter()
+                .map(|q| SentEmail {
+                    contact: SentContact {
+                        id: q.contact_id.to_string(),
+                        email: q.email.to_string(),
+                    },
+                    email: q.email_id.map(|id| id.to_string()),
+                    skipped: q.skipped.clone(),
+                })
+                .collect(),
+            timestamp: mailroom_actors::model::Timestamp::from(receipt.at).to_iso(),
+        },
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SendResponse {
+    success: bool,
+    data: SendAnswer,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SendAnswer {
+    emails: Vec<SentEmail>,
+    timestamp: String,
+}
+
+/// One recipient: its contact, and its email's id (none when it was skipped).
+#[derive(Serialize, ToSchema)]
+pub struct SentEmail {
+    contact: SentContact,
+    email: Option<String>,
+    /// Why nothing was sent to it: `unsubscribed` (a MARKETING template).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SentContact {
+    id: String,
+    email: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EmailResponse {
+    success: bool,
+    data: EmailView,
+}
+
+/// An email record (API.md section 5, beyond the spec).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailView {
+    id: String,
+    to: String,
+    from: String,
+    subject: String,
+    /// QUEUED, SENDING, SENT, FAILED or BOUNCED.
+    status: &'static str,
+    contact_id: String,
+    campaign_id: Option<String>,
+    workflow_execution_id: Option<String>,
+    attempts: u32,
+    last_error: Option<String>,
+    created_at: String,
+    sent_at: Option<String>,
+    opened_at: Option<String>,
+    clicked_at: Option<String>,
+    opens: u32,
+    clicks: u32,
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",
-    responses((status = 200, description = "{success, data: <email record>}"), (status = 404)), security(("bearer" = [])))]
+    responses((status = 200, body = EmailResponse), (status = 404)), security(("bearer" = [])))]
 pub async fn get_email(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
@@ -370,22 +446,25 @@ pub async fn get_email(
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     let hits = mailroom_actors::project::campaigns::engagement(&*state.store, p.id, id)?
         .unwrap_or_default();
-    Ok(envelope::ok(json!({
-        "id": e.id.to_string(),
-        "to": e.to.email,
-        "from": e.from.email,
-        "subject": e.subject,
-        "status": status.as_str(),
-        "contactId": e.contact_id.to_string(),
-        "campaignId": e.campaign_id.map(|c| c.to_string()),
-        "workflowExecutionId": e.workflow_execution_id.map(|x| x.to_string()),
-        "attempts": e.attempts,
-        "lastError": e.last_error,
-        "createdAt": iso(e.created_at),
-        "sentAt": e.sent_at.map(iso),
-        "openedAt": hits.opened_at.map(iso),
-        "clickedAt": hits.clicked_at.map(iso),
-        "opens": hits.opens,
-        "clicks": hits.clicks,
-    })))
+    Ok(HttpResponse::Ok().json(EmailResponse {
+        success: true,
+        data: EmailView {
+            id: e.id.to_string(),
+            to: e.to.email.to_string(),
+            from: e.from.email.to_string(),
+            subject: e.subject,
+            status: status.as_str(),
+            contact_id: e.contact_id.to_string(),
+            campaign_id: e.campaign_id.map(|c| c.to_string()),
+            workflow_execution_id: e.workflow_execution_id.map(|x| x.to_string()),
+            attempts: e.attempts,
+            last_error: e.last_error,
+            created_at: iso(e.created_at),
+            sent_at: e.sent_at.map(iso),
+            opened_at: hits.opened_at.map(iso),
+            clicked_at: hits.clicked_at.map(iso),
+            opens: hits.opens,
+            clicks: hits.clicks,
+        },
+    }))
 }

@@ -92,8 +92,9 @@ impl utoipa::PartialSchema for AddressShaped {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .description(Some("Anything shaped like an address: text@text"))
+            // The local part may hold an `@` too: the last one splits the address.
             .pattern(Some(format!(
-                r"^\s*{NOT_SPACE_AT_OR_CONTROL}+@{NOT_SPACE_AT_OR_CONTROL}+\s*$"
+                r"^\s*[^\s\x00-\x1f\x7f-\x9f]+@{NOT_SPACE_AT_OR_CONTROL}+\s*$"
             )))
             .max_length(Some(MAX_EMAIL_INPUT))
             .build()

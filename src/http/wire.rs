@@ -42,17 +42,20 @@ impl<const MAX: usize> fmt::Display for Text<MAX> {
 impl<'de, const MAX: usize> Deserialize<'de> for Text<MAX> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(d)?;
-        let s = raw.trim();
+        // Counted as sent, as the schema's maxLength counts.
+        if raw.chars().count() > MAX {
+            return Err(field_de_error(
+                FieldCode::TooBig,
+                format_args!("String must contain at most {MAX} character(s)"),
+            ));
+        }
+        // Control characters go with the white space at the ends (Python's `\s`, which
+        // schema checkers use, counts some of them as white space; Rust's trim does not).
+        let s = raw.trim_matches(|c: char| c.is_whitespace() || c.is_control());
         if s.is_empty() {
             return Err(field_de_error(
                 FieldCode::TooSmall,
                 "String must contain at least 1 character(s)",
-            ));
-        }
-        if s.chars().count() > MAX {
-            return Err(field_de_error(
-                FieldCode::TooBig,
-                format_args!("String must contain at most {MAX} character(s)"),
             ));
         }
         Ok(Text(s.to_owned()))
@@ -64,10 +67,10 @@ impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .description(Some(format!(
-                "Trimmed; 1 to {MAX} characters after trimming"
+                "At most {MAX} characters; trimmed, and then not empty"
             )))
-            // Not blank: at least one character that is not white space.
-            .pattern(Some(r"\S"))
+            // Not blank: a character that is neither white space nor a control character.
+            .pattern(Some(r"[^\s\x00-\x1f\x7f-\x9f]"))
             .max_length(Some(MAX))
             .build()
             .into()
@@ -150,11 +153,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Nullable<T> {
     }
 }
 
+/// `T` by reference, so that a component the document writes out in full (a grammar,
+/// see `openapi::exact`) is the one a PATCH names.
 impl<T: utoipa::ToSchema> utoipa::PartialSchema for Nullable<T> {
     fn schema() -> RefOr<Schema> {
         utoipa::openapi::schema::OneOfBuilder::new()
             .item(ObjectBuilder::new().schema_type(Type::Null))
-            .item(T::schema())
+            .item(utoipa::openapi::Ref::from_schema_name(T::name()))
             .description(Some("null clears it; leave it out to keep it"))
             .into()
     }
@@ -163,6 +168,11 @@ impl<T: utoipa::ToSchema> utoipa::PartialSchema for Nullable<T> {
 impl<T: utoipa::ToSchema> utoipa::ToSchema for Nullable<T> {
     fn name() -> Cow<'static, str> {
         Cow::Owned(format!("Nullable{}", T::name()))
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        out.push((T::name().into_owned(), T::schema()));
+        T::schemas(out);
     }
 }
 
@@ -270,22 +280,30 @@ impl<'de> Deserialize<'de> for EventName {
     }
 }
 
+impl EventName {
+    /// The schema, which `/openapi.json` carries as written (see `openapi::exact`):
+    /// utoipa's types have no `not`, which says what is reserved.
+    pub fn json_schema() -> serde_json::Value {
+        // Control characters are C0, DEL and C1, as `char::is_control` has them.
+        let no_control = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$";
+        // The service's own names, in any case (checked after trimming).
+        let reserved = r"^\s*([Ee][Mm][Aa][Ii][Ll]\.|[Cc][Oo][Nn][Tt][Aa][Cc][Tt]\.([Uu][Nn])?[Ss][Uu][Bb][Ss][Cc][Rr][Ii][Bb][Ee][Dd]\s*$|[Ss][Ee][Gg][Mm][Ee][Nn][Tt]\..*\.([Ee][Nn][Tt][Rr][Yy]|[Ee][Xx][Ii][Tt])\s*$)";
+        serde_json::json!({
+            "type": "string",
+            "description": "1 to 200 characters, no control characters. Reserved (422 \
+                reserved_event): email.*, contact.subscribed, contact.unsubscribed, \
+                segment.*.entry, segment.*.exit",
+            "maxLength": MAX_EVENT_NAME_LEN,
+            "pattern": no_control,
+            "not": {"pattern": reserved},
+        })
+    }
+}
+
+/// A stand-in: the document replaces it with `json_schema()`.
 impl utoipa::PartialSchema for EventName {
     fn schema() -> RefOr<Schema> {
-        // Control characters are C0, DEL and C1, as `char::is_control` has them.
-        const NO_CONTROL: &str =
-            r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$";
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "1 to 200 characters after trimming, no control characters. Reserved: \
-                 email.*, contact.subscribed, contact.unsubscribed, segment.*.entry, \
-                 segment.*.exit",
-            ))
-            .pattern(Some(NO_CONTROL))
-            .max_length(Some(MAX_EVENT_NAME_LEN))
-            .build()
-            .into()
+        RefOr::T(Schema::default())
     }
 }
 
@@ -302,8 +320,15 @@ mod tests {
 
     #[test]
     fn text_trims_and_refuses_blank_or_long_strings() {
-        let ok: Text<5> = serde_json::from_str(r#""  abc ""#).unwrap();
+        let ok: Text<6> = serde_json::from_str(r#""  abc ""#).unwrap();
         assert_eq!(ok.as_str(), "abc");
+        let padded = serde_json::from_str::<Text<5>>(r#""  abc ""#).unwrap_err();
+        assert!(
+            padded.to_string().starts_with("too_big: "),
+            "counted as sent: {padded}"
+        );
+        let control = serde_json::from_str::<Text<5>>(r#""\u001f""#).unwrap_err();
+        assert!(control.to_string().starts_with("too_small: "), "{control}");
         let blank = serde_json::from_str::<Text<5>>(r#""   ""#).unwrap_err();
         assert!(blank.to_string().starts_with("too_small: "), "{blank}");
         let long = serde_json::from_str::<Text<5>>(r#""abcdef""#).unwrap_err();

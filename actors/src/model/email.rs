@@ -78,6 +78,15 @@ impl<'de> Deserialize<'de> for EmailAddress {
     }
 }
 
+/// What `parse` accepts, as a pattern the API's schema carries (the email format alone
+/// lets `a@b` through, which has no domain to deliver to): a dot-atom local part of at
+/// most 64 characters, and a domain of two or more LDH labels. Quoted local parts and
+/// IDN domains are accepted too, beyond the pattern.
+pub const EMAIL_PATTERN: &str = concat!(
+    r"^\s*(?=[^@]{1,64}@)[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*",
+    r"@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\s*$"
+);
+
 /// In the API's schema, an address is a string of the email format.
 impl utoipa::PartialSchema for EmailAddress {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -85,6 +94,7 @@ impl utoipa::PartialSchema for EmailAddress {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email)))
+            .pattern(Some(EMAIL_PATTERN))
             .max_length(Some(MAX_EMAIL_LEN))
             .build()
             .into()

@@ -15,23 +15,36 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
 /// the widest any one decoded value is per encoded byte (a 1-byte varint `u128`).
 const CLAIM_PER_BYTE: usize = 16;
 
-/// bincode's limit is a type-level constant: the smallest tier that covers
-/// `CLAIM_PER_BYTE` times the input.
+/// bincode's limit is a type-level constant: the smallest tier (a factor of 4 apart)
+/// that covers `CLAIM_PER_BYTE` times the input, and never more than 1 GiB, whatever the
+/// input (no record is near that: write batches are a few MiB).
 macro_rules! with_limit {
     ($len:expr, $config:ident => $body:expr) => {{
         let need = $len.saturating_mul(CLAIM_PER_BYTE);
-        if need <= 1 << 16 {
-            let $config = bincode::config::standard().with_limit::<{ 1 << 16 }>();
-            $body
+        macro_rules! tier {
+            ($limit:expr) => {{
+                let $config = bincode::config::standard().with_limit::<{ $limit }>();
+                $body
+            }};
+        }
+        if need <= 1 << 14 {
+            tier!(1 << 14)
+        } else if need <= 1 << 16 {
+            tier!(1 << 16)
+        } else if need <= 1 << 18 {
+            tier!(1 << 18)
+        } else if need <= 1 << 20 {
+            tier!(1 << 20)
+        } else if need <= 1 << 22 {
+            tier!(1 << 22)
         } else if need <= 1 << 24 {
-            let $config = bincode::config::standard().with_limit::<{ 1 << 24 }>();
-            $body
-        } else if need <= 1 << 30 {
-            let $config = bincode::config::standard().with_limit::<{ 1 << 30 }>();
-            $body
+            tier!(1 << 24)
+        } else if need <= 1 << 26 {
+            tier!(1 << 26)
+        } else if need <= 1 << 28 {
+            tier!(1 << 28)
         } else {
-            let $config = bincode::config::standard().with_limit::<{ 1 << 36 }>();
-            $body
+            tier!(1 << 30)
         }
     }};
 }

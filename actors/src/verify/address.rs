@@ -47,7 +47,7 @@ impl Address {
 
 pub fn parse(raw: &str) -> Result<Address, NotAnAddress> {
     let s = raw.trim();
-    if s.len() > MAX_INPUT_LEN || s.chars().any(char::is_control) {
+    if s.chars().count() > MAX_INPUT_LEN || s.chars().any(char::is_control) {
         return Err(NotAnAddress);
     }
     let (local, domain) = s.rsplit_once('@').ok_or(NotAnAddress)?;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 use utoipa::openapi::{RefOr, Schema};
 
-use super::steps::MAX_STEPS;
+use super::steps::{MAX_STEPS, MAX_WAIT_SECONDS};
 
 /// The steps as a request carries them; `steps::parse` checks them field by field.
 #[derive(Debug, Clone)]
@@ -34,30 +34,58 @@ fn step(kind: &str, config: Value, links: &[&str]) -> Value {
     json!({"type": "object", "required": ["id", "type"], "properties": properties})
 }
 
+/// A DELAY's amount and unit: a whole number from 1, at most ten years in its unit.
+fn delay() -> Value {
+    let units: Vec<Value> = [
+        ("seconds", 1),
+        ("minutes", 60),
+        ("hours", 3_600),
+        ("days", 86_400),
+    ]
+    .iter()
+    .map(|(unit, secs)| {
+        json!({"type": "object", "required": ["amount", "unit"], "properties": {
+            "unit": {"const": unit},
+            "amount": {"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECONDS / secs},
+        }})
+    })
+    .collect();
+    json!({"anyOf": units})
+}
+
+/// WAIT_FOR_EVENT must say where a timeout goes (`timeoutNext`, null to end there).
+fn wait_for_event(config: Value) -> Value {
+    let mut s = step("WAIT_FOR_EVENT", config, &["next", "timeoutNext"]);
+    s["required"] = json!(["id", "type", "timeoutNext"]);
+    s
+}
+
 fn steps() -> Value {
-    let seconds = json!({"type": "integer", "minimum": 1, "maximum": 3600});
+    let seconds = json!({"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECONDS});
     let object = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
     let step_schema = json!({
         "description": "A step: `id`, `type`, `config`, and the links to the next steps (CONDITION: `yes`/`no`; WAIT_FOR_EVENT: `next` and `timeoutNext`; EXIT: none).",
         "anyOf": [
             step("SEND_EMAIL", object(json!({"templateId": {"type": "string"}}), &["templateId"]), &["next"]),
-            step("DELAY", object(json!({
-                "amount": seconds,
-                "unit": {"type": "string", "enum": ["seconds", "minutes", "hours", "days"]},
-            }), &["amount", "unit"]), &["next"]),
-            step("WAIT_FOR_EVENT", object(json!({
+            step("DELAY", delay(), &["next"]),
+            wait_for_event(object(json!({
                 "eventName": {"type": "string", "pattern": r"\S", "maxLength": 200},
                 "timeoutSeconds": seconds,
-            }), &["eventName", "timeoutSeconds"]), &["next", "timeoutNext"]),
+            }), &["eventName", "timeoutSeconds"])),
             step("CONDITION", json!({"description": "One condition of the segment filter language (FilterGroup's conditions)."}), &["yes", "no"]),
             step("UPDATE_CONTACT", json!({"type": "object", "properties": {
                 "data": {"type": "object"},
                 "subscribed": {"type": "boolean"},
             }, "minProperties": 1}), &["next"]),
             step("WEBHOOK", object(json!({
-                "url": {"type": "string", "format": "uri", "maxLength": 2048},
-                "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"]},
-                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "url": {"type": "string", "pattern": "^https?://[!-~]+$", "maxLength": 2048},
+                // Any case; POST when null or left out.
+                "method": {"enum": ["GET", "POST", "PUT", "PATCH", "DELETE",
+                                    "get", "post", "put", "patch", "delete", null]},
+                "headers": {"type": ["object", "null"], "maxProperties": 32,
+                            "propertyNames": {"pattern": "^[A-Za-z0-9_-]{1,128}$"},
+                            "additionalProperties": {"type": "string", "maxLength": 1024,
+                                                     "pattern": "^[^\\x00-\\x1f\\x7f]*$"}},
                 "body": {},
             }), &["url"]), &["next"]),
             step("EXIT", json!({"type": ["object", "null"]}), &[]),

@@ -18,7 +18,7 @@ const MAX_WORKFLOW_BYTES: usize = 256 * 1024;
 const MAX_ID: usize = 64;
 const MAX_EVENT_NAME: usize = 200;
 /// Longest DELAY or wait: ten years.
-const MAX_WAIT_SECONDS: u64 = 10 * 366 * 86_400;
+pub const MAX_WAIT_SECONDS: u64 = 10 * 366 * 86_400;
 const MAX_URL: usize = 2_048;
 const MAX_JSON: usize = 65_536;
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
