@@ -10,6 +10,7 @@ pub mod error;
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;
 pub mod idempotency;
+pub mod json_part;
 pub mod mailer;
 pub mod model;
 pub mod project;

@@ -82,13 +82,7 @@ fn not_json(e: serde_json::Error) -> ApiError {
 pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> {
     // serde would read `[...]` into a struct by position: every request is an object.
     if buf.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        let v: Value = serde_json::from_slice(buf).map_err(not_json)?;
-        return Err(Error::field(
-            "body",
-            FieldCode::InvalidType,
-            format!("Expected object, received {}", json_type(&v)),
-        )
-        .into());
+        object(buf)?;
     }
     let mut de = serde_json::Deserializer::from_slice(buf);
     match serde_path_to_error::deserialize(&mut de) {
@@ -111,6 +105,20 @@ pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> 
     }
 }
 
+/// The body as a JSON object: 400 when it is not JSON, 422 when it is JSON of another kind.
+fn object(buf: &[u8]) -> Result<Value, ApiError> {
+    let json: Value = serde_json::from_slice(buf).map_err(not_json)?;
+    if !json.is_object() {
+        return Err(Error::field(
+            "body",
+            FieldCode::InvalidType,
+            format!("Expected object, received {}", json_type(&json)),
+        )
+        .into());
+    }
+    Ok(json)
+}
+
 /// A typed request together with the JSON it came as, for the endpoints whose
 /// `Idempotency-Key` compares bodies as JSON (key order and spacing do not count).
 pub struct BodyJson<T>(pub T, pub Value);
@@ -122,15 +130,7 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for BodyJson<T> {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let read = read(req, payload);
         Box::pin(async move {
-            let json: Value = serde_json::from_slice(&read.await?).map_err(not_json)?;
-            if !json.is_object() {
-                return Err(Error::field(
-                    "body",
-                    FieldCode::InvalidType,
-                    format!("Expected object, received {}", json_type(&json)),
-                )
-                .into());
-            }
+            let json = object(&read.await?)?;
             match T::deserialize(&json) {
                 Ok(body) => Ok(BodyJson(body, json)),
                 Err(_) => Err(refused::<T>(json)),
@@ -162,15 +162,7 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for Partial<T> {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let read = read(req, payload);
         Box::pin(async move {
-            let json: Value = serde_json::from_slice(&read.await?).map_err(not_json)?;
-            if !json.is_object() {
-                return Err(Error::field(
-                    "body",
-                    FieldCode::InvalidType,
-                    format!("Expected object, received {}", json_type(&json)),
-                )
-                .into());
-            }
+            let json = object(&read.await?)?;
             let (errors, value) = match T::deserialize(&json) {
                 Ok(v) => (Vec::new(), Some(v)),
                 Err(_) => every_error::<T>(json.clone()),

@@ -16,8 +16,9 @@ use super::auth::SecretKey;
 use super::body::Partial;
 use super::error::ApiError;
 use super::validate::{data_within, path_id, Fields};
-use super::wire::{checked_part, Name, Subject, Text};
+use super::wire::{Name, Subject, Text};
 use super::AppState;
+use mailroom_actors::json_part;
 
 pub const MAX_RECIPIENTS: usize = 100;
 pub const MAX_ATTACHMENTS: usize = 10;
@@ -65,7 +66,7 @@ fn mailbox_schema() -> Value {
     ]})
 }
 
-checked_part!(
+json_part!(
     /// An address, `{name, email}`, or an array of 1 to 100 of either.
     Recipients,
     "Recipients",
@@ -74,20 +75,20 @@ checked_part!(
         {"type": "array", "minItems": 1, "maxItems": MAX_RECIPIENTS, "items": mailbox_schema()},
     ]})
 );
-checked_part!(
+json_part!(
     /// An address or `{name, email}`.
     Sender,
     "Sender",
     mailbox_schema()
 );
-checked_part!(
+json_part!(
     /// Extra headers: single-line values; the headers Mailroom sets itself are refused.
     Headers,
     "Headers",
     json!({"type": "object", "propertyNames": {"pattern": "^[!-9;-~]{1,76}$"},
            "additionalProperties": {"type": "string", "maxLength": MAX_SUBJECT, "pattern": "^[^\\r\\n]*$"}})
 );
-checked_part!(
+json_part!(
     /// At most 10, and 10 MB in all after decoding.
     Attachments,
     "Attachments",

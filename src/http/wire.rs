@@ -84,45 +84,6 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
     }
 }
 
-/// A part of a request that its own checker reads after parsing, element by element, so
-/// that every error names its element (`to[2].email`, `headers.From`): parsing only takes
-/// the JSON, and the type carries the part's schema.
-macro_rules! checked_part {
-    ($(#[$doc:meta])* $name:ident, $schema_name:literal, $schema:expr) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone)]
-        pub struct $name(pub serde_json::Value);
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                serde_json::Value::deserialize(d).map($name)
-            }
-        }
-
-        impl $name {
-            /// The schema as JSON, which `/openapi.json` carries as it is (see
-            /// `openapi::EXACT`).
-            pub fn json_schema() -> serde_json::Value {
-                $schema
-            }
-        }
-
-        /// A stand-in: the document replaces it with `json_schema()`.
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::default())
-            }
-        }
-
-        impl utoipa::ToSchema for $name {
-            fn name() -> std::borrow::Cow<'static, str> {
-                std::borrow::Cow::Borrowed($schema_name)
-            }
-        }
-    };
-}
-pub(crate) use checked_part;
-
 /// A field of a PATCH that can be left out (stays as it is), null (cleared) or set.
 /// Use with `#[serde(default)]`, so that a missing field is `Absent`.
 #[derive(Debug, Clone, Default)]

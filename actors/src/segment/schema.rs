@@ -4,24 +4,17 @@
 //! `unit` in the singular, date-only values), and a few of its rules (a period of at most
 //! 100 years in any unit) are tighter in the schema than they need to be.
 
-use std::borrow::Cow;
-
-use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
-use utoipa::openapi::{RefOr, Schema};
 
 use super::filter::MAX_IN_VALUES;
 
-/// A filter group as a request carries it; `Group::parse` checks it field by field
-/// (every problem named by its path), so deserializing only takes the JSON.
-#[derive(Debug, Clone)]
-pub struct FilterDocument(pub Value);
-
-impl<'de> Deserialize<'de> for FilterDocument {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(FilterDocument)
-    }
-}
+crate::json_part!(
+    /// A filter group as a request carries it; `Group::parse` checks it field by field
+    /// (every problem named by its path).
+    FilterDocument,
+    "FilterGroup",
+    group()
+);
 
 /// The longest period: 100 years (of 366 days) in each unit the parser takes.
 const MAX_PERIOD: [(&str, &str, u64); 3] = [
@@ -109,27 +102,6 @@ fn group() -> Value {
             },
         },
     })
-}
-
-impl FilterDocument {
-    /// The schema as JSON. utoipa's schema types have no room for some of its keywords
-    /// (`not`, `const`, `propertyNames`), so `/openapi.json` carries this text as it is.
-    pub fn json_schema() -> Value {
-        group()
-    }
-}
-
-/// A stand-in: the document replaces it with `json_schema()`.
-impl utoipa::PartialSchema for FilterDocument {
-    fn schema() -> RefOr<Schema> {
-        RefOr::T(Schema::default())
-    }
-}
-
-impl utoipa::ToSchema for FilterDocument {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("FilterGroup")
-    }
 }
 
 #[cfg(test)]

@@ -3,23 +3,16 @@
 //! reachable from the first) are beyond JSON Schema: `steps::parse` checks them and
 //! answers 422 naming the step.
 
-use std::borrow::Cow;
-
-use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
-use utoipa::openapi::{RefOr, Schema};
 
 use super::steps::{MAX_STEPS, MAX_WAIT_SECONDS};
 
-/// The steps as a request carries them; `steps::parse` checks them field by field.
-#[derive(Debug, Clone)]
-pub struct StepsDocument(pub Value);
-
-impl<'de> Deserialize<'de> for StepsDocument {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(StepsDocument)
-    }
-}
+crate::json_part!(
+    /// The steps as a request carries them; `steps::parse` checks them field by field.
+    StepsDocument,
+    "WorkflowSteps",
+    steps()
+);
 
 fn step(kind: &str, config: Value, links: &[&str]) -> Value {
     let link = json!({"type": ["string", "null"], "pattern": "^[A-Za-z0-9_-]{1,64}$"});
@@ -98,27 +91,6 @@ fn steps() -> Value {
         "description": "The steps; the first runs first.",
         "items": step_schema,
     })
-}
-
-impl StepsDocument {
-    /// The schema as JSON. utoipa's schema types have no room for some of its keywords
-    /// (`not`, `const`, `propertyNames`), so `/openapi.json` carries this text as it is.
-    pub fn json_schema() -> Value {
-        steps()
-    }
-}
-
-/// A stand-in: the document replaces it with `json_schema()`.
-impl utoipa::PartialSchema for StepsDocument {
-    fn schema() -> RefOr<Schema> {
-        RefOr::T(Schema::default())
-    }
-}
-
-impl utoipa::ToSchema for StepsDocument {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("WorkflowSteps")
-    }
 }
 
 #[cfg(test)]
