@@ -7,7 +7,6 @@ use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use mailroom_actors::model::{ProjectId, Timestamp};
-use mailroom_actors::project::messages::{CreateDomain, TrustDomain};
 use mailroom_actors::projects::IssuedKeys;
 use mailroom_actors::Resource;
 use serde::{Deserialize, Serialize};
@@ -126,8 +125,7 @@ pub async fn trust_domain(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
     state.projects.get(id)?;
-    let msg = super::blocking(move || CreateDomain::generate(name)).await?;
-    let trusted = state.registry.send(id, TrustDomain(msg)).await?;
+    let trusted = mailroom_actors::domain::add::trust(&state.registry, id, name).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,
         &state.spf_include,

@@ -7,7 +7,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
-use mailroom_actors::project::messages::{CreateDomain, DeleteDomain};
+use mailroom_actors::project::messages::DeleteDomain;
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -131,12 +131,7 @@ pub async fn create(
     Body(CreateDomainRequest { domain: name }): Body<CreateDomainRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    // Spare the key generation when the answer is already known; the actor checks again.
-    if queries::find_by_name(&*state.store, p.id, name.as_str())?.is_some() {
-        return Err(domain::writes::duplicate(name.as_str()).into());
-    }
-    let msg = blocking(move || CreateDomain::generate(name)).await?;
-    let created = state.registry.send(p.id, msg).await?;
+    let created = domain::add::add(&state.registry, p.id, name).await?;
     Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
 }
 
