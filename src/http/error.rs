@@ -5,7 +5,8 @@ use actix_web::http::header::{HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use mailroom_actors::{Error, Resource};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::request_id;
 
@@ -180,29 +181,34 @@ impl ResponseError for ApiError {
             tracing::error!(error = %mailroom_actors::error::chain(e), "internal error");
         }
         let message = self.message();
-        let mut error = json!({
-            "code": code,
-            "message": message,
-            "statusCode": status.as_u16(),
-            "requestId": request_id::current(),
-        });
-        if let ApiError::Engine(Error::Validation(fields)) = self.base() {
+        let errors = match self.base() {
             // A body can fail in a million places; the first hundred say enough.
-            error["errors"] = fields
-                .iter()
-                .take(MAX_FIELD_ERRORS)
-                .map(|f| json!({"field": f.field, "message": f.message, "code": f.code.as_str()}))
-                .collect();
-        }
-        if let Some(s) = self.suggestion() {
-            error["suggestion"] = json!(s);
-        }
-        let body = json!({
-            "success": false,
-            "error": error,
-            "message": message,
-            "timestamp": super::now_iso(),
-        });
+            ApiError::Engine(Error::Validation(fields)) => Some(
+                fields
+                    .iter()
+                    .take(MAX_FIELD_ERRORS)
+                    .map(|f| FieldErrorView {
+                        field: f.field.clone(),
+                        message: f.message.clone(),
+                        code: f.code.as_str(),
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let body = ErrorBody {
+            success: false,
+            error: ErrorDetail {
+                code,
+                message: message.clone(),
+                status_code: status.as_u16(),
+                request_id: request_id::current(),
+                errors,
+                suggestion: self.suggestion(),
+            },
+            message,
+            timestamp: super::now_iso(),
+        };
         let mut res = HttpResponse::build(status).json(body);
         if let Some(secs) = self.retry_after() {
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
@@ -211,6 +217,38 @@ impl ResponseError for ApiError {
         }
         res
     }
+}
+
+/// The one form of every error answer (API.md section 1).
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    success: bool,
+    error: ErrorDetail,
+    /// The same text as `error.message`, for clients of the older short form.
+    message: String,
+    timestamp: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetail {
+    code: &'static str,
+    message: String,
+    status_code: u16,
+    request_id: String,
+    /// A 422's fields (at most 100), with zod's codes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<Vec<FieldErrorView>>,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suggestion: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FieldErrorView {
+    field: String,
+    message: String,
+    code: &'static str,
 }
 
 /// How long a client should wait when the disk is full.

@@ -37,7 +37,6 @@ use mailroom_actors::projects::Projects;
 use mailroom_actors::store::Store;
 use mailroom_actors::verify::EmailVerifier;
 use mailroom_actors::{Clock, Error, Resource};
-use utoipa::ToSchema;
 
 use crate::config::Settings;
 use error::ApiError;
@@ -101,17 +100,6 @@ impl AppState {
             hits: Default::default(),
         }
     }
-}
-
-/// The error body, for the OpenAPI document (it is built in `error`).
-#[allow(dead_code)]
-#[derive(ToSchema)]
-pub struct ErrorBody {
-    success: bool,
-    #[schema(value_type = Object)]
-    error: serde_json::Value,
-    message: String,
-    timestamp: String,
 }
 
 pub fn now_iso() -> String {

@@ -30,7 +30,7 @@ use super::{
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
-        super::ErrorBody, templates::TemplateView, templates::TemplateList, templates::CreateTemplateRequest,
+        super::error::ErrorBody, templates::TemplateView, templates::TemplateList, templates::CreateTemplateRequest,
         templates::UpdateTemplateRequest,
         send::SendRequest, send::SendResponse, send::EmailResponse,
         domains::DomainView, domains::RecordView, domains::DomainList, domains::CreateDomainRequest,
