@@ -128,21 +128,18 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for BodyJson<T> {
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let read = read(req, payload);
+        let partial = Partial::<T>::from_request(req, payload);
         Box::pin(async move {
-            let json = object(&read.await?)?;
-            match T::deserialize(&json) {
-                Ok(body) => Ok(BodyJson(body, json)),
-                Err(_) => Err(refused::<T>(json)),
+            match partial.await? {
+                Partial {
+                    value: Some(body),
+                    errors,
+                    json,
+                } if errors.is_empty() => Ok(BodyJson(body, json)),
+                Partial { errors, .. } => Err(Error::Validation(errors).into()),
             }
         })
     }
-}
-
-/// The 422 for a body that is JSON but not a `T`, listing every field that fails in the
-/// order the request declares them, as zod lists them.
-fn refused<T: DeserializeOwned + ToSchema>(body: Value) -> ApiError {
-    Error::Validation(every_error::<T>(body).0).into()
 }
 
 /// A request that may have failed in some fields: the rest of it parsed (when nothing it
