@@ -11,7 +11,7 @@ use mailroom_actors::model::{
 use mailroom_actors::project::campaign_stats;
 use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
 use mailroom_actors::segment::{FilterDocument, Group};
-use mailroom_actors::{Error, FieldCode, Resource};
+use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -211,15 +211,8 @@ fn segment_id(raw: &str) -> Result<SegmentId, ApiError> {
 
 /// An audience filter: parsed and checked, and at most `max_bytes` of JSON.
 fn audience_filter(doc: &FilterDocument, max_bytes: usize) -> Result<Group, ApiError> {
-    if serde_json::to_vec(&doc.0).map_or(usize::MAX, |b| b.len()) > max_bytes {
-        return Err(Error::field(
-            "audienceFilter",
-            FieldCode::TooBig,
-            format!("audienceFilter must be at most {max_bytes} bytes of JSON"),
-        )
-        .into());
-    }
-    Group::parse(&doc.0, "audienceFilter").map_err(|e| Error::Validation(e).into())
+    doc.parse("audienceFilter", max_bytes)
+        .map_err(|e| Error::Validation(e).into())
 }
 
 fn campaign_id(id: &str) -> Result<CampaignId, ApiError> {
@@ -311,16 +304,10 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
     let max = state.limits.max_data_bytes;
-    let audience_filter = match req.audience_filter.change() {
-        None => None,
-        Some(None) => Some(None),
-        Some(Some(doc)) => Some(Some(audience_filter(&doc, max)?)),
-    };
-    let segment = match req.segment_id.change() {
-        None => None,
-        Some(None) => Some(None),
-        Some(Some(raw)) => Some(Some(segment_id(&raw)?)),
-    };
+    let audience_filter = req
+        .audience_filter
+        .try_change(|doc| audience_filter(&doc, max))?;
+    let segment = req.segment_id.try_change(|raw| segment_id(&raw))?;
     let text = |t: Text<_>| t.into_string();
     let patch = CampaignPatch {
         name: req.name.map(Text::into_string),

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::auth::SecretKey;
 use super::error::ApiError;
-use super::validate::{path_id, Query};
+use super::validate::{path_id, reject_any, Query};
 use super::wire::MAX_EVENT_NAME_LEN;
 use super::{blocking, AppState};
 
@@ -112,9 +112,7 @@ fn filter(q: &Query) -> Result<EventFilter, ApiError> {
     let instant = |s: &str| parse_instant(s).map(Timestamp::from);
     let since = param(q, "since", &mut errors, instant, "an ISO 8601 date");
     let until = param(q, "until", &mut errors, instant, "an ISO 8601 date");
-    if !errors.is_empty() {
-        return Err(Error::Validation(errors).into());
-    }
+    reject_any(errors)?;
     Ok(EventFilter {
         name,
         contact,

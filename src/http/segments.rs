@@ -18,7 +18,7 @@ use super::auth::SecretKey;
 use super::body::Body;
 use super::contacts::{ContactList, ContactView};
 use super::error::ApiError;
-use super::validate::{path_id, Query};
+use super::validate::{path_id, reject_any, Query};
 use super::wire::{List, Text};
 use super::{blocking, AppState};
 
@@ -189,30 +189,9 @@ async fn one(
 
 /// The filter of a DYNAMIC segment: parsed, validated, and at most `max_bytes` of JSON.
 fn filters(doc: &FilterDocument, max_bytes: usize, errors: &mut Vec<FieldError>) -> Option<Group> {
-    if serde_json::to_vec(&doc.0).map_or(usize::MAX, |b| b.len()) > max_bytes {
-        errors.push(FieldError::new(
-            "filters",
-            FieldCode::TooBig,
-            format!("filters must be at most {max_bytes} bytes of JSON"),
-        ));
-        return None;
-    }
-    match Group::parse(&doc.0, "filters") {
-        Ok(g) => Some(g),
-        Err(e) => {
-            errors.extend(e);
-            None
-        }
-    }
-}
-
-/// Ok when nothing failed; otherwise the 422 with every failure.
-fn finish(errors: Vec<FieldError>) -> Result<(), ApiError> {
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Validation(errors).into())
-    }
+    doc.parse("filters", max_bytes)
+        .map_err(|e| errors.extend(e))
+        .ok()
 }
 
 #[utoipa::path(get, path = "/segments", tag = "Segments",
@@ -266,7 +245,7 @@ pub async fn create(
         }
         (SegmentKind::Dynamic, Some(doc)) => filters(doc, state.limits.max_data_bytes, &mut errors),
     };
-    finish(errors)?;
+    reject_any(errors)?;
     let msg = CreateSegment {
         name: req.name.0,
         description: req.description.map(Text::into_string),
@@ -305,7 +284,7 @@ pub async fn update(
         .filters
         .as_ref()
         .and_then(|doc| filters(doc, state.limits.max_data_bytes, &mut errors));
-    finish(errors)?;
+    reject_any(errors)?;
     let msg = UpdateSegment {
         id,
         name: req.name.map(|n| n.0),

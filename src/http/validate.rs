@@ -1,6 +1,7 @@
 //! Checks that come after parsing: the field errors of parts read element by element,
 //! a bound on JSON data, the query string, and ids in paths.
 
+use mailroom_actors::model::data::json_within;
 use mailroom_actors::model::DataMap;
 use mailroom_actors::{Error, FieldCode, FieldError};
 use serde_json::Value;
@@ -64,26 +65,22 @@ impl Fields {
 
     /// Ok when no field failed; otherwise the 422 with every failure.
     pub fn finish(self) -> Result<(), ApiError> {
-        if self.errors.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Validation(self.errors).into())
-        }
+        reject_any(self.errors)
     }
 }
 
 /// An object whose serialised size is at most `max_bytes` (contact data, event data).
 pub fn data_within(field: &str, data: &DataMap, max_bytes: usize) -> Result<(), ApiError> {
-    let size = serde_json::to_vec(data).map_or(usize::MAX, |b| b.len());
-    if size > max_bytes {
-        return Err(Error::field(
-            field,
-            FieldCode::TooBig,
-            format!("{field} must be at most {max_bytes} bytes of JSON"),
-        )
-        .into());
+    json_within(field, data, max_bytes).map_err(|e| Error::Validation(vec![e]).into())
+}
+
+/// Ok when nothing failed; otherwise the 422 with every failure.
+pub fn reject_any(errors: Vec<FieldError>) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Validation(errors).into())
     }
-    Ok(())
 }
 
 /// Query-string parameters. A query string that does not parse is a 400.

@@ -103,6 +103,14 @@ impl<T> Nullable<T> {
             Nullable::Value(v) => Some(Some(v)),
         }
     }
+
+    /// `change`, with a value that must still be read (an id, a filter) and may fail.
+    pub fn try_change<U, E>(
+        self,
+        read: impl FnOnce(T) -> Result<U, E>,
+    ) -> Result<Option<Option<U>>, E> {
+        self.change().map(|v| v.map(read).transpose()).transpose()
+    }
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Nullable<T> {

@@ -5,6 +5,23 @@ use serde_json::{Map, Value};
 
 pub type DataMap = Map<String, Value>;
 
+/// A field's JSON is at most `max_bytes` when written out, or the 422 entry that says so.
+pub fn json_within(
+    field: &str,
+    value: &impl serde::Serialize,
+    max_bytes: usize,
+) -> Result<(), crate::FieldError> {
+    let size = serde_json::to_vec(value).map_or(usize::MAX, |b| b.len());
+    if size > max_bytes {
+        return Err(crate::FieldError::new(
+            field,
+            crate::FieldCode::TooBig,
+            format!("{field} must be at most {max_bytes} bytes of JSON"),
+        ));
+    }
+    Ok(())
+}
+
 /// The `data` of an upsert or PATCH: keys to set, and keys (given as `null`) to remove.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataPatch(DataMap);

@@ -89,6 +89,19 @@ fn condition() -> Value {
     })
 }
 
+impl FilterDocument {
+    /// The group this document states, named as `field` in errors: at most `max_bytes`
+    /// of JSON, then every problem the parser finds.
+    pub fn parse(
+        &self,
+        field: &str,
+        max_bytes: usize,
+    ) -> Result<super::Group, Vec<crate::FieldError>> {
+        crate::model::data::json_within(field, &self.0, max_bytes).map_err(|e| vec![e])?;
+        super::Group::parse(&self.0, field)
+    }
+}
+
 fn group() -> Value {
     json!({
         "type": "object",
