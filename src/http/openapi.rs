@@ -153,8 +153,7 @@ fn query_schema(path: &str, name: &str) -> Option<serde_json::Value> {
         ("/contacts", "search") => json!({"type": "string", "maxLength": 254}),
         ("/events", "name") => json!({"type": "string", "maxLength": 200}),
         ("/events", "contactId") => id,
-        ("/events", "email") => json!({"type": "string", "format": "email", "maxLength": 254,
-            "pattern": mailroom_actors::model::email::EMAIL_PATTERN}),
+        ("/events", "email") => json!({"$ref": "#/components/schemas/EmailAddress"}),
         ("/events", "since" | "until") => instant,
         _ => return None,
     }))

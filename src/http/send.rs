@@ -55,8 +55,8 @@ type TemplateRef = Text<64>;
 
 /// `{name, email}` or a bare address.
 fn mailbox_schema() -> Value {
-    let address = json!({"type": "string", "format": "email", "maxLength": 254,
-                         "pattern": mailroom_actors::model::email::EMAIL_PATTERN});
+    // The one schema of an address, EmailAddress's own.
+    let address = json!({"$ref": "#/components/schemas/EmailAddress"});
     json!({"anyOf": [
         address,
         {"type": "object", "required": ["email"], "properties": {
