@@ -147,6 +147,8 @@ pub enum FieldCode {
     UnverifiedDomain,
     ReservedEvent,
     TemplateSyntax,
+    /// A field the request does not know that is a near miss of one it does.
+    UnrecognizedKeys,
 }
 
 impl FieldCode {
@@ -161,6 +163,7 @@ impl FieldCode {
             FieldCode::UnverifiedDomain => "unverified_domain",
             FieldCode::ReservedEvent => "reserved_event",
             FieldCode::TemplateSyntax => "template_syntax",
+            FieldCode::UnrecognizedKeys => "unrecognized_keys",
         }
     }
 
@@ -175,6 +178,7 @@ impl FieldCode {
             FieldCode::UnverifiedDomain,
             FieldCode::ReservedEvent,
             FieldCode::TemplateSyntax,
+            FieldCode::UnrecognizedKeys,
         ]
         .into_iter()
         .find(|c| c.as_str() == s)

@@ -21,6 +21,7 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
+use super::near_miss;
 use super::validate::json_type;
 use super::AppState;
 
@@ -88,21 +89,66 @@ pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> 
     match serde_path_to_error::deserialize(&mut de) {
         Ok(v) => {
             de.end().map_err(not_json)?;
-            Ok(v)
+            let keys: TopKeys = serde_json::from_slice(buf).map_err(not_json)?;
+            let near = near_misses::<T>(keys.0.iter());
+            if near.is_empty() {
+                Ok(v)
+            } else {
+                Err(Error::Validation(near).into())
+            }
         }
         Err(e) if e.inner().is_data() => {
             let body: Value = serde_json::from_slice(buf).map_err(not_json)?;
+            let near = near_misses::<T>(body.as_object().into_iter().flat_map(|o| o.keys()));
             let (errors, _) = every_error::<T>(body);
             // What only the bytes show (a duplicate key) does not fail again as a Value.
-            let errors = if errors.is_empty() {
+            let mut errors = if errors.is_empty() {
                 vec![field_error(e.path(), e.inner())]
             } else {
                 errors
             };
+            errors.extend(near);
             Err(Error::Validation(errors).into())
         }
         Err(e) => Err(not_json(e.into_inner())),
     }
+}
+
+/// The top-level keys of a JSON object, without keeping their values.
+struct TopKeys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for TopKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = TopKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<TopKeys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(k);
+                }
+                Ok(TopKeys(keys))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// A 422 item for each top-level field that `T` does not declare but that is a near miss
+/// of one it does (API reference, "Unknown fields").
+fn near_misses<'k, T: DeserializeOwned>(keys: impl Iterator<Item = &'k String>) -> Vec<FieldError> {
+    let known = declared_fields::<T>();
+    if known.is_empty() {
+        return Vec::new();
+    }
+    near_miss::errors(keys, known)
 }
 
 /// The body as a JSON object: 400 when it is not JSON, 422 when it is JSON of another kind.
@@ -160,10 +206,13 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for Partial<T> {
         let read = read(req, payload);
         Box::pin(async move {
             let json = object(&read.await?)?;
-            let (errors, value) = match T::deserialize(&json) {
+            let (mut errors, value) = match T::deserialize(&json) {
                 Ok(v) => (Vec::new(), Some(v)),
                 Err(_) => every_error::<T>(json.clone()),
             };
+            errors.extend(near_misses::<T>(
+                json.as_object().into_iter().flat_map(|o| o.keys()),
+            ));
             Ok(Partial {
                 value,
                 errors,

@@ -11,7 +11,7 @@ use mailroom_actors::model::{
 use mailroom_actors::project::campaign_stats;
 use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
 use mailroom_actors::segment::{FilterDocument, Group};
-use mailroom_actors::{Error, Resource};
+use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -147,7 +147,11 @@ pub struct CreateCampaignRequest {
     from: EmailAddress,
     from_name: Option<Name>,
     reply_to: Option<EmailAddress>,
-    /// ALL (default), SEGMENT or FILTERED.
+    /// Who receives it: ALL, SEGMENT or FILTERED. Required, unless `type` (the name the
+    /// record answers with) gives it instead; a request with neither is a 422 naming
+    /// `audienceType`.
+    audience_type: Option<AudienceKind>,
+    /// An alias of `audienceType`; both with different values are a 422.
     #[serde(rename = "type")]
     kind: Option<AudienceKind>,
     /// Required for SEGMENT.
@@ -170,6 +174,9 @@ pub struct UpdateCampaignRequest {
     from_name: NullableName,
     #[serde(default)]
     reply_to: NullableEmail,
+    /// ALL, SEGMENT or FILTERED.
+    audience_type: Option<AudienceKind>,
+    /// An alias of `audienceType`; both with different values are a 422.
     #[serde(rename = "type")]
     kind: Option<AudienceKind>,
     #[serde(default)]
@@ -215,6 +222,27 @@ fn audience_filter(doc: &FilterDocument, max_bytes: usize) -> Result<Group, ApiE
         .map_err(|e| Error::Validation(e).into())
 }
 
+/// The audience a request names, by the specification's `audienceType` or by `type`, the
+/// name the record answers with: the two may both be given only when they agree.
+fn audience(
+    audience_type: Option<AudienceKind>,
+    kind: Option<AudienceKind>,
+) -> Result<Option<AudienceKind>, ApiError> {
+    match (audience_type, kind) {
+        (Some(a), Some(k)) if a != k => Err(Error::field(
+            "audienceType",
+            FieldCode::Custom,
+            format!(
+                "audienceType is {} but type is {}; send one of them",
+                a.as_str(),
+                k.as_str()
+            ),
+        )
+        .into()),
+        (a, k) => Ok(a.or(k)),
+    }
+}
+
 fn campaign_id(id: &str) -> Result<CampaignId, ApiError> {
     path_id(id, Resource::Campaign)
 }
@@ -253,6 +281,9 @@ pub async fn create(
         .as_ref()
         .map(|doc| audience_filter(doc, state.limits.max_data_bytes))
         .transpose()?;
+    let Some(audience) = audience(req.audience_type, req.kind)? else {
+        return Err(Error::field("audienceType", FieldCode::InvalidType, "Required").into());
+    };
     let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
     let now = Timestamp::from(state.clock.now());
     let campaign = Campaign {
@@ -264,7 +295,7 @@ pub async fn create(
         from: req.from,
         from_name: req.from_name.map(Text::into_string),
         reply_to: req.reply_to,
-        audience: req.kind.unwrap_or(AudienceKind::All),
+        audience,
         segment_id,
         audience_filter,
         status: CampaignStatus::Draft,
@@ -308,6 +339,7 @@ pub async fn update(
         .audience_filter
         .try_change(|doc| audience_filter(&doc, max))?;
     let segment = req.segment_id.try_change(|raw| segment_id(&raw))?;
+    let audience = audience(req.audience_type, req.kind)?;
     let text = |t: Text<_>| t.into_string();
     let patch = CampaignPatch {
         name: req.name.map(Text::into_string),
@@ -317,7 +349,7 @@ pub async fn update(
         from: req.from,
         from_name: req.from_name.change().map(|n| n.map(Text::into_string)),
         reply_to: req.reply_to.change(),
-        audience: req.kind,
+        audience,
         segment_id: segment,
         audience_filter,
     };

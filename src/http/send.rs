@@ -7,6 +7,7 @@ use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
 use mailroom_actors::project::send::{send_request, SendRequest as Request};
 use mailroom_actors::project::sending;
+use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -48,6 +49,18 @@ pub struct SendRequest {
     headers: Option<Headers>,
     reply: Option<EmailAddress>,
     attachments: Option<Attachments>,
+    /// How `body` is written: `html` (the default) or `markdown`, which is turned into
+    /// HTML and then rendered as a template. A template's own body is always HTML.
+    #[serde(rename = "type")]
+    body_type: Option<BodyType>,
+}
+
+/// The language of a /v1/send body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyType {
+    Html,
+    Markdown,
 }
 
 type SendHtml = Text<MAX_BODY>;
@@ -339,7 +352,10 @@ pub async fn send(
         recipients: to,
         template,
         subject: r.subject.map(Text::into_string),
-        body: r.body.map(Text::into_string),
+        body: r.body.map(|b| match r.body_type {
+            Some(BodyType::Markdown) => markdown::to_html(b.as_str()),
+            _ => b.into_string(),
+        }),
         from,
         from_name: r.name.map(Text::into_string),
         reply_to: r.reply,

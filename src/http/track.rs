@@ -39,10 +39,12 @@ pub struct TrackRequest {
     /// The event name; `email.*`, `contact.subscribed`, `contact.unsubscribed` and
     /// `segment.*.entry|exit` are reserved (422 `reserved_event`).
     event: EventName,
-    /// Sets the subscription flag; a new contact is subscribed by default.
+    /// Sets the subscription flag; a new contact is subscribed by default. With a public
+    /// key it applies only to a contact that this call creates.
     subscribed: Option<bool>,
     /// Values are merged into the contact; a value `{value, persistent: false}` is kept
     /// on the event only, and `{value, persistent: true}` is stored as its plain value.
+    /// `null` deletes the key, with the secret key only.
     #[schema(value_type = Option<Object>)]
     data: Option<DataMap>,
 }
@@ -103,6 +105,7 @@ pub async fn track(
         event: request.event.into_string(),
         event_data,
         idempotency: claim,
+        key: p.kind,
     };
     let out = state.registry.send(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(TrackResponse {

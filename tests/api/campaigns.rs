@@ -304,7 +304,7 @@ pub(crate) fn header_of(raw: &str, name: &str) -> Option<String> {
 
 /// The HTML of a single-part message, its transfer encoding (7bit, quoted-printable or
 /// base64, whichever lettre chose) undone.
-fn html_of(raw: &str) -> String {
+pub(crate) fn html_of(raw: &str) -> String {
     let (head, body) = raw
         .split_once("\r\n\r\n")
         .or_else(|| raw.split_once("\n\n"))

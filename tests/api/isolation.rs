@@ -182,7 +182,8 @@ fn project_b_cannot_tell_project_as_campaigns_workflows_and_executions_from_ids_
     let campaign = id_of(&app.post(
         "/campaigns",
         &a.secret,
-        json!({"name": "c", "subject": "s", "body": "b", "from": "hi@acme.test"}),
+        json!({"name": "c", "subject": "s", "body": "b", "from": "hi@acme.test",
+               "audienceType": "ALL"}),
     ));
     let segment = id_of(&app.post(
         "/segments",

@@ -19,6 +19,7 @@ mod ops;
 mod sandbox;
 mod segments;
 mod send;
+mod spec_shapes;
 mod templates;
 mod track;
 mod verify;

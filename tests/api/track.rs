@@ -91,9 +91,10 @@ fn plain_and_persistent_values_go_to_the_contact_and_the_rest_only_to_the_event(
         &p.secret,
         json!({"email": "cy@example.com", "data": {"old": 1, "drop": true}}),
     );
+    // The secret key: a public key's null deletes nothing (see below).
     let data = track(
         &app,
-        &p.public,
+        &p.secret,
         json!({"email": "cy@example.com", "event": "checkout", "data": {
             "plan": "pro",
             "tier": {"value": "gold", "persistent": true},
@@ -305,4 +306,90 @@ fn a_tracked_contact_belongs_only_to_the_keys_project() {
         &b.secret,
     );
     assert_eq!((r.status, r.code().as_str()), (404, "RESOURCE_NOT_FOUND"));
+}
+
+/// The contact record for `email`, read with the secret key.
+fn contact_by_email(app: &TestApp, key: &str, email: &str) -> Value {
+    let r = app.get(&format!("/contacts?search={email}"), key);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()["contacts"][0].clone()
+}
+
+#[test]
+fn track_with_a_public_key_keeps_an_unsubscribed_contact_unsubscribed() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    app.upsert(
+        &p.secret,
+        json!({"email": "left@example.com", "subscribed": false}),
+    );
+    // Whoever copied the public key from a web page tries to resubscribe them.
+    track(
+        &app,
+        &p.public,
+        json!({"email": "left@example.com", "event": "visit", "subscribed": true}),
+    );
+    let c = contact_by_email(&app, &p.secret, "left@example.com");
+    assert_eq!(c["subscribed"], false, "{c}");
+    // And the other way round: it cannot unsubscribe someone either.
+    app.upsert(&p.secret, json!({"email": "stays@example.com"}));
+    track(
+        &app,
+        &p.public,
+        json!({"email": "stays@example.com", "event": "visit", "subscribed": false}),
+    );
+    let c = contact_by_email(&app, &p.secret, "stays@example.com");
+    assert_eq!(c["subscribed"], true, "{c}");
+    let names = app.get("/events/names", &p.secret).json().to_string();
+    assert!(!names.contains("contact.subscribed"), "{names}");
+    assert!(!names.contains("contact.unsubscribed"), "{names}");
+}
+
+#[test]
+fn track_with_a_public_key_sets_subscribed_on_a_contact_it_creates() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    track(
+        &app,
+        &p.public,
+        json!({"email": "new@example.com", "event": "signup", "subscribed": false}),
+    );
+    let c = contact_by_email(&app, &p.secret, "new@example.com");
+    assert_eq!(c["subscribed"], false, "{c}");
+}
+
+#[test]
+fn track_with_a_public_key_adds_data_but_a_null_deletes_nothing() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    app.upsert(
+        &p.secret,
+        json!({"email": "ada@example.com", "data": {"plan": "pro", "name": "Ada"}}),
+    );
+    track(
+        &app,
+        &p.public,
+        json!({"email": "ada@example.com", "event": "visit",
+               "data": {"plan": null, "name": null, "page": "/pricing"}}),
+    );
+    let c = contact_by_email(&app, &p.secret, "ada@example.com");
+    assert_eq!(
+        c["data"],
+        json!({"plan": "pro", "name": "Ada", "page": "/pricing"}),
+        "{c}"
+    );
+    // The secret key may delete keys and resubscribe, as before.
+    app.upsert(
+        &p.secret,
+        json!({"email": "ada@example.com", "subscribed": false}),
+    );
+    track(
+        &app,
+        &p.secret,
+        json!({"email": "ada@example.com", "event": "visit", "subscribed": true,
+               "data": {"plan": null}}),
+    );
+    let c = contact_by_email(&app, &p.secret, "ada@example.com");
+    assert_eq!(c["subscribed"], true, "{c}");
+    assert_eq!(c["data"], json!({"name": "Ada", "page": "/pricing"}), "{c}");
 }

@@ -35,6 +35,14 @@ impl DataPatch {
         self.0.is_empty()
     }
 
+    /// The patch without its removals (`null` values): what a caller that may add and
+    /// change keys, but not delete them, applies.
+    pub fn without_removals(self) -> Self {
+        let mut map = self.0;
+        map.retain(|_, v| !v.is_null());
+        DataPatch(map)
+    }
+
     /// Applies the patch and says whether anything changed.
     pub fn apply(&self, target: &mut DataMap) -> bool {
         let mut changed = false;

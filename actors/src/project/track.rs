@@ -8,7 +8,7 @@ use super::contacts::{self, Counts, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
-    ContactId, DataMap, DataPatch, EmailAddress, Event, EventId, EventSource, Timestamp,
+    ContactId, DataMap, DataPatch, EmailAddress, Event, EventId, EventSource, KeyKind, Timestamp,
 };
 use crate::store::Batch;
 
@@ -42,15 +42,20 @@ pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOut
             return Ok(reply);
         }
     }
+    // The public key is on web pages for anyone to copy: it may subscribe a contact it
+    // creates, but never resubscribe (or unsubscribe) one that exists, and it cannot
+    // delete what the contact's data holds.
+    let (subscribed, contact_data) = match msg.key {
+        KeyKind::Secret => (msg.subscribed, msg.contact_data),
+        KeyKind::Public => {
+            let exists = ctx.table.by_email(msg.email.as_str())?.is_some();
+            let subscribed = msg.subscribed.filter(|_| !exists);
+            (subscribed, msg.contact_data.without_removals())
+        }
+    };
     // A new contact is subscribed unless the call says otherwise, as with POST /contacts.
-    let change = contacts::prepare_upsert(
-        ctx,
-        *counts,
-        &msg.email,
-        msg.subscribed,
-        true,
-        &msg.contact_data,
-    )?;
+    let change =
+        contacts::prepare_upsert(ctx, *counts, &msg.email, subscribed, true, &contact_data)?;
     let event = Event {
         id: EventId::at(ctx.now),
         name: msg.event,
@@ -86,4 +91,7 @@ pub struct Track {
     /// Every value of the call's `data`, unwrapped; kept on the event.
     pub event_data: DataMap,
     pub idempotency: Option<Claim>,
+    /// Which key the call came with: a public key's call may not change an existing
+    /// contact's subscription nor delete its data keys.
+    pub key: KeyKind,
 }

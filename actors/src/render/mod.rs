@@ -8,6 +8,7 @@
 
 pub mod budget;
 mod cache;
+pub mod markdown;
 mod pool;
 #[cfg(test)]
 mod proptests;
