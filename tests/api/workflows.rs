@@ -1684,25 +1684,40 @@ fn kill_9_during_a_delay_still_sends_the_email_after_it_once_after_a_restart() {
     assert_eq!(executions(&app, &p, &wid, "")["total"], 1);
 }
 
-#[test]
-fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+/// Two re-entry workflows that trigger each other: one resubscribes whoever
+/// unsubscribes, the other unsubscribes whoever subscribes. Their ids (on, off).
+fn subscription_loop(app: &TestApp, p: &Project) -> (String, String) {
     let on = enabled_workflow(
-        &app,
-        &p,
+        app,
+        p,
         "Resubscribe",
         "contact.unsubscribed",
         true,
         json!([{"id": "on", "type": "UPDATE_CONTACT", "config": {"subscribed": true}, "next": null}]),
     );
     let off = enabled_workflow(
-        &app,
-        &p,
+        app,
+        p,
         "Unsubscribe",
         "contact.subscribed",
         true,
         json!([{"id": "off", "type": "UPDATE_CONTACT", "config": {"subscribed": false}, "next": null}]),
     );
+    (on, off)
+}
+
+/// Executions of the workflow RUNNING or WAITING.
+fn live(app: &TestApp, p: &Project, wid: &str) -> u64 {
+    ["RUNNING", "WAITING"]
+        .iter()
+        .map(|s| executions(app, p, wid, &format!("status={s}"))["total"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    let (on, off) = subscription_loop(&app, &p);
     app.upsert(
         &p.secret,
         json!({"email": "loop@example.com", "subscribed": true}),
@@ -1711,23 +1726,67 @@ fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_en
         &p.secret,
         json!({"email": "loop@example.com", "subscribed": false}),
     );
-    let live = |wid: &str| {
-        executions(&app, &p, wid, "status=RUNNING")["total"]
-            .as_u64()
-            .unwrap_or(0)
-            + executions(&app, &p, wid, "status=WAITING")["total"]
-                .as_u64()
-                .unwrap_or(0)
-    };
     let total = |wid: &str| executions(&app, &p, wid, "")["total"].as_u64().unwrap_or(0);
     let settled = eventually(
         60,
-        || (total(&on), total(&off), live(&on) + live(&off)),
+        || (total(&on), total(&off), live(&app, &p, &on) + live(&app, &p, &off)),
         |(a, b, running): &(u64, u64, u64)| *running == 0 && *a >= 100 && *b >= 99,
     );
     assert_eq!(settled.2, 0, "the loop stopped: {settled:?}");
     assert!(
         settled.0 <= 100 && settled.1 <= 100,
         "at most 100 entries a day each: {settled:?}"
+    );
+}
+
+#[test]
+fn fifty_contacts_looping_through_two_workflows_each_stop_at_the_daily_entry_cap_despite_pruning() {
+    const CAP: u64 = 10;
+    const CONTACTS: u64 = 50;
+    let (_dns, _smtp, app, p) = rig(&[
+        ("MAILROOM__WORKFLOWS__MAX_ENTRIES_PER_DAY", "10"),
+        // Pruning runs many times over while the loops go: it used to drop the index
+        // entries that the cap counted, and the loops went on for ever.
+        ("MAILROOM__WORKFLOWS__MAX_FINISHED_EXECUTIONS", "20"),
+        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "1000000"),
+    ]);
+    let (on, off) = subscription_loop(&app, &p);
+    let contacts: Vec<String> = (0..CONTACTS)
+        .map(|i| {
+            let email = format!("loop{i}@example.com");
+            app.upsert(&p.secret, json!({"email": email, "subscribed": true}));
+            id(&app.upsert(&p.secret, json!({"email": email, "subscribed": false})))
+        })
+        .collect();
+    // Each contact: its own unsubscribe, then CAP rounds of on (subscribed) and off
+    // (unsubscribed), then on is refused.
+    let named = |name: &str| event_count(&app, &p, &format!("name={name}"));
+    let settled = eventually(
+        180,
+        || {
+            let events = (named("contact.subscribed"), named("contact.unsubscribed"));
+            (events, live(&app, &p, &on) + live(&app, &p, &off))
+        },
+        |&((sub, unsub), running): &((u64, u64), u64)| {
+            running == 0 && (sub >= CONTACTS * CAP && unsub >= CONTACTS * (CAP + 1))
+        },
+    );
+    assert_eq!(
+        settled,
+        ((CONTACTS * CAP, CONTACTS * (CAP + 1)), 0),
+        "every loop ran to the cap and stopped: (subscribed, unsubscribed events), live executions"
+    );
+    for c in &contacts {
+        let of = |name: &str| event_count(&app, &p, &format!("name={name}&contactId={c}"));
+        assert_eq!(
+            (of("contact.subscribed"), of("contact.unsubscribed")),
+            (CAP, CAP + 1),
+            "contact {c} entered each workflow {CAP} times, no more"
+        );
+    }
+    assert_eq!(
+        (named("contact.subscribed"), named("contact.unsubscribed")),
+        (CONTACTS * CAP, CONTACTS * (CAP + 1)),
+        "nothing grew after the loops stopped"
     );
 }
