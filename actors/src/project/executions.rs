@@ -340,7 +340,11 @@ mod tests {
     fn the_daily_cap_holds_after_pruning_drops_every_index_entry_and_opens_a_day_later() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
-        let (p, c, t) = (ProjectId::new(), ContactId::new(), reentry(WorkflowId::new()));
+        let (p, c, t) = (
+            ProjectId::new(),
+            ContactId::new(),
+            reentry(WorkflowId::new()),
+        );
         let now = 1_000_000;
         for i in 0..MAX_ENTRIES_PER_DAY {
             assert!(may_enter(&*store, p, &t, c, now + i64::from(i)).unwrap());
