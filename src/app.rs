@@ -86,6 +86,9 @@ impl Application {
         .map_err(|e| Failure::caused("the DNS resolver", e))?;
         let templates: Arc<TemplateCache> = Default::default();
         mailroom_actors::project::executions::set_timers(registry.timers().clone());
+        mailroom_actors::project::executions::set_max_entries_per_day(
+            settings.workflows.max_entries_per_day,
+        );
         let executors = Executors::start(
             registry.clone(),
             templates.clone(),

@@ -217,6 +217,7 @@ pub struct Workflows {
     pub webhook_timeout_seconds: u64,
     pub max_history_entries: usize,
     pub max_finished_executions: u64,
+    pub max_entries_per_day: u32,
 }
 
 impl Workflows {

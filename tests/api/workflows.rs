@@ -1684,25 +1684,44 @@ fn kill_9_during_a_delay_still_sends_the_email_after_it_once_after_a_restart() {
     assert_eq!(executions(&app, &p, &wid, "")["total"], 1);
 }
 
-#[test]
-fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+/// Two re-entry workflows that trigger each other: one resubscribes whoever
+/// unsubscribes, the other unsubscribes whoever subscribes. Their ids (on, off).
+fn subscription_loop(app: &TestApp, p: &Project) -> (String, String) {
     let on = enabled_workflow(
-        &app,
-        &p,
+        app,
+        p,
         "Resubscribe",
         "contact.unsubscribed",
         true,
         json!([{"id": "on", "type": "UPDATE_CONTACT", "config": {"subscribed": true}, "next": null}]),
     );
     let off = enabled_workflow(
-        &app,
-        &p,
+        app,
+        p,
         "Unsubscribe",
         "contact.subscribed",
         true,
         json!([{"id": "off", "type": "UPDATE_CONTACT", "config": {"subscribed": false}, "next": null}]),
     );
+    (on, off)
+}
+
+/// Executions of the workflow RUNNING or WAITING.
+fn live(app: &TestApp, p: &Project, wid: &str) -> u64 {
+    ["RUNNING", "WAITING"]
+        .iter()
+        .map(|s| {
+            executions(app, p, wid, &format!("status={s}"))["total"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
+    let (_dns, _smtp, app, p) = rig(&[]);
+    let (on, off) = subscription_loop(&app, &p);
     app.upsert(
         &p.secret,
         json!({"email": "loop@example.com", "subscribed": true}),
@@ -1711,18 +1730,16 @@ fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_en
         &p.secret,
         json!({"email": "loop@example.com", "subscribed": false}),
     );
-    let live = |wid: &str| {
-        executions(&app, &p, wid, "status=RUNNING")["total"]
-            .as_u64()
-            .unwrap_or(0)
-            + executions(&app, &p, wid, "status=WAITING")["total"]
-                .as_u64()
-                .unwrap_or(0)
-    };
     let total = |wid: &str| executions(&app, &p, wid, "")["total"].as_u64().unwrap_or(0);
     let settled = eventually(
         60,
-        || (total(&on), total(&off), live(&on) + live(&off)),
+        || {
+            (
+                total(&on),
+                total(&off),
+                live(&app, &p, &on) + live(&app, &p, &off),
+            )
+        },
         |(a, b, running): &(u64, u64, u64)| *running == 0 && *a >= 100 && *b >= 99,
     );
     assert_eq!(settled.2, 0, "the loop stopped: {settled:?}");
@@ -1730,4 +1747,161 @@ fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_en
         settled.0 <= 100 && settled.1 <= 100,
         "at most 100 entries a day each: {settled:?}"
     );
+}
+
+#[test]
+fn fifty_contacts_looping_through_two_workflows_each_stop_at_the_daily_entry_cap_despite_pruning() {
+    const CAP: u64 = 10;
+    const CONTACTS: u64 = 50;
+    let (_dns, _smtp, app, p) = rig(&[
+        ("MAILROOM__WORKFLOWS__MAX_ENTRIES_PER_DAY", "10"),
+        // Pruning runs many times over while the loops go: it used to drop the index
+        // entries that the cap counted, and the loops went on for ever.
+        ("MAILROOM__WORKFLOWS__MAX_FINISHED_EXECUTIONS", "20"),
+        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "1000000"),
+    ]);
+    let (on, off) = subscription_loop(&app, &p);
+    let contacts: Vec<String> = (0..CONTACTS)
+        .map(|i| {
+            let email = format!("loop{i}@example.com");
+            app.upsert(&p.secret, json!({"email": email, "subscribed": true}));
+            id(&app.upsert(&p.secret, json!({"email": email, "subscribed": false})))
+        })
+        .collect();
+    // Each contact: its own unsubscribe, then CAP rounds of on (subscribed) and off
+    // (unsubscribed), then on is refused.
+    let named = |name: &str| event_count(&app, &p, &format!("name={name}"));
+    let settled = eventually(
+        180,
+        || {
+            let events = (named("contact.subscribed"), named("contact.unsubscribed"));
+            (events, live(&app, &p, &on) + live(&app, &p, &off))
+        },
+        |&((sub, unsub), running): &((u64, u64), u64)| {
+            running == 0 && (sub >= CONTACTS * CAP && unsub >= CONTACTS * (CAP + 1))
+        },
+    );
+    assert_eq!(
+        settled,
+        ((CONTACTS * CAP, CONTACTS * (CAP + 1)), 0),
+        "every loop ran to the cap and stopped: (subscribed, unsubscribed events), live executions"
+    );
+    for c in &contacts {
+        let of = |name: &str| event_count(&app, &p, &format!("name={name}&contactId={c}"));
+        assert_eq!(
+            (of("contact.subscribed"), of("contact.unsubscribed")),
+            (CAP, CAP + 1),
+            "contact {c} entered each workflow {CAP} times, no more"
+        );
+    }
+    assert_eq!(
+        (named("contact.subscribed"), named("contact.unsubscribed")),
+        (CONTACTS * CAP, CONTACTS * (CAP + 1)),
+        "nothing grew after the loops stopped"
+    );
+}
+
+/// The (field, code) pairs of a 422 from a workflow write.
+fn refused_fields(r: &Resp) -> Vec<(String, String)> {
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "VALIDATION_ERROR"),
+        "{}",
+        r.text
+    );
+    r.field_codes()
+}
+
+/// A workflow of one step on "signup", created disabled; its id.
+fn one_step_workflow(app: &TestApp, p: &Project, step: Value) -> String {
+    id(&create_workflow(
+        app,
+        p,
+        json!({"name": "One step", "triggerEvent": "signup", "steps": [step]}),
+    ))
+}
+
+#[test]
+fn a_wait_for_event_name_with_a_control_character_is_refused_on_create_and_patch_naming_the_field()
+{
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let wait = |name: &str| {
+        json!({"id": "2", "type": "WAIT_FOR_EVENT",
+               "config": {"eventName": name, "timeoutSeconds": 60},
+               "next": null, "timeoutNext": null})
+    };
+    let want = vec![(
+        "steps.2.config.eventName".to_owned(),
+        "invalid_string".to_owned(),
+    )];
+    for name in ["paid\0", "pa\nid", "paid\u{7f}", "\u{85}paid"] {
+        let r = app.post(
+            "/workflows",
+            &p.secret,
+            json!({"name": "Wait", "triggerEvent": "signup", "steps": [wait(name)]}),
+        );
+        assert_eq!(refused_fields(&r), want, "POST with {name:?}");
+    }
+    let wid = one_step_workflow(&app, &p, wait("paid"));
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": [wait("paid\u{1b}[2J")]}),
+    );
+    assert_eq!(refused_fields(&r), want, "PATCH");
+    let kept = app.get(&format!("/workflows/{wid}"), &p.secret).json();
+    assert_eq!(kept["steps"][0]["config"]["eventName"], "paid", "{kept}");
+}
+
+#[test]
+fn a_webhook_url_that_cannot_parse_is_refused_on_create_and_patch_not_at_run_time() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let hook =
+        |url: &str| json!({"id": "hook", "type": "WEBHOOK", "config": {"url": url}, "next": null});
+    let want = vec![(
+        "steps.hook.config.url".to_owned(),
+        "invalid_string".to_owned(),
+    )];
+    for url in ["http://[::1", "http://:8080/hooks"] {
+        let r = app.post(
+            "/workflows",
+            &p.secret,
+            json!({"name": "Hook", "triggerEvent": "signup", "steps": [hook(url)]}),
+        );
+        assert_eq!(refused_fields(&r), want, "POST with {url}");
+    }
+    let wid = one_step_workflow(&app, &p, hook("https://hooks.example.com/in"));
+    let r = app.patch(
+        &format!("/workflows/{wid}"),
+        &p.secret,
+        json!({"steps": [hook("http://[::1")]}),
+    );
+    assert_eq!(refused_fields(&r), want, "PATCH");
+}
+
+#[test]
+fn a_webhook_to_a_closed_port_fails_saying_could_not_connect_without_the_address_or_the_os_reason()
+{
+    // A port that was just free on loopback: nothing listens there now.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Scan",
+        "signup",
+        false,
+        json!([{"id": "hook", "type": "WEBHOOK",
+                "config": {"url": format!("http://127.0.0.1:{port}/x")}, "next": null}]),
+    );
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    let failed = execution_when(&app, &p, &wid, &ada, "FAILED");
+    let hook_entry = entry(&failed, "hook");
+    assert_eq!(hook_entry["error"], "could not connect", "{failed}");
+    assert!(hook_entry["statusCode"].is_null(), "{failed}");
 }

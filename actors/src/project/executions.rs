@@ -84,7 +84,10 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
 }
 
 /// Whether `t` lets this contact in now (API.md section 10): without re-entry, once
-/// ever; with it, while no execution of theirs is under way.
+/// ever; with it, while no execution of theirs is under way, and at most
+/// `max_entries_per_day()` times a day window (workflows that trigger each other through
+/// the events their steps cause, e.g. one on `contact.subscribed` that unsubscribes and
+/// one on `contact.unsubscribed` that subscribes, stop there).
 pub fn may_enter(
     store: &dyn Store,
     p: ProjectId,
@@ -93,49 +96,92 @@ pub fn may_enter(
     now: i64,
 ) -> Result<bool> {
     let prefix = keys::executions_of_contact(p, t.workflow, c);
-    // Forward first: a reverse range read costs more, and only re-entry needs the last.
-    if store.scan(&prefix, None, false).next().is_none() {
-        return Ok(true);
-    }
     if !t.allow_reentry {
+        // Forward: a reverse range read costs more, and only re-entry needs the last.
+        return Ok(store.scan(&prefix, None, false).next().is_none());
+    }
+    let max = max_entries_per_day();
+    if Entries::load(store, p, t.workflow, c)?.at(now).count >= max {
         return Ok(false);
     }
-    // Newest first: the last must have ended, and no more than MAX_ENTRIES_PER_DAY
-    // may have started within a day (workflows that trigger each other through the
-    // events their steps cause, e.g. one on `contact.subscribed` that unsubscribes and
-    // one on `contact.unsubscribed` that subscribes, stop there).
-    let day_ago = now - 86_400_000;
-    for (i, kv) in store.scan(&prefix, None, true).enumerate() {
-        let Some(x) = keys::execution_in(&kv?.0) else {
-            continue;
-        };
-        if i == 0 && !load(store, p, x)?.is_none_or(|e| e.status.is_final()) {
-            return Ok(false);
-        }
-        if started_at(x) < day_ago {
-            return Ok(true);
-        }
-        if i + 1 >= MAX_ENTRIES_PER_DAY {
-            tracing::warn!(project = %p, workflow = %t.workflow, contact = %c,
-                "a contact entered this workflow {MAX_ENTRIES_PER_DAY} times within a day; not again until a day has passed");
-            return Ok(false);
-        }
+    // Pruning may have dropped every entry of the index: then none is under way.
+    match store.scan(&prefix, None, true).next() {
+        None => Ok(true),
+        Some(kv) => Ok(match keys::execution_in(&kv?.0) {
+            Some(x) => load(store, p, x)?.is_none_or(|e| e.status.is_final()),
+            None => true,
+        }),
     }
-    Ok(true)
 }
 
-/// Executions of one workflow one contact may start within a day (re-entry).
-pub const MAX_ENTRIES_PER_DAY: usize = 100;
+/// Executions of one workflow one contact may start within a day (re-entry), unless
+/// `set_max_entries_per_day` says otherwise (`workflows.max_entries_per_day`).
+pub const MAX_ENTRIES_PER_DAY: u32 = 100;
 
-/// When an execution started, from its id (UUID v7 carries its creation time).
-fn started_at(x: ExecutionId) -> i64 {
-    x.as_uuid()
-        .get_timestamp()
-        .map(|t| {
-            let (s, n) = t.to_unix();
-            (s as i64) * 1_000 + i64::from(n / 1_000_000)
-        })
-        .unwrap_or(0)
+static MAX_ENTRIES: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(MAX_ENTRIES_PER_DAY);
+
+/// Set once at start-up from the configuration; the event path reads it.
+pub fn set_max_entries_per_day(n: u32) {
+    MAX_ENTRIES.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn max_entries_per_day() -> u32 {
+    MAX_ENTRIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// A contact's entries into one re-entry workflow since `since`: one small record per
+/// (workflow, contact), rewritten on each entry, so the cap holds whatever pruning
+/// drops and however many contacts a loop carries. A window starts at the first entry
+/// once the last window is a day old; counting per window, not per sliding day, keeps
+/// the record one pair of numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entries {
+    pub since: i64,
+    pub count: u32,
+}
+
+impl Entries {
+    pub fn load(store: &dyn Store, p: ProjectId, w: WorkflowId, c: ContactId) -> Result<Self> {
+        match store.get(&keys::entries(p, w, c))? {
+            Some(b) => codec::decode(&b),
+            None => Ok(Entries::default()),
+        }
+    }
+
+    /// The window as it stands at `now`: a new, empty one once a day has passed.
+    pub fn at(self, now: i64) -> Self {
+        match now.saturating_sub(self.since) >= DAY_MS {
+            true => Entries {
+                since: now,
+                count: 0,
+            },
+            false => self,
+        }
+    }
+}
+
+/// Counts one more entry of the contact into a re-entry workflow.
+fn count_entry(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    t: &Trigger,
+    c: ContactId,
+    now: i64,
+) -> Result<()> {
+    let mut n = Entries::load(store, p, t.workflow, c)?.at(now);
+    n.count = n.count.saturating_add(1);
+    // Once a window, not on every refusal: a loop would fill the log instead.
+    let max = max_entries_per_day();
+    if n.count == max {
+        tracing::warn!(project = %p, workflow = %t.workflow, contact = %c,
+            "a contact entered this workflow {max} times within a day; not again until the day has passed");
+    }
+    batch.put(keys::entries(p, t.workflow, c), codec::encode(&n)?);
+    Ok(())
 }
 
 /// A new execution of `t` for the contact: RUNNING at the first step and in the ready
@@ -143,12 +189,16 @@ fn started_at(x: ExecutionId) -> i64 {
 /// before the batch is durable: a timer that fires early finds the execution through
 /// the actor, which has applied the batch; one lost in a crash is lost with it.)
 pub fn start(
+    store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
     t: &Trigger,
     contact: ContactId,
     now: i64,
 ) -> Result<Execution> {
+    if t.allow_reentry {
+        count_entry(store, batch, p, t, contact, now)?;
+    }
     let mut e = Execution {
         id: ExecutionId::new(),
         workflow_id: t.workflow,
@@ -260,5 +310,67 @@ pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {
         error: None,
         status_code: None,
         branch: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SledStore;
+
+    fn reentry(w: WorkflowId) -> Trigger {
+        Trigger {
+            workflow: w,
+            allow_reentry: true,
+            first: "a".into(),
+            wait: None,
+        }
+    }
+
+    /// Starts an execution of `t` for `c` at `now` and ends it at once.
+    fn enter_and_end(store: &dyn Store, p: ProjectId, t: &Trigger, c: ContactId, now: i64) {
+        let mut batch = Batch::new();
+        let mut e = start(store, &mut batch, p, t, c, now).unwrap();
+        end(store, &mut batch, p, &mut e, ExecStatus::Completed, now).unwrap();
+        put(&mut batch, p, &e).unwrap();
+        store.apply(batch).unwrap();
+    }
+
+    #[test]
+    fn the_daily_cap_holds_after_pruning_drops_every_index_entry_and_opens_a_day_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let (p, c, t) = (
+            ProjectId::new(),
+            ContactId::new(),
+            reentry(WorkflowId::new()),
+        );
+        let now = 1_000_000;
+        for i in 0..MAX_ENTRIES_PER_DAY {
+            assert!(may_enter(&*store, p, &t, c, now + i64::from(i)).unwrap());
+            enter_and_end(&*store, p, &t, c, now + i64::from(i));
+        }
+        let mut batch = Batch::new();
+        for kv in store.scan(&keys::executions_of(p, t.workflow), None, false) {
+            batch.delete(kv.unwrap().0);
+        }
+        store.apply(batch).unwrap();
+        assert!(
+            !may_enter(&*store, p, &t, c, now + 1_000).unwrap(),
+            "the cap still holds with the index pruned"
+        );
+        assert!(
+            may_enter(&*store, p, &t, c, now + DAY_MS).unwrap(),
+            "a day after the window began, the contact may enter again"
+        );
+        enter_and_end(&*store, p, &t, c, now + DAY_MS);
+        let window = Entries::load(&*store, p, t.workflow, c).unwrap();
+        assert_eq!(
+            window,
+            Entries {
+                since: now + DAY_MS,
+                count: 1
+            }
+        );
     }
 }

@@ -67,7 +67,7 @@ pub fn on_events(
                 continue;
             }
             started.insert((t.workflow, ev.contact_id));
-            let e = executions::start(batch, p, t, ev.contact_id, now)?;
+            let e = executions::start(store, batch, p, t, ev.contact_id, now)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }

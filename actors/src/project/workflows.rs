@@ -279,6 +279,9 @@ pub fn delete(ctx: &WriteCtx, id: WorkflowId) -> Result<()> {
         }
         batch.delete(keys::execution(p, e.id));
     }
+    for kv in store.scan(&keys::entries_of(p, id), None, false) {
+        batch.delete(kv?.0);
+    }
     batch.delete(keys::workflow(p, id));
     batch.delete(keys::counter(p, &executions::finished_counter(id)));
     add_to_counter(store, &mut batch, p, WORKFLOWS_COUNTER, -1)?;

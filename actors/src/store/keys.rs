@@ -295,6 +295,17 @@ pub fn execution_of(p: ProjectId, w: WorkflowId, c: ContactId, x: ExecutionId) -
     in_project(p, b"/wxl/", &[w.as_bytes(), c.as_bytes(), x.as_bytes()])
 }
 
+/// A contact's entries into one re-entry workflow within the current day window
+/// (`executions::Entries`): what the daily cap counts. Apart from the executions'
+/// index, so that pruning ended executions cannot reset it; deleted with the workflow.
+pub fn entries_of(p: ProjectId, w: WorkflowId) -> Vec<u8> {
+    in_project(p, b"/wxd/", &[w.as_bytes()])
+}
+
+pub fn entries(p: ProjectId, w: WorkflowId, c: ContactId) -> Vec<u8> {
+    in_project(p, b"/wxd/", &[w.as_bytes(), c.as_bytes()])
+}
+
 /// The execution id at the end of an `execution_of` key.
 pub fn execution_in(k: &[u8]) -> Option<ExecutionId> {
     let at = k.len().checked_sub(16)?;

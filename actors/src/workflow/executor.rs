@@ -457,7 +457,11 @@ impl Executors {
                     Ok(code) => {
                         self.end(&step.id, kind, Err(format!("the webhook answered {code}")))
                     }
-                    Err(why) => self.end(&step.id, kind, Err(crate::error::chain(&why))),
+                    Err(why) => {
+                        tracing::info!(project = %p, execution = %x, step = %step.id,
+                            cause = %why.detail(), "a webhook got no answer");
+                        self.end(&step.id, kind, Err(crate::error::chain(&why)))
+                    }
                 };
                 end.entry.status_code = code;
                 self.done(p, x, end).await

@@ -62,7 +62,9 @@ fn steps() -> Value {
             step("SEND_EMAIL", object(json!({"templateId": {"type": "string"}}), &["templateId"]), &["next"]),
             step("DELAY", delay(), &["next"]),
             wait_for_event(object(json!({
-                "eventName": {"type": "string", "pattern": r"\S", "maxLength": 200},
+                // Control characters are C0, DEL and C1, as `char::is_control` has them.
+                "eventName": {"type": "string", "maxLength": 200,
+                              "pattern": r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"},
                 "timeoutSeconds": seconds,
             }), &["eventName", "timeoutSeconds"])),
             step("CONDITION", json!({"description": "One condition of the segment filter language (FilterGroup's conditions)."}), &["yes", "no"]),

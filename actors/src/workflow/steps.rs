@@ -238,6 +238,15 @@ fn parse_step(i: usize, item: &Value, errors: &mut Errors) -> Option<Step> {
         }
         "WAIT_FOR_EVENT" => {
             let event_name = match config.get("eventName").and_then(Value::as_str) {
+                // The name is part of a key of the waiting index, as on /v1/track.
+                Some(s) if s.chars().any(char::is_control) => {
+                    errors.add(
+                        at("config.eventName"),
+                        FieldCode::InvalidString,
+                        "The event name cannot hold control characters",
+                    );
+                    String::new()
+                }
                 Some(s) if !s.trim().is_empty() && s.len() <= MAX_EVENT_NAME => s.trim().to_owned(),
                 _ => {
                     errors.add(
@@ -359,6 +368,13 @@ fn webhook(
                 && u.len() <= MAX_URL
                 && u.bytes().all(|b| b.is_ascii_graphic()) =>
         {
+            if let Err(why) = super::webhook::check_url(u) {
+                errors.add(
+                    at("config.url"),
+                    FieldCode::InvalidString,
+                    format!("The URL cannot be called: {why}"),
+                );
+            }
             u.to_owned()
         }
         _ => {

@@ -43,8 +43,10 @@ pub enum WebhookError {
     Private(String),
     #[error("no address to connect to")]
     NoAddress,
-    #[error("connecting to {0}")]
-    Connect(SocketAddr, #[source] std::io::Error),
+    /// Neither the address nor the OS's reason is told: which ports answer, and how,
+    /// would map a network for the tenant. `detail` has them for the server's log.
+    #[error("could not connect")]
+    Connect(SocketAddr, std::io::Error),
     #[error("building the request")]
     Request(#[source] hyper::http::Error),
     #[error("{0} is not a name TLS can verify")]
@@ -57,6 +59,22 @@ pub enum WebhookError {
     Send(#[source] hyper::Error),
     #[error("no answer within {0} s")]
     Timeout(f64),
+}
+
+impl WebhookError {
+    /// The whole cause, addresses included: for the server's log, not the history.
+    pub fn detail(&self) -> String {
+        match self {
+            WebhookError::Connect(addr, e) => format!("connecting to {addr}: {e}"),
+            other => crate::error::chain(other),
+        }
+    }
+}
+
+/// Whether a WEBHOOK step's URL can be called: checked when the workflow is saved, so
+/// that a URL that cannot parse is a 422 then, not a failed step later.
+pub fn check_url(url: &str) -> Result<(), WebhookError> {
+    target(url).map(|_| ())
 }
 
 /// The parts of a URL a request needs.
@@ -80,6 +98,9 @@ fn target(url: &str) -> Result<Target, WebhookError> {
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_owned();
+    if host.is_empty() {
+        return Err(WebhookError::NoHost);
+    }
     Ok(Target {
         https,
         port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
@@ -330,5 +351,21 @@ mod tests {
             ("::1", 8080, "/")
         );
         assert!(target("ftp://x").is_err());
+    }
+
+    #[test]
+    fn a_url_that_cannot_parse_or_has_no_host_is_refused() {
+        for url in ["http://[::1", "http://:80/", "http://a b/", "https://"] {
+            assert!(check_url(url).is_err(), "{url}");
+        }
+        assert!(check_url("http://[::1]:8080/hook").is_ok());
+    }
+
+    #[test]
+    fn a_failed_connection_names_neither_address_nor_os_reason_except_in_the_detail() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = WebhookError::Connect("10.0.0.7:6379".parse().unwrap(), refused);
+        assert_eq!(crate::error::chain(&e), "could not connect");
+        assert!(e.detail().contains("10.0.0.7:6379"), "{}", e.detail());
     }
 }
