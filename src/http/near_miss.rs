@@ -17,10 +17,17 @@ pub fn meant<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
         return Some(k);
     }
     let lower = unknown.to_lowercase();
+    let len = lower.chars().count();
     known
         .iter()
         .filter_map(|k| {
-            let shorter = k.chars().count().min(lower.chars().count());
+            // The distance is at least the difference in length: a long key (a hostile
+            // body may hold thousands) costs nothing.
+            let known_len = k.chars().count();
+            if len.abs_diff(known_len) > 2 {
+                return None;
+            }
+            let shorter = known_len.min(len);
             let allowed = match shorter {
                 0..=2 => 0,
                 3..=4 => 1,
