@@ -1340,3 +1340,29 @@ fn a_campaign_whose_sender_domain_went_away_waits_until_the_domain_is_back() {
     assert_eq!(got.len(), 2, "both go out once the domain is back");
     assert_eq!(campaign_when(&app, &p, &cid, "SENT")["status"], "SENT");
 }
+
+#[test]
+fn a_from_name_with_a_line_break_is_refused_on_create_and_on_patch() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/campaigns",
+        &p.secret,
+        campaign_body(json!({"fromName": "News\r\nBcc: all@example.com"})),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+    let r = app.patch(
+        &format!("/campaigns/{MISSING_ID}"),
+        &p.secret,
+        json!({"fromName": "A\u{0}B"}),
+    );
+    assert_eq!(r.status, 422, "a bad body is refused before the id is looked up: {}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+}
