@@ -315,7 +315,10 @@ pub async fn update(
         subject: req.subject.map(Text::into_string),
         body: req.body.map(Text::into_string),
         from: req.from,
-        from_name: req.from_name.change().map(|n| n.map(DisplayName::into_string)),
+        from_name: req
+            .from_name
+            .change()
+            .map(|n| n.map(DisplayName::into_string)),
         reply_to: req.reply_to.change(),
         audience: req.kind,
         segment_id: segment,

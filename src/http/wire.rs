@@ -118,9 +118,10 @@ impl<'de> Deserialize<'de> for DisplayName {
         if let Some(why) = display_name_fault(&raw) {
             return Err(field_de_error(FieldCode::InvalidString, why));
         }
-        let name = Text::<MAX_DISPLAY_NAME_LEN>::deserialize(
-            serde::de::value::StringDeserializer::<D::Error>::new(raw),
-        )?;
+        let name =
+            Text::<MAX_DISPLAY_NAME_LEN>::deserialize(serde::de::value::StringDeserializer::<
+                D::Error,
+            >::new(raw))?;
         Ok(DisplayName(name.into_string()))
     }
 }
@@ -366,7 +367,12 @@ mod tests {
     fn a_display_name_refuses_control_characters_anywhere() {
         let ok: DisplayName = serde_json::from_str(r#"" Ada Lovelace ""#).unwrap();
         assert_eq!(ok.into_string(), "Ada Lovelace");
-        for bad in [r#""Ada\r\nBcc: x@y.z""#, r#""Ada\n""#, r#""\tAda""#, r#""A\u0085da""#] {
+        for bad in [
+            r#""Ada\r\nBcc: x@y.z""#,
+            r#""Ada\n""#,
+            r#""\tAda""#,
+            r#""A\u0085da""#,
+        ] {
             let e = serde_json::from_str::<DisplayName>(bad).unwrap_err();
             assert!(e.to_string().starts_with("invalid_string: "), "{bad}: {e}");
         }

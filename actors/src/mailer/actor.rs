@@ -114,7 +114,9 @@ impl Handler<Deliver> for MailerActor {
                 Err(e) => {
                     let e = crate::error::chain(&e);
                     tracing::error!(email = %msg.email.id, error = %e, "the message could not be built");
-                    return Delivery::Failed(format!("the message could not be built or signed: {e}"));
+                    return Delivery::Failed(format!(
+                        "the message could not be built or signed: {e}"
+                    ));
                 }
             };
             match &*transport {

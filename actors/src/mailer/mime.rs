@@ -6,9 +6,9 @@
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
+use lettre::address::Envelope;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
-use lettre::address::Envelope;
 use lettre::{Address, Message};
 use mail_auth::common::crypto::{Algorithm, Sha256, SigningKey};
 use mail_auth::common::headers::{HeaderWriter, Writable};
@@ -211,9 +211,7 @@ pub fn prepare(email: &OutboundEmail, signer: &Signer) -> Result<(Envelope, Vec<
 
 /// `f`'s result, or its panic as `MimeError::Panicked`. Nothing `f` touches outlives it,
 /// so no broken state can be seen after an unwind.
-pub fn unwind_to_error<T>(
-    f: impl FnOnce() -> Result<T, MimeError>,
-) -> Result<T, MimeError> {
+pub fn unwind_to_error<T>(f: impl FnOnce() -> Result<T, MimeError>) -> Result<T, MimeError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
         let why = payload
             .downcast_ref::<&str>()
