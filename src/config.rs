@@ -144,6 +144,7 @@ pub struct Limits {
     pub max_templates: usize,
     pub max_campaigns: u64,
     pub max_workflows: u64,
+    pub max_filter_evaluations: u64,
 }
 
 impl Limits {
@@ -158,6 +159,7 @@ impl Limits {
             max_templates: self.max_templates,
             max_campaigns: self.max_campaigns,
             max_workflows: self.max_workflows,
+            max_filter_evaluations: self.max_filter_evaluations,
         }
     }
 }

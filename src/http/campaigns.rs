@@ -20,7 +20,7 @@ use super::body::Body;
 use super::envelope;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
-use super::wire::{Description, Html, Instant, Name, Nullable, Subject, Text};
+use super::wire::{Description, DisplayName, Html, Instant, Name, Nullable, Subject, Text};
 use super::{blocking, AppState};
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -145,7 +145,7 @@ pub struct CreateCampaignRequest {
     body: Html,
     /// On a verified domain of the project.
     from: EmailAddress,
-    from_name: Option<Name>,
+    from_name: Option<DisplayName>,
     reply_to: Option<EmailAddress>,
     /// Who receives it: ALL, SEGMENT or FILTERED. Required, unless `type` (the name the
     /// record answers with) gives it instead; a request with neither is a 422 naming
@@ -187,7 +187,7 @@ pub struct UpdateCampaignRequest {
 
 // utoipa's derive reads a generic field as a generic of the struct: aliases hide them.
 type NullableDescription = Nullable<Description>;
-type NullableName = Nullable<Name>;
+type NullableName = Nullable<DisplayName>;
 type NullableEmail = Nullable<EmailAddress>;
 /// A segment's id: a string that is no id names no segment (404).
 type NullableSegment = Nullable<String>;
@@ -293,7 +293,7 @@ pub async fn create(
         subject: req.subject.into_string(),
         body: req.body.into_string(),
         from: req.from,
-        from_name: req.from_name.map(Text::into_string),
+        from_name: req.from_name.map(DisplayName::into_string),
         reply_to: req.reply_to,
         audience,
         segment_id,
@@ -347,7 +347,10 @@ pub async fn update(
         subject: req.subject.map(Text::into_string),
         body: req.body.map(Text::into_string),
         from: req.from,
-        from_name: req.from_name.change().map(|n| n.map(Text::into_string)),
+        from_name: req
+            .from_name
+            .change()
+            .map(|n| n.map(DisplayName::into_string)),
         reply_to: req.reply_to.change(),
         audience,
         segment_id: segment,

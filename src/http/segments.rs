@@ -165,8 +165,9 @@ async fn with_counts(
     let store = state.store.clone();
     let table = state.registry.contacts(p);
     let at = now(state);
+    let max = state.limits.max_filter_evaluations;
     blocking(move || {
-        let counts = segment_queries::member_counts(&*store, &table, p, &segments, at)?;
+        let counts = segment_queries::member_counts(&*store, &table, p, &segments, at, max)?;
         Ok(segments
             .iter()
             .zip(counts)
@@ -185,6 +186,21 @@ async fn one(
     views
         .pop()
         .ok_or_else(|| Error::Internal("a counted segment went missing".into()).into())
+}
+
+/// A new filter's cost over the project's contacts, checked before it is written.
+async fn within_budget(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    filter: Option<&Group>,
+) -> Result<(), ApiError> {
+    let Some(filter) = filter.cloned() else {
+        return Ok(());
+    };
+    let store = state.store.clone();
+    let table = state.registry.contacts(p);
+    let max = state.limits.max_filter_evaluations;
+    blocking(move || segment_queries::check_filter_cost(&*store, &table, p, &filter, max)).await
 }
 
 /// The filter of a DYNAMIC segment: parsed, validated, and at most `max_bytes` of JSON.
@@ -246,6 +262,7 @@ pub async fn create(
         (SegmentKind::Dynamic, Some(doc)) => filters(doc, state.limits.max_data_bytes, &mut errors),
     };
     reject_any(errors)?;
+    within_budget(&state, p.id, filters.as_ref()).await?;
     let msg = CreateSegment {
         name: req.name.0,
         description: req.description.map(Text::into_string),
@@ -285,6 +302,7 @@ pub async fn update(
         .as_ref()
         .and_then(|doc| filters(doc, state.limits.max_data_bytes, &mut errors));
     reject_any(errors)?;
+    within_budget(&state, p.id, filters.as_ref()).await?;
     let msg = UpdateSegment {
         id,
         name: req.name.map(|n| n.0),
@@ -323,10 +341,11 @@ pub async fn contacts(
     let store = state.store.clone();
     let table = state.registry.contacts(p.id);
     let at = now(&state);
+    let max = state.limits.max_filter_evaluations;
     let page = blocking(move || {
         let segment = segment_queries::get_segment(&*store, p.id, id)?
             .ok_or(Error::NotFound(Resource::Segment))?;
-        segment_queries::segment_contacts(&*store, &table, p.id, &segment, &page, at)
+        segment_queries::segment_contacts(&*store, &table, p.id, &segment, &page, at, max)
     })
     .await?;
     Ok(HttpResponse::Ok().json(ContactList {

@@ -17,7 +17,7 @@ use super::auth::SecretKey;
 use super::body::Partial;
 use super::error::ApiError;
 use super::validate::{data_within, path_id, Fields};
-use super::wire::{Name, Subject, Text};
+use super::wire::{display_name_fault, DisplayName, Subject, Text};
 use super::AppState;
 use mailroom_actors::json_part;
 
@@ -41,7 +41,7 @@ pub struct SendRequest {
     /// Its domain must be a verified domain of the project.
     from: Option<Sender>,
     /// The sender's display name.
-    name: Option<Name>,
+    name: Option<DisplayName>,
     /// For a recipient that is a new contact; default false.
     subscribed: Option<bool>,
     #[schema(value_type = Option<Object>)]
@@ -74,7 +74,9 @@ fn mailbox_schema() -> Value {
         address,
         {"type": "object", "required": ["email"], "properties": {
             "email": address,
-            "name": {"type": ["string", "null"], "maxLength": MAX_NAME},
+            // Blank is no name; a control character is refused (see `DisplayName`).
+            "name": {"type": ["string", "null"], "maxLength": MAX_NAME,
+                     "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]*$"},
         }},
     ]})
 }
@@ -121,16 +123,21 @@ fn mailbox(f: &mut Fields, field: &str, v: &Value) -> Option<(EmailAddress, Opti
         Value::Object(o) => {
             let name = match o.get("name") {
                 None | Some(Value::Null) => None,
-                Some(Value::String(n)) if n.chars().count() <= MAX_NAME => {
+                Some(Value::String(n)) => {
+                    let name_field = format!("{field}.name");
+                    if let Some(why) = display_name_fault(n) {
+                        f.error(&name_field, FieldCode::InvalidString, why);
+                        return None;
+                    }
+                    if n.chars().count() > MAX_NAME {
+                        f.error(
+                            &name_field,
+                            FieldCode::TooBig,
+                            format!("name must be at most {MAX_NAME} characters"),
+                        );
+                        return None;
+                    }
                     Some(n.trim().to_owned()).filter(|n| !n.is_empty())
-                }
-                Some(Value::String(_)) => {
-                    f.error(
-                        &format!("{field}.name"),
-                        FieldCode::TooBig,
-                        format!("name must be at most {MAX_NAME} characters"),
-                    );
-                    return None;
                 }
                 Some(other) => {
                     f.wrong_type(&format!("{field}.name"), "string", other);
@@ -357,7 +364,7 @@ pub async fn send(
             _ => b.into_string(),
         }),
         from,
-        from_name: r.name.map(Text::into_string),
+        from_name: r.name.map(DisplayName::into_string),
         reply_to: r.reply,
         subscribed: r.subscribed,
         data,

@@ -15,7 +15,7 @@ use super::auth::SecretKey;
 use super::body::Body;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
-use super::wire::{Description, Html, Name, Subject, Text};
+use super::wire::{Description, DisplayName, Html, Name, Subject, Text};
 use super::{blocking, AppState};
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -77,7 +77,7 @@ pub struct CreateTemplateRequest {
     #[serde(rename = "type")]
     kind: Option<TemplateKind>,
     from: Option<EmailAddress>,
-    from_name: Option<Name>,
+    from_name: Option<DisplayName>,
     reply_to: Option<EmailAddress>,
     description: Option<Description>,
 }
@@ -92,7 +92,7 @@ pub struct UpdateTemplateRequest {
     #[serde(rename = "type")]
     kind: Option<TemplateKind>,
     from: Option<EmailAddress>,
-    from_name: Option<Name>,
+    from_name: Option<DisplayName>,
     reply_to: Option<EmailAddress>,
     description: Option<Description>,
 }
@@ -106,7 +106,7 @@ impl From<UpdateTemplateRequest> for TemplatePatch {
             body: r.body.map(Text::into_string),
             kind: r.kind,
             from: r.from,
-            from_name: r.from_name.map(Text::into_string),
+            from_name: r.from_name.map(DisplayName::into_string),
             reply_to: r.reply_to,
         }
     }
@@ -134,7 +134,7 @@ pub async fn create(
         body,
         kind: req.kind.unwrap_or(TemplateKind::Transactional),
         from: req.from,
-        from_name: req.from_name.map(Text::into_string),
+        from_name: req.from_name.map(DisplayName::into_string),
         reply_to: req.reply_to,
         created_at: now,
         updated_at: now,

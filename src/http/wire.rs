@@ -84,6 +84,65 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
     }
 }
 
+/// A sender's or recipient's display name: a `Name` with no control character anywhere.
+/// A line break in a name would end the From/To header early, and lettre panics
+/// building such a header, so the edge refuses it rather than the mailer failing later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+/// The longest display name.
+pub const MAX_DISPLAY_NAME_LEN: usize = 200;
+
+/// The JSON Schema pattern of a display name: some non-space character, and no control
+/// character (C0, DEL and C1, as `char::is_control` has them).
+pub const DISPLAY_NAME_PATTERN: &str =
+    r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$";
+
+/// Why a display name is refused, if it is: checked on the text as sent, since trimming
+/// would hide a line break at either end.
+pub fn display_name_fault(raw: &str) -> Option<&'static str> {
+    raw.chars()
+        .any(char::is_control)
+        .then_some("A display name cannot hold control characters (such as a line break)")
+}
+
+impl DisplayName {
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for DisplayName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        if let Some(why) = display_name_fault(&raw) {
+            return Err(field_de_error(FieldCode::InvalidString, why));
+        }
+        let name =
+            Text::<MAX_DISPLAY_NAME_LEN>::deserialize(serde::de::value::StringDeserializer::<
+                D::Error,
+            >::new(raw))?;
+        Ok(DisplayName(name.into_string()))
+    }
+}
+
+impl utoipa::PartialSchema for DisplayName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(format!(
+                "At most {MAX_DISPLAY_NAME_LEN} characters, no control characters; trimmed, \
+                 and then not empty"
+            )))
+            .pattern(Some(DISPLAY_NAME_PATTERN))
+            .max_length(Some(MAX_DISPLAY_NAME_LEN))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for DisplayName {}
+
 /// A field of a PATCH that can be left out (stays as it is), null (cleared) or set.
 /// Use with `#[serde(default)]`, so that a missing field is `Absent`.
 #[derive(Debug, Clone, Default)]
@@ -302,5 +361,22 @@ mod tests {
         assert!(blank.to_string().starts_with("too_small: "), "{blank}");
         let long = serde_json::from_str::<Text<5>>(r#""abcdef""#).unwrap_err();
         assert!(long.to_string().starts_with("too_big: "), "{long}");
+    }
+
+    #[test]
+    fn a_display_name_refuses_control_characters_anywhere() {
+        let ok: DisplayName = serde_json::from_str(r#"" Ada Lovelace ""#).unwrap();
+        assert_eq!(ok.into_string(), "Ada Lovelace");
+        for bad in [
+            r#""Ada\r\nBcc: x@y.z""#,
+            r#""Ada\n""#,
+            r#""\tAda""#,
+            r#""A\u0085da""#,
+        ] {
+            let e = serde_json::from_str::<DisplayName>(bad).unwrap_err();
+            assert!(e.to_string().starts_with("invalid_string: "), "{bad}: {e}");
+        }
+        let long = serde_json::from_str::<DisplayName>(&format!("\"{}\"", "a".repeat(201)));
+        assert!(long.unwrap_err().to_string().starts_with("too_big: "));
     }
 }

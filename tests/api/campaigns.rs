@@ -1340,3 +1340,75 @@ fn a_campaign_whose_sender_domain_went_away_waits_until_the_domain_is_back() {
     assert_eq!(got.len(), 2, "both go out once the domain is back");
     assert_eq!(campaign_when(&app, &p, &cid, "SENT")["status"], "SENT");
 }
+
+#[test]
+fn a_from_name_with_a_line_break_is_refused_on_create_and_on_patch() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/campaigns",
+        &p.secret,
+        campaign_body(json!({"fromName": "News\r\nBcc: all@example.com"})),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+    let r = app.patch(
+        &format!("/campaigns/{MISSING_ID}"),
+        &p.secret,
+        json!({"fromName": "A\u{0}B"}),
+    );
+    assert_eq!(
+        r.status, 422,
+        "a bad body is refused before the id is looked up: {}",
+        r.text
+    );
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+}
+
+#[test]
+fn scheduling_a_campaign_whose_filter_matches_nobody_still_says_its_audience_is_empty() {
+    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__LIMITS__MAX_FILTER_EVALUATIONS", "10")]);
+    for email in ["a@example.com", "b@example.com"] {
+        app.upsert(&p.secret, json!({"email": email, "data": {"plan": "free"}}));
+    }
+    let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
+    let nobody = id(&create(
+        &app,
+        &p,
+        json!({"type": "FILTERED", "audienceFilter": plan_is("pro")}),
+    ));
+    let r = send(&app, &p, &nobody, json!({ "scheduledAt": at }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.field_codes(), [("type".to_owned(), "custom".to_owned())]);
+    assert!(r.text.contains("no subscribed contacts"), "{}", r.text);
+
+    // Six conditions on two contacts are 12 evaluations, past the budget of 10.
+    let conditions: Vec<Value> = (0..6)
+        .map(|i| json!({"field": format!("data.k{i}"), "operator": "notIn", "value": [1, "2"]}))
+        .collect();
+    let costly = id(&create(
+        &app,
+        &p,
+        json!({"type": "FILTERED", "audienceFilter": {"operator": "AND", "conditions": conditions}}),
+    ));
+    let r = send(&app, &p, &costly, json!({ "scheduledAt": at }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("audienceFilter".to_owned(), "too_big".to_owned())]
+    );
+    assert!(
+        r.json()["error"]["suggestion"]
+            .as_str()
+            .is_some_and(|s| s.contains("limits.max_filter_evaluations")),
+        "{}",
+        r.text
+    );
+    assert_eq!(campaign(&app, &p, &costly)["status"], "DRAFT");
+}

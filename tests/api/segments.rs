@@ -857,3 +857,86 @@ fn another_projects_segment_is_not_found_and_keys_are_checked() {
     let r = app.get("/segments?limit=101", &a.secret);
     assert_eq!(r.status, 422);
 }
+
+/// A DYNAMIC segment of `n` conditions, each a `notIn` list.
+fn n_conditions(n: usize) -> Value {
+    let conditions: Vec<Value> = (0..n)
+        .map(
+            |i| json!({"field": format!("data.k{i}"), "operator": "notIn", "value": [1, "1", 2.5]}),
+        )
+        .collect();
+    json!({"operator": "AND", "conditions": conditions})
+}
+
+#[test]
+fn a_filter_past_the_evaluation_budget_gets_422_too_big_before_anything_is_written() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_FILTER_EVALUATIONS", "10")]);
+    let p = app.create_project("Acme");
+    for (email, k0) in [
+        ("a@example.com", json!(1.0)),
+        ("b@example.com", json!("x")),
+        ("c@example.com", json!(null)),
+    ] {
+        app.upsert(&p.secret, json!({"email": email, "data": {"k0": k0}}));
+    }
+    // Three contacts and three conditions: 9 evaluations, within 10.
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Three", "filters": n_conditions(3)}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        r.json()["memberCount"],
+        2,
+        "only a's k0 = 1.0 is in [1, \"1\", 2.5]: {}",
+        r.text
+    );
+    let three = r.json()["id"].as_str().unwrap().to_owned();
+
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Four", "filters": n_conditions(4)}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("filters".to_owned(), "too_big".to_owned())]
+    );
+    assert!(
+        r.json()["error"]["suggestion"]
+            .as_str()
+            .is_some_and(|s| s.contains("limits.max_filter_evaluations")),
+        "{}",
+        r.text
+    );
+    let r = app.patch(
+        &format!("/segments/{three}"),
+        &p.secret,
+        json!({"filters": n_conditions(4)}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = app.get("/segments", &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json()["total"],
+        1,
+        "the refused create wrote nothing: {}",
+        r.text
+    );
+
+    // One list is one request: two segments of three conditions are 18 evaluations.
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Again", "filters": n_conditions(3)}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = app.get("/segments", &p.secret);
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("filters".to_owned(), "too_big".to_owned())]
+    );
+}

@@ -203,3 +203,33 @@ fn headers_that_speak_for_mailroom_the_relay_or_a_receiver_are_refused_by_name()
         );
     }
 }
+
+#[test]
+fn a_display_name_with_a_line_break_is_refused_wherever_it_is_given() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["ok@example.com", {"name": "Ada\r\nBcc: all@example.com", "email": "a@example.com"}],
+               "from": {"name": "News\n", "email": "me@x.example"}, "name": "Team\tA",
+               "subject": "s", "body": "b"}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    let codes = r.field_codes();
+    for expected in [
+        ("to[1].name", "invalid_string"),
+        ("from.name", "invalid_string"),
+        ("name", "invalid_string"),
+    ] {
+        assert!(
+            codes.contains(&(expected.0.into(), expected.1.into())),
+            "{expected:?} in {codes:?}"
+        );
+    }
+    assert_eq!(
+        app.get("/contacts", &p.secret).json()["total"],
+        0,
+        "nothing was written"
+    );
+}

@@ -195,3 +195,27 @@ fn the_list_filters_by_type_and_name_and_pages_with_page_numbers() {
     assert_eq!(app.get("/templates?type=WEEKLY", &p.secret).status, 422);
     assert_eq!(app.get("/templates?limit=0", &p.secret).status, 422);
 }
+
+#[test]
+fn a_from_name_with_a_line_break_is_refused_on_create_and_on_patch() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let base = json!({"name": "T", "subject": "Hello", "body": "<b>x</b>"});
+    let mut bad = base.clone();
+    bad["fromName"] = json!("News\r\nBcc: all@example.com");
+    let r = app.post("/templates", &p.secret, bad);
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+    let t = create(&app, &p.secret, base);
+    let path = format!("/templates/{}", t["id"].as_str().unwrap());
+    let r = app.patch(&path, &p.secret, json!({"fromName": "A\nB"}));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.field_codes(),
+        [("fromName".to_owned(), "invalid_string".to_owned())]
+    );
+    assert_eq!(app.get(&path, &p.secret).json()["fromName"], json!(null));
+}

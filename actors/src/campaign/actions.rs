@@ -100,11 +100,13 @@ pub async fn send(
         check_sender(registry, p, &c.from)?;
         let table = registry.contacts(p);
         let now = registry.clock().now().timestamp_millis();
-        let members = registry
+        let max = registry.tenant().max_filter_evaluations;
+        // Only whether anyone is in it: the runner lists the audience when it sends.
+        let anyone = registry
             .renders()
-            .run(move || audience::members(&*store, &table, p, &c, now).map(|m| m.len()))
+            .run(move || audience::any_member(&*store, &table, p, &c, now, max))
             .await??;
-        if members == 0 {
+        if !anyone {
             return Err(Error::Validation(vec![FieldError::new(
                 "type",
                 FieldCode::Custom,

@@ -2,12 +2,43 @@
 //! matching the campaign's filter, read from the project's contact table.
 
 use crate::error::{Error, Resource, Result};
-use crate::model::{AudienceKind, Campaign, ContactId, ContactRef, ProjectId};
+use crate::model::{AudienceKind, Campaign, ContactId, ContactRef, ProjectId, SegmentId};
 use crate::project::segments;
 use crate::project::table::ContactTable;
 use crate::segment::scan::Matcher;
-use crate::segment::{Compiled, SegmentKind};
+use crate::segment::{budget, Compiled, SegmentKind};
 use crate::store::{keys, Store};
+
+/// How the audience is found: every subscribed contact (that a matcher, if any,
+/// accepts), or a static segment's members.
+enum Source {
+    Contacts(Option<Matcher>),
+    Static(SegmentId),
+}
+
+fn source(store: &dyn Store, p: ProjectId, c: &Campaign) -> Result<Source> {
+    Ok(match (c.audience, &c.audience_filter, c.segment_id) {
+        (AudienceKind::All, _, _) => Source::Contacts(None),
+        (AudienceKind::Filtered, Some(g), _) => {
+            Source::Contacts(Some(Matcher::load(store, p, Compiled::new(g))?))
+        }
+        (AudienceKind::Segment, _, Some(sid)) => {
+            let s = segments::load(store, p, sid)?.ok_or(Error::NotFound(Resource::Segment))?;
+            match (s.kind, s.compiled()) {
+                (SegmentKind::Dynamic, Some(compiled)) => {
+                    Source::Contacts(Some(Matcher::load(store, p, compiled)?))
+                }
+                _ => Source::Static(sid),
+            }
+        }
+        _ => {
+            return Err(Error::Internal(format!(
+                "campaign {} has no audience",
+                c.id
+            )))
+        }
+    })
+}
 
 /// The recipients' contact ids, oldest contact first. Blocking work: a walk over every
 /// contact of the project.
@@ -19,22 +50,9 @@ pub fn members(
     now: i64,
 ) -> Result<Vec<ContactId>> {
     table.ensure_loaded(store, p)?;
-    let mut matcher = match (c.audience, &c.audience_filter, c.segment_id) {
-        (AudienceKind::All, _, _) => None,
-        (AudienceKind::Filtered, Some(g), _) => Some(Matcher::load(store, p, Compiled::new(g))?),
-        (AudienceKind::Segment, _, Some(sid)) => {
-            let s = segments::load(store, p, sid)?.ok_or(Error::NotFound(Resource::Segment))?;
-            match (s.kind, s.compiled()) {
-                (SegmentKind::Dynamic, Some(compiled)) => Some(Matcher::load(store, p, compiled)?),
-                _ => return static_members(store, table, p, sid),
-            }
-        }
-        _ => {
-            return Err(Error::Internal(format!(
-                "campaign {} has no audience",
-                c.id
-            )))
-        }
+    let mut matcher = match source(store, p, c)? {
+        Source::Contacts(m) => m,
+        Source::Static(sid) => return static_members(store, table, p, sid, usize::MAX),
     };
     let mut ids = Vec::new();
     for row in table.rows() {
@@ -47,15 +65,56 @@ pub fn members(
     Ok(ids)
 }
 
+/// Whether the audience has anyone, stopping at its first member; a filter is first
+/// held to `max_evaluations` (see `budget`), as an empty audience costs a full walk.
+pub fn any_member(
+    store: &dyn Store,
+    table: &ContactTable,
+    p: ProjectId,
+    c: &Campaign,
+    now: i64,
+    max_evaluations: u64,
+) -> Result<bool> {
+    table.ensure_loaded(store, p)?;
+    let mut matcher = match source(store, p, c)? {
+        Source::Contacts(m) => m,
+        Source::Static(sid) => return Ok(!static_members(store, table, p, sid, 1)?.is_empty()),
+    };
+    if let Some(m) = &matcher {
+        let field = match c.audience {
+            AudienceKind::Segment => "segmentId",
+            _ => "audienceFilter",
+        };
+        budget::check(
+            field,
+            table.len(),
+            m.compiled().conditions(),
+            max_evaluations,
+        )?;
+    }
+    for row in table.rows() {
+        let contact = ContactRef::decode(&row)?;
+        if contact.subscribed && matcher.as_mut().is_none_or(|m| m.matches(&contact, now)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A static segment's subscribed members, at most `limit` of them.
 fn static_members(
     store: &dyn Store,
     table: &ContactTable,
     p: ProjectId,
-    s: crate::model::SegmentId,
+    s: SegmentId,
+    limit: usize,
 ) -> Result<Vec<ContactId>> {
     let prefix = keys::segment_members(p, s);
     let mut ids = Vec::new();
     for kv in store.scan(&prefix, None, false) {
+        if ids.len() >= limit {
+            break;
+        }
         let (k, _) = kv?;
         let Some(id) = keys::id_after::<ContactId>(&k, &prefix) else {
             continue;

@@ -108,27 +108,19 @@ impl Handler<Deliver> for MailerActor {
                     return Delivery::Failed(format!("the DKIM key cannot be used: {e}"));
                 }
             };
-            let message = match mime::build(&msg.email) {
-                Ok(m) => m,
+            let (envelope, bytes) = match mime::prepare(&msg.email, &signer) {
+                Ok(prepared) => prepared,
                 // Our own fault: the email fails, the contact is not touched.
                 Err(e) => {
+                    let e = crate::error::chain(&e);
+                    tracing::error!(email = %msg.email.id, error = %e, "the message could not be built");
                     return Delivery::Failed(format!(
-                        "the message could not be built: {}",
-                        crate::error::chain(&e)
-                    ))
-                }
-            };
-            let bytes = match mime::sign(message.formatted(), &signer) {
-                Ok(b) => b,
-                Err(e) => {
-                    return Delivery::Failed(format!(
-                        "DKIM signing failed: {}",
-                        crate::error::chain(&e)
-                    ))
+                        "the message could not be built or signed: {e}"
+                    ));
                 }
             };
             match &*transport {
-                Transport::Smtp(pool) => pool.send(message.envelope(), &bytes).await,
+                Transport::Smtp(pool) => pool.send(&envelope, &bytes).await,
                 Transport::File(dir) => {
                     let path = dir.join(format!("{}.eml", msg.email.id));
                     let write = async {

@@ -6,6 +6,7 @@
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
+use lettre::address::Envelope;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 use lettre::{Address, Message};
@@ -37,6 +38,8 @@ pub enum MimeError {
     Header(String, #[source] lettre::message::header::InvalidHeaderName),
     #[error("building the message")]
     Build(#[source] lettre::error::Error),
+    #[error("building the message panicked: {0}")]
+    Panicked(String),
 }
 
 /// An RSA key that signs rsa-sha256 DKIM signatures with aws-lc-rs.
@@ -193,6 +196,32 @@ pub fn sign(bytes: Vec<u8>, signer: &Signer) -> Result<Vec<u8>, MimeError> {
     Ok(signed)
 }
 
+/// The envelope and the signed bytes of an email. lettre panics on some input (a line
+/// break in a display name, in 0.11): unguarded, the panic took the mailer's arbiter down
+/// and every later delivery failed with "Mailbox has closed". Here it fails this email
+/// alone, with the reason. The edge refuses such names; records stored before it did
+/// still reach this point.
+pub fn prepare(email: &OutboundEmail, signer: &Signer) -> Result<(Envelope, Vec<u8>), MimeError> {
+    unwind_to_error(|| {
+        let message = build(email)?;
+        let bytes = sign(message.formatted(), signer)?;
+        Ok((message.envelope().clone(), bytes))
+    })
+}
+
+/// `f`'s result, or its panic as `MimeError::Panicked`. Nothing `f` touches outlives it,
+/// so no broken state can be seen after an unwind.
+pub fn unwind_to_error<T>(f: impl FnOnce() -> Result<T, MimeError>) -> Result<T, MimeError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        Err(MimeError::Panicked(why))
+    })
+}
+
 /// The message, and its envelope sender and recipient.
 pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
     let from = mailbox(&email.from)?;
@@ -231,4 +260,75 @@ pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
 
 fn octet_stream() -> ContentType {
     ContentType::parse("application/octet-stream").unwrap_or(ContentType::TEXT_PLAIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ContactId, EmailId, EmailStatus, ProjectId};
+
+    fn email(from_name: &str) -> OutboundEmail {
+        OutboundEmail {
+            id: EmailId::new(),
+            project: ProjectId::new(),
+            contact_id: ContactId::new(),
+            to: model::Mailbox {
+                name: Some("Ada".into()),
+                email: "ada@example.com".into(),
+            },
+            from: model::Mailbox {
+                name: Some(from_name.into()),
+                email: "news@sender.test".into(),
+            },
+            reply_to: None,
+            subject: "Hello".into(),
+            html: "<p>Hi</p>".into(),
+            headers: Vec::new(),
+            attachments: Vec::new(),
+            attachments_id: None,
+            marketing: false,
+            campaign_id: None,
+            workflow_execution_id: None,
+            status: EmailStatus::Queued,
+            attempts: 0,
+            last_error: None,
+            due_at: 0,
+            created_at: 0,
+            sent_at: None,
+        }
+    }
+
+    fn test_signer() -> Signer {
+        let key = crate::domain::dkim::generate().unwrap();
+        signer(&DkimParams {
+            domain: "sender.test".into(),
+            selector: key.selector,
+            private_key_pem: key.private_key_pem,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_stored_name_with_a_line_break_fails_its_email_instead_of_panicking() {
+        let signer = test_signer();
+        // As a template saved before the edge refused such names would give it.
+        let err = prepare(&email("Evil\r\nBcc: all@example.com"), &signer)
+            .expect_err("a CRLF in a display name cannot make a message");
+        assert!(
+            matches!(err, MimeError::Panicked(_)),
+            "lettre 0.11 panics here; the guard turns that into an error: {err:?}"
+        );
+        let (envelope, bytes) = prepare(&email("Newsletter"), &signer).unwrap();
+        assert_eq!(envelope.to().len(), 1);
+        assert!(String::from_utf8_lossy(&bytes).contains("From: Newsletter <news@sender.test>"));
+    }
+
+    #[test]
+    fn the_guard_reports_a_panic_with_its_message() {
+        let caught = unwind_to_error::<()>(|| panic!("boom {}", 7));
+        assert!(matches!(caught, Err(MimeError::Panicked(m)) if m == "boom 7"));
+        let caught = unwind_to_error::<()>(|| std::panic::panic_any(3u8));
+        assert!(matches!(caught, Err(MimeError::Panicked(m)) if m == "no message"));
+        assert!(unwind_to_error(|| Ok(5)).is_ok_and(|n| n == 5));
+    }
 }

@@ -20,6 +20,9 @@ pub struct TenantLimits {
     pub max_templates: usize,
     pub max_campaigns: u64,
     pub max_workflows: u64,
+    /// Contacts times filter conditions that one request may judge (see
+    /// `segment::budget`).
+    pub max_filter_evaluations: u64,
 }
 
 impl Default for TenantLimits {
@@ -34,6 +37,7 @@ impl Default for TenantLimits {
             max_templates: 10_000,
             max_campaigns: 10_000,
             max_workflows: 1_000,
+            max_filter_evaluations: 200_000_000,
         }
     }
 }

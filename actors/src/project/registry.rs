@@ -227,6 +227,11 @@ impl Registry {
         &self.inner.renders
     }
 
+    /// What one project may hold and spend (config section `limits`).
+    pub fn tenant(&self) -> super::TenantLimits {
+        self.inner.config.tenant
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }

@@ -5,8 +5,9 @@ use super::segments::{static_member_count, SEGMENTS_COUNTER};
 use super::table::ContactTable;
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
+use crate::segment::budget;
 use crate::segment::scan::{self, Matcher};
-use crate::segment::{Segment, SegmentKind};
+use crate::segment::{Compiled, Group, Segment, SegmentKind};
 use crate::store::{keys, paging, Store};
 
 pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
@@ -27,13 +28,14 @@ pub fn list_segments(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Res
 }
 
 /// The exact member count of each segment at `now`. The DYNAMIC ones are counted
-/// together, in one pass over the contacts.
+/// together, in one pass over the contacts, within `max_evaluations` (`budget`).
 pub fn member_counts(
     store: &dyn Store,
     table: &ContactTable,
     p: ProjectId,
     segments: &[Segment],
     now: i64,
+    max_evaluations: u64,
 ) -> Result<Vec<u64>> {
     let mut counts = vec![0u64; segments.len()];
     let mut dynamic = Vec::new();
@@ -51,6 +53,8 @@ pub fn member_counts(
         return Ok(counts);
     }
     table.ensure_loaded(store, p)?;
+    let conditions = matchers.iter().map(|m| m.compiled().conditions()).sum();
+    budget::check("filters", table.len(), conditions, max_evaluations)?;
     for (i, n) in dynamic
         .into_iter()
         .zip(scan::count(&table.rows(), &mut matchers, now)?)
@@ -60,7 +64,22 @@ pub fn member_counts(
     Ok(counts)
 }
 
-/// The segment's contacts, newest first, paged like `GET /contacts`.
+/// Refuses a filter that one request could not judge over the project's contacts
+/// (`budget`), before a segment holding it is written: the answer counts its members.
+pub fn check_filter_cost(
+    store: &dyn Store,
+    table: &ContactTable,
+    p: ProjectId,
+    filter: &Group,
+    max_evaluations: u64,
+) -> Result<()> {
+    table.ensure_loaded(store, p)?;
+    let conditions = Compiled::new(filter).conditions();
+    budget::check("filters", table.len(), conditions, max_evaluations)
+}
+
+/// The segment's contacts, newest first, paged like `GET /contacts`; a DYNAMIC
+/// segment's within `max_evaluations` (`budget`).
 pub fn segment_contacts(
     store: &dyn Store,
     table: &ContactTable,
@@ -68,10 +87,12 @@ pub fn segment_contacts(
     segment: &Segment,
     page: &PageRequest,
     now: i64,
+    max_evaluations: u64,
 ) -> Result<Page<Contact>> {
     if let (SegmentKind::Dynamic, Some(c)) = (segment.kind, segment.compiled()) {
-        let mut m = Matcher::load(store, p, c)?;
         table.ensure_loaded(store, p)?;
+        budget::check("filters", table.len(), c.conditions(), max_evaluations)?;
+        let mut m = Matcher::load(store, p, c)?;
         return scan::page(store, &table.rows(), p, &mut m, page, now);
     }
     let prefix = keys::segment_members(p, segment.id);
