@@ -228,3 +228,21 @@ fn a_link_token_shows_no_id_in_clear_text() {
         );
     }
 }
+
+#[test]
+fn an_unsubscribe_window_shorter_than_the_laws_30_days_stops_start_up_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = std::process::Command::new(crate::helpers::bin())
+        .args(["serve", "--config"])
+        .arg(crate::helpers::test_config())
+        .env("MAILROOM__STORAGE__PATH", dir.path())
+        .env("MAILROOM__LINKS__UNSUBSCRIBE_VALID_DAYS", "29")
+        .output()
+        .expect("run mailroom");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("links.unsubscribe_valid_days") && stderr.contains("at least 30"),
+        "{stderr}"
+    );
+}
