@@ -46,6 +46,7 @@ impl Application {
             .admin
             .check()
             .map_err(|e| Failure::said(e.to_string()))?;
+        settings.links.check().map_err(Failure::said)?;
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
                 .map_err(Failure::engine)?;
@@ -75,6 +76,7 @@ impl Application {
             link_key,
             &settings.server.public_url,
             settings.tracking.enabled,
+            settings.links.unsubscribe_valid_days,
         ));
         start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {

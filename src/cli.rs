@@ -127,7 +127,12 @@ fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), Failure> {
                 .map_err(Failure::engine)?,
         ),
         ProjectCommand::RotateKeys { id } => {
-            keys_json(&projects.rotate_keys(parse(&id)?).map_err(Failure::engine)?)
+            let now = Timestamp::from(SystemClock.now());
+            keys_json(
+                &projects
+                    .rotate_keys(parse(&id)?, now)
+                    .map_err(Failure::engine)?,
+            )
         }
     };
     store.flush_blocking().map_err(Failure::engine)?;

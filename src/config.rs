@@ -24,6 +24,7 @@ pub struct Settings {
     pub domains: Domains,
     pub workflows: Workflows,
     pub tracking: Tracking,
+    pub links: LinkSettings,
     pub campaigns: Campaigns,
     pub admin: Admin,
     pub metrics: Metrics,
@@ -237,6 +238,30 @@ impl Workflows {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Tracking {
     pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LinkSettings {
+    /// Days an unsubscribe link keeps working after its project's keys were rotated,
+    /// counted from the day its email was sent.
+    pub unsubscribe_valid_days: u32,
+}
+
+/// CAN-SPAM asks that an opt-out keep working for 30 days after the mail is sent.
+pub const MIN_UNSUBSCRIBE_VALID_DAYS: u32 = 30;
+
+impl LinkSettings {
+    pub fn check(&self) -> Result<(), String> {
+        if self.unsubscribe_valid_days < MIN_UNSUBSCRIBE_VALID_DAYS {
+            return Err(format!(
+                "links.unsubscribe_valid_days is {}; it must be at least \
+                 {MIN_UNSUBSCRIBE_VALID_DAYS} (the law asks an unsubscribe link to work \
+                 for 30 days after the mail was sent)",
+                self.unsubscribe_valid_days
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

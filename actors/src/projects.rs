@@ -135,8 +135,9 @@ impl Projects {
         Ok(project)
     }
 
-    /// Issues new keys; the old ones stop working at once.
-    pub fn rotate_keys(&self, id: ProjectId) -> Result<IssuedKeys> {
+    /// Issues new keys; the old ones stop working at once, and so do the click and open
+    /// links of mail sent before (the project's link generation advances).
+    pub fn rotate_keys(&self, id: ProjectId, now: Timestamp) -> Result<IssuedKeys> {
         let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut project = self.get(id)?;
         let (secret_key, public_key) = (
@@ -157,6 +158,7 @@ impl Projects {
             project.id.to_string().into_bytes(),
         );
         self.put(&mut batch, &project)?;
+        crate::campaign::link_state::advance(&*self.store, &mut batch, id, now)?;
         self.store.apply(batch)?;
         self.forget_known_keys();
         Ok(IssuedKeys {
@@ -228,7 +230,9 @@ mod tests {
         let projects = Projects::new(SledStore::open(dir.path(), 8 << 20).unwrap());
         let issued = projects.create("Acme", Timestamp::from(0)).unwrap();
         assert!(projects.authenticate(&issued.secret_key).unwrap().is_some());
-        let rotated = projects.rotate_keys(issued.project.id).unwrap();
+        let rotated = projects
+            .rotate_keys(issued.project.id, Timestamp::from(0))
+            .unwrap();
         assert!(projects.authenticate(&issued.secret_key).unwrap().is_none());
         assert!(projects.authenticate(&issued.public_key).unwrap().is_none());
         let auth = projects.authenticate(&rotated.public_key).unwrap().unwrap();

@@ -101,7 +101,11 @@ pub async fn project_action(
     let body = match action.as_str() {
         "disable" => project_json(&state.projects.set_disabled(id, true)?),
         "enable" => project_json(&state.projects.set_disabled(id, false)?),
-        "rotate-keys" => keys_json(&state.projects.rotate_keys(id)?),
+        "rotate-keys" => keys_json(
+            &state
+                .projects
+                .rotate_keys(id, Timestamp::from(state.clock.now()))?,
+        ),
         _ => return Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
     };
     state.store.durable().await?;

@@ -1,11 +1,12 @@
 //! The links in marketing mail, which recipients follow without any key: the
 //! unsubscribe page and its one-click POST (RFC 8058), the open pixel and click
-//! redirects. A token that fails its signature is a 404, like any unknown path.
+//! redirects. A token that fails its signature is a 404, like any unknown path; what a
+//! valid one still does is the engine's call (`Links::resolve`).
 
-use actix_web::http::header;
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
-use mailroom_actors::campaign::links::Link;
-use mailroom_actors::model::EmailId;
+use mailroom_actors::campaign::links::{Link, Resolved};
+use mailroom_actors::model::{EmailId, Timestamp};
 use mailroom_actors::project::apply::Apply;
 use mailroom_actors::project::campaigns::{self, Hit};
 use mailroom_actors::{Error, Resource};
@@ -62,18 +63,26 @@ const PIXEL: &[u8] = &[
     0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b,
 ];
 
-fn read(state: &AppState, token: &str) -> Result<Link, ApiError> {
+/// What a token does now (see `Links::resolve`); a token this server did not make is a
+/// 404.
+fn resolve(state: &AppState, token: &str) -> Result<Resolved, ApiError> {
+    let now = Timestamp::from(state.clock.now());
     state
         .registry
         .links()
-        .read(token)
+        .resolve(&**state.registry.store(), token, now)?
         .ok_or_else(|| Error::NotFound(Resource::Route).into())
 }
 
-fn page(title: &str, body: &str) -> HttpResponse {
-    HttpResponse::Ok()
+fn not_found() -> ApiError {
+    Error::NotFound(Resource::Route).into()
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
+    HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"))
         .body(format!(
             "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
              content=\"width=device-width\"><title>{title}</title></head><body style=\"font-family:\
@@ -82,16 +91,50 @@ fn page(title: &str, body: &str) -> HttpResponse {
         ))
 }
 
+/// An unsubscribe link past its days after a rotation of its project's keys.
+fn expired() -> HttpResponse {
+    page(
+        StatusCode::NOT_FOUND,
+        "This link has expired",
+        "<p>This unsubscribe link is no longer valid. A newer email from the same sender \
+         carries one that is.</p>",
+    )
+}
+
+/// Text for HTML, in an element or a quoted attribute.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// GET /unsubscribe/{token}: a page with one button (a GET changes nothing, so mail
 /// scanners that follow links do not unsubscribe anyone).
 pub async fn unsubscribe_page(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Link::Unsubscribe { .. } = read(&state, &token)? else {
-        return Err(Error::NotFound(Resource::Route).into());
+    let Resolved {
+        link: Link::Unsubscribe { .. },
+        live,
+    } = resolve(&state, &token)?
+    else {
+        return Err(not_found());
     };
+    if !live {
+        return Ok(expired());
+    }
     Ok(page(
+        StatusCode::OK,
         "Unsubscribe",
         &format!(
             "<p>Stop receiving these emails?</p><form method=\"post\" action=\"{}\">\
@@ -106,14 +149,21 @@ pub async fn unsubscribe(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Link::Unsubscribe {
-        project,
-        contact,
-        campaign,
-    } = read(&state, &token)?
+    let Resolved {
+        link:
+            Link::Unsubscribe {
+                project,
+                contact,
+                campaign,
+            },
+        live,
+    } = resolve(&state, &token)?
     else {
-        return Err(Error::NotFound(Resource::Route).into());
+        return Err(not_found());
     };
+    if !live {
+        return Ok(expired());
+    }
     state
         .registry
         .send(
@@ -124,21 +174,29 @@ pub async fn unsubscribe(
         )
         .await?;
     Ok(page(
+        StatusCode::OK,
         "Unsubscribed",
         "<p>You will not receive these emails any more.</p>",
     ))
 }
 
-/// GET /t/o/{token}: the open pixel.
+/// GET /t/o/{token}: the open pixel. A disabled project's, or one from before a
+/// rotation of its keys, records nothing.
 pub async fn open(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Link::Open { project, email } = read(&state, &token)? else {
-        return Err(Error::NotFound(Resource::Route).into());
+    let Resolved {
+        link: Link::Open { project, email },
+        live,
+    } = resolve(&state, &token)?
+    else {
+        return Err(not_found());
     };
     // A recipient gets the pixel whatever befalls the bookkeeping.
-    if !state.hits.allow(email, false) {
+    if !live {
+        tracing::debug!(%email, "open not recorded: the project is disabled or its keys rotated");
+    } else if !state.hits.allow(email, false) {
         tracing::debug!(%email, "open not recorded: this email's pixel is fetched too often");
     } else if let Err(e) = state
         .registry
@@ -156,19 +214,36 @@ pub async fn open(
         .body(PIXEL))
 }
 
-/// GET /t/c/{token}: a click, then on to the link's own target (inside the token).
+/// GET /t/c/{token}: a click, then on to the link's own target (inside the token). A
+/// disabled project's link, or one from before a rotation of its keys, records nothing
+/// and redirects nowhere: a page names the target, for the reader to follow or not.
 pub async fn click(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Link::Click {
-        project,
-        email,
-        url,
-    } = read(&state, &token)?
+    let Resolved {
+        link: Link::Click {
+            project,
+            email,
+            url,
+        },
+        live,
+    } = resolve(&state, &token)?
     else {
-        return Err(Error::NotFound(Resource::Route).into());
+        return Err(not_found());
     };
+    if !live {
+        let shown = escape(&url);
+        return Ok(page(
+            StatusCode::OK,
+            "This link is no longer active",
+            &format!(
+                "<p>The sender of this email can no longer send you through this link. \
+                 It led to:</p><p><a href=\"{shown}\" rel=\"noopener noreferrer nofollow\">\
+                 {shown}</a></p><p>Follow it only if you trust it.</p>"
+            ),
+        ));
+    }
     let target = url.clone();
     // A recipient gets where the link goes whatever befalls the bookkeeping.
     if !state.hits.allow(email, true) {

@@ -51,7 +51,7 @@ pub(crate) fn eventually<T>(
 }
 
 /// The payload of a `{success: true, data}` answer with this status.
-fn data(r: &Resp, status: u16) -> Value {
+pub(crate) fn data(r: &Resp, status: u16) -> Value {
     assert_eq!(r.status, status, "{}", r.text);
     let v = r.json();
     assert_eq!(v["success"], true, "{}", r.text);
@@ -59,7 +59,7 @@ fn data(r: &Resp, status: u16) -> Value {
 }
 
 /// A count in a stats record.
-fn count(v: &Value, key: &str) -> u64 {
+pub(crate) fn count(v: &Value, key: &str) -> u64 {
     v[key]
         .as_u64()
         .unwrap_or_else(|| panic!("{key} is a count: {v}"))
@@ -95,7 +95,7 @@ fn campaign_body(fields: Value) -> Value {
 }
 
 /// Creates a DRAFT campaign (`campaign_body(fields)`); its record.
-fn create(app: &TestApp, p: &Project, fields: Value) -> Value {
+pub(crate) fn create(app: &TestApp, p: &Project, fields: Value) -> Value {
     let r = app.post("/campaigns", &p.secret, campaign_body(fields));
     data(&r, 201)
 }
@@ -133,7 +133,7 @@ fn stats_when(app: &TestApp, p: &Project, cid: &str, done: impl Fn(&Value) -> bo
 /// Sends the campaign now and waits until it is SENT and its stats show `expected`
 /// emails accepted by the relay and none left in the outbox; the messages the relay got,
 /// and the stats.
-fn send_and_settle(
+pub(crate) fn send_and_settle(
     app: &TestApp,
     p: &Project,
     smtp: &SmtpServer,
@@ -161,12 +161,12 @@ fn send_and_settle(
 }
 
 /// `n` addresses `{prefix}{i}@example.com`.
-fn emails(prefix: &str, n: usize) -> Vec<String> {
+pub(crate) fn emails(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}@example.com")).collect()
 }
 
 /// Upserts each address as a contact with this subscription, eight requests at a time.
-fn contacts(app: &TestApp, p: &Project, emails: &[String], subscribed: bool) {
+pub(crate) fn contacts(app: &TestApp, p: &Project, emails: &[String], subscribed: bool) {
     let per_thread = emails.len().div_ceil(8).max(1);
     std::thread::scope(|s| {
         for chunk in emails.chunks(per_thread) {
@@ -204,7 +204,7 @@ fn plan_is(plan: &str) -> Value {
 }
 
 /// The contact of `email`, as the API shows it.
-fn contact_of(app: &TestApp, p: &Project, email: &str) -> Value {
+pub(crate) fn contact_of(app: &TestApp, p: &Project, email: &str) -> Value {
     let list = app
         .get(&format!("/contacts?search={email}"), &p.secret)
         .json();
@@ -359,7 +359,7 @@ fn quoted_printable(text: &str) -> String {
 /// The path of the first link in `text` that contains `marker` (such as "/unsubscribe/"),
 /// from the marker on: links point at `server.public_url`, not at the test server, so the
 /// tests ask the test server for the path.
-fn link_path(text: &str, marker: &str) -> Option<String> {
+pub(crate) fn link_path(text: &str, marker: &str) -> Option<String> {
     let rest = &text[text.find(marker)?..];
     let end = rest
         .find(|c: char| c.is_whitespace() || "\"'<>&".contains(c))
@@ -393,7 +393,7 @@ pub(crate) fn email_id_of(raw: &str) -> String {
 
 /// A request with no key that does not follow redirects (the helpers' agent follows
 /// them): what a mail client or a browser sends to an unsubscribe or tracking link.
-fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
+pub(crate) fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
     let agent = ureq::AgentBuilder::new()
         .redirects(0)
         .timeout(Duration::from_secs(30))
@@ -409,7 +409,7 @@ fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
 }
 
 /// The email record (GET /emails/{id}).
-fn email_record(app: &TestApp, p: &Project, email: &str) -> Value {
+pub(crate) fn email_record(app: &TestApp, p: &Project, email: &str) -> Value {
     data(&app.get(&format!("/emails/{email}"), &p.secret), 200)
 }
 

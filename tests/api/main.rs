@@ -15,6 +15,7 @@ mod faults;
 mod helpers;
 mod isolation;
 mod limits;
+mod links;
 mod ops;
 mod sandbox;
 mod segments;

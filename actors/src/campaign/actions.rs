@@ -161,7 +161,7 @@ pub async fn test(
     check_sender(registry, p, &c.from)?;
     let content = send::compile_inline(registry, cache, c.subject.clone(), c.body.clone()).await?;
     // The campaign's own send, to one address, uncounted (no campaign in its links).
-    let marketing = Marketing::new(registry.links().clone(), p, None);
+    let marketing = Marketing::new(registry, p, None)?;
     let mut spec = super::runner::spec(&c, content, marketing);
     spec.recipients = vec![(to, None)];
     spec.test = true;

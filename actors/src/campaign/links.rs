@@ -1,27 +1,26 @@
 //! Signed links in marketing mail: unsubscribe (API.md section 9, RFC 8058), the open
 //! pixel and click redirects.
 //!
-//! A token is `base64url(payload || mac)`: the payload names the project and what the
-//! link is about (a contact and campaign; an email; an email and its target URL), and the
-//! mac is the first 16 bytes of HMAC-SHA256 over it with the server's link key (made at
-//! first start, kept in the store). So ids cannot be guessed or enumerated, a click can
-//! only go where the email's own link went (never an open redirect), and a token changed
-//! in one character, or signed by another server, reads as nothing (404).
-
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+//! A token (see `token`) carries the project and what the link is about (a contact and
+//! campaign; an email; an email and its target URL), encrypted, and signed with the
+//! project's link key of the generation it was made under. So ids are neither shown nor
+//! guessable, a click can only go where the email's own link went (never an open
+//! redirect), and a token changed in one character, or made by another server, reads as
+//! nothing (404). What a valid token still does depends on its project now: see
+//! `resolve`.
 
 use crate::error::Result;
-use crate::model::{CampaignId, ContactId, EmailId, ProjectId};
+use crate::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use crate::store::{keys, Batch, Store};
 
-type HmacSha256 = Hmac<Sha256>;
+use super::link_state;
+use super::token::{Issue, Made, Sealer, HEAD_LEN};
 
-const MAC_LEN: usize = 16;
 /// Links to longer URLs are left as they are (not tracked): a token carries its URL.
 const MAX_TRACKED_URL: usize = 2_048;
+const DAY_MS: i64 = 86_400_000;
+/// The head of a token in the format before generations: kind and project.
+const LEGACY_HEAD_LEN: usize = 1 + 16;
 
 /// What a valid token stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +41,24 @@ pub enum Link {
     },
 }
 
+impl Link {
+    pub fn project(&self) -> ProjectId {
+        match self {
+            Link::Unsubscribe { project, .. }
+            | Link::Open { project, .. }
+            | Link::Click { project, .. } => *project,
+        }
+    }
+}
+
+/// A valid token, and whether it still does what it says: an unsubscribe link that
+/// unsubscribes, an open that is recorded, a click that is recorded and redirected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub link: Link,
+    pub live: bool,
+}
+
 /// What one marketing email's links are made from.
 #[derive(Debug, Clone, Copy)]
 pub struct LinkTarget {
@@ -49,20 +66,34 @@ pub struct LinkTarget {
     pub contact: ContactId,
     pub email: EmailId,
     pub campaign: Option<CampaignId>,
+    pub issue: Issue,
 }
 
 pub struct Links {
-    key: [u8; 32],
+    sealer: Sealer,
     public_url: String,
     tracking: bool,
+    unsubscribe_valid_days: u32,
+}
+
+fn day_of(t: Timestamp) -> u32 {
+    u32::try_from(t.millis().div_euclid(DAY_MS)).unwrap_or(0)
 }
 
 impl Links {
-    pub fn new(key: [u8; 32], public_url: &str, tracking: bool) -> Self {
+    /// `secret` is the server's link key; an unsubscribe link made under a rotated-away
+    /// generation works `unsubscribe_valid_days` after the day it was made.
+    pub fn new(
+        secret: [u8; 32],
+        public_url: &str,
+        tracking: bool,
+        unsubscribe_valid_days: u32,
+    ) -> Self {
         Links {
-            key,
+            sealer: Sealer::new(secret),
             public_url: public_url.trim_end_matches('/').to_owned(),
             tracking,
+            unsubscribe_valid_days,
         }
     }
 
@@ -83,76 +114,92 @@ impl Links {
         Ok(key)
     }
 
-    fn mac(&self, payload: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(payload);
-        mac
+    /// What links of `project` made at `now` carry: its current generation and the day.
+    pub fn issue(store: &dyn Store, project: ProjectId, now: Timestamp) -> Result<Issue> {
+        Ok(Issue {
+            generation: link_state::load(store, project)?.generation,
+            day: day_of(now),
+        })
     }
 
-    fn sign(&self, payload: Vec<u8>) -> String {
-        let tag = self.mac(&payload).finalize().into_bytes();
-        let mut bytes = payload;
-        bytes.extend_from_slice(&tag[..MAC_LEN]);
-        URL_SAFE_NO_PAD.encode(bytes)
-    }
-
-    /// What a token stands for, if this server signed it.
-    pub fn read(&self, token: &str) -> Option<Link> {
+    /// What a token stands for, if this server made it.
+    pub fn read(&self, token: &str) -> Option<(Link, Made)> {
         if token.len() > 4 * MAX_TRACKED_URL {
             return None;
         }
-        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
-        let split = bytes.len().checked_sub(MAC_LEN)?;
-        let (payload, tag) = bytes.split_at(split);
-        self.mac(payload).verify_truncated_left(tag).ok()?;
-        let (&kind, rest) = payload.split_first()?;
-        let id = |at: usize| -> Option<[u8; 16]> { rest.get(at..at + 16)?.try_into().ok() };
-        let project = keys::id_after(&id(0)?, b"")?;
-        match kind {
-            b'u' if rest.len() == 48 => {
-                let campaign = id(32)?;
-                Some(Link::Unsubscribe {
-                    project,
-                    contact: keys::id_after(&id(16)?, b"")?,
-                    campaign: (campaign != [0; 16])
-                        .then(|| keys::id_after(&campaign, b""))
-                        .flatten(),
-                })
+        let (payload, made) = self.sealer.open(token)?;
+        let head = match made {
+            Made::Sealed(_) => HEAD_LEN,
+            Made::Legacy => LEGACY_HEAD_LEN,
+        };
+        Some((parse(&payload, head)?, made))
+    }
+
+    /// What a token does now. Clicks and opens work while their project is enabled and
+    /// signs with the generation they were made under: a disabled project's, or one made
+    /// before `rotate-keys`, is neither recorded nor redirected. An unsubscribe link
+    /// works under its own generation whatever befalls the project (a recipient's right
+    /// to leave does not end with the sender's account), and after a rotation for
+    /// `unsubscribe_valid_days` from the day it was made (one in the format before
+    /// generations, from the first rotation). None: not a token of this server.
+    pub fn resolve(
+        &self,
+        store: &dyn Store,
+        token: &str,
+        now: Timestamp,
+    ) -> Result<Option<Resolved>> {
+        let Some((link, made)) = self.read(token) else {
+            return Ok(None);
+        };
+        let state = link_state::load(store, link.project())?;
+        let within_days = |day: u32| {
+            i64::from(day_of(now)) <= i64::from(day) + i64::from(self.unsubscribe_valid_days)
+        };
+        let live = match (&link, made) {
+            (Link::Unsubscribe { .. }, Made::Sealed(issue)) => {
+                issue.generation == state.generation || within_days(issue.day)
             }
-            b'o' if rest.len() == 32 => Some(Link::Open {
-                project,
-                email: keys::id_after(&id(16)?, b"")?,
-            }),
-            b'c' if rest.len() > 32 => Some(Link::Click {
-                project,
-                email: keys::id_after(&id(16)?, b"")?,
-                url: String::from_utf8(rest[32..].to_vec()).ok()?,
-            }),
-            _ => None,
-        }
+            (Link::Unsubscribe { .. }, Made::Legacy) => {
+                state.generation == 0
+                    || state
+                        .first_rotated_at
+                        .is_some_and(|at| within_days(day_of(Timestamp::from(at))))
+            }
+            (_, made) => {
+                let generation = match made {
+                    Made::Sealed(issue) => issue.generation,
+                    Made::Legacy => 0,
+                };
+                generation == state.generation
+                    && !crate::projects::is_disabled(store, link.project())
+            }
+        };
+        Ok(Some(Resolved { link, live }))
     }
 
     pub fn unsubscribe_url(&self, t: &LinkTarget) -> String {
-        let mut payload = vec![b'u'];
-        payload.extend_from_slice(t.project.as_bytes());
-        payload.extend_from_slice(t.contact.as_bytes());
-        payload.extend_from_slice(t.campaign.as_ref().map_or(&[0; 16], |c| c.as_bytes()));
-        format!("{}/unsubscribe/{}", self.public_url, self.sign(payload))
+        let campaign = t.campaign.as_ref().map_or(&[0; 16], |c| c.as_bytes());
+        let token = self
+            .sealer
+            .seal(b'u', t.project, t.issue, &[t.contact.as_bytes(), campaign]);
+        format!("{}/unsubscribe/{token}", self.public_url)
     }
 
     fn open_url(&self, t: &LinkTarget) -> String {
-        let mut payload = vec![b'o'];
-        payload.extend_from_slice(t.project.as_bytes());
-        payload.extend_from_slice(t.email.as_bytes());
-        format!("{}/t/o/{}", self.public_url, self.sign(payload))
+        let token = self
+            .sealer
+            .seal(b'o', t.project, t.issue, &[t.email.as_bytes()]);
+        format!("{}/t/o/{token}", self.public_url)
     }
 
     fn click_url(&self, t: &LinkTarget, url: &str) -> String {
-        let mut payload = vec![b'c'];
-        payload.extend_from_slice(t.project.as_bytes());
-        payload.extend_from_slice(t.email.as_bytes());
-        payload.extend_from_slice(url.as_bytes());
-        format!("{}/t/c/{}", self.public_url, self.sign(payload))
+        let token = self.sealer.seal(
+            b'c',
+            t.project,
+            t.issue,
+            &[t.email.as_bytes(), url.as_bytes()],
+        );
+        format!("{}/t/c/{token}", self.public_url)
     }
 
     /// A rendered marketing email's HTML as it is sent, `unsubscribe` being its
@@ -225,6 +272,38 @@ impl Links {
     }
 }
 
+/// A link from a token's payload, whose kind and project come first and what the link is
+/// about from `head` on.
+fn parse(payload: &[u8], head: usize) -> Option<Link> {
+    let id =
+        |bytes: &[u8], at: usize| -> Option<[u8; 16]> { bytes.get(at..at + 16)?.try_into().ok() };
+    let (&kind, _) = payload.split_first()?;
+    let project = keys::id_after(&id(payload, 1)?, b"")?;
+    let rest = payload.get(head..)?;
+    match kind {
+        b'u' if rest.len() == 32 => {
+            let campaign = id(rest, 16)?;
+            Some(Link::Unsubscribe {
+                project,
+                contact: keys::id_after(&id(rest, 0)?, b"")?,
+                campaign: (campaign != [0; 16])
+                    .then(|| keys::id_after(&campaign, b""))
+                    .flatten(),
+            })
+        }
+        b'o' if rest.len() == 16 => Some(Link::Open {
+            project,
+            email: keys::id_after(&id(rest, 0)?, b"")?,
+        }),
+        b'c' if rest.len() > 16 => Some(Link::Click {
+            project,
+            email: keys::id_after(&id(rest, 0)?, b"")?,
+            url: String::from_utf8(rest[16..].to_vec()).ok()?,
+        }),
+        _ => None,
+    }
+}
+
 /// An attribute value as a browser reads it. Templates escape what they print into
 /// HTML (`{{unsubscribeUrl}}` becomes `https:&#x2F;&#x2F;...`), so a link is compared
 /// and redirected to as the reader would see it.
@@ -252,9 +331,16 @@ fn find_ascii_ci(hay: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::projects::Projects;
+    use crate::store::SledStore;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use std::sync::Arc;
+
+    const VALID_DAYS: u32 = 60;
 
     fn links() -> Links {
-        Links::new([9; 32], "https://mail.example.com/", true)
+        Links::new([9; 32], "https://mail.example.com/", true, VALID_DAYS)
     }
 
     fn target() -> LinkTarget {
@@ -263,11 +349,19 @@ mod tests {
             contact: ContactId::new(),
             email: EmailId::new(),
             campaign: Some(CampaignId::new()),
+            issue: Issue {
+                generation: 0,
+                day: 20_000,
+            },
         }
     }
 
     fn token(url: &str) -> &str {
         url.rsplit('/').next().unwrap()
+    }
+
+    fn link(l: &Links, token: &str) -> Option<Link> {
+        l.read(token).map(|(link, _)| link)
     }
 
     #[test]
@@ -280,13 +374,56 @@ mod tests {
             contact: t.contact,
             campaign: t.campaign,
         };
-        assert_eq!(l.read(token(&url)), Some(expected));
+        assert_eq!(l.read(token(&url)), Some((expected, Made::Sealed(t.issue))));
         let mut bad = token(&url).to_owned().into_bytes();
         bad[10] = if bad[10] == b'A' { b'B' } else { b'A' };
         assert_eq!(l.read(std::str::from_utf8(&bad).unwrap()), None);
-        let other = Links::new([8; 32], "https://mail.example.com", true);
+        let other = Links::new([8; 32], "https://mail.example.com", true, VALID_DAYS);
         assert_eq!(other.read(token(&url)), None, "another server's key");
         assert_eq!(l.read("not a token"), None);
+        assert_eq!(l.read(""), None);
+    }
+
+    #[test]
+    fn a_token_shows_no_id_and_the_same_link_always_gives_the_same_token() {
+        let (l, t) = (links(), target());
+        let url = "https://x.example/a";
+        let html = format!("<a href=\"{url}\">x</a>");
+        let unsubscribe = l.unsubscribe_url(&t);
+        let out = l.decorate(&html, &t, &unsubscribe);
+        assert_eq!(unsubscribe, l.unsubscribe_url(&t), "made twice per email");
+        let click = out
+            .split("/t/c/")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let pixel = out
+            .split("/t/o/")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        for token in [token(&unsubscribe), click, pixel] {
+            let bytes = URL_SAFE_NO_PAD.decode(token).unwrap();
+            let ids: [&[u8]; 4] = [
+                t.project.as_bytes(),
+                t.contact.as_bytes(),
+                t.email.as_bytes(),
+                t.campaign.as_ref().unwrap().as_bytes(),
+            ];
+            for id in ids {
+                // Half an id is enough to give it away.
+                assert!(
+                    !bytes.windows(8).any(|w| id.windows(8).any(|i| i == w)),
+                    "{token} shows an id"
+                );
+            }
+            assert!(!bytes.windows(url.len()).any(|w| w == url.as_bytes()));
+            assert!(token.len() < 200 + url.len(), "{} characters", token.len());
+        }
     }
 
     #[test]
@@ -305,7 +442,7 @@ mod tests {
             .next()
             .unwrap();
         assert_eq!(
-            l.read(click),
+            link(&l, click),
             Some(Link::Click {
                 project: t.project,
                 email: t.email,
@@ -331,5 +468,134 @@ mod tests {
             !out.contains("Unsubscribe</a>"),
             "no footer when the body has the link"
         );
+    }
+
+    /// A store with one project, and the links of one of its emails made at `day`.
+    struct Rig {
+        _dir: tempfile::TempDir,
+        store: Arc<dyn Store>,
+        projects: Projects,
+        links: Links,
+        target: LinkTarget,
+    }
+
+    fn rig(day: u32) -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let projects = Projects::new(store.clone());
+        let project = projects
+            .create("Acme", Timestamp::from(0))
+            .unwrap()
+            .project
+            .id;
+        let at = Timestamp::from(i64::from(day) * DAY_MS);
+        let target = LinkTarget {
+            project,
+            issue: Links::issue(&*store, project, at).unwrap(),
+            ..target()
+        };
+        Rig {
+            _dir: dir,
+            store,
+            projects,
+            links: links(),
+            target,
+        }
+    }
+
+    impl Rig {
+        fn live(&self, url: &str, day: u32) -> Option<bool> {
+            let now = Timestamp::from(i64::from(day) * DAY_MS + DAY_MS / 2);
+            let resolved = self.links.resolve(&*self.store, token(url), now).unwrap();
+            resolved.map(|r| r.live)
+        }
+
+        fn urls(&self) -> (String, String, String) {
+            let (l, t) = (&self.links, &self.target);
+            let out = l.decorate("<a href=\"https://x.example/\">x</a>", t, "-");
+            let path = |marker: &str| {
+                let rest = out.split(marker).nth(1).unwrap();
+                format!("https://m/{}", rest.split('"').next().unwrap())
+            };
+            (l.unsubscribe_url(t), path("/t/o/"), path("/t/c/"))
+        }
+    }
+
+    #[test]
+    fn after_a_rotation_clicks_and_opens_stop_and_unsubscribes_last_their_days() {
+        let day = 20_000;
+        let r = rig(day);
+        let (unsubscribe, open, click) = r.urls();
+        for url in [&unsubscribe, &open, &click] {
+            assert_eq!(r.live(url, day), Some(true), "{url}");
+        }
+        r.projects
+            .rotate_keys(
+                r.target.project,
+                Timestamp::from(i64::from(day + 1) * DAY_MS),
+            )
+            .unwrap();
+        assert_eq!(r.live(&open, day + 1), Some(false));
+        assert_eq!(r.live(&click, day + 1), Some(false));
+        assert_eq!(r.live(&unsubscribe, day + VALID_DAYS), Some(true));
+        assert_eq!(r.live(&unsubscribe, day + VALID_DAYS + 1), Some(false));
+        // Links made after the rotation work, and do not expire.
+        let now = Timestamp::from(i64::from(day + 2) * DAY_MS);
+        let fresh = Rig {
+            target: LinkTarget {
+                issue: Links::issue(&*r.store, r.target.project, now).unwrap(),
+                ..r.target
+            },
+            ..r
+        };
+        let (unsubscribe, open, click) = fresh.urls();
+        assert_eq!(fresh.live(&open, day + 2), Some(true));
+        assert_eq!(fresh.live(&click, day + 2), Some(true));
+        assert_eq!(fresh.live(&unsubscribe, day + 10 * VALID_DAYS), Some(true));
+    }
+
+    #[test]
+    fn a_disabled_projects_clicks_and_opens_do_nothing_but_its_unsubscribes_work() {
+        let r = rig(20_000);
+        let (unsubscribe, open, click) = r.urls();
+        r.projects.set_disabled(r.target.project, true).unwrap();
+        assert_eq!(r.live(&open, 20_000), Some(false));
+        assert_eq!(r.live(&click, 20_000), Some(false));
+        assert_eq!(r.live(&unsubscribe, 20_000 + 5 * VALID_DAYS), Some(true));
+        r.projects.set_disabled(r.target.project, false).unwrap();
+        assert_eq!(r.live(&click, 20_000), Some(true));
+    }
+
+    #[test]
+    fn old_format_unsubscribe_links_still_work_and_old_format_clicks_stop_at_a_rotation() {
+        let r = rig(20_000);
+        let t = &r.target;
+        let sealer = Sealer::new([9; 32]);
+        let mut payload = vec![b'u'];
+        payload.extend_from_slice(t.project.as_bytes());
+        payload.extend_from_slice(t.contact.as_bytes());
+        payload.extend_from_slice(&[0; 16]);
+        let unsubscribe = format!("https://m/unsubscribe/{}", sealer.legacy(&payload));
+        let mut payload = vec![b'c'];
+        payload.extend_from_slice(t.project.as_bytes());
+        payload.extend_from_slice(t.email.as_bytes());
+        payload.extend_from_slice(b"https://x.example/");
+        let click = format!("https://m/t/c/{}", sealer.legacy(&payload));
+        assert_eq!(
+            link(&r.links, token(&unsubscribe)),
+            Some(Link::Unsubscribe {
+                project: t.project,
+                contact: t.contact,
+                campaign: None
+            })
+        );
+        assert_eq!(r.live(&unsubscribe, 20_000), Some(true));
+        assert_eq!(r.live(&click, 20_000), Some(true));
+        r.projects
+            .rotate_keys(t.project, Timestamp::from(20_100 * DAY_MS))
+            .unwrap();
+        assert_eq!(r.live(&click, 20_100), Some(false));
+        assert_eq!(r.live(&unsubscribe, 20_100 + VALID_DAYS), Some(true));
+        assert_eq!(r.live(&unsubscribe, 20_100 + VALID_DAYS + 1), Some(false));
     }
 }

@@ -4,7 +4,9 @@
 
 pub mod actions;
 pub mod audience;
+pub mod link_state;
 pub mod links;
 pub mod runner;
+pub mod token;
 
 pub use runner::{Campaigns, RunnerConfig};

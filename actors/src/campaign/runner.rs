@@ -187,7 +187,6 @@ impl Campaigns {
         }
         let (subject, body) = (c.subject.clone(), c.body.clone());
         let content = Arc::new(registry.renders().compile(subject, body).await?);
-        let marketing = Marketing::new(registry.links().clone(), p, Some(id));
         let mut log = Progress::new(self.config.progress_every);
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
@@ -210,10 +209,12 @@ impl Campaigns {
             }
             let from = c.progress.cursor;
             let to = (from + self.config.batch_size as u64).min(c.progress.total);
+            // Per batch: a campaign outlives a day, and a rotation of the project's keys.
+            let marketing = Marketing::new(registry, p, Some(id))?;
             let (rendered, to) = self
                 .render_batch(p, id, from, to, &content, &marketing)
                 .await?;
-            let spec = spec(&c, content.clone(), marketing.clone());
+            let spec = spec(&c, content.clone(), marketing);
             let batch = QueueBatch {
                 id,
                 from,

@@ -218,9 +218,14 @@ impl Registry {
 
     /// The links of marketing mail; unset (in unit tests), a random key and no tracking.
     pub fn links(&self) -> &Arc<Links> {
-        self.inner
-            .links
-            .get_or_init(|| Arc::new(Links::new(rand::random(), "http://127.0.0.1:8080", false)))
+        self.inner.links.get_or_init(|| {
+            Arc::new(Links::new(
+                rand::random(),
+                "http://127.0.0.1:8080",
+                false,
+                60,
+            ))
+        })
     }
 
     pub fn renders(&self) -> &RenderPool {

@@ -110,7 +110,8 @@ pub async fn send_request(
         marketing: template
             .as_ref()
             .filter(|t| t.kind == TemplateKind::Marketing)
-            .map(|_| Marketing::new(registry.links().clone(), project, None)),
+            .map(|_| Marketing::new(registry, project, None))
+            .transpose()?,
         test: false,
         idempotency: req.idempotency,
         execution: req.execution,

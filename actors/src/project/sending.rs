@@ -11,6 +11,7 @@ use super::contacts::{PatchContact, UpsertContact};
 use super::events;
 use super::table::ContactTable;
 use crate::campaign::links::{LinkTarget, Links};
+use crate::campaign::token::Issue;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
@@ -49,15 +50,25 @@ pub struct Marketing {
     pub links: Arc<Links>,
     pub project: ProjectId,
     pub campaign: Option<CampaignId>,
+    /// Fixed once per send (or campaign batch): an email's unsubscribe URL is made twice
+    /// (its template variable and its header) and both must be the same.
+    pub issue: Issue,
 }
 
 impl Marketing {
-    pub fn new(links: Arc<Links>, project: ProjectId, campaign: Option<CampaignId>) -> Self {
-        Marketing {
-            links,
+    /// Links made now, under the project's current link generation.
+    pub fn new(
+        registry: &super::registry::Registry,
+        project: ProjectId,
+        campaign: Option<CampaignId>,
+    ) -> Result<Self> {
+        let now = Timestamp::from(registry.clock().now());
+        Ok(Marketing {
+            links: registry.links().clone(),
             project,
             campaign,
-        }
+            issue: Links::issue(&**registry.store(), project, now)?,
+        })
     }
 
     fn target(&self, r: &Recipient) -> LinkTarget {
@@ -66,6 +77,7 @@ impl Marketing {
             contact: r.contact.id,
             email: r.email_id,
             campaign: self.campaign,
+            issue: self.issue,
         }
     }
 }
