@@ -239,10 +239,8 @@ impl Writer {
                 self.out.push_str(&marker);
             }
             ("li", true) => self.new_line(),
-            ("td" | "th", false) => {
-                if !(self.out.is_empty() || self.out.ends_with([' ', '\n'])) {
-                    self.out.push(' ');
-                }
+            ("td" | "th", false) if !(self.out.is_empty() || self.out.ends_with([' ', '\n'])) => {
+                self.out.push(' ');
             }
             ("img", false) => {
                 if let Some(alt) = tag.attr("alt").filter(|a| !a.trim().is_empty()) {

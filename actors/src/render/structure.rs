@@ -58,9 +58,11 @@ pub fn check(src: &str) -> Result<(), String> {
                         o.word, o.line, o.end
                     ))
                 }
-                None => return Err(format!(
+                None => {
+                    return Err(format!(
                     "`{{% {end} %}}` at line {line} closes nothing: no `{{% {start} %}}` is open"
-                )),
+                ))
+                }
             }
         } else if word == "elif" || word == "else" {
             let inside = match open.last() {
