@@ -167,8 +167,8 @@ fn mailbox(f: &mut Fields, field: &str, v: &Value) -> Option<(EmailAddress, Opti
     };
     match EmailAddress::parse(email) {
         Ok(e) => Some((e, name)),
-        Err(_) => {
-            f.error(field, FieldCode::InvalidString, "Invalid email");
+        Err(e) => {
+            f.error(field, e.code(), e.to_string());
             None
         }
     }

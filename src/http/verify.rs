@@ -5,6 +5,7 @@
 
 use actix_web::{web, HttpResponse};
 use mailroom_actors::error::field_de_error;
+use mailroom_actors::model::{EmailAddress, EmailError};
 use mailroom_actors::verify::{self, Verification};
 use mailroom_actors::FieldCode;
 use serde::{Deserialize, Serialize};
@@ -79,9 +80,12 @@ pub struct AddressShaped(verify::Address);
 impl<'de> Deserialize<'de> for AddressShaped {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Text::<MAX_EMAIL_INPUT>::deserialize(d)?;
-        verify::parse(raw.as_str())
-            .map(AddressShaped)
-            .map_err(|_| field_de_error(FieldCode::InvalidString, "Invalid email"))
+        verify::parse(raw.as_str()).map(AddressShaped).map_err(|_| {
+            match EmailAddress::parse(raw.as_str()) {
+                Err(e @ EmailError::Invalid(_)) => field_de_error(e.code(), e),
+                _ => field_de_error(FieldCode::InvalidString, "Invalid email"),
+            }
+        })
     }
 }
 

@@ -302,58 +302,27 @@ pub(crate) fn header_of(raw: &str, name: &str) -> Option<String> {
     Some(value)
 }
 
-/// The HTML of a single-part message, its transfer encoding (7bit, quoted-printable or
-/// base64, whichever lettre chose) undone.
+/// The HTML part of a message, its transfer encoding undone and its lines ending in `\n`.
 pub(crate) fn html_of(raw: &str) -> String {
-    let (head, body) = raw
-        .split_once("\r\n\r\n")
-        .or_else(|| raw.split_once("\n\n"))
-        .unwrap_or((raw, ""));
-    let encoding = header_of(head, "Content-Transfer-Encoding")
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    match encoding.as_str() {
-        "base64" => {
-            use base64::Engine;
-            let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(compact)
-                .expect("a base64 body");
-            String::from_utf8_lossy(&bytes).into_owned()
-        }
-        "quoted-printable" => quoted_printable(body),
-        _ => body.to_owned(),
-    }
+    part_of(raw, |m| m.body_html(0)).replace("\r\n", "\n")
 }
 
-/// Undoes quoted-printable (RFC 2045 6.7): soft line breaks and `=XX` escapes.
-fn quoted_printable(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'=' {
-            if bytes[i + 1..].starts_with(b"\r\n") {
-                i += 3;
-                continue;
-            }
-            if bytes[i + 1..].starts_with(b"\n") {
-                i += 2;
-                continue;
-            }
-            if let Some(byte) = text
-                .get(i + 1..i + 3)
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-            {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// The text/plain part of a message, its transfer encoding undone and its lines ending
+/// in `\n`.
+pub(crate) fn text_of(raw: &str) -> String {
+    part_of(raw, |m| m.body_text(0)).replace("\r\n", "\n")
+}
+
+fn part_of(
+    raw: &str,
+    pick: impl for<'a> Fn(&'a mail_parser::Message<'a>) -> Option<std::borrow::Cow<'a, str>>,
+) -> String {
+    let message = mail_parser::MessageParser::default()
+        .parse(raw.as_bytes())
+        .unwrap_or_else(|| panic!("a MIME message: {raw}"));
+    pick(&message)
+        .unwrap_or_else(|| panic!("the part is there: {raw}"))
+        .into_owned()
 }
 
 /// The path of the first link in `text` that contains `marker` (such as "/unsubscribe/"),

@@ -109,6 +109,47 @@ fn a_missing_email_is_invalid_type_required_and_a_bad_one_is_invalid_string() {
 }
 
 #[test]
+fn an_invalid_address_is_refused_with_the_reason_on_contacts_and_on_send() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    for (email, why) in [
+        ("ada.example.com", "there is no @"),
+        ("@example.com", "the part before @ is empty"),
+        ("ada@", "the part after @ is empty"),
+        ("ada@example", "the domain needs a dot"),
+        ("ada@@example.com", "there is more than one @"),
+        ("ada lovelace@example.com", "a space"),
+        ("ada..l@example.com", "two dots in a row"),
+        ("ada@-example.com", "starts or ends with a hyphen"),
+    ] {
+        let r = app.post("/contacts", &p.secret, json!({"email": email}));
+        assert_eq!(r.status, 422, "{email}: {}", r.text);
+        let e = &r.json()["error"]["errors"][0];
+        assert_eq!(
+            (e["field"].as_str(), e["code"].as_str()),
+            (Some("email"), Some("invalid_string")),
+            "{e}"
+        );
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("Invalid email: ") && message.contains(why),
+            "{email}: {message}"
+        );
+
+        let r = app.post(
+            "/v1/send",
+            &p.secret,
+            json!({"to": email, "from": "hello@acme.test", "subject": "s", "body": "b"}),
+        );
+        assert_eq!(r.status, 422, "{email}: {}", r.text);
+        let e = &r.json()["error"]["errors"][0];
+        assert_eq!(e["field"], "to", "{e}");
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(message.contains(why), "{email} on /v1/send: {message}");
+    }
+}
+
+#[test]
 fn megabyte_strings_get_422_not_a_crash() {
     let app = TestApp::spawn();
     let p = app.create_project("Acme");

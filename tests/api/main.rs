@@ -5,6 +5,7 @@ mod auth;
 mod campaigns;
 mod cli;
 mod contacts;
+mod deliverability;
 mod delivery;
 mod dns;
 mod domains;

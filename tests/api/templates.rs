@@ -219,3 +219,55 @@ fn a_from_name_with_a_line_break_is_refused_on_create_and_on_patch() {
     );
     assert_eq!(app.get(&path, &p.secret).json()["fromName"], json!(null));
 }
+
+/// The message of the one field error that POST /templates answers for this body.
+fn syntax_error_of(app: &TestApp, key: &str, body: &str) -> String {
+    let r = app.post(
+        "/templates",
+        key,
+        json!({"name": "Broken", "subject": "ok", "body": body}),
+    );
+    assert_eq!(r.status, 422, "{body}: {}", r.text);
+    let e = &r.json()["error"]["errors"][0];
+    assert_eq!(
+        (e["field"].as_str(), e["code"].as_str()),
+        (Some("body"), Some("template_syntax")),
+        "{e}"
+    );
+    e["message"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_broken_template_is_refused_with_a_message_that_says_what_is_missing_and_where() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    for (body, says) in [
+        (
+            "<p>Hi</p>\n{% if vip %}\n<p>Thanks for being a VIP</p>",
+            "`{% if %}` opened at line 2 is never closed; add `{% endif %}`",
+        ),
+        (
+            "{% for item in items %}\n{% if item.new %}new{% endfor %}",
+            "`{% endfor %}` at line 2 does not match the `{% if %}` opened at line 2",
+        ),
+        (
+            "<p>a</p>\n<p>b</p>\n{% endif %}",
+            "`{% endif %}` at line 3 closes nothing: no `{% if %}` is open",
+        ),
+        (
+            "<p>a</p>\n{% else %}",
+            "`{% else %}` at line 2 is not inside",
+        ),
+        (
+            "<p>{{ name | upper }}</p>\n<p>{{ name | shout }}</p>",
+            "at line 2: the filter `shout` is not available",
+        ),
+        (
+            "<p>a</p>\n\n<p>{{ name </p>",
+            "line 3: `{{` is never closed with `}}`",
+        ),
+    ] {
+        let message = syntax_error_of(&app, &p.secret, body);
+        assert!(message.contains(says), "{body:?}: {message}");
+    }
+}

@@ -12,9 +12,11 @@
 pub mod actor;
 pub mod attempts;
 pub mod dispatcher;
+pub mod document;
 pub mod messages;
 pub mod mime;
 pub mod outbox;
+pub mod plain_text;
 pub mod smtp;
 pub mod tls;
 

@@ -16,7 +16,70 @@ pub struct EmailAddress(String);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmailError {
     TooLong,
-    Invalid,
+    Invalid(Flaw),
+}
+
+impl EmailError {
+    pub fn code(&self) -> FieldCode {
+        match self {
+            EmailError::TooLong => FieldCode::TooBig,
+            EmailError::Invalid(_) => FieldCode::InvalidString,
+        }
+    }
+}
+
+/// The message of the field error.
+impl fmt::Display for EmailError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmailError::TooLong => write!(f, "Email must be at most {MAX_EMAIL_LEN} characters"),
+            EmailError::Invalid(flaw) => write!(f, "Invalid email: {flaw}"),
+        }
+    }
+}
+
+/// Why a string is not an address, in words a sender can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaw {
+    Empty,
+    Spaces,
+    NoAt,
+    ManyAts,
+    EmptyLocal,
+    EmptyDomain,
+    LocalDots,
+    LocalTooLong,
+    DomainNeedsDot,
+    DomainEmptyLabel,
+    DomainHyphen,
+    AddressLiteral,
+    Character,
+    Shape,
+}
+
+impl fmt::Display for Flaw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flaw::Empty => "it is empty",
+            Flaw::Spaces => "it contains a space or a control character",
+            Flaw::NoAt => "there is no @",
+            Flaw::ManyAts => "there is more than one @",
+            Flaw::EmptyLocal => "the part before @ is empty",
+            Flaw::EmptyDomain => "the part after @ is empty",
+            Flaw::LocalDots => {
+                "the part before @ starts or ends with a dot, or has two dots in a row"
+            }
+            Flaw::LocalTooLong => "the part before @ is longer than 64 characters",
+            Flaw::DomainNeedsDot => "the domain needs a dot (as in example.com)",
+            Flaw::DomainEmptyLabel => {
+                "the domain starts or ends with a dot, or has two dots in a row"
+            }
+            Flaw::DomainHyphen => "a part of the domain starts or ends with a hyphen",
+            Flaw::AddressLiteral => "address literals such as [192.0.2.1] are not accepted",
+            Flaw::Character => "it contains a character that addresses cannot have",
+            Flaw::Shape => "it is not in the form name@example.com",
+        })
+    }
 }
 
 impl EmailAddress {
@@ -27,16 +90,18 @@ impl EmailAddress {
         if s.len() > MAX_EMAIL_LEN {
             return Err(EmailError::TooLong);
         }
-        let parsed = email_address::EmailAddress::from_str(&s).map_err(|_| EmailError::Invalid)?;
-        let domain = parsed.domain();
-        let domain_ok = domain.contains('.')
-            && !domain.starts_with('[')
-            && domain
-                .split('.')
-                .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
-        if !domain_ok || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(EmailError::Invalid);
+        if let Some(flaw) = flaw(&s) {
+            return Err(EmailError::Invalid(flaw));
         }
+        email_address::EmailAddress::from_str(&s).map_err(|e| {
+            use email_address::Error as E;
+            EmailError::Invalid(match e {
+                E::InvalidCharacter | E::UnbalancedQuotes | E::InvalidComment => Flaw::Character,
+                E::LocalPartTooLong => Flaw::LocalTooLong,
+                E::SubDomainEmpty | E::DomainInvalidSeparator => Flaw::DomainEmptyLabel,
+                _ => Flaw::Shape,
+            })
+        })?;
         Ok(EmailAddress(s))
     }
 
@@ -51,6 +116,49 @@ impl EmailAddress {
     pub fn local_part(&self) -> &str {
         self.0.rsplit_once('@').map(|(l, _)| l).unwrap_or("")
     }
+}
+
+/// The first flaw of a trimmed, lowercased string that the address parser would refuse
+/// with a reason too vague to act on ("invalid").
+fn flaw(s: &str) -> Option<Flaw> {
+    if s.is_empty() {
+        return Some(Flaw::Empty);
+    }
+    if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some(Flaw::Spaces);
+    }
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return Some(Flaw::NoAt);
+    };
+    let quoted = local.len() >= 2 && local.starts_with('"') && local.ends_with('"');
+    if local.contains('@') && !quoted {
+        return Some(Flaw::ManyAts);
+    }
+    if local.is_empty() {
+        return Some(Flaw::EmptyLocal);
+    }
+    if domain.is_empty() {
+        return Some(Flaw::EmptyDomain);
+    }
+    if !quoted && (local.starts_with('.') || local.ends_with('.') || local.contains("..")) {
+        return Some(Flaw::LocalDots);
+    }
+    if domain.starts_with('[') {
+        return Some(Flaw::AddressLiteral);
+    }
+    if !domain.contains('.') {
+        return Some(Flaw::DomainNeedsDot);
+    }
+    if domain.split('.').any(str::is_empty) {
+        return Some(Flaw::DomainEmptyLabel);
+    }
+    if domain
+        .split('.')
+        .any(|label| label.starts_with('-') || label.ends_with('-'))
+    {
+        return Some(Flaw::DomainHyphen);
+    }
+    None
 }
 
 impl fmt::Display for EmailAddress {
@@ -68,13 +176,7 @@ impl Serialize for EmailAddress {
 impl<'de> Deserialize<'de> for EmailAddress {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        EmailAddress::parse(&s).map_err(|e| match e {
-            EmailError::TooLong => field_de_error(
-                FieldCode::TooBig,
-                format_args!("Email must be at most {MAX_EMAIL_LEN} characters"),
-            ),
-            EmailError::Invalid => field_de_error(FieldCode::InvalidString, "Invalid email"),
-        })
+        EmailAddress::parse(&s).map_err(|e| field_de_error(e.code(), e))
     }
 }
 
@@ -116,18 +218,31 @@ mod tests {
     }
 
     #[test]
-    fn parse_refuses_what_is_not_an_address() {
-        for bad in [
-            "",
-            "ada",
-            "ada@",
-            "@example.com",
-            "ada@example",
-            "a b@example.com",
-            "ada@-x.com",
+    fn parse_refuses_what_is_not_an_address_and_says_why() {
+        for (bad, why) in [
+            ("", Flaw::Empty),
+            ("ada", Flaw::NoAt),
+            ("ada@", Flaw::EmptyDomain),
+            ("@example.com", Flaw::EmptyLocal),
+            ("ada@example", Flaw::DomainNeedsDot),
+            ("a b@example.com", Flaw::Spaces),
+            ("ada@-x.com", Flaw::DomainHyphen),
+            ("a@b@example.com", Flaw::ManyAts),
+            ("ada.@example.com", Flaw::LocalDots),
+            ("ada@example..com", Flaw::DomainEmptyLabel),
+            ("ada@[192.0.2.1]", Flaw::AddressLiteral),
+            ("a,b@example.com", Flaw::Character),
         ] {
-            assert_eq!(EmailAddress::parse(bad), Err(EmailError::Invalid), "{bad}");
+            assert_eq!(
+                EmailAddress::parse(bad),
+                Err(EmailError::Invalid(why)),
+                "{bad}"
+            );
         }
+        assert_eq!(
+            Flaw::DomainNeedsDot.to_string(),
+            "the domain needs a dot (as in example.com)"
+        );
         let long = format!("{}@example.com", "a".repeat(300));
         assert_eq!(EmailAddress::parse(&long), Err(EmailError::TooLong));
     }

@@ -17,7 +17,7 @@ pub mod workflow;
 pub use campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
-pub use email::EmailAddress;
+pub use email::{EmailAddress, EmailError, Flaw};
 pub use event::{Event, EventSource, EventStats};
 pub use id::{
     CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ProjectId, SegmentId,

@@ -13,6 +13,7 @@ mod pool;
 #[cfg(test)]
 mod proptests;
 pub mod sandbox;
+mod structure;
 mod syntax;
 
 use std::sync::OnceLock;
@@ -105,6 +106,14 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
             ));
             continue;
         }
+        if let Err(fault) = structure::check(src) {
+            errors.push(FieldError::new(
+                field,
+                FieldCode::TemplateSyntax,
+                format!("Template syntax error: {fault}"),
+            ));
+            continue;
+        }
         // Parsed and checked on its own first: adding a template to tera already
         // resolves `extends`, which must be refused before tera looks for its parent.
         // Once it passes, this same parse goes into the engine (no second parse).
@@ -122,6 +131,10 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
         };
         if let Err(refused) = sandbox::check(&parsed.ast) {
             let at = sandbox::line_of_tag(src, refused.keyword)
+                .or_else(|| {
+                    let name = refused.name.as_deref()?;
+                    structure::line_of_name(src, name)
+                })
                 .map(|l| format!(" at line {l}"))
                 .unwrap_or_default();
             errors.push(FieldError::new(

@@ -155,6 +155,8 @@ fn capped_range(args: &HashMap<String, Value>, cap: u64) -> tera::Result<Value> 
 pub struct Refusal {
     pub what: String,
     pub keyword: &'static str,
+    /// The filter, function or test refused, which finds the line when no tag keyword does.
+    pub name: Option<String>,
 }
 
 /// Walks a parsed template and names the first construct outside the allowlist.
@@ -169,6 +171,7 @@ fn refuse(what: &str, keyword: &'static str) -> Result<(), Refusal> {
     Err(Refusal {
         what: what.to_owned(),
         keyword,
+        name: None,
     })
 }
 
@@ -221,12 +224,14 @@ fn check_call(call: &FunctionCall, filter: bool) -> Result<(), Refusal> {
         return Err(Refusal {
             what: "json_encode takes no `pretty` in templates".into(),
             keyword: "",
+            name: Some("pretty".into()),
         });
     }
     if filter && !FILTERS.contains(&call.name.as_str()) {
         return Err(Refusal {
             what: format!("the filter `{}` is not available in templates", call.name),
             keyword: "",
+            name: Some(call.name.clone()),
         });
     }
     if !filter && call.name != "range" {
@@ -236,6 +241,7 @@ fn check_call(call: &FunctionCall, filter: bool) -> Result<(), Refusal> {
                 call.name
             ),
             keyword: "",
+            name: Some(call.name.clone()),
         });
     }
     for arg in call.args.values() {
@@ -273,6 +279,7 @@ fn check_val(v: &ExprVal) -> Result<(), Refusal> {
                 return Err(Refusal {
                     what: format!("the test `{}` is not available in templates", t.name),
                     keyword: "",
+                    name: Some(t.name.clone()),
                 });
             }
             t.args.iter().try_for_each(check_expr)
@@ -291,6 +298,7 @@ fn check_ident(path: &str) -> Result<(), Refusal> {
         return Err(Refusal {
             what: "`__tera_context` is not available in templates".into(),
             keyword: "",
+            name: Some("__tera_context".into()),
         });
     }
     Ok(())
@@ -363,7 +371,15 @@ pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
         };
         let start = i;
         let Some(tag) = scan_tag(bytes, i + 2, close) else {
-            return refuse(start, "a tag or a string in it is not closed".into());
+            let (open, close) = if open == b"{{" {
+                ("{{", "}}")
+            } else {
+                ("{%", "%}")
+            };
+            return refuse(
+                start,
+                format!("`{open}` is never closed with `{close}`, or a string in it is not closed"),
+            );
         };
         if tag.brackets > limits.max_nesting {
             return refuse(
@@ -412,7 +428,12 @@ pub fn prescan(src: &str, limits: &Limits) -> Result<(), TooDeep> {
                     // Text up to the `endraw` tag is literal, however it looks.
                     match find_endraw(src, end) {
                         Some(after) => end = after,
-                        None => return refuse(start, "a raw block is not closed".into()),
+                        None => {
+                            return refuse(
+                                start,
+                                "`{% raw %}` is never closed; add `{% endraw %}`".into(),
+                            )
+                        }
                     }
                 }
                 w if w.starts_with("end") => depth = depth.saturating_sub(1),
@@ -439,7 +460,7 @@ fn tag_word(src: &str, start: usize, end: usize) -> &str {
 }
 
 /// The first word of a tag's inside (after `{%` and its `-`): `for`, `endraw`, ...
-fn first_word(inside: &str) -> &str {
+pub(super) fn first_word(inside: &str) -> &str {
     inside
         .trim_start_matches('-')
         .trim_start()
@@ -455,7 +476,7 @@ fn line_at(src: &str, pos: usize) -> usize {
 
 /// Where the `{% endraw %}` tag (with optional `-` whitespace controls) after `from`
 /// ends, as tera's grammar reads it: the word `endraw` in text does not end the block.
-fn find_endraw(src: &str, from: usize) -> Option<usize> {
+pub(super) fn find_endraw(src: &str, from: usize) -> Option<usize> {
     let mut at = from;
     while let Some(found) = src[at..].find("{%") {
         let open = at + found;
