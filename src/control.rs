@@ -274,7 +274,7 @@ pub fn listen(path: &Path, control: Control) -> Option<PathBuf> {
 /// rename also replaces a socket a killed server left behind (the store's lock, taken
 /// before this, says no other server runs here).
 fn bind_private(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
-    let dir = path.with_file_name(format!(".mailroom-sock-{}", std::process::id()));
+    let dir = path.with_file_name(format!(".ms-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     let result = (|| {
