@@ -28,14 +28,21 @@ use mailroom_actors::workflow::{Executors, WebhookClient};
 use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
 use crate::config::Settings;
+use crate::control::{self, Control};
 use crate::failure::Failure;
 use crate::http::{self, AppState};
+use crate::listen::{self, LinksUrl};
+use crate::startup;
 
 /// A bound, not yet awaited server, and what it needs to shut down cleanly.
 pub struct Application {
     server: Server,
     addrs: Vec<SocketAddr>,
     store: Arc<dyn Store>,
+    /// The control socket to remove at shutdown, when one was made.
+    socket: Option<PathBuf>,
+    /// A configured public URL to check once serving, with the check's timeout.
+    public_url_check: Option<(String, u64, Arc<Resolver>)>,
 }
 
 impl Application {
@@ -47,6 +54,15 @@ impl Application {
             .check()
             .map_err(|e| Failure::said(e.to_string()))?;
         settings.links.check().map_err(Failure::said)?;
+        // Before anything starts: a port in use then stops nothing half-started, and the
+        // links below can name the port actually bound.
+        let listeners = listen::bind(&settings.server.host, settings.server.port)?;
+        let addrs = listeners
+            .iter()
+            .map(|l| l.local_addr())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Failure::caused("reading the bound address", e))?;
+        let links_url = LinksUrl::new(settings.server.public_url(), &addrs)?;
         let store: Arc<dyn Store> =
             SledStore::open(&settings.storage.path, settings.storage.sled())
                 .map_err(Failure::engine)?;
@@ -74,7 +90,7 @@ impl Application {
             Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;
         registry.set_links(Links::new(
             link_key,
-            &settings.server.public_url,
+            &links_url.url,
             settings.tracking.enabled,
             settings.links.unsubscribe_valid_days,
         ));
@@ -115,10 +131,37 @@ impl Application {
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
+        let projects = Projects::new(store.clone());
+        let project_count = projects
+            .list()
+            .map_err(|e| Failure::caused("counting the projects", e))?
+            .len();
+        let socket = if settings.control.enabled {
+            control::listen(
+                &settings.control_socket(),
+                Control {
+                    projects: projects.clone(),
+                    registry: registry.clone(),
+                    store: store.clone(),
+                    clock: clock.clone(),
+                    spf_include: settings.domains.spf_include.clone(),
+                    read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
+                },
+            )
+        } else {
+            None
+        };
+        let public_url_check = (!links_url.derived).then(|| {
+            (
+                links_url.url.clone(),
+                settings.server.public_url_check_ms,
+                resolver.clone(),
+            )
+        });
         let mut state = AppState::new(
             &settings,
             registry,
-            Projects::new(store.clone()),
+            projects,
             store.clone(),
             clock,
             resolver,
@@ -131,26 +174,23 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
-        let server = HttpServer::new(move || {
+        let mut server = HttpServer::new(move || {
             App::new().configure(|cfg| http::configure(cfg, state.clone()))
         })
         .workers(workers)
-        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
-        .bind((settings.server.host.as_str(), settings.server.port))
-        .map_err(|e| {
-            Failure::caused(
-                format!(
-                    "cannot listen on {}:{} (choose another with --port or MAILROOM__SERVER__PORT)",
-                    settings.server.host, settings.server.port
-                ),
-                e,
-            )
-        })?;
-        let addrs = server.addrs();
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
+        for listener in listeners {
+            server = server
+                .listen(listener)
+                .map_err(|e| Failure::caused("listening", e))?;
+        }
+        startup::log_summary(&settings, &links_url, project_count);
         Ok(Application {
             server: server.run(),
             addrs,
             store,
+            socket,
+            public_url_check,
         })
     }
 
@@ -165,9 +205,14 @@ impl Application {
             println!("mailroom listening on http://{addr}");
             tracing::info!(%addr, "listening");
         }
-        self.server
-            .await
-            .map_err(|e| Failure::caused("the HTTP server", e))?;
+        if let Some((url, timeout_ms, resolver)) = self.public_url_check {
+            startup::check_public_url(url, timeout_ms, resolver);
+        }
+        let served = self.server.await;
+        if let Some(socket) = &self.socket {
+            let _ = std::fs::remove_file(socket);
+        }
+        served.map_err(|e| Failure::caused("the HTTP server", e))?;
         tracing::info!("stopped accepting requests; flushing the store");
         let store = self.store.clone();
         let flushed = tokio::time::timeout(
@@ -217,7 +262,7 @@ fn start_delivery(
     use crate::config::MailTransport;
     let transport = match settings.mail.transport {
         MailTransport::File => TransportConfig::File {
-            dir: settings.mail.file_dir.clone(),
+            dir: settings.outbox_dir(),
         },
         MailTransport::Smtp => {
             let s = &settings.smtp;
@@ -306,16 +351,6 @@ fn start_campaigns(
     Ok(campaigns)
 }
 
-pub fn init_tracing(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 /// `mailroom serve`: applies the CLI flags (the last layer), then runs to completion.
 pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), Failure> {
     if let Some(host) = args.host {
@@ -324,10 +359,7 @@ pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), Fai
     if let Some(port) = args.port {
         settings.server.port = port;
     }
-    if let Some(dir) = args.data_dir {
-        settings.storage.path = dir;
-    }
-    init_tracing(&settings.log.level);
+    crate::logging::init(&settings.log);
     actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings)?;
         app.run().await
@@ -335,15 +367,14 @@ pub fn serve_blocking(mut settings: Settings, args: ServeArgs) -> Result<(), Fai
 }
 
 /// The `serve` command's flags (the CLI parses them; serving is this module's).
+/// `--data-dir` is every command's, on the CLI itself.
 #[derive(Debug, Default, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on (overrides server.host).
     #[arg(long)]
     pub host: Option<String>,
-    /// Port to listen on; 0 picks a free one (overrides server.port).
+    /// Port to listen on; 0 picks a free one (overrides server.port). Links in emails
+    /// follow it unless server.public_url is set.
     #[arg(long)]
     pub port: Option<u16>,
-    /// sled data directory (overrides storage.path).
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
 }

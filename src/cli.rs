@@ -1,18 +1,18 @@
-//! The command line: `mailroom serve` (the default) and `mailroom project ...`.
+//! The command line: `mailroom serve` (the default), `mailroom project ...` and
+//! `mailroom domain ...`. The project and domain commands work beside a running server
+//! (through its control socket) and on a stopped data directory alike (src/control.rs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mailroom_actors::model::{ProjectId, Timestamp};
-use mailroom_actors::projects::Projects;
-use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{Clock, SystemClock};
+use mailroom_actors::domain::DomainName;
+use mailroom_actors::model::ProjectId;
 
 use crate::app::ServeArgs;
 use crate::config::Settings;
+use crate::control::{self, Request};
 use crate::failure::Failure;
-use crate::http::admin::{keys_json, project_json};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,6 +25,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "MAILROOM_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
 
+    /// The data directory (overrides storage.path); the file outbox and the control
+    /// socket live in it unless configured elsewhere.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -33,12 +38,11 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (the default when no command is given).
     Serve(ServeArgs),
-    /// Manage projects and their API keys. Works on the data directory while the
-    /// server is stopped; use the /admin API while it runs.
+    /// Manage projects and their API keys, beside a running server or on a stopped one.
     #[command(subcommand)]
     Project(ProjectCommand),
-    /// Manage a project's sender domains as the operator. Works on the data directory
-    /// while the server is stopped; use the /admin API while it runs.
+    /// Manage a project's sender domains as the operator, beside a running server or on
+    /// a stopped one.
     #[command(subcommand)]
     Domain(DomainCommand),
 }
@@ -50,45 +54,80 @@ pub enum DomainCommand {
     /// whose records you vouch for. Mail is still DKIM-signed with the domain's key.
     /// Prints the domain as JSON.
     Trust {
-        /// The domain, e.g. example.com
-        domain: String,
-        /// The project id (see `mailroom project list`)
-        #[arg(long)]
-        project: String,
+        /// The domain, e.g. example.com (IDN names are stored as punycode).
+        #[arg(value_parser = domain_name)]
+        domain: DomainName,
+        /// The project id (see `mailroom project list`).
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+    },
+    /// List a project's domains, newest first, as a JSON array (with the DNS records
+    /// each needs).
+    List {
+        /// The project id (see `mailroom project list`).
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
-    /// Create a project; prints {id, name, secretKey, publicKey} as JSON.
+    /// Create a project; prints {id, name, secretKey, publicKey} as JSON. The keys are
+    /// shown this once (only their hashes are kept).
     Create {
+        /// The project's name, 1 to 100 characters.
         #[arg(long)]
         name: String,
     },
     /// List projects as a JSON array.
     List,
-    /// Disable a project: its keys get 403 PROJECT_DISABLED.
-    Disable { id: String },
+    /// Disable a project: its keys get 403 PROJECT_DISABLED, its mail waits.
+    Disable {
+        /// The project id (see `mailroom project list`).
+        #[arg(value_parser = project_id)]
+        id: ProjectId,
+    },
     /// Enable a disabled project.
-    Enable { id: String },
-    /// Issue new keys (the old ones stop working); prints them as JSON.
-    RotateKeys { id: String },
+    Enable {
+        /// The project id (see `mailroom project list`).
+        #[arg(value_parser = project_id)]
+        id: ProjectId,
+    },
+    /// Issue new keys (the old ones stop working at once); prints them as JSON.
+    RotateKeys {
+        /// The project id (see `mailroom project list`).
+        #[arg(value_parser = project_id)]
+        id: ProjectId,
+    },
+}
+
+fn project_id(raw: &str) -> Result<ProjectId, String> {
+    raw.trim()
+        .parse()
+        .map_err(|_| format!("{raw} is not a project id"))
+}
+
+fn domain_name(raw: &str) -> Result<DomainName, String> {
+    DomainName::parse(raw).map_err(|problem| format!("{raw} is not a domain name: {problem}"))
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    let mut settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: the configuration could not be loaded: {e}");
             return ExitCode::from(2);
         }
     };
+    if let Some(dir) = cli.data_dir {
+        settings.storage.path = dir;
+    }
     let result = match cli.command {
         None => crate::app::serve_blocking(settings, ServeArgs::default()),
         Some(Command::Serve(args)) => crate::app::serve_blocking(settings, args),
-        Some(Command::Project(cmd)) => project(&settings, cmd),
-        Some(Command::Domain(cmd)) => domain(&settings, cmd),
+        Some(Command::Project(cmd)) => print(control::run(&settings, project(cmd))),
+        Some(Command::Domain(cmd)) => print(control::run(&settings, domain(cmd))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -99,66 +138,24 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), Failure> {
-    let store = SledStore::open(&settings.storage.path, settings.storage.sled())
-        .map_err(Failure::engine)?;
-    let projects = Projects::new(store.clone());
-    let parse = |id: &str| {
-        id.parse::<ProjectId>()
-            .map_err(|_| Failure::said(format!("{id} is not a project id")))
-    };
-    let out = match cmd {
-        ProjectCommand::Create { name } => {
-            let now = Timestamp::from(SystemClock.now());
-            keys_json(&projects.create(&name, now).map_err(Failure::engine)?)
-        }
-        ProjectCommand::List => {
-            let list = projects.list().map_err(Failure::engine)?;
-            serde_json::Value::Array(list.iter().map(project_json).collect())
-        }
-        ProjectCommand::Disable { id } => project_json(
-            &projects
-                .set_disabled(parse(&id)?, true)
-                .map_err(Failure::engine)?,
-        ),
-        ProjectCommand::Enable { id } => project_json(
-            &projects
-                .set_disabled(parse(&id)?, false)
-                .map_err(Failure::engine)?,
-        ),
-        ProjectCommand::RotateKeys { id } => {
-            let now = Timestamp::from(SystemClock.now());
-            keys_json(
-                &projects
-                    .rotate_keys(parse(&id)?, now)
-                    .map_err(Failure::engine)?,
-            )
-        }
-    };
-    store.flush_blocking().map_err(Failure::engine)?;
-    println!("{out}");
+fn print(answer: Result<serde_json::Value, Failure>) -> Result<(), Failure> {
+    println!("{}", answer?);
     Ok(())
 }
 
-fn domain(settings: &Settings, cmd: DomainCommand) -> Result<(), Failure> {
-    let DomainCommand::Trust { domain, project } = cmd;
-    let name = mailroom_actors::domain::DomainName::parse(&domain)
-        .map_err(|problem| Failure::said(format!("{domain} is not a domain name: {problem}")))?;
-    let p = project
-        .parse::<ProjectId>()
-        .map_err(|_| Failure::said(format!("{project} is not a project id")))?;
-    let store = SledStore::open(&settings.storage.path, settings.storage.sled())
-        .map_err(Failure::engine)?;
-    Projects::new(store.clone())
-        .get(p)
-        .map_err(Failure::engine)?;
-    let msg = mailroom_actors::project::messages::CreateDomain::generate(name)
-        .map_err(Failure::engine)?;
-    let now = Timestamp::from(SystemClock.now());
-    let d =
-        mailroom_actors::domain::writes::trust(&*store, p, msg, now).map_err(Failure::engine)?;
-    store.flush_blocking().map_err(Failure::engine)?;
-    let view = crate::http::domains::DomainView::new(&d, &settings.domains.spf_include);
-    println!("{}", serde_json::to_value(view).unwrap_or_default());
-    Ok(())
+fn project(cmd: ProjectCommand) -> Request {
+    match cmd {
+        ProjectCommand::Create { name } => Request::ProjectCreate { name },
+        ProjectCommand::List => Request::ProjectList,
+        ProjectCommand::Disable { id } => Request::ProjectDisable { id },
+        ProjectCommand::Enable { id } => Request::ProjectEnable { id },
+        ProjectCommand::RotateKeys { id } => Request::ProjectRotateKeys { id },
+    }
+}
+
+fn domain(cmd: DomainCommand) -> Request {
+    match cmd {
+        DomainCommand::Trust { domain, project } => Request::DomainTrust { project, domain },
+        DomainCommand::List { project } => Request::DomainList { project },
+    }
 }

@@ -9,6 +9,9 @@ use serde::Deserialize;
 
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
+/// The control socket's file name inside the data directory.
+pub const CONTROL_SOCKET: &str = "mailroom.sock";
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     pub server: Server,
@@ -29,6 +32,7 @@ pub struct Settings {
     pub admin: Admin,
     pub metrics: Metrics,
     pub log: Log,
+    pub control: Control,
     pub clock: ClockSettings,
 }
 
@@ -43,8 +47,18 @@ pub struct Server {
     pub host: String,
     pub port: u16,
     pub public_url: String,
+    pub public_url_check_ms: u64,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
+}
+
+impl Server {
+    /// The configured base for links in emails; None means "follow the listening address".
+    pub fn public_url(&self) -> Option<&str> {
+        Some(self.public_url.trim())
+            .filter(|u| !u.is_empty())
+            .map(|u| u.trim_end_matches('/'))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -322,9 +336,39 @@ pub struct Metrics {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Log {
     pub level: String,
+    pub format: LogFormat,
+    pub access: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Control {
+    pub enabled: bool,
+    pub timeout_seconds: u64,
 }
 
 impl Settings {
+    /// Where the file transport writes: `mail.file_dir`, else `<storage.path>/outbox`
+    /// (so that moving the data directory moves the outbox with it).
+    pub fn outbox_dir(&self) -> PathBuf {
+        if self.mail.file_dir.as_os_str().is_empty() {
+            self.storage.path.join("outbox")
+        } else {
+            self.mail.file_dir.clone()
+        }
+    }
+
+    /// The running server's control socket, in its data directory.
+    pub fn control_socket(&self) -> PathBuf {
+        self.storage.path.join(CONTROL_SOCKET)
+    }
+
     /// Loads the layers up to the environment; CLI flags are applied by the caller.
     pub fn load(file: Option<&Path>) -> Result<Settings, config::ConfigError> {
         let mut builder =
@@ -356,6 +400,12 @@ mod tests {
         let s = Settings::load(None).unwrap();
         assert_eq!((s.server.host.as_str(), s.server.port), ("127.0.0.1", 8080));
         assert_eq!(s.storage.path, PathBuf::from("./data"));
+        assert_eq!(s.server.public_url(), None, "follows the listening address");
+        assert_eq!(s.outbox_dir(), PathBuf::from("./data/outbox"));
+        assert_eq!(s.control_socket(), PathBuf::from("./data/mailroom.sock"));
+        assert_eq!(s.log.format, LogFormat::Text);
+        assert!(!s.log.access);
+        assert!(s.control.enabled);
         assert_eq!(s.mail.transport, MailTransport::File);
         assert_eq!(s.smtp.tls, SmtpTls::None);
         assert!(s.smtp.tls_ca_file().is_none());
@@ -371,5 +421,21 @@ mod tests {
         assert_eq!(s.domains.recheck_seconds, 300);
         assert_eq!(s.domains.spf_include, "include:_spf.mailroom.local");
         assert!(s.admin.token().is_none());
+    }
+
+    #[test]
+    fn an_empty_outbox_follows_the_data_directory_and_a_set_one_stays() {
+        let mut s = Settings::load(None).unwrap();
+        s.storage.path = PathBuf::from("/srv/mail");
+        assert_eq!(s.outbox_dir(), PathBuf::from("/srv/mail/outbox"));
+        s.mail.file_dir = PathBuf::from("/var/spool/out");
+        assert_eq!(s.outbox_dir(), PathBuf::from("/var/spool/out"));
+    }
+
+    #[test]
+    fn a_public_url_loses_its_trailing_slash() {
+        let mut s = Settings::load(None).unwrap();
+        s.server.public_url = " https://mail.example.com/ ".into();
+        assert_eq!(s.server.public_url(), Some("https://mail.example.com"));
     }
 }

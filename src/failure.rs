@@ -34,8 +34,9 @@ impl Failure {
     pub fn engine(e: EngineError) -> Self {
         match e {
             EngineError::Locked { path } => Failure::said(format!(
-                "the data directory {path} is in use by another process (is `mailroom serve` running?). \
-                 Stop the server first, or manage projects through the /admin API while it runs."
+                "the data directory {path} is in use by another process that does not answer \
+                 on its control socket (a server with control.enabled = false, or an older \
+                 mailroom?). Stop it first, or use the /admin API while it runs."
             )),
             EngineError::NotFound(r) => Failure::said(format!("{r} not found")),
             EngineError::Validation(errors) => Failure::said(

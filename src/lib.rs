@@ -4,5 +4,9 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod failure;
 pub mod http;
+pub mod listen;
+pub mod logging;
+pub mod startup;

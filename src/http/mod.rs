@@ -1,5 +1,6 @@
 //! The HTTP edge: handlers parse, send a message (or read the store) and map the reply.
 
+mod access;
 pub mod admin;
 mod admin_guard;
 pub mod auth;
@@ -29,7 +30,7 @@ pub mod workflows;
 
 use std::sync::Arc;
 
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{from_fn, Condition};
 use actix_web::web::{self, ServiceConfig};
 use mailroom_actors::dns::Resolver;
 use mailroom_actors::model::Timestamp;
@@ -66,6 +67,8 @@ pub struct AppState {
     pub campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     /// How often one email's tracking links are recorded.
     pub hits: links::HitLimit,
+    /// `log.access`: a log line per request.
+    pub access_log: bool,
 }
 
 impl AppState {
@@ -99,6 +102,7 @@ impl AppState {
             spf_include: settings.domains.spf_include.clone(),
             campaigns,
             hits: Default::default(),
+            access_log: settings.log.access,
         }
     }
 }
@@ -154,11 +158,14 @@ fn resource(path: &str) -> actix_web::Resource {
 }
 
 pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
+    let access_log = state.access_log;
     cfg.app_data(state).service(
         web::scope("")
             .wrap(from_fn(metrics::middleware))
             .wrap(from_fn(rate_limit::headers))
             .wrap(from_fn(request_id::middleware))
+            // Outside the request id, so that its line carries the id the response has.
+            .wrap(Condition::new(access_log, from_fn(access::middleware)))
             .service(resource("/health").route(web::get().to(ops::health)))
             .service(resource("/metrics").route(web::get().to(ops::metrics)))
             .service(resource("/openapi.json").route(web::get().to(ops::openapi)))

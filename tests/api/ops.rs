@@ -1,8 +1,164 @@
-//! /health, /metrics and /openapi.json need no key.
+//! /health, /metrics and /openapi.json need no key; the start-up summary, the log's
+//! formats and the access log; a port in use.
 
-use serde_json::json;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use crate::helpers::TestApp;
+use serde_json::{json, Value};
+
+use crate::helpers::{bin, test_config, TestApp};
+
+/// The server's log (the harness sends its stderr to a file beside the data directory).
+fn log_of(app: &TestApp) -> String {
+    std::fs::read_to_string(app.data_dir.with_extension("log")).unwrap_or_default()
+}
+
+/// The log once `done` holds for it, or after `secs`.
+fn log_when(app: &TestApp, secs: u64, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let log = log_of(app);
+        if done(&log) || Instant::now() >= deadline {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_start_up_summary_names_the_url_in_emails_and_the_first_command_without_colour_codes() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LOG__LEVEL", "info")]);
+    let log = log_of(&app);
+    let ready = log
+        .lines()
+        .find(|l| l.contains("mailroom ready"))
+        .unwrap_or_else(|| panic!("a summary line: {log}"));
+    assert!(
+        ready.contains(&format!("links={}", app.base)),
+        "the links follow the bound port: {ready}"
+    );
+    assert!(ready.contains("projects=0"), "{ready}");
+    assert!(
+        ready.contains(&format!("data_dir={}", app.data_dir.display())),
+        "{ready}"
+    );
+    assert!(ready.contains("mail=file "), "{ready}");
+    assert!(
+        log.contains(r#"mailroom project create --name \"My app\""#),
+        "{log}"
+    );
+    assert!(
+        !log.contains('\u{1b}'),
+        "no escape codes when stderr is not a terminal: {log}"
+    );
+}
+
+#[test]
+fn log_format_json_writes_json_lines_and_the_access_log_keeps_keys_and_queries_out() {
+    let app = TestApp::spawn_with(&[
+        ("MAILROOM__LOG__LEVEL", "info"),
+        ("MAILROOM__LOG__FORMAT", "json"),
+        ("MAILROOM__LOG__ACCESS", "true"),
+    ]);
+    let p = app.create_project("Acme");
+    let r = app.get("/contacts?limit=5&email=ada%40example.com", &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let request_id = r.header("x-request-id").expect("a request id").to_owned();
+    let log = log_when(&app, 20, |log| log.contains(&request_id));
+    let lines: Vec<Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines
+        .iter()
+        .any(|l| l["fields"]["message"] == "mailroom ready"));
+    let access = lines
+        .iter()
+        .find(|l| l["fields"]["request_id"] == request_id.as_str())
+        .unwrap_or_else(|| panic!("an access line for {request_id}: {log}"));
+    assert_eq!(access["target"], "mailroom::access");
+    let f = &access["fields"];
+    assert_eq!(
+        (
+            f["method"].as_str(),
+            f["path"].as_str(),
+            f["status"].as_u64()
+        ),
+        (Some("GET"), Some("/contacts"), Some(200)),
+        "{access}"
+    );
+    assert!(f["ms"].as_f64().is_some(), "{access}");
+    assert!(!log.contains(&p.secret) && !log.contains("Bearer"), "{log}");
+    assert!(!log.contains("ada%40example.com"), "no query: {log}");
+}
+
+#[test]
+fn the_access_log_is_off_by_default() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LOG__LEVEL", "info")]);
+    let r = app.request("GET", "/health", None, None);
+    let id = r.header("x-request-id").expect("a request id").to_owned();
+    app.request("GET", "/health", None, None);
+    assert!(!log_of(&app).contains(&id));
+}
+
+#[test]
+fn a_public_url_that_does_not_answer_is_a_warning_and_does_not_hold_up_the_start() {
+    let app = TestApp::spawn_with(&[
+        // The discard port: nothing listens there.
+        ("MAILROOM__SERVER__PUBLIC_URL", "http://127.0.0.1:9"),
+        ("MAILROOM__SERVER__PUBLIC_URL_CHECK_MS", "1000"),
+    ]);
+    assert_eq!(app.request("GET", "/health", None, None).status, 200);
+    let log = log_when(&app, 20, |log| log.contains("server.public_url does not"));
+    let warning = log
+        .lines()
+        .find(|l| l.contains("server.public_url does not"))
+        .unwrap_or_else(|| panic!("a warning about server.public_url: {log}"));
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains("http://127.0.0.1:9/health"), "{warning}");
+}
+
+#[test]
+fn a_port_in_use_exits_1_with_one_line_on_stderr_and_no_panic() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .args(["serve", "--port", &port, "--data-dir"])
+        .arg(tmp.path().join("data"))
+        .arg("--config")
+        .arg(test_config())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mailroom");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("a server on a port in use did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: port {port} on 127.0.0.1 is in use")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--port") && stderr.contains("MAILROOM__SERVER__PORT"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    drop(taken);
+}
 
 #[test]
 fn health_answers_ok_with_the_version_without_a_key() {
