@@ -49,7 +49,7 @@ pub enum RelayFault {
     Tls,
     /// The relay refused our login.
     Auth,
-    /// The relay did not answer in `smtp.timeout_seconds`.
+    /// The relay did not answer within `smtp.timeout_ms`.
     Timeout,
     /// A temporary refusal (4xx).
     Refused4xx,

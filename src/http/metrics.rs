@@ -94,7 +94,10 @@ impl Metrics {
         .expect("valid metric");
         let counted = vec![
             (
-                counter("mailroom_emails_queued_total", "Emails written to the outbox"),
+                counter(
+                    "mailroom_emails_queued_total",
+                    "Emails written to the outbox",
+                ),
                 &engine::EMAILS_QUEUED,
             ),
             (
@@ -223,7 +226,10 @@ impl Metrics {
             catch_up(c, engine_total.get());
         }
         for f in RelayFault::ALL {
-            catch_up(&self.relay_faults.with_label_values(&[f.as_str()]), f.total());
+            catch_up(
+                &self.relay_faults.with_label_values(&[f.as_str()]),
+                f.total(),
+            );
         }
         for m in ExecutionMove::ALL {
             catch_up(&self.executions.with_label_values(&[m.as_str()]), m.total());

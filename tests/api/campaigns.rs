@@ -1353,7 +1353,8 @@ fn held_rig() -> (TestDns, SmtpServer, TestApp, Project) {
         ("MAILROOM__LOG__LEVEL", "info"),
         ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
     ]);
-    held.1.keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
+    held.1
+        .keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
     held
 }
 
@@ -1395,8 +1396,8 @@ fn log_line(app: &TestApp, parts: &[&str]) -> Option<String> {
 }
 
 #[test]
-fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once_the_last_one_goes(
-) {
+fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once_the_last_one_goes()
+{
     let (_dns, smtp, app, p) = held_rig();
     contacts(&app, &p, &emails("d", 5), true);
     let cid = id(&create(&app, &p, json!({})));
@@ -1418,7 +1419,9 @@ fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once
     }
     let progress = log_line(&app, &["campaign progress", &cid, "queued=5"]);
     assert!(
-        progress.as_deref().is_some_and(|l| l.contains("seconds_left")),
+        progress
+            .as_deref()
+            .is_some_and(|l| l.contains("seconds_left")),
         "the draining campaign logs its progress: {progress:?}"
     );
     assert_eq!(crate::ops::metric(&app, "mailroom_campaigns_sending"), 1.0);
@@ -1437,13 +1440,14 @@ fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once
 }
 
 #[test]
-fn cancelling_a_campaign_while_its_outbox_drains_drops_the_waiting_emails_and_sends_nothing_more(
-) {
+fn cancelling_a_campaign_while_its_outbox_drains_drops_the_waiting_emails_and_sends_nothing_more() {
     let (_dns, smtp, app, p) = rig(&[("MAILROOM__SENDING__RATE_PER_SECOND", "2")]);
     contacts(&app, &p, &emails("q", 20), true);
     let cid = id(&create(&app, &p, json!({})));
     data(&send(&app, &p, &cid, json!({})), 200);
-    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "totalRecipients") == 20);
+    let s = stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "totalRecipients") == 20
+    });
     assert_eq!(count(&s, "totalRecipients"), 20, "{s}");
     assert!(
         !smtp.wait_for(1, Duration::from_secs(30)).is_empty(),

@@ -256,7 +256,11 @@ fn metrics_count_emails_sent_bounced_and_failed_and_relay_faults_by_class() {
     smtp.refuse(Stage::MailFrom, "550 5.7.1 Sender rejected");
     send_to(&app, &p, "a@example.com");
     assert_eq!(metric_reaches(&app, &fault("refused_5xx"), 1.0), 1.0);
-    assert_eq!(metric_reaches(&app, FAILED, 1.0), 1.0, "one attempt allowed");
+    assert_eq!(
+        metric_reaches(&app, FAILED, 1.0),
+        1.0,
+        "one attempt allowed"
+    );
 
     smtp.refuse(Stage::RcptTo, "451 4.3.0 Try again later");
     send_to(&app, &p, "b@example.com");
@@ -270,7 +274,11 @@ fn metrics_count_emails_sent_bounced_and_failed_and_relay_faults_by_class() {
     smtp.drop_connections(false);
 
     assert_eq!(
-        (metric(&app, QUEUED), metric(&app, SENT), metric(&app, BOUNCED)),
+        (
+            metric(&app, QUEUED),
+            metric(&app, SENT),
+            metric(&app, BOUNCED)
+        ),
         (5.0, 1.0, 1.0)
     );
     assert_eq!(metric(&app, &fault("auth")), 0.0);

@@ -72,6 +72,28 @@ mod tests {
         assert!(made_at(old) <= made_at(new) && made_at(old) > 1_600_000_000_000);
     }
 
+    /// What one /metrics scan costs with 100,000 emails waiting.
+    /// `cargo test -p mailroom-actors --release depth_of_an_outbox -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn depth_of_an_outbox_of_100000() {
+        use crate::model::ProjectId;
+        use crate::store::{Batch, SledStore};
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 64 << 20).unwrap();
+        let p = ProjectId::new();
+        let mut batch = Batch::new();
+        for i in 0..100_000i64 {
+            batch.put(keys::outbox(1_000 + i, p, EmailId::new()), Vec::new());
+        }
+        store.apply(batch).unwrap();
+        store.flush_blocking().unwrap();
+        let started = std::time::Instant::now();
+        let d = depth(&*store).unwrap();
+        assert_eq!(d.emails, 100_000);
+        eprintln!("one scan of an outbox of 100,000: {:?}", started.elapsed());
+    }
+
     #[test]
     fn backoff_doubles_and_is_capped() {
         assert_eq!(backoff_ms(100, 1), 100);

@@ -16,8 +16,8 @@ use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter,
 use tokio::net::TcpStream;
 
 use super::messages::Delivery;
-use crate::metrics::RelayFault;
 use super::tls::{SmtpSecurity, TlsStream};
+use crate::metrics::RelayFault;
 
 pub struct SmtpPool {
     host: String,

@@ -309,7 +309,11 @@ pub fn queue(
         idempotency::record(&mut batch, p, claim, &receipt, now)?;
     }
     store.apply(batch)?;
-    let queued = receipt.emails.iter().filter(|e| e.email_id.is_some()).count();
+    let queued = receipt
+        .emails
+        .iter()
+        .filter(|e| e.email_id.is_some())
+        .count();
     metrics::EMAILS_QUEUED.add(queued as u64);
     Ok(Queued::Done(receipt))
 }
@@ -446,14 +450,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         if let Some(c) = email.campaign_id {
             batch.delete(keys::campaign_queued_email(p, c, email.id));
             let status = email.status;
-            let stats = campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
-                s.queued = s.queued.saturating_sub(1);
-                match status {
-                    EmailStatus::Sent => s.delivered += 1,
-                    EmailStatus::Bounced => s.bounced += 1,
-                    _ => s.failed += 1,
-                }
-            })?;
+            let stats =
+                campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
+                    s.queued = s.queued.saturating_sub(1);
+                    match status {
+                        EmailStatus::Sent => s.delivered += 1,
+                        EmailStatus::Bounced => s.bounced += 1,
+                        _ => s.failed += 1,
+                    }
+                })?;
             campaign_end::after_outcome(store, &mut batch, p, c, &stats, now)?;
         }
     }
