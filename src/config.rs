@@ -331,6 +331,8 @@ pub struct ShortAdminToken {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Metrics {
     pub enabled: bool,
+    /// The least time between two scans of the outbox and the sending campaigns.
+    pub scan_interval_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

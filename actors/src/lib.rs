@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod idempotency;
 pub mod json_part;
 pub mod mailer;
+pub mod metrics;
 pub mod model;
 pub mod project;
 pub mod projects;

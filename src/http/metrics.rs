@@ -1,19 +1,31 @@
 //! Prometheus metrics: requests by route, method and status, a latency histogram by
-//! route, and the depths of the project actors' mailboxes.
+//! route, the depths of the project actors' mailboxes, and what an operator alerts on:
+//! emails queued, sent, failed, bounced and cancelled, the outbox's depth and the age
+//! of its oldest email, campaigns sending, workflow executions by what happened to
+//! them, timers pending, relay faults by class, and the verifier's DNS cache.
 //!
 //! Every label takes a bounded set of values, since anyone can send requests: routes
 //! are the registered patterns (or "unmatched"), methods outside the standard ones fold
-//! into "OTHER", statuses are those the server answers. Project ids are not labels:
+//! into "OTHER", statuses are those the server answers, fault classes and execution
+//! moves are the engine's fixed enums. Project and campaign ids are never labels:
 //! mailboxes are reported as the deepest and the sum, with the number of actors.
+//!
+//! The outbox and the sending campaigns are counted by scanning their keys, at most
+//! once per `metrics.scan_interval_ms`, so a scraper that calls in a loop costs one
+//! scan per interval, not one per call.
 
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
+use mailroom_actors::mailer::outbox;
+use mailroom_actors::metrics::{self as engine, Counter, ExecutionMove, RelayFault};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use super::AppState;
@@ -23,13 +35,35 @@ pub struct Metrics {
     requests: IntCounterVec,
     latency: HistogramVec,
     mailbox: IntGaugeVec,
-    relay_faults: prometheus::IntCounter,
-    /// One render at a time: the relay-fault counter catches up by a difference.
-    rendering: std::sync::Mutex<()>,
+    /// Counters the engine keeps, each caught up with its engine count on render.
+    counted: Vec<(IntCounter, &'static Counter)>,
+    relay_faults: IntCounterVec,
+    executions: IntCounterVec,
+    outbox_depth: IntGauge,
+    outbox_oldest: IntGauge,
+    campaigns_sending: IntGauge,
+    timers_pending: IntGauge,
+    scan_interval: Duration,
+    /// One render at a time (the counters catch up by a difference), and when the
+    /// store was last scanned.
+    rendering: Mutex<Option<Instant>>,
+}
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).expect("valid metric")
+}
+
+fn gauge(name: &str, help: &str) -> IntGauge {
+    IntGauge::new(name, help).expect("valid metric")
+}
+
+/// Adds what the engine counted since the last render.
+fn catch_up(c: &IntCounter, engine_total: u64) {
+    c.inc_by(engine_total.saturating_sub(c.get()));
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    pub fn new(scan_interval: Duration) -> Self {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
             Opts::new(
@@ -58,17 +92,105 @@ impl Metrics {
             &["actor", "stat"],
         )
         .expect("valid metric");
-        let relay_faults = prometheus::IntCounter::new(
-            "mailroom_relay_faults_total",
-            "Deliveries the relay refused for reasons of ours (login, sender, DATA), retried",
+        let counted = vec![
+            (
+                counter(
+                    "mailroom_emails_queued_total",
+                    "Emails written to the outbox",
+                ),
+                &engine::EMAILS_QUEUED,
+            ),
+            (
+                counter("mailroom_emails_sent_total", "Emails the relay accepted"),
+                &engine::EMAILS_SENT,
+            ),
+            (
+                counter(
+                    "mailroom_emails_failed_total",
+                    "Emails given up (past sending.max_attempts, or refused for their content)",
+                ),
+                &engine::EMAILS_FAILED,
+            ),
+            (
+                counter(
+                    "mailroom_emails_bounced_total",
+                    "Emails the recipient's side refused for good",
+                ),
+                &engine::EMAILS_BOUNCED,
+            ),
+            (
+                counter(
+                    "mailroom_emails_cancelled_total",
+                    "Emails a campaign's cancel took out of the outbox",
+                ),
+                &engine::EMAILS_CANCELLED,
+            ),
+            (
+                counter(
+                    "mailroom_dns_cache_hits_total",
+                    "Address verifications answered from the DNS cache",
+                ),
+                &engine::DNS_CACHE_HITS,
+            ),
+            (
+                counter(
+                    "mailroom_dns_cache_misses_total",
+                    "Address verifications that asked DNS",
+                ),
+                &engine::DNS_CACHE_MISSES,
+            ),
+        ];
+        let relay_faults = IntCounterVec::new(
+            Opts::new(
+                "mailroom_relay_faults_total",
+                "Delivery attempts that did not reach the recipient's answer, by class; retried or failed, never a bounce",
+            ),
+            &["class"],
         )
         .expect("valid metric");
-        for c in [
-            Box::new(relay_faults.clone()) as Box<dyn prometheus::core::Collector>,
+        let executions = IntCounterVec::new(
+            Opts::new(
+                "mailroom_workflow_executions_total",
+                "Workflow executions started, and ended by final status",
+            ),
+            &["status"],
+        )
+        .expect("valid metric");
+        // Every label value from the start, so a rate() sees the first increase.
+        for f in RelayFault::ALL {
+            relay_faults.with_label_values(&[f.as_str()]);
+        }
+        for m in ExecutionMove::ALL {
+            executions.with_label_values(&[m.as_str()]);
+        }
+        let outbox_depth = gauge("mailroom_outbox_depth", "Emails waiting in the outbox");
+        let outbox_oldest = gauge(
+            "mailroom_outbox_oldest_age_seconds",
+            "How long the oldest email in the outbox has waited since it was queued (0 when empty)",
+        );
+        let campaigns_sending = gauge(
+            "mailroom_campaigns_sending",
+            "Campaigns SENDING (queueing, or waiting for their outbox to drain)",
+        );
+        let timers_pending = gauge(
+            "mailroom_timers_pending",
+            "Durable timers armed (scheduled campaigns, workflow waits)",
+        );
+        let mut collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(requests.clone()),
             Box::new(latency.clone()),
             Box::new(mailbox.clone()),
-        ] {
+            Box::new(relay_faults.clone()),
+            Box::new(executions.clone()),
+            Box::new(outbox_depth.clone()),
+            Box::new(outbox_oldest.clone()),
+            Box::new(campaigns_sending.clone()),
+            Box::new(timers_pending.clone()),
+        ];
+        for (c, _) in &counted {
+            collectors.push(Box::new(c.clone()));
+        }
+        for c in collectors {
             registry.register(c).expect("metric registered once");
         }
         Metrics {
@@ -76,11 +198,20 @@ impl Metrics {
             requests,
             latency,
             mailbox,
+            counted,
             relay_faults,
-            rendering: std::sync::Mutex::new(()),
+            executions,
+            outbox_depth,
+            outbox_oldest,
+            campaigns_sending,
+            timers_pending,
+            scan_interval,
+            rendering: Mutex::new(None),
         }
     }
 
+    /// The text of every metric. Blocking: it may scan the store, so it runs off the
+    /// HTTP workers.
     pub fn render(&self, state: &AppState) -> String {
         let depths = state.registry.mailbox_depths();
         let deepest = depths.iter().map(|(_, d)| *d).max().unwrap_or(0);
@@ -90,19 +221,46 @@ impl Metrics {
                 .with_label_values(&["project", stat])
                 .set(value as i64);
         }
-        let _one = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
-        let faults = state.registry.relay_faults();
-        self.relay_faults
-            .inc_by(faults.saturating_sub(self.relay_faults.get()));
+        let mut scanned = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
+        for (c, engine_total) in &self.counted {
+            catch_up(c, engine_total.get());
+        }
+        for f in RelayFault::ALL {
+            catch_up(
+                &self.relay_faults.with_label_values(&[f.as_str()]),
+                f.total(),
+            );
+        }
+        for m in ExecutionMove::ALL {
+            catch_up(&self.executions.with_label_values(&[m.as_str()]), m.total());
+        }
+        self.timers_pending
+            .set(state.registry.timers().len() as i64);
+        if scanned.is_none_or(|at| at.elapsed() >= self.scan_interval) {
+            self.scan(state);
+            *scanned = Some(Instant::now());
+        }
+        drop(scanned);
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
-}
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
+    /// The gauges that come from the store's keys; a failed read leaves a gauge as it was.
+    fn scan(&self, state: &AppState) {
+        let now = state.clock.now().timestamp_millis();
+        match outbox::depth(&*state.store) {
+            Ok(d) => {
+                self.outbox_depth.set(d.emails as i64);
+                let age = d.oldest_ms.map_or(0, |t| (now - t).max(0) / 1_000);
+                self.outbox_oldest.set(age);
+            }
+            Err(e) => tracing::warn!(error = %e, "counting the outbox for /metrics"),
+        }
+        match state.campaigns.sending_count() {
+            Ok(n) => self.campaigns_sending.set(n as i64),
+            Err(e) => tracing::warn!(error = %e, "counting sending campaigns for /metrics"),
+        }
     }
 }
 

@@ -92,7 +92,9 @@ impl AppState {
             public_rate_limit: rate_limit::ProjectRateLimit::new(
                 settings.limits.public_requests_per_minute,
             ),
-            metrics: metrics::Metrics::new(),
+            metrics: metrics::Metrics::new(std::time::Duration::from_millis(
+                settings.metrics.scan_interval_ms,
+            )),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
             admin_guard: admin_guard::AdminGuard::default(),

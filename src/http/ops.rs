@@ -27,9 +27,10 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     if !state.metrics_enabled {
         return Err(mailroom_actors::Error::NotFound(mailroom_actors::Resource::Route).into());
     }
+    let text = super::blocking(move || Ok(state.metrics.render(&state))).await?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(state.metrics.render(&state)))
+        .body(text))
 }
 
 #[utoipa::path(get, path = "/openapi.json", tag = "Operations",

@@ -1381,3 +1381,161 @@ fn scheduling_a_campaign_whose_filter_matches_nobody_still_says_its_audience_is_
     );
     assert_eq!(campaign(&app, &p, &costly)["status"], "DRAFT");
 }
+
+/// A rig whose relay refuses every RCPT TO with a 451 until `clear_refusals`, and
+/// whose retries wait ten minutes on the server's clock: the campaign's emails stay in
+/// the outbox until the test lets them go (`release`). It logs at info level, with a
+/// campaign's progress every second, and recounts /metrics' gauges on every scrape.
+fn held_rig() -> (TestDns, SmtpServer, TestApp, Project) {
+    let held = rig(&[
+        ("MAILROOM__SENDING__MAX_ATTEMPTS", "100"),
+        ("MAILROOM__SENDING__RETRY_BASE_MS", "600000"),
+        ("MAILROOM__CAMPAIGNS__PROGRESS_LOG_SECONDS", "1"),
+        ("MAILROOM__LOG__LEVEL", "info"),
+        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
+    ]);
+    held.1
+        .keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
+    held
+}
+
+/// Lets held emails go: the relay accepts again and the clock passes their retry.
+fn release(app: &TestApp, smtp: &SmtpServer) {
+    smtp.clear_refusals();
+    advance(app, 700_000);
+}
+
+/// The server's log so far, without terminal colours.
+fn server_log(app: &TestApp) -> String {
+    let raw = std::fs::read_to_string(app.data_dir.with_extension("log")).unwrap_or_default();
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An escape sequence runs to its final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Waits (up to 30 s) for a line of the server's log that has every one of `parts`.
+fn log_line(app: &TestApp, parts: &[&str]) -> Option<String> {
+    let find = || {
+        server_log(app)
+            .lines()
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .map(str::to_owned)
+    };
+    eventually(30, find, Option::is_some)
+}
+
+#[test]
+fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once_the_last_one_goes()
+{
+    let (_dns, smtp, app, p) = held_rig();
+    contacts(&app, &p, &emails("d", 5), true);
+    let cid = id(&create(&app, &p, json!({})));
+    data(&send(&app, &p, &cid, json!({})), 200);
+    let s = stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "totalRecipients") == 5 && count(s, "queued") == 5
+    });
+    assert_eq!(count(&s, "queued"), 5, "everyone is queued: {s}");
+    assert!(
+        smtp.wait_for(1, Duration::from_millis(1)).is_empty(),
+        "nothing got through"
+    );
+    // Queued in full, yet the emails wait: still SENDING, whoever looks.
+    for _ in 0..3 {
+        let c = campaign(&app, &p, &cid);
+        assert_eq!(c["status"], "SENDING", "{c}");
+        assert!(c["sentAt"].is_null(), "{c}");
+        assert_eq!(count(&stats(&app, &p, &cid), "queued"), 5);
+    }
+    let progress = log_line(&app, &["campaign progress", &cid, "queued=5"]);
+    assert!(
+        progress
+            .as_deref()
+            .is_some_and(|l| l.contains("seconds_left")),
+        "the draining campaign logs its progress: {progress:?}"
+    );
+    assert_eq!(crate::ops::metric(&app, "mailroom_campaigns_sending"), 1.0);
+    release(&app, &smtp);
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    assert!(c["sentAt"].is_string(), "{c}");
+    let s = stats(&app, &p, &cid);
+    assert_eq!(
+        (count(&s, "queued"), count(&s, "delivered")),
+        (0, 5),
+        "SENT comes with the last email's outcome: {s}"
+    );
+    assert_eq!(rcpts(&smtp.wait_for(5, wait())).len(), 5);
+    assert_eq!(crate::ops::metric(&app, "mailroom_campaigns_sending"), 0.0);
+}
+
+#[test]
+fn cancelling_a_campaign_while_its_outbox_drains_drops_the_waiting_emails_and_sends_nothing_more() {
+    let (_dns, smtp, app, p) = rig(&[("MAILROOM__SENDING__RATE_PER_SECOND", "2")]);
+    contacts(&app, &p, &emails("q", 20), true);
+    let cid = id(&create(&app, &p, json!({})));
+    data(&send(&app, &p, &cid, json!({})), 200);
+    let s = stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "totalRecipients") == 20
+    });
+    assert_eq!(count(&s, "totalRecipients"), 20, "{s}");
+    assert!(
+        !smtp.wait_for(1, Duration::from_secs(30)).is_empty(),
+        "sending started"
+    );
+    let (c, s) = (campaign(&app, &p, &cid), stats(&app, &p, &cid));
+    assert!(count(&s, "queued") > 0, "the outbox still drains: {s}");
+    assert_eq!(c["status"], "SENDING", "{c}");
+    let c = data(&cancel(&app, &p, &cid), 200);
+    assert_eq!(c["status"], "CANCELLED", "{c}");
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "queued") == 0);
+    assert_eq!(count(&s, "queued"), 0, "{s}");
+    assert!(count(&s, "cancelled") >= 1, "waiting emails dropped: {s}");
+    control(&app, &p, &smtp, "control@example.com");
+    let got = campaign_mail(&smtp) as u64;
+    let s = stats(&app, &p, &cid);
+    assert_eq!(count(&s, "delivered"), got, "{s}");
+    assert_eq!(got + count(&s, "cancelled"), 20, "{s}");
+    let c = campaign(&app, &p, &cid);
+    assert_eq!(
+        (c["status"].as_str(), c["sentAt"].is_null()),
+        (Some("CANCELLED"), true),
+        "{c}"
+    );
+}
+
+#[test]
+fn a_campaign_draining_at_a_kill_9_says_where_it_resumes_and_is_sent_once_its_outbox_empties() {
+    let (_dns, smtp, mut app, p) = held_rig();
+    contacts(&app, &p, &emails("k", 4), true);
+    let cid = id(&create(&app, &p, json!({})));
+    data(&send(&app, &p, &cid, json!({})), 200);
+    stats_when(&app, &p, &cid, |s: &Value| {
+        count(s, "totalRecipients") == 4 && count(s, "queued") == 4
+    });
+    app.kill9();
+    app.restart();
+    let resumed = log_line(&app, &["campaign resumes", &cid]);
+    assert!(
+        resumed.as_deref().is_some_and(|l| l.contains("queued=4")),
+        "the log says where the campaign picks up: {resumed:?}"
+    );
+    assert_eq!(campaign(&app, &p, &cid)["status"], "SENDING");
+    release(&app, &smtp);
+    let c = campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(c["status"], "SENT", "{c}");
+    assert!(c["sentAt"].is_string(), "{c}");
+    let s = stats(&app, &p, &cid);
+    assert_eq!((count(&s, "queued"), count(&s, "delivered")), (0, 4), "{s}");
+}

@@ -914,7 +914,7 @@ fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted(
     assert_eq!(smtp.count(), 1);
     let metrics = app.request("GET", "/metrics", None, None).text;
     assert!(
-        metrics.contains("mailroom_relay_faults_total 2"),
+        metrics.contains(r#"mailroom_relay_faults_total{class="refused_5xx"} 2"#),
         "{metrics}"
     );
 

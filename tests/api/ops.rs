@@ -1,12 +1,16 @@
 //! /health, /metrics and /openapi.json need no key; the start-up summary, the log's
-//! formats and the access log; a port in use.
+//! formats and the access log; a port in use. What /metrics tells an operator moves when
+//! its event happens: a send, a bounce, a relay fault of each class, a wait in the
+//! outbox, a workflow execution, a timer, a DNS lookup.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mailroom_testkit::Stage;
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, test_config, TestApp};
+use crate::campaigns::{advance, eventually, rig};
+use crate::helpers::{bin, test_config, Project, TestApp};
 
 /// The server's log (the harness sends its stderr to a file beside the data directory).
 fn log_of(app: &TestApp) -> String {
@@ -337,4 +341,184 @@ fn a_method_a_path_does_not_take_answers_405_with_the_allowed_methods() {
     assert_eq!(r.status, 405, "{}", r.text);
     let allow = r.header("allow").unwrap_or_default().to_owned();
     assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+}
+
+/// The value of one series (`name` or `name{label="value"}`) in /metrics; 0 when absent.
+pub(crate) fn metric(app: &TestApp, series: &str) -> f64 {
+    let text = app.request("GET", "/metrics", None, None).text;
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Waits (up to 30 s) until `series` reaches `at_least`; its last value.
+fn metric_reaches(app: &TestApp, series: &str, at_least: f64) -> f64 {
+    eventually(30, || metric(app, series), |v: &f64| *v >= at_least)
+}
+
+/// Sends one email from the rig's verified domain to `to`.
+fn send_to(app: &TestApp, p: &Project, to: &str) {
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": "hello@acme.test", "subject": "Hi", "body": "Hi"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+const QUEUED: &str = "mailroom_emails_queued_total";
+const SENT: &str = "mailroom_emails_sent_total";
+const FAILED: &str = "mailroom_emails_failed_total";
+const BOUNCED: &str = "mailroom_emails_bounced_total";
+
+fn fault(class: &str) -> String {
+    format!("mailroom_relay_faults_total{{class=\"{class}\"}}")
+}
+
+#[test]
+fn metrics_count_emails_sent_bounced_and_failed_and_relay_faults_by_class() {
+    let (_dns, smtp, app, p) = rig(&[
+        ("MAILROOM__SENDING__MAX_ATTEMPTS", "1"),
+        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
+    ]);
+    let text = app.request("GET", "/metrics", None, None).text;
+    for class in [
+        "connect",
+        "tls",
+        "auth",
+        "timeout",
+        "refused_4xx",
+        "refused_5xx",
+        "other",
+    ] {
+        assert!(text.contains(&format!("{} 0", fault(class))), "{text}");
+    }
+    assert!(text.contains(&format!("{QUEUED} 0")), "{text}");
+
+    send_to(&app, &p, "ok@example.com");
+    assert_eq!(metric_reaches(&app, SENT, 1.0), 1.0);
+    assert_eq!(metric(&app, QUEUED), 1.0);
+
+    smtp.refuse(Stage::RcptTo, "550 5.1.1 No such user");
+    send_to(&app, &p, "gone@example.com");
+    assert_eq!(metric_reaches(&app, BOUNCED, 1.0), 1.0);
+    assert_eq!(
+        metric(&app, &fault("refused_5xx")),
+        0.0,
+        "the recipient's refusal is a bounce, not a relay fault"
+    );
+
+    smtp.refuse(Stage::MailFrom, "550 5.7.1 Sender rejected");
+    send_to(&app, &p, "a@example.com");
+    assert_eq!(metric_reaches(&app, &fault("refused_5xx"), 1.0), 1.0);
+    assert_eq!(
+        metric_reaches(&app, FAILED, 1.0),
+        1.0,
+        "one attempt allowed"
+    );
+
+    smtp.refuse(Stage::RcptTo, "451 4.3.0 Try again later");
+    send_to(&app, &p, "b@example.com");
+    assert_eq!(metric_reaches(&app, &fault("refused_4xx"), 1.0), 1.0);
+    assert_eq!(metric_reaches(&app, FAILED, 2.0), 2.0);
+
+    smtp.drop_connections(true);
+    send_to(&app, &p, "c@example.com");
+    assert_eq!(metric_reaches(&app, &fault("connect"), 1.0), 1.0);
+    assert_eq!(metric_reaches(&app, FAILED, 3.0), 3.0);
+    smtp.drop_connections(false);
+
+    assert_eq!(
+        (
+            metric(&app, QUEUED),
+            metric(&app, SENT),
+            metric(&app, BOUNCED)
+        ),
+        (5.0, 1.0, 1.0)
+    );
+    assert_eq!(metric(&app, &fault("auth")), 0.0);
+    assert_eq!(metric(&app, "mailroom_outbox_depth"), 0.0);
+}
+
+#[test]
+fn metrics_show_the_outbox_depth_and_the_age_of_its_oldest_email_on_the_moved_clock() {
+    let (_dns, smtp, app, p) = rig(&[
+        ("MAILROOM__SENDING__MAX_ATTEMPTS", "100"),
+        ("MAILROOM__SENDING__RETRY_BASE_MS", "600000"),
+        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
+    ]);
+    assert_eq!(metric(&app, "mailroom_outbox_depth"), 0.0);
+    smtp.keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
+    send_to(&app, &p, "a@example.com");
+    send_to(&app, &p, "b@example.com");
+    assert_eq!(metric_reaches(&app, "mailroom_outbox_depth", 2.0), 2.0);
+    assert_eq!(metric_reaches(&app, &fault("refused_4xx"), 2.0), 2.0);
+    advance(&app, 120_000);
+    let age = metric(&app, "mailroom_outbox_oldest_age_seconds");
+    assert!(
+        (120.0..600.0).contains(&age),
+        "two minutes on the server's clock: {age}"
+    );
+    smtp.clear_refusals();
+    advance(&app, 700_000);
+    assert_eq!(metric_reaches(&app, SENT, 2.0), 2.0);
+    let depth = eventually(
+        30,
+        || metric(&app, "mailroom_outbox_depth"),
+        |d: &f64| *d == 0.0,
+    );
+    assert_eq!(depth, 0.0);
+    assert_eq!(metric(&app, "mailroom_outbox_oldest_age_seconds"), 0.0);
+}
+
+#[test]
+fn metrics_show_workflow_executions_timers_pending_and_dns_cache_hits() {
+    let (dns, _smtp, app, p) = rig(&[]);
+    let r = app.post(
+        "/workflows",
+        &p.secret,
+        json!({"name": "Nudge", "enabled": true, "triggerEvent": "signup",
+               "steps": [{"id": "wait", "type": "DELAY",
+                          "config": {"amount": 1, "unit": "hours"}, "next": null}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let timers = metric(&app, "mailroom_timers_pending");
+    let r = app.post(
+        "/v1/track",
+        &p.secret,
+        json!({"email": "w@example.com", "event": "signup"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let started = r#"mailroom_workflow_executions_total{status="started"}"#;
+    let completed = r#"mailroom_workflow_executions_total{status="completed"}"#;
+    assert_eq!(metric_reaches(&app, started, 1.0), 1.0);
+    assert_eq!(metric(&app, completed), 0.0);
+    assert_eq!(
+        metric_reaches(&app, "mailroom_timers_pending", timers + 1.0),
+        timers + 1.0,
+        "the DELAY's timer"
+    );
+    advance(&app, 3_600_001);
+    assert_eq!(metric_reaches(&app, completed, 1.0), 1.0);
+    let left = eventually(
+        30,
+        || metric(&app, "mailroom_timers_pending"),
+        |t: &f64| *t == timers,
+    );
+    assert_eq!(left, timers, "the timer fired");
+
+    dns.add_mail_domain("gmail.com");
+    let verify = || {
+        let r = app.post("/v1/verify", &p.secret, json!({"email": "ada@gmail.com"}));
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json()
+    };
+    let first: Value = verify();
+    assert_eq!(first["data"]["valid"], true, "{first}");
+    assert_eq!(metric(&app, "mailroom_dns_cache_misses_total"), 1.0);
+    assert_eq!(metric(&app, "mailroom_dns_cache_hits_total"), 0.0);
+    verify();
+    assert_eq!(metric(&app, "mailroom_dns_cache_hits_total"), 1.0);
+    assert_eq!(metric(&app, "mailroom_dns_cache_misses_total"), 1.0);
 }

@@ -20,7 +20,7 @@ use crate::model::{Campaign, CampaignId, CampaignStatus, EmailId, Mailbox, Proje
 use crate::project::apply::Apply;
 use crate::project::campaigns::{self, QueueBatch};
 use crate::project::sending::{self, Marketing, Recipient, Rendered, SendSpec};
-use crate::project::{campaign_stats, Registry};
+use crate::project::{campaign_end, campaign_stats, Registry};
 use crate::render::Compiled;
 use crate::scheduler::Timer;
 use crate::store::keys;
@@ -55,6 +55,9 @@ const BATCH_BYTES: usize = 8 << 20;
 const MAX_FAILURES: u32 = 20;
 /// How often a campaign waiting for the outbox to drain looks again.
 const PAUSE: Duration = Duration::from_millis(250);
+/// How often a campaign that has queued everyone looks at its stats (to log them; its
+/// end comes with its last email's outcome, not from this look).
+const DRAIN_POLL: Duration = Duration::from_secs(1);
 
 pub struct Campaigns {
     registry: Registry,
@@ -81,8 +84,10 @@ impl Campaigns {
         {
             let (k, _) = kv?;
             if let Some((p, id)) = keys::parse_sending_campaign(&k) {
-                self.start(p, id);
-                n += 1;
+                if self.start(p, id) {
+                    self.log_resume(p, id);
+                    n += 1;
+                }
             }
         }
         if n > 0 {
@@ -91,17 +96,47 @@ impl Campaigns {
         Ok(n)
     }
 
-    /// Runs a SENDING campaign until it is queued or stopped (once: a second call while
-    /// it runs does nothing).
-    pub fn start(self: &Arc<Self>, p: ProjectId, id: CampaignId) {
-        if !self.running().insert(id) {
+    /// Where a campaign picks up after a restart (or after its runner was lost).
+    fn log_resume(&self, p: ProjectId, id: CampaignId) {
+        let store = self.registry.store();
+        let (Ok(Some(c)), Ok(s)) = (
+            campaigns::load(&**store, p, id),
+            campaign_stats::load(&**store, p, id),
+        ) else {
             return;
+        };
+        tracing::info!(project = %p, campaign = %id, recipients = c.progress.total,
+            not_yet_queued = c.progress.total.saturating_sub(c.progress.cursor),
+            queued = s.queued, sent = s.sent(), failed = s.failed,
+            "campaign resumes");
+    }
+
+    /// Campaigns SENDING now (for /metrics): a key each, so a short scan.
+    pub fn sending_count(&self) -> Result<u64> {
+        let mut n = 0;
+        for kv in self
+            .registry
+            .store()
+            .scan(keys::SENDING_CAMPAIGNS, None, false)
+        {
+            kv?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Runs a SENDING campaign until it is SENT or stopped (once: a second call while
+    /// it runs does nothing, and answers false).
+    pub fn start(self: &Arc<Self>, p: ProjectId, id: CampaignId) -> bool {
+        if !self.running().insert(id) {
+            return false;
         }
         let me = self.clone();
         actix::spawn(async move {
             me.run(p, id).await;
             me.running().remove(&id);
         });
+        true
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashSet<CampaignId>> {
@@ -126,7 +161,7 @@ impl Campaigns {
         Ok(())
     }
 
-    /// Runs until done. A failure that may pass (a full mailbox, the store) is retried
+    /// Runs until SENT or stopped. A failure that may pass (a full mailbox, the store) is retried
     /// with backoff; one that will not (the segment is gone, the audience unreadable),
     /// or one that keeps coming back, ends the campaign as CANCELLED with the reason in
     /// the log, rather than a runner that retries for ever.
@@ -185,9 +220,12 @@ impl Campaigns {
                 None => return Ok(()),
             }
         }
+        let mut log = Progress::new(self.config.progress_every);
+        if c.progress.cursor >= c.progress.total {
+            return self.drain(p, id, log).await;
+        }
         let (subject, body) = (c.subject.clone(), c.body.clone());
         let content = Arc::new(registry.renders().compile(subject, body).await?);
-        let mut log = Progress::new(self.config.progress_every);
         while sending(&c) && c.progress.cursor < c.progress.total {
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
@@ -235,13 +273,38 @@ impl Campaigns {
                 None => c = campaigns::get(&*store, p, id)?,
             }
         }
-        if c.status == CampaignStatus::Sent {
+        if sending(&c) {
             let stats = campaign_stats::load(&*store, p, id)?;
             tracing::info!(project = %p, campaign = %id, recipients = c.progress.total,
                 queued = stats.queued + stats.sent() + stats.failed, skipped = stats.skipped,
                 seconds = log.started.elapsed().as_secs_f64(), "campaign queued in full");
         }
-        Ok(())
+        self.drain(p, id, log).await
+    }
+
+    /// Watches a campaign that has queued everyone until its outbox is empty, logging
+    /// its progress. The outcome of its last email ends it (SENT); this only ends one
+    /// whose last outcome came before a crash left it SENDING, or before the last batch.
+    async fn drain(&self, p: ProjectId, id: CampaignId, mut log: Progress) -> Result<()> {
+        let store = self.registry.store().clone();
+        loop {
+            let c = campaigns::get(&*store, p, id)?;
+            if !sending(&c) {
+                return Ok(());
+            }
+            let stats = campaign_stats::load(&*store, p, id)?;
+            if campaign_end::drained(&c, &stats) {
+                let settled = self
+                    .registry
+                    .send(p, Apply::durable(move |ctx, _| campaigns::settle(ctx, id)))
+                    .await?;
+                if settled {
+                    return Ok(());
+                }
+            }
+            log.maybe(p, &c, &stats);
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
     }
 
     /// Fixes the audience: computed off every thread that serves requests, written down
@@ -377,12 +440,16 @@ pub(crate) fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -
     }
 }
 
-/// The progress log of one campaign: every `every`, how far it got.
+/// The progress log of one campaign: every `every`, how far it got, how fast its
+/// emails leave the outbox since this runner started, and how long the rest will take.
 struct Progress {
     started: Instant,
     every: Duration,
     last: Instant,
     last_warning: Option<Instant>,
+    /// Emails done (sent, failed or cancelled) when this runner first looked: a runner
+    /// resumed after a restart rates only what it saw go.
+    done_at_start: Option<u64>,
 }
 
 impl Progress {
@@ -393,6 +460,7 @@ impl Progress {
             every,
             last: now,
             last_warning: None,
+            done_at_start: None,
         }
     }
 
@@ -408,22 +476,24 @@ impl Progress {
     }
 
     fn maybe(&mut self, p: ProjectId, c: &Campaign, s: &crate::model::CampaignStats) {
+        let done = s.sent() + s.failed + s.cancelled;
+        let first = *self.done_at_start.get_or_insert(done);
         if self.last.elapsed() < self.every {
             return;
         }
         self.last = Instant::now();
         let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        let done = s.sent() + s.failed + s.cancelled;
-        let rate = done as f64 / secs;
-        let left = c.progress.total.saturating_sub(done + s.skipped);
+        let rate = done.saturating_sub(first) as f64 / secs;
+        let not_yet_queued = c.progress.total.saturating_sub(c.progress.cursor);
+        let left = s.queued + not_yet_queued;
         let eta = if rate > 0.0 {
-            left as f64 / rate
+            format!("{:.0}", left as f64 / rate)
         } else {
-            f64::INFINITY
+            "unknown".to_owned()
         };
         tracing::info!(project = %p, campaign = %c.id, recipients = c.progress.total,
-            queued = c.progress.cursor, waiting = s.queued, sent = s.sent(), failed = s.failed,
-            rate_per_sec = format!("{rate:.0}"), seconds_left = format!("{eta:.0}"),
+            not_yet_queued, queued = s.queued, sent = s.sent(), failed = s.failed,
+            rate_per_sec = format!("{rate:.1}"), seconds_left = eta,
             "campaign progress");
     }
 }

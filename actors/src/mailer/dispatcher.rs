@@ -306,7 +306,6 @@ impl Shared {
             Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
             Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
             Delivery::RelayFault(e) => {
-                self.registry.count_relay_fault();
                 tracing::error!(email = %id, %project, error = %e, "the relay refused us, not the recipient; the email waits");
                 self.retry_or_fail(e, attempts, now)
             }

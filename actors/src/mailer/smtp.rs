@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 
 use super::messages::Delivery;
 use super::tls::{SmtpSecurity, TlsStream};
+use crate::metrics::RelayFault;
 
 pub struct SmtpPool {
     host: String,
@@ -50,20 +51,24 @@ impl SmtpPool {
         }
     }
 
+    /// A connection ready for MAIL FROM; a failure is counted by its class.
     async fn connect(&self) -> Result<AsyncSmtpConnection, Delivery> {
-        let transient = |e: String| {
-            Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port))
+        let fail = |class: RelayFault, e: String| {
+            fault(
+                class,
+                Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port)),
+            )
         };
         let stream = tokio::time::timeout(
             self.timeout,
             TcpStream::connect((self.host.as_str(), self.port)),
         )
         .await
-        .map_err(|_| transient("timed out".into()))?
-        .map_err(|e| transient(e.to_string()))?;
+        .map_err(|_| fail(RelayFault::Timeout, "timed out".into()))?
+        .map_err(|e| fail(RelayFault::Connect, e.to_string()))?;
         stream
             .set_nodelay(true)
-            .map_err(|e| transient(e.to_string()))?;
+            .map_err(|e| fail(RelayFault::Connect, e.to_string()))?;
         let stream: Box<dyn AsyncTokioStream> = match &self.security {
             SmtpSecurity::Implicit {
                 connector,
@@ -74,8 +79,8 @@ impl SmtpPool {
                     connector.connect(server_name.clone(), stream),
                 )
                 .await
-                .map_err(|_| transient("TLS handshake timed out".into()))?
-                .map_err(|e| transient(format!("TLS handshake: {e}")))?;
+                .map_err(|_| fail(RelayFault::Timeout, "TLS handshake timed out".into()))?
+                .map_err(|e| fail(RelayFault::Tls, format!("TLS handshake: {e}")))?;
                 Box::new(TlsStream(tls))
             }
             _ => Box::new(stream),
@@ -85,13 +90,14 @@ impl SmtpPool {
             AsyncSmtpConnection::connect_with_transport(stream, &self.hello),
         )
         .await
-        .map_err(|_| transient("greeting timed out".into()))?
-        .map_err(|e| transient(e.to_string()))?;
+        .map_err(|_| fail(RelayFault::Timeout, "greeting timed out".into()))?
+        .map_err(|e| fail(refusal_class(&e, RelayFault::Connect), e.to_string()))?;
         if let SmtpSecurity::StartTls(params) = &self.security {
             if !conn.server_info().supports_feature(Extension::StartTls) {
                 // Never fall back to clear text: smtp.tls = "starttls" is a promise.
                 let _ = tokio::time::timeout(self.timeout, conn.abort()).await;
-                return Err(transient(
+                return Err(fail(
+                    RelayFault::Tls,
                     "the server does not offer STARTTLS (smtp.tls = \"starttls\"); \
                      nothing was sent in clear"
                         .into(),
@@ -99,8 +105,8 @@ impl SmtpPool {
             }
             tokio::time::timeout(self.timeout, conn.starttls(params.clone(), &self.hello))
                 .await
-                .map_err(|_| transient("STARTTLS timed out".into()))?
-                .map_err(|e| transient(format!("STARTTLS: {e}")))?;
+                .map_err(|_| fail(RelayFault::Timeout, "STARTTLS timed out".into()))?
+                .map_err(|e| fail(RelayFault::Tls, format!("STARTTLS: {e}")))?;
         }
         if let Some(c) = &self.credentials {
             // A refused login is the relay's fault or ours, never the recipient's: the
@@ -110,10 +116,10 @@ impl SmtpPool {
                 conn.auth(&[Mechanism::Plain, Mechanism::Login], c),
             )
                 .await
-                .map_err(|_| transient("SMTP AUTH timed out".into()))?
+                .map_err(|_| fail(RelayFault::Timeout, "SMTP AUTH timed out".into()))?
                 .map_err(|e| {
                     tracing::error!(error = %e, "the relay refused our SMTP login; check smtp.username and smtp.password");
-                    Delivery::RelayFault(format!("relay authentication failed: {e}"))
+                    fault(RelayFault::Auth, Delivery::RelayFault(format!("relay authentication failed: {e}")))
                 })?;
         }
         Ok(conn)
@@ -148,7 +154,7 @@ impl SmtpPool {
             }
             Ok(Err(Stop::Client(why))) => {
                 self.give_back(conn);
-                Delivery::Transient(why)
+                fault(RelayFault::Other, Delivery::Transient(why))
             }
             Ok(Err(Stop::Reply(stage, e))) => {
                 let answered = e.is_permanent() || e.is_transient();
@@ -165,7 +171,10 @@ impl SmtpPool {
                 }
                 classify(stage, &e)
             }
-            Err(_) => Delivery::Transient("SMTP transaction timed out".into()),
+            Err(_) => fault(
+                RelayFault::Timeout,
+                Delivery::Transient("SMTP transaction timed out".into()),
+            ),
         }
     }
 }
@@ -225,26 +234,53 @@ async fn transaction(
     Ok(())
 }
 
+/// What a reply at `stage` means for the email. Every outcome but the recipient's
+/// own answer (accepted, or refused for good) is counted as a relay fault.
 fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
     let text = e.to_string();
     if !e.is_permanent() {
-        return Delivery::Transient(text);
+        return fault(
+            refusal_class(e, RelayFault::Other),
+            Delivery::Transient(text),
+        );
     }
     let status = enhanced_status(&text);
+    let refused = |d| fault(RelayFault::Refused5xx, d);
     match stage {
         // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
         // every refusal to it): that is the relay's verdict on us, not on the address.
-        Stage::RcptTo if status.is_some_and(about_us) => {
-            Delivery::RelayFault(format!("the relay refused us at RCPT TO: {text}"))
-        }
+        Stage::RcptTo if status.is_some_and(about_us) => refused(Delivery::RelayFault(format!(
+            "the relay refused us at RCPT TO: {text}"
+        ))),
         Stage::RcptTo => Delivery::Permanent(text),
         Stage::Message if status.is_some_and(about_recipient) => Delivery::Permanent(text),
-        Stage::Message => Delivery::Failed(format!("the relay refused this message: {text}")),
-        Stage::MailFrom => {
-            Delivery::RelayFault(format!("the relay refused our sender (MAIL FROM): {text}"))
-        }
-        Stage::Data => Delivery::RelayFault(format!("the relay refused DATA: {text}")),
+        Stage::Message => refused(Delivery::Failed(format!(
+            "the relay refused this message: {text}"
+        ))),
+        Stage::MailFrom => refused(Delivery::RelayFault(format!(
+            "the relay refused our sender (MAIL FROM): {text}"
+        ))),
+        Stage::Data => refused(Delivery::RelayFault(format!(
+            "the relay refused DATA: {text}"
+        ))),
     }
+}
+
+/// A 4xx or 5xx reply by its class; anything else (a broken connection) as `otherwise`.
+fn refusal_class(e: &lettre::transport::smtp::Error, otherwise: RelayFault) -> RelayFault {
+    if e.is_transient() {
+        RelayFault::Refused4xx
+    } else if e.is_permanent() {
+        RelayFault::Refused5xx
+    } else {
+        otherwise
+    }
+}
+
+/// Counts a fault of `class` and answers `d`.
+fn fault(class: RelayFault, d: Delivery) -> Delivery {
+    class.count();
+    d
 }
 
 /// The enhanced status code (RFC 3463) that opens a reply's text, as in

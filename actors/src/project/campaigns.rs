@@ -7,6 +7,7 @@
 //! crash the campaign resumes at the first recipient without an email, and no recipient
 //! is queued twice.
 
+use super::campaign_end::{self, finish, OPEN_COUNTER};
 use super::campaign_stats;
 use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
 use super::counters::add_to_counter;
@@ -26,9 +27,6 @@ use crate::FieldCode;
 use serde_json::Value;
 
 pub const CAMPAIGNS_COUNTER: &str = "campaigns";
-/// Campaigns not yet SENT or CANCELLED: what `limits.max_campaigns` bounds, so a
-/// project that has sent many campaigns can still make new ones.
-const OPEN_COUNTER: &str = "campaigns-open";
 
 pub fn load(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Option<Campaign>> {
     store
@@ -283,6 +281,7 @@ pub fn cancel(
     let mut c = get(store, p, id)?;
     let mut batch = Batch::new();
     let mut dropped = Vec::new();
+    let mut cancelled = 0u64;
     match c.status {
         CampaignStatus::Scheduled => {
             if let Some(at) = c.scheduled_at {
@@ -328,6 +327,7 @@ pub fn cancel(
             })?;
             add_to_counter(store, &mut batch, p, OPEN_COUNTER, -1)?;
             tracing::info!(project = %p, campaign = %id, dropped = n, "campaign cancelled");
+            cancelled = n;
         }
         _ => return Err(not_now(&c, "cancelled", "SCHEDULED or SENDING")),
     }
@@ -337,6 +337,7 @@ pub fn cancel(
         attempts.forget(&dropped);
         return Err(e);
     }
+    crate::metrics::EMAILS_CANCELLED.add(cancelled);
     Ok((c, dropped))
 }
 
@@ -395,18 +396,23 @@ pub fn fix_audience(ctx: &WriteCtx, id: CampaignId, total: u64) -> Result<Option
     Ok(Some(c))
 }
 
-fn finish(
-    store: &dyn Store,
-    batch: &mut Batch,
-    p: ProjectId,
-    c: &mut Campaign,
-    now: Timestamp,
-) -> Result<()> {
-    c.status = CampaignStatus::Sent;
-    c.sent_at = Some(now);
-    c.updated_at = now;
-    batch.delete(keys::sending_campaign(p, c.id));
-    add_to_counter(store, batch, p, OPEN_COUNTER, -1)
+/// Ends a campaign that has queued everyone and whose outbox is empty (answers
+/// whether it did): what start-up and the runner check, beside the delivery outcome
+/// that normally ends it (`campaign_end::after_outcome`).
+pub fn settle(ctx: &WriteCtx, id: CampaignId) -> Result<bool> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut c) = sending(store, p, id)? else {
+        return Ok(false);
+    };
+    let stats = campaign_stats::load(store, p, id)?;
+    if !campaign_end::drained(&c, &stats) {
+        return Ok(false);
+    }
+    let mut batch = Batch::new();
+    finish(store, &mut batch, p, &mut c, now)?;
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(true)
 }
 
 /// Ends a SENDING campaign that cannot go on (its segment was deleted before the
@@ -485,16 +491,18 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
         queued += 1;
     }
     let total_skipped = skipped + (b.to - b.from).saturating_sub(queued + skipped);
-    campaign_stats::update(store, &mut batch, p, b.id, |s| {
+    let stats = campaign_stats::update(store, &mut batch, p, b.id, |s| {
         s.queued += queued;
         s.skipped += total_skipped;
     })?;
     c.progress.cursor = b.to;
-    if c.progress.cursor >= c.progress.total {
+    // SENT waits for the outbox to drain: the outcome of the last email ends it.
+    if campaign_end::drained(&c, &stats) {
         finish(store, &mut batch, p, &mut c, now)?;
     }
     put(&mut batch, p, &c)?;
     store.apply(batch)?;
+    crate::metrics::EMAILS_QUEUED.add(queued);
     Ok(Some(c))
 }
 

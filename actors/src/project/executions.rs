@@ -233,6 +233,8 @@ pub fn start(
         None => batch.put(keys::ready(p, e.id), Vec::new()),
     }
     put(batch, p, &e)?;
+    // Counted as the batch is made: a store batch is applied whole or the process stops.
+    crate::metrics::ExecutionMove::Started.count();
     Ok(e)
 }
 
@@ -298,6 +300,7 @@ pub fn end(
     e.status = status;
     e.completed_at = Some(now);
     batch.delete(keys::ready(p, e.id));
+    crate::metrics::ExecutionMove::Ended(status).count();
     super::counters::add_to_counter(store, batch, p, &finished_counter(e.workflow_id), 1)
 }
 

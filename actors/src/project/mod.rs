@@ -6,6 +6,7 @@
 
 pub mod actor;
 pub mod apply;
+pub mod campaign_end;
 pub mod campaign_stats;
 pub mod campaigns;
 pub mod contacts;

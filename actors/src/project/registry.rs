@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::dev::ToEnvelope;
@@ -58,8 +58,6 @@ struct Inner {
     /// Emails in an SMTP attempt (the dispatcher writes it, `GET /emails/{id}` reads it).
     attempts: Arc<Attempts>,
     renders: RenderPool,
-    /// Deliveries that the relay refused for reasons of ours (login, sender, DATA).
-    relay_faults: AtomicU64,
     /// Durable timers in memory (see `scheduler`).
     timers: Arc<Timers>,
     /// How marketing mail's links are signed and where they point (set at start-up).
@@ -91,7 +89,6 @@ impl Registry {
                 outbox: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads),
-                relay_faults: AtomicU64::new(0),
                 timers: Arc::default(),
                 links: OnceLock::new(),
             }),
@@ -194,15 +191,6 @@ impl Registry {
     /// The emails in an SMTP attempt right now.
     pub fn attempts(&self) -> &Arc<Attempts> {
         &self.inner.attempts
-    }
-
-    pub fn count_relay_fault(&self) {
-        self.inner.relay_faults.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Relay faults since start-up (for /metrics).
-    pub fn relay_faults(&self) -> u64 {
-        self.inner.relay_faults.load(Ordering::Relaxed)
     }
 
     pub fn timers(&self) -> &Arc<Timers> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::campaign_end;
 use super::campaign_stats;
 use super::contacts::{self, Counts, WriteCtx};
 use super::contacts::{PatchContact, UpsertContact};
@@ -14,6 +15,7 @@ use crate::campaign::links::{LinkTarget, Links};
 use crate::campaign::token::Issue;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
+use crate::metrics;
 use crate::model::{
     Attachment, CampaignId, CampaignStats, Contact, ContactId, DataPatch, EmailAddress, EmailId,
     EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
@@ -319,6 +321,12 @@ pub fn queue(
         idempotency::record(&mut batch, p, claim, &receipt, now)?;
     }
     store.apply(batch)?;
+    let queued = receipt
+        .emails
+        .iter()
+        .filter(|e| e.email_id.is_some())
+        .count();
+    metrics::EMAILS_QUEUED.add(queued as u64);
     Ok(Queued::Done(receipt))
 }
 
@@ -454,14 +462,16 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         if let Some(c) = email.campaign_id {
             batch.delete(keys::campaign_queued_email(p, c, email.id));
             let status = email.status;
-            campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
-                s.queued = s.queued.saturating_sub(1);
-                match status {
-                    EmailStatus::Sent => s.delivered += 1,
-                    EmailStatus::Bounced => s.bounced += 1,
-                    _ => s.failed += 1,
-                }
-            })?;
+            let stats =
+                campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
+                    s.queued = s.queued.saturating_sub(1);
+                    match status {
+                        EmailStatus::Sent => s.delivered += 1,
+                        EmailStatus::Bounced => s.bounced += 1,
+                        _ => s.failed += 1,
+                    }
+                })?;
+            campaign_end::after_outcome(store, &mut batch, p, c, &stats, now)?;
         }
     }
     batch.put(keys::email(p, email.id), email.encode()?);
@@ -470,6 +480,12 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         events::append_all(store, &mut batch, p, &[ev])?;
     }
     store.apply(batch)?;
+    match email.status {
+        EmailStatus::Sent => metrics::EMAILS_SENT.add(1),
+        EmailStatus::Bounced => metrics::EMAILS_BOUNCED.add(1),
+        EmailStatus::Failed => metrics::EMAILS_FAILED.add(1),
+        _ => {}
+    }
     if bounced {
         // A dead address is suppressed: no campaign mails it again.
         let patch = PatchContact {

@@ -88,7 +88,13 @@ impl EmailVerifier {
         domain: &str,
         reasons: &mut Vec<Cow<'static, str>>,
     ) -> DomainFacts {
-        let facts = match self.cache.get(domain) {
+        let cached = self.cache.get(domain);
+        let counter = match cached {
+            Some(_) => &crate::metrics::DNS_CACHE_HITS,
+            None => &crate::metrics::DNS_CACHE_MISSES,
+        };
+        counter.add(1);
+        let facts = match cached {
             Some(f) => f,
             None => {
                 let (probe, valid_until) = facts::probe(&self.resolver, domain).await;
