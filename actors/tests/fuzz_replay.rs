@@ -1,4 +1,4 @@
-//! The stable-toolchain pass of the fuzz targets in `fuzz/` (README, "Fuzzing"). For
+//! The stable-toolchain pass of the fuzz targets in `fuzz/` (docs/testing.md, "Fuzzing"). For
 //! each target, every file of `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/`
 //! is replayed through `mailroom_actors::fuzzing::<target>`; then the target runs over
 //! inputs mutated from those files (bits flipped, bytes set, inserted and removed,

@@ -1,6 +1,7 @@
 //! The access log (`log.access`): one line per request. The path is logged without its
 //! query (which may carry addresses), and no header is, the Authorization header least
-//! of all.
+//! of all. The token of an unsubscribe or tracking link is a bearer credential for the
+//! recipient's subscription, so it is logged as `{token}`.
 
 use std::time::Instant;
 
@@ -15,7 +16,7 @@ pub async fn middleware(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let method = req.method().to_string();
-    let path = req.path().to_owned();
+    let path = without_token(req.path());
     let started = Instant::now();
     let result = next.call(req).await;
     let status = match &result {
@@ -39,4 +40,29 @@ pub async fn middleware(
         "request"
     );
     result
+}
+
+/// The path with a link token replaced by `{token}`.
+fn without_token(path: &str) -> String {
+    for prefix in ["/unsubscribe/", "/t/o/", "/t/c/"] {
+        if path.starts_with(prefix) {
+            return format!("{prefix}{{token}}");
+        }
+    }
+    path.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_token;
+
+    #[test]
+    fn link_tokens_stay_out_of_the_access_log() {
+        assert_eq!(
+            without_token("/unsubscribe/abcDEF123"),
+            "/unsubscribe/{token}"
+        );
+        assert_eq!(without_token("/t/c/abc"), "/t/c/{token}");
+        assert_eq!(without_token("/contacts/01a2"), "/contacts/01a2");
+    }
 }

@@ -129,10 +129,14 @@ impl<'de> serde::Deserialize<'de> for TopKeys {
                 self,
                 mut m: A,
             ) -> Result<TopKeys, A::Error> {
+                // Each key once: a hostile body may repeat one a million times.
                 let mut keys = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 while let Some(k) = m.next_key::<String>()? {
                     m.next_value::<serde::de::IgnoredAny>()?;
-                    keys.push(k);
+                    if seen.insert(k.clone()) {
+                        keys.push(k);
+                    }
                 }
                 Ok(TopKeys(keys))
             }

@@ -40,9 +40,14 @@ pub fn meant<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
         .map(|(_, k)| k)
 }
 
-/// A 422 item for each of `keys` that is a near miss of one of `known`.
+/// The most near misses one answer names (a 422 lists at most 100 errors anyway).
+const MAX_REPORTED: usize = 100;
+
+/// A 422 item for each of `keys` that is a near miss of one of `known`, each key once.
 pub fn errors<'k>(keys: impl IntoIterator<Item = &'k String>, known: &[&str]) -> Vec<FieldError> {
+    let mut seen = std::collections::HashSet::new();
     keys.into_iter()
+        .filter(|key| seen.insert(key.as_str()))
         .filter_map(|key| {
             let k = meant(key, known)?;
             Some(FieldError::new(
@@ -51,6 +56,7 @@ pub fn errors<'k>(keys: impl IntoIterator<Item = &'k String>, known: &[&str]) ->
                 format!("unknown field `{key}`; did you mean `{k}`?"),
             ))
         })
+        .take(MAX_REPORTED)
         .collect()
 }
 

@@ -355,14 +355,20 @@ pub async fn send(
         .map(|id| path_id::<TemplateId>(id.as_str(), Resource::Template))
         .transpose()?;
     f.finish()?;
+    let body = match (r.body, r.body_type) {
+        // A 5 MB Markdown body is real work: off the async threads.
+        (Some(b), Some(BodyType::Markdown)) => Some(
+            super::blocking(move || Ok(markdown::to_html(b.as_str(), MAX_BODY)))
+                .await?
+                .map_err(|e| Error::field("body", FieldCode::TooBig, e))?,
+        ),
+        (b, _) => b.map(Text::into_string),
+    };
     let request = Request {
         recipients: to,
         template,
         subject: r.subject.map(Text::into_string),
-        body: r.body.map(|b| match r.body_type {
-            Some(BodyType::Markdown) => markdown::to_html(b.as_str()),
-            _ => b.into_string(),
-        }),
+        body,
         from,
         from_name: r.name.map(DisplayName::into_string),
         reply_to: r.reply,

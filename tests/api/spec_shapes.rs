@@ -170,6 +170,41 @@ fn audience_type_is_required_type_is_its_alias_and_the_two_must_agree() {
         json!({"audienceType": "ALL", "type": "SEGMENT"}),
     ));
     assert!(codes.iter().any(|(f, _)| f == "audienceType"), "{codes:?}");
+
+    // A segment on an ALL campaign would be ignored, and the campaign would mail
+    // everyone: refused on create and on PATCH.
+    let segment = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Few", "type": "STATIC"}),
+    );
+    assert_eq!(segment.status, 201, "{}", segment.text);
+    let sid = segment.json()["id"].clone();
+    let r = app.post(
+        "/campaigns",
+        &p.secret,
+        body(json!({"audienceType": "ALL", "segmentId": sid})),
+    );
+    assert!(has(&refused(&r), "segmentId", "custom"), "{}", r.text);
+    assert!(r.json()["error"]["suggestion"].is_string(), "{}", r.text);
+    let r = app.patch(
+        &format!("/campaigns/{cid}"),
+        &p.secret,
+        json!({"segmentId": sid}),
+    );
+    assert!(has(&refused(&r), "segmentId", "custom"), "{}", r.text);
+    let patched = data(
+        &app.patch(
+            &format!("/campaigns/{cid}"),
+            &p.secret,
+            json!({"audienceType": "SEGMENT", "segmentId": sid}),
+        ),
+        200,
+    );
+    assert_eq!(
+        (patched["type"].as_str(), &patched["segmentId"]),
+        (Some("SEGMENT"), &sid)
+    );
 }
 
 #[test]

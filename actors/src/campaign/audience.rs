@@ -17,6 +17,9 @@ enum Source {
 }
 
 fn source(store: &dyn Store, p: ProjectId, c: &Campaign) -> Result<Source> {
+    // A campaign stored before this check (an ALL audience naming a segment) goes to no
+    // one rather than to everyone.
+    crate::project::campaigns::check_audience(c)?;
     Ok(match (c.audience, &c.audience_filter, c.segment_id) {
         (AudienceKind::All, _, _) => Source::Contacts(None),
         (AudienceKind::Filtered, Some(g), _) => {

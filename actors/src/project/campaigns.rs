@@ -23,7 +23,7 @@ use crate::model::{
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
 use crate::store::{codec, keys, paging, Batch, Store};
-use crate::FieldCode;
+use crate::{FieldCode, FieldError};
 use serde_json::Value;
 
 pub const CAMPAIGNS_COUNTER: &str = "campaigns";
@@ -128,19 +128,45 @@ impl CampaignPatch {
 }
 
 /// Whether a campaign's audience names what its type needs (a segment for SEGMENT, a
-/// filter for FILTERED).
+/// filter for FILTERED) and nothing that another type would use. A segment on an ALL
+/// campaign is what a client that named the audience by a field we did not read would
+/// have stored (before `audienceType` was read, such a campaign mailed everyone): it is
+/// refused when saved, and a stored one is refused when it is sent, rather than mailing
+/// every contact instead of the segment.
 pub fn check_audience(c: &Campaign) -> Result<()> {
     let missing = match c.audience {
         AudienceKind::Segment if c.segment_id.is_none() => Some("segmentId"),
         AudienceKind::Filtered if c.audience_filter.is_none() => Some("audienceFilter"),
         _ => None,
     };
-    match missing {
-        Some(field) => Err(Error::field(
+    if let Some(field) = missing {
+        return Err(Error::field(
             field,
             FieldCode::InvalidType,
-            format!("Required when type is {}", c.audience.as_str()),
-        )),
+            format!("Required when audienceType is {}", c.audience.as_str()),
+        ));
+    }
+    let stray = match c.audience {
+        AudienceKind::Segment if c.audience_filter.is_some() => {
+            Some(("audienceFilter", "FILTERED"))
+        }
+        AudienceKind::Filtered if c.segment_id.is_some() => Some(("segmentId", "SEGMENT")),
+        AudienceKind::All if c.segment_id.is_some() => Some(("segmentId", "SEGMENT")),
+        AudienceKind::All if c.audience_filter.is_some() => Some(("audienceFilter", "FILTERED")),
+        _ => None,
+    };
+    match stray {
+        Some((field, kind)) => Err(Error::Validation(vec![FieldError::new(
+            field,
+            FieldCode::Custom,
+            format!(
+                "{field} is only for audienceType {kind}; this campaign's audienceType is {}",
+                c.audience.as_str()
+            ),
+        )
+        .suggesting(format!(
+            "Set audienceType to {kind} to send to it, or set {field} to null"
+        ))])),
         None => Ok(()),
     }
 }
@@ -153,6 +179,17 @@ pub fn update(ctx: &WriteCtx, id: CampaignId, patch: CampaignPatch) -> Result<Ca
     }
     if let Some(s) = patch.segment_id {
         check_segment(store, p, s)?;
+    }
+    let mut patch = patch;
+    // A new audience type drops the parts only the old one used, unless the same PATCH
+    // sets them (then check_audience says what does not fit).
+    if let Some(kind) = patch.audience {
+        if kind != AudienceKind::Segment && patch.segment_id.is_none() {
+            patch.segment_id = Some(None);
+        }
+        if kind != AudienceKind::Filtered && patch.audience_filter.is_none() {
+            patch.audience_filter = Some(None);
+        }
     }
     patch.apply(&mut c);
     check_audience(&c)?;

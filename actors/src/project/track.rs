@@ -43,8 +43,8 @@ pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOut
         }
     }
     // The public key is on web pages for anyone to copy: it may subscribe a contact it
-    // creates, but never resubscribe (or unsubscribe) one that exists, and it cannot
-    // delete what the contact's data holds.
+    // creates, but never resubscribe (or unsubscribe) one that exists, and its nulls
+    // delete no data key (it may still add keys and change values).
     let (subscribed, contact_data) = match msg.key {
         KeyKind::Secret => (msg.subscribed, msg.contact_data),
         KeyKind::Public => {

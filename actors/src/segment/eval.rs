@@ -265,8 +265,17 @@ impl Builder {
                         };
                         data(DataNode::Cmp(*cmp, operand))
                     }
-                    DataTest::In(v) => data(DataNode::In(InSet::new(v))),
-                    DataTest::NotIn(v) => not(data(DataNode::In(InSet::new(v)))),
+                    DataTest::In(v) | DataTest::NotIn(v) => {
+                        // Arrays and objects in the list are compared one by one (no
+                        // set holds them): each costs what a condition does.
+                        let compared = v.iter().filter(|x| x.is_array() || x.is_object());
+                        self.conditions += compared.count() as u64;
+                        let set = data(DataNode::In(InSet::new(v)));
+                        match test {
+                            DataTest::NotIn(_) => not(set),
+                            _ => set,
+                        }
+                    }
                     DataTest::Within(p) => data(DataNode::Within(p.millis())),
                     DataTest::OlderThan(p) => data(DataNode::Older(p.millis())),
                     DataTest::Exists => data(DataNode::Exists),

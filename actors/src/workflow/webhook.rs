@@ -37,9 +37,11 @@ pub enum WebhookError {
     Scheme,
     #[error("the URL has no host")]
     NoHost,
-    #[error("resolving the host")]
+    /// A name that does not resolve and one that resolves to a private address read the
+    /// same: otherwise the history would tell the tenant which internal names exist.
+    #[error("the host has no public address (private, loopback and link-local addresses are refused unless workflows.allow_private_webhooks is set)")]
     Resolve(#[source] crate::dns::NoAddress),
-    #[error("{0} is a private, loopback or link-local address; webhooks may not reach it unless workflows.allow_private_webhooks is set")]
+    #[error("the host has no public address (private, loopback and link-local addresses are refused unless workflows.allow_private_webhooks is set)")]
     Private(String),
     #[error("no address to connect to")]
     NoAddress,
@@ -66,6 +68,7 @@ impl WebhookError {
     pub fn detail(&self) -> String {
         match self {
             WebhookError::Connect(addr, e) => format!("connecting to {addr}: {e}"),
+            WebhookError::Private(host) => format!("{host} is a private address"),
             other => crate::error::chain(other),
         }
     }
