@@ -54,7 +54,7 @@ struct Ticker<'a> {
 
 impl Ticker<'_> {
     fn tick(&mut self, tally: Tally) {
-        if tally.records % 256 == 0 && self.last.elapsed() >= PROGRESS_EVERY {
+        if tally.records.is_multiple_of(256) && self.last.elapsed() >= PROGRESS_EVERY {
             self.last = Instant::now();
             (self.report)(tally);
         }
@@ -507,5 +507,40 @@ mod tests {
         assert_eq!(first.0, b"a/1");
         assert_eq!(rest, [keys::FORMAT_KEY.to_vec()], "no later write shows");
         assert_eq!(s.scan(b"b/", None, false).count(), 48, "and none was lost");
+    }
+
+    /// A measurement, not a check: `cargo test -p mailroom-actors --release -- --ignored
+    /// backup_and_restore_of_200k_pairs --nocapture`.
+    #[tokio::test]
+    #[ignore]
+    async fn backup_and_restore_of_200k_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SledStore::open(&dir.path().join("live"), SledConfig::default()).unwrap();
+        for chunk in 0..200u32 {
+            let mut b = Batch::new();
+            for i in 0..1000u32 {
+                b.put(format!("k/{chunk:04}/{i:04}").into_bytes(), vec![7u8; 100]);
+            }
+            s.apply(b).unwrap();
+        }
+        s.durable().await.unwrap();
+        let file = dir.path().join("b.mrb");
+        let started = Instant::now();
+        let t = write_file(&*s, &file, 0, &mut |_| {}).unwrap();
+        let backup = started.elapsed();
+        let started = Instant::now();
+        restore(
+            &file,
+            &dir.path().join("r"),
+            SledConfig::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        println!(
+            "{} pairs, {} bytes: backup {backup:?}, restore {:?}",
+            t.records,
+            t.bytes,
+            started.elapsed()
+        );
     }
 }

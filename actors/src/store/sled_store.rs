@@ -317,7 +317,7 @@ impl SledStore {
             let (k, v) = kv?;
             batch.insert(k, v);
             n += 1;
-            if n % PAIRS_PER_BATCH == 0 {
+            if n.is_multiple_of(PAIRS_PER_BATCH) {
                 db.apply_batch(std::mem::take(&mut batch))?;
             }
         }
