@@ -1,6 +1,7 @@
 //! The command line: `mailroom serve` (the default), `mailroom project ...` and
-//! `mailroom domain ...`. The project and domain commands work beside a running server
-//! (through its control socket) and on a stopped data directory alike (src/control.rs).
+//! `mailroom domain ...`, `mailroom backup` and `mailroom restore`. All but restore work
+//! beside a running server (through its control socket) and on a stopped data directory
+//! alike (src/control.rs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +46,23 @@ pub enum Command {
     /// a stopped one.
     #[command(subcommand)]
     Domain(DomainCommand),
+    /// Write a consistent snapshot of the whole store to a new FILE, beside a running
+    /// server (which keeps serving) or from a stopped data directory. Progress on stderr.
+    Backup {
+        /// The backup file to make; an existing file is not overwritten.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Make a new data directory from a backup FILE (checked through first); start a
+    /// server on it with --data-dir DIR.
+    Restore {
+        /// A file made by `mailroom backup`.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The data directory to make: absent or empty.
+        #[arg(long, value_name = "DIR")]
+        data: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -99,6 +117,16 @@ pub enum ProjectCommand {
         #[arg(value_parser = project_id)]
         id: ProjectId,
     },
+    /// Write one project as JSON lines (its contacts, templates, segments, campaigns,
+    /// workflows and events, each object with a `kind`) to stdout or a new file.
+    Export {
+        /// The project id (see `mailroom project list`).
+        #[arg(value_parser = project_id)]
+        id: ProjectId,
+        /// A file to make instead of writing to stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn project_id(raw: &str) -> Result<ProjectId, String> {
@@ -126,8 +154,10 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         None => crate::app::serve_blocking(settings, ServeArgs::default()),
         Some(Command::Serve(args)) => crate::app::serve_blocking(settings, args),
-        Some(Command::Project(cmd)) => print(control::run(&settings, project(cmd))),
+        Some(Command::Project(cmd)) => project(&settings, cmd),
         Some(Command::Domain(cmd)) => print(control::run(&settings, domain(cmd))),
+        Some(Command::Backup { out }) => crate::transfer::backup(&settings, &out),
+        Some(Command::Restore { file, data }) => crate::transfer::restore(&settings, &file, &data),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -143,14 +173,16 @@ fn print(answer: Result<serde_json::Value, Failure>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn project(cmd: ProjectCommand) -> Request {
-    match cmd {
+fn project(settings: &Settings, cmd: ProjectCommand) -> Result<(), Failure> {
+    let request = match cmd {
         ProjectCommand::Create { name } => Request::ProjectCreate { name },
         ProjectCommand::List => Request::ProjectList,
         ProjectCommand::Disable { id } => Request::ProjectDisable { id },
         ProjectCommand::Enable { id } => Request::ProjectEnable { id },
         ProjectCommand::RotateKeys { id } => Request::ProjectRotateKeys { id },
-    }
+        ProjectCommand::Export { id, out } => return crate::transfer::export(settings, id, out),
+    };
+    print(control::run(settings, request))
 }
 
 fn domain(cmd: DomainCommand) -> Request {

@@ -5,6 +5,10 @@
 //! mode 0600 before anyone can connect, so file permissions are its authentication, as
 //! they are for the data itself. When no server answers there, the CLI opens the store
 //! itself and runs the same request (`apply`).
+//!
+//! A long command (a backup, a project export) writes to the file the CLI names (the
+//! CLI runs as the same user as the server) and sends `{"progress": {records, bytes}}`
+//! lines, about one a second, before its answer.
 
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -18,6 +22,7 @@ use mailroom_actors::model::page::MAX_LIMIT;
 use mailroom_actors::model::{PageRequest, ProjectId, Timestamp};
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
+use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::{Clock, SystemClock};
 use serde::{Deserialize, Serialize, Serializer};
@@ -57,6 +62,15 @@ pub enum Request {
     DomainList {
         project: ProjectId,
     },
+    /// A consistent snapshot of the whole store into a new file (an absolute path).
+    Backup {
+        out: PathBuf,
+    },
+    /// One project as JSON lines into a new file (an absolute path).
+    ProjectExport {
+        id: ProjectId,
+        out: PathBuf,
+    },
 }
 
 fn as_str<S: Serializer>(d: &DomainName, s: S) -> Result<S::Ok, S::Error> {
@@ -68,19 +82,49 @@ fn as_str<S: Serializer>(d: &DomainName, s: S) -> Result<S::Ok, S::Error> {
 enum Reply {
     Ok(Value),
     Error(String),
+    Progress(Progress),
+}
+
+/// Records and bytes written so far by a long command.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Progress {
+    pub records: u64,
+    pub bytes: u64,
+}
+
+impl From<Tally> for Progress {
+    fn from(t: Tally) -> Self {
+        Progress {
+            records: t.records,
+            bytes: t.bytes,
+        }
+    }
 }
 
 /// Runs a command: through the running server when one answers on the data directory's
 /// socket, else on the store directly.
 pub fn run(settings: &Settings, request: Request) -> Result<Value, Failure> {
-    match ask(settings, &request) {
+    run_reporting(settings, request, &mut |_| {})
+}
+
+/// `run`, telling `report` how a long command gets on.
+pub fn run_reporting(
+    settings: &Settings,
+    request: Request,
+    report: &mut dyn FnMut(Progress),
+) -> Result<Value, Failure> {
+    match ask(settings, &request, report) {
         Some(answer) => answer,
-        None => run_offline(settings, request),
+        None => run_offline(settings, request, report),
     }
 }
 
 /// The running server's answer, or None when no server listens on the socket.
-fn ask(settings: &Settings, request: &Request) -> Option<Result<Value, Failure>> {
+fn ask(
+    settings: &Settings,
+    request: &Request,
+    report: &mut dyn FnMut(Progress),
+) -> Option<Result<Value, Failure>> {
     let path = settings.control_socket();
     let stream = match UnixStream::connect(&path) {
         Ok(s) => s,
@@ -97,6 +141,7 @@ fn ask(settings: &Settings, request: &Request) -> Option<Result<Value, Failure>>
         stream,
         request,
         Duration::from_secs(settings.control.timeout_seconds.max(1)),
+        report,
     ))
 }
 
@@ -111,6 +156,7 @@ fn exchange(
     mut stream: UnixStream,
     request: &Request,
     timeout: Duration,
+    report: &mut dyn FnMut(Progress),
 ) -> Result<Value, Failure> {
     let talking = |e| Failure::caused("talking to the running server", e);
     stream.set_read_timeout(Some(timeout)).map_err(talking)?;
@@ -119,28 +165,40 @@ fn exchange(
         serde_json::to_string(request).map_err(|e| Failure::caused("writing the request", e))?;
     line.push('\n');
     stream.write_all(line.as_bytes()).map_err(talking)?;
-    let mut answer = String::new();
-    match BufReader::new(stream).read_line(&mut answer) {
-        Ok(0) => Err(Failure::said(
-            "the running server closed the connection without an answer",
-        )),
-        Ok(_) => match serde_json::from_str(&answer) {
-            Ok(Reply::Ok(v)) => Ok(v),
-            Ok(Reply::Error(message)) => Err(Failure::said(message)),
-            Err(e) => Err(Failure::caused("reading the running server's answer", e)),
-        },
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            Err(Failure::said(format!(
-                "the running server did not answer within {} s (control.timeout_seconds)",
-                timeout.as_secs()
-            )))
-        }
-        Err(e) => Err(talking(e)),
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut answer = String::new();
+        // The timeout is per line: a long command sends progress about once a second.
+        return match reader.read_line(&mut answer) {
+            Ok(0) => Err(Failure::said(
+                "the running server closed the connection without an answer",
+            )),
+            Ok(_) => match serde_json::from_str(&answer) {
+                Ok(Reply::Ok(v)) => Ok(v),
+                Ok(Reply::Error(message)) => Err(Failure::said(message)),
+                Ok(Reply::Progress(p)) => {
+                    report(p);
+                    continue;
+                }
+                Err(e) => Err(Failure::caused("reading the running server's answer", e)),
+            },
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Err(Failure::said(format!(
+                    "the running server did not answer within {} s (control.timeout_seconds)",
+                    timeout.as_secs()
+                )))
+            }
+            Err(e) => Err(talking(e)),
+        };
     }
 }
 
 /// No server runs on the data directory: open the store, apply, flush.
-fn run_offline(settings: &Settings, request: Request) -> Result<Value, Failure> {
+fn run_offline(
+    settings: &Settings,
+    request: Request,
+    report: &mut dyn FnMut(Progress),
+) -> Result<Value, Failure> {
     let store = SledStore::open(&settings.storage.path, settings.storage.sled())
         .map_err(Failure::engine)?;
     let projects = Projects::new(store.clone());
@@ -151,6 +209,7 @@ fn run_offline(settings: &Settings, request: Request) -> Result<Value, Failure> 
         request,
         now,
         &settings.domains.spf_include,
+        &mut |t| report(t.into()),
     )?;
     store.flush_blocking().map_err(Failure::engine)?;
     Ok(out)
@@ -164,6 +223,7 @@ fn apply(
     request: Request,
     now: Timestamp,
     spf_include: &str,
+    report: &mut dyn FnMut(Tally),
 ) -> Result<Value, Failure> {
     let e = Failure::engine;
     Ok(match request {
@@ -204,7 +264,19 @@ fn apply(
                     PageRequest::parse(Some(&MAX_LIMIT.to_string()), Some(&cursor)).map_err(e)?;
             }
         }
+        Request::Backup { out } => {
+            let tally = backup::write_file(store, &out, now.millis(), report).map_err(e)?;
+            written(&out, tally)
+        }
+        Request::ProjectExport { id, out } => {
+            let tally = crate::export::write_file(projects, store, id, &out, report)?;
+            written(&out, tally)
+        }
     })
+}
+
+fn written(file: &Path, t: Tally) -> Value {
+    serde_json::json!({"file": file, "records": t.records, "bytes": t.bytes})
 }
 
 fn domain_json(d: &mailroom_actors::domain::Domain, spf_include: &str) -> Value {
@@ -225,7 +297,11 @@ pub struct Control {
 }
 
 impl Control {
-    async fn answer(&self, request: Request) -> Result<Value, Failure> {
+    async fn answer(
+        &self,
+        request: Request,
+        progress: tokio::sync::mpsc::UnboundedSender<Progress>,
+    ) -> Result<Value, Failure> {
         let now = Timestamp::from(self.clock.now());
         if let Request::DomainTrust { project, domain } = request {
             self.projects.get(project).map_err(Failure::engine)?;
@@ -240,7 +316,10 @@ impl Control {
             self.spf_include.clone(),
         );
         let value = actix_web::rt::task::spawn_blocking(move || {
-            apply(&projects, &*store, request, now, &spf)
+            let mut report = |t: Tally| {
+                let _ = progress.send(t.into());
+            };
+            apply(&projects, &*store, request, now, &spf, &mut report)
         })
         .await
         .map_err(|e| Failure::said(format!("the command's task failed: {e}")))??;
@@ -312,7 +391,7 @@ async fn serve(stream: tokio::net::UnixStream, control: Control) {
     let reply = match tokio::time::timeout(control.read_timeout, reader.read_line(&mut line)).await
     {
         Ok(Ok(_)) if line.ends_with('\n') => match serde_json::from_str::<Request>(&line) {
-            Ok(request) => match control.answer(request).await {
+            Ok(request) => match answer_reporting(&control, request, &mut write).await {
                 Ok(v) => Reply::Ok(v),
                 Err(f) => Reply::Error(f.explain()),
             },
@@ -327,4 +406,27 @@ async fn serve(stream: tokio::net::UnixStream, control: Control) {
     let mut out = serde_json::to_string(&reply).unwrap_or_default();
     out.push('\n');
     let _ = write.write_all(out.as_bytes()).await;
+}
+
+/// The answer, with a progress line to the client for each report on the way. A client
+/// that went away does not stop the command (a backup still completes its file).
+async fn answer_reporting(
+    control: &Control,
+    request: Request,
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+) -> Result<Value, Failure> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = control.answer(request, tx);
+    tokio::pin!(job);
+    let mut listening = true;
+    loop {
+        tokio::select! {
+            result = &mut job => return result,
+            Some(p) = rx.recv(), if listening => {
+                let mut out = serde_json::to_string(&Reply::Progress(p)).unwrap_or_default();
+                out.push('\n');
+                listening = write.write_all(out.as_bytes()).await.is_ok();
+            }
+        }
+    }
 }

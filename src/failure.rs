@@ -39,6 +39,7 @@ impl Failure {
                  mailroom?). Stop it first, or use the /admin API while it runs."
             )),
             EngineError::NotFound(r) => Failure::said(format!("{r} not found")),
+            EngineError::Conflict { message, .. } => Failure::said(message),
             EngineError::Validation(errors) => Failure::said(
                 errors
                     .iter()

@@ -708,4 +708,8 @@ impl Store for OneValue {
     fn flush_blocking(&self) -> Result<()> {
         Ok(())
     }
+
+    fn snapshot(&self) -> Result<KvIter<'_>> {
+        Ok(self.scan(b"", None, false))
+    }
 }

@@ -46,7 +46,7 @@ pub struct SegmentView {
 }
 
 impl SegmentView {
-    fn new(s: &Segment, member_count: u64) -> Self {
+    pub fn new(s: &Segment, member_count: u64) -> Self {
         SegmentView {
             id: s.id.to_string(),
             name: s.name.clone(),

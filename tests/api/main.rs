@@ -2,6 +2,7 @@
 //! own data directory, and talks to it over real HTTP.
 
 mod auth;
+mod backup;
 mod campaigns;
 mod cli;
 mod contacts;

@@ -5,6 +5,7 @@
 //! Keys are designed for range scans: `p/<project>/c/<contact id>` holds a contact,
 //! `p/<project>/ce/<email>` is the email index, and so on (see `keys`).
 
+pub mod backup;
 pub mod blocks;
 pub mod codec;
 pub mod group_commit;
@@ -89,4 +90,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Flushes everything now, blocking the calling thread. For shutdown and the CLI.
     fn flush_blocking(&self) -> Result<()>;
+
+    /// Every pair, in key order, as of one moment: each write applied before the call
+    /// is in it and none applied after, however long the walk takes. Writers go on
+    /// meanwhile. For backups (`store::backup`).
+    fn snapshot(&self) -> Result<KvIter<'_>>;
 }

@@ -33,6 +33,24 @@ pub struct Mover {
     /// One move at a time: the thread, or a caller that wants everything moved now.
     moving: Mutex<u64>,
     interval: Duration,
+    /// Open snapshots (`freeze`): while any is, no move starts, so sled holds still.
+    frozen: Mutex<usize>,
+    thaw: Condvar,
+}
+
+/// While held, sled receives no write (see `Mover::freeze`); dropping it lets moves go on.
+pub struct Freeze {
+    mover: Arc<Mover>,
+}
+
+impl Drop for Freeze {
+    fn drop(&mut self) {
+        let mut frozen = lock(&self.mover.frozen);
+        *frozen = frozen.saturating_sub(1);
+        if *frozen == 0 {
+            self.mover.thaw.notify_all();
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -57,7 +75,20 @@ impl Mover {
             wake: Condvar::new(),
             moving: Mutex::new(0),
             interval,
+            frozen: Mutex::new(0),
+            thaw: Condvar::new(),
         })
+    }
+
+    /// Waits for a move under way to finish, then holds every later one until the
+    /// guard drops. Only the mover writes to sled, so meanwhile sled is exactly the
+    /// log's prefix it had reached, and writers go on (into the log and the overlay).
+    pub fn freeze(self: &Arc<Self>) -> Freeze {
+        let _no_move_under_way = lock(&self.moving);
+        *lock(&self.frozen) += 1;
+        Freeze {
+            mover: self.clone(),
+        }
     }
 
     /// Called by the flusher, in log order, after the group's log records are synced.
@@ -84,6 +115,12 @@ impl Mover {
     /// Moves every group pushed so far, now, on the calling thread.
     pub fn move_now(&self, target: &dyn Target) -> Result<()> {
         let mut moved = lock(&self.moving);
+        {
+            let mut frozen = lock(&self.frozen);
+            while *frozen > 0 {
+                frozen = self.thaw.wait(frozen).unwrap_or_else(|p| p.into_inner());
+            }
+        }
         let (groups, checkpoint) = {
             let mut q = lock(&self.queue);
             (std::mem::take(&mut q.groups), q.checkpoint.take())

@@ -294,6 +294,42 @@ impl SledStore {
     }
 }
 
+impl SledStore {
+    /// Makes a store in the new directory `path` from `pairs` (a restore): straight into
+    /// sled, which is flushed at the end, so the first start has no log to replay.
+    /// Returns the number of pairs.
+    pub fn create_from(
+        path: &Path,
+        config: SledConfig,
+        pairs: impl Iterator<Item = Result<super::KvPair>>,
+    ) -> Result<u64> {
+        const PAIRS_PER_BATCH: u64 = 10_000;
+        let db = sled::Config::new()
+            .path(path.join("db"))
+            .cache_capacity(config.cache_capacity_bytes)
+            .flush_every_ms(None)
+            .mode(sled::Mode::HighThroughput)
+            .open()
+            .map_err(|e| Error::storage_caused(format!("creating {}", path.display()), e))?;
+        let mut batch = sled::Batch::default();
+        let mut n = 0u64;
+        for kv in pairs {
+            let (k, v) = kv?;
+            batch.insert(k, v);
+            n += 1;
+            if n.is_multiple_of(PAIRS_PER_BATCH) {
+                db.apply_batch(std::mem::take(&mut batch))?;
+            }
+        }
+        db.apply_batch(batch)?;
+        if db.get(keys::FORMAT_KEY)?.is_none() {
+            db.insert(keys::FORMAT_KEY, &keys::FORMAT.to_be_bytes())?;
+        }
+        db.flush()?;
+        Ok(n)
+    }
+}
+
 /// A new store is marked with the key layout it is written in; a store written in
 /// another layout is refused with what to do, rather than read as garbage.
 fn check_format(db: &sled::Db, log_records: usize, path: &Path) -> Result<()> {
@@ -413,6 +449,42 @@ impl Store for SledStore {
         self.mover.move_now(&*self.log)?;
         self.db.flush()?;
         Ok(())
+    }
+
+    /// Only the mover writes to sled, so with it frozen sled is the state at some
+    /// version M of the overlay and stays so. The overlay, copied once under the lock
+    /// every write takes, holds the latest value of every key written after M (a key
+    /// leaves it only when a move puts it in sled). Together they are the state at the
+    /// moment of the copy. Writes go on into the log and the overlay; the mover catches
+    /// up when the walk ends.
+    fn snapshot(&self) -> Result<KvIter<'_>> {
+        use std::ops::Bound::Unbounded;
+        let freeze = self.mover.freeze();
+        let overlay = lock(&self.log.pending)
+            .overlay
+            .range(Unbounded, Unbounded, false);
+        let base = self.db.iter().map(|r| {
+            r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(Error::from)
+        });
+        Ok(Box::new(Frozen {
+            inner: Merge::new(overlay, base, false),
+            _freeze: freeze,
+        }))
+    }
+}
+
+/// A walk that keeps sled still until it is dropped.
+struct Frozen<I> {
+    inner: I,
+    _freeze: super::mover::Freeze,
+}
+
+impl<I: Iterator> Iterator for Frozen<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next()
     }
 }
 

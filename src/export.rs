@@ -1,0 +1,166 @@
+//! `mailroom project export`: one project as JSON lines, each object with a `kind`
+//! (project, contact, template, segment, campaign, workflow, event) and otherwise the
+//! shape the API gives it, so a tenant can take their data elsewhere. API keys and
+//! sending state (the outbox, executions, statistics) are not part of it.
+
+use std::io::Write;
+
+use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Template, Workflow};
+use mailroom_actors::projects::Projects;
+use mailroom_actors::segment::{Segment, SegmentKind};
+use mailroom_actors::store::backup::Tally;
+use mailroom_actors::store::keys;
+use mailroom_actors::store::{blocks, Store};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::failure::Failure;
+use crate::http::admin::project_json;
+use crate::http::campaigns::CampaignView;
+use crate::http::contacts::ContactView;
+use crate::http::events::EventView;
+use crate::http::segments::SegmentView;
+use crate::http::templates::TemplateView;
+use crate::http::workflows::WorkflowView;
+
+/// How often `report` hears of the lines so far.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+struct Lines<'a, W: Write> {
+    out: &'a mut W,
+    tally: Tally,
+    report: &'a mut dyn FnMut(Tally),
+    last: std::time::Instant,
+}
+
+impl<W: Write> Lines<'_, W> {
+    fn put(&mut self, kind: &str, view: impl Serialize) -> Result<(), Failure> {
+        let mut v = serde_json::to_value(view)
+            .map_err(|e| Failure::caused("turning a record into JSON", e))?;
+        if let Value::Object(map) = &mut v {
+            map.insert("kind".into(), Value::String(kind.into()));
+        }
+        let mut line = v.to_string();
+        line.push('\n');
+        self.out
+            .write_all(line.as_bytes())
+            .map_err(|e| Failure::caused("writing the export", e))?;
+        self.tally.records += 1;
+        self.tally.bytes += line.len() as u64;
+        if self.last.elapsed() >= PROGRESS_EVERY {
+            self.last = std::time::Instant::now();
+            (self.report)(self.tally);
+        }
+        Ok(())
+    }
+}
+
+/// Writes project `p` to `out`. Each record is read whole, but writes that land during
+/// the export may or may not be in it (a backup is the point-in-time copy).
+pub fn write(
+    projects: &Projects,
+    store: &dyn Store,
+    p: ProjectId,
+    out: &mut impl Write,
+    report: &mut dyn FnMut(Tally),
+) -> Result<Tally, Failure> {
+    let e = Failure::engine;
+    let project = projects.get(p).map_err(e)?;
+    let mut lines = Lines {
+        out,
+        tally: Tally::default(),
+        report,
+        last: std::time::Instant::now(),
+    };
+    lines.put("project", project_json(&project))?;
+    for kv in store.scan(&keys::contacts(p), None, false) {
+        let c = Contact::decode(&kv.map_err(e)?.1).map_err(e)?;
+        lines.put("contact", ContactView::from(&c))?;
+    }
+    for kv in store.scan(&keys::templates(p), None, false) {
+        let t = Template::decode(&kv.map_err(e)?.1).map_err(e)?;
+        lines.put("template", TemplateView::from(&t))?;
+    }
+    for kv in store.scan(&keys::segments(p), None, false) {
+        let s = Segment::decode(&kv.map_err(e)?.1).map_err(e)?;
+        lines.put("segment", segment(store, p, &s)?)?;
+    }
+    for kv in store.scan(&keys::campaigns(p), None, false) {
+        let c = Campaign::decode(&kv.map_err(e)?.1).map_err(e)?;
+        lines.put("campaign", CampaignView::from(&c))?;
+    }
+    for kv in store.scan(&keys::workflows(p), None, false) {
+        let w = Workflow::decode(&kv.map_err(e)?.1).map_err(e)?;
+        lines.put("workflow", WorkflowView::from(&w))?;
+    }
+    for entry in blocks::iter_rev(store, &keys::events(p), None) {
+        let ev = Event::decode(&entry.map_err(e)?.1).map_err(e)?;
+        lines.put("event", EventView::from(&ev))?;
+    }
+    lines
+        .out
+        .flush()
+        .map_err(|e| Failure::caused("writing the export", e))?;
+    (lines.report)(lines.tally);
+    Ok(lines.tally)
+}
+
+/// The API's view without its member count (a count of the moment), and a STATIC
+/// segment's members as contact ids: what another system needs to rebuild it.
+fn segment(store: &dyn Store, p: ProjectId, s: &Segment) -> Result<Value, Failure> {
+    let mut v = serde_json::to_value(SegmentView::new(s, 0))
+        .map_err(|e| Failure::caused("turning a segment into JSON", e))?;
+    if let Value::Object(map) = &mut v {
+        map.remove("memberCount");
+        if s.kind == SegmentKind::Static {
+            let prefix = keys::segment_members(p, s.id);
+            let mut members = Vec::new();
+            for kv in store.scan(&prefix, None, false) {
+                let (k, _) = kv.map_err(Failure::engine)?;
+                if let Some(id) = keys::id_after::<ContactId>(&k, &prefix) {
+                    members.push(Value::String(id.to_string()));
+                }
+            }
+            map.insert("members".into(), Value::Array(members));
+        }
+    }
+    Ok(v)
+}
+
+/// Writes the export to `path` through `<path>.partial`, renamed into place when whole;
+/// refuses an existing `path`.
+pub fn write_file(
+    projects: &Projects,
+    store: &dyn Store,
+    p: ProjectId,
+    path: &std::path::Path,
+    report: &mut dyn FnMut(Tally),
+) -> Result<Tally, Failure> {
+    if path.exists() {
+        return Err(Failure::said(format!(
+            "{} already exists; an export does not overwrite a file",
+            path.display()
+        )));
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    let partial = path.with_file_name(name);
+    let result = (|| {
+        let file = std::fs::File::create(&partial)
+            .map_err(|e| Failure::caused(format!("creating {}", partial.display()), e))?;
+        let mut out = std::io::BufWriter::new(file);
+        let tally = write(projects, store, p, &mut out, report)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| Failure::caused("writing the export", e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| Failure::caused(format!("syncing {}", partial.display()), e))?;
+        std::fs::rename(&partial, path)
+            .map_err(|e| Failure::caused(format!("renaming to {}", path.display()), e))?;
+        Ok(tally)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}

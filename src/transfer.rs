@@ -1,0 +1,118 @@
+//! The CLI side of `mailroom backup`, `mailroom restore` and `mailroom project export`:
+//! paths made absolute (a running server resolves them, not this process), progress
+//! and a summary on stderr, the JSON answer on stdout.
+
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use mailroom_actors::model::ProjectId;
+use mailroom_actors::store::backup;
+use serde_json::Value;
+
+use crate::config::Settings;
+use crate::control::{self, Progress, Request};
+use crate::failure::Failure;
+
+fn absolute(path: &Path) -> Result<PathBuf, Failure> {
+    std::path::absolute(path)
+        .map_err(|e| Failure::caused(format!("resolving {}", path.display()), e))
+}
+
+/// Prints one progress line on stderr.
+fn progress(what: &'static str) -> impl FnMut(Progress) {
+    move |p| eprintln!("{what}: {} records, {}", p.records, bytes(p.bytes))
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
+}
+
+fn summary(what: &str, answer: &Value, started: Instant) {
+    eprintln!(
+        "{what}: done, {} records, {} in {:.1} s",
+        answer["records"],
+        bytes(answer["bytes"].as_u64().unwrap_or(0)),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+pub fn backup(settings: &Settings, out: &Path) -> Result<(), Failure> {
+    let started = Instant::now();
+    let request = Request::Backup {
+        out: absolute(out)?,
+    };
+    let answer = control::run_reporting(settings, request, &mut progress("backup"))?;
+    summary("backup", &answer, started);
+    println!("{answer}");
+    Ok(())
+}
+
+/// Restore runs without a server: it makes a data directory no server uses yet.
+pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failure> {
+    let started = Instant::now();
+    let mut report = progress("restore");
+    let (header, tally) = backup::restore(file, dir, settings.storage.sled(), &mut |t| {
+        report(Progress::from(t))
+    })
+    .map_err(Failure::engine)?;
+    let answer = serde_json::json!({
+        "dataDir": dir,
+        "records": tally.records,
+        "bytes": tally.bytes,
+        "backupCreatedAt": mailroom_actors::model::Timestamp::from(header.created_at_ms).to_iso(),
+    });
+    summary("restore", &answer, started);
+    println!("{answer}");
+    Ok(())
+}
+
+/// To a file when `out` is given; else to stdout, through a file in a private temporary
+/// directory (a running server writes the export, and it can only write files).
+pub fn export(settings: &Settings, id: ProjectId, out: Option<PathBuf>) -> Result<(), Failure> {
+    let started = Instant::now();
+    let (path, scratch) = match out {
+        Some(out) => (absolute(&out)?, None),
+        None => {
+            let dir = std::env::temp_dir().join(format!(
+                "mailroom-export-{}-{}",
+                std::process::id(),
+                uuid::Uuid::now_v7().simple()
+            ));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| Failure::caused(format!("creating {}", dir.display()), e))?;
+            (dir.join("export.jsonl"), Some(dir))
+        }
+    };
+    let request = Request::ProjectExport {
+        id,
+        out: path.clone(),
+    };
+    let result =
+        control::run_reporting(settings, request, &mut progress("export")).and_then(|answer| {
+            if scratch.is_some() {
+                let mut file = std::fs::File::open(&path)
+                    .map_err(|e| Failure::caused(format!("opening {}", path.display()), e))?;
+                let mut stdout = std::io::stdout().lock();
+                std::io::copy(&mut file, &mut stdout)
+                    .and_then(|_| stdout.flush())
+                    .map_err(|e| Failure::caused("writing to stdout", e))?;
+            } else {
+                println!("{answer}");
+            }
+            Ok(answer)
+        });
+    if let Some(dir) = scratch {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    summary("export", &result?, started);
+    Ok(())
+}
