@@ -2,25 +2,14 @@
 //! restore` into a new data directory, and `mailroom project export`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, test_config, TestApp};
-
-fn mailroom(data: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(test_config())
-        .env("MAILROOM__STORAGE__PATH", data)
-        .output()
-        .expect("run mailroom")
-}
+use crate::helpers::{mailroom, TestApp};
 
 fn succeeded(out: &Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

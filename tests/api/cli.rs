@@ -9,17 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, test_config, TestApp};
-
-fn mailroom(data: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(test_config())
-        .env("MAILROOM__STORAGE__PATH", data)
-        .output()
-        .expect("run mailroom")
-}
+use crate::helpers::{bin, mailroom, test_config, TestApp};
 
 #[test]
 fn project_create_prints_its_keys_as_json_and_they_work_once_the_server_runs() {

@@ -311,3 +311,27 @@ impl Drop for TestApp {
         self.kill9();
     }
 }
+
+/// Runs the CLI with the test configuration on the data directory `data`.
+pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--config")
+        .arg(test_config())
+        .env("MAILROOM__STORAGE__PATH", data)
+        .output()
+        .expect("run mailroom")
+}
+
+/// A 422 that refuses a filter past `limits.max_filter_evaluations`, naming `field`.
+pub fn assert_over_filter_budget(r: &Resp, field: &str) {
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.field_codes(), [(field.to_owned(), "too_big".to_owned())]);
+    assert!(
+        r.json()["error"]["suggestion"]
+            .as_str()
+            .is_some_and(|s| s.contains("limits.max_filter_evaluations")),
+        "{}",
+        r.text
+    );
+}

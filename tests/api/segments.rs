@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Project, TestApp};
+use crate::helpers::{assert_over_filter_budget, Project, TestApp};
 
 fn iso_days_ago(days: i64) -> String {
     let t = std::time::SystemTime::now()
@@ -899,18 +899,7 @@ fn a_filter_past_the_evaluation_budget_gets_422_too_big_before_anything_is_writt
         &p.secret,
         json!({"name": "Four", "filters": n_conditions(4)}),
     );
-    assert_eq!(r.status, 422, "{}", r.text);
-    assert_eq!(
-        r.field_codes(),
-        [("filters".to_owned(), "too_big".to_owned())]
-    );
-    assert!(
-        r.json()["error"]["suggestion"]
-            .as_str()
-            .is_some_and(|s| s.contains("limits.max_filter_evaluations")),
-        "{}",
-        r.text
-    );
+    assert_over_filter_budget(&r, "filters");
     let r = app.patch(
         &format!("/segments/{three}"),
         &p.secret,
