@@ -1528,3 +1528,34 @@ fn a_campaign_draining_at_a_kill_9_says_where_it_resumes_and_is_sent_once_its_ou
     let s = stats(&app, &p, &cid);
     assert_eq!((count(&s, "queued"), count(&s, "delivered")), (0, 4), "{s}");
 }
+
+#[test]
+fn a_campaign_to_a_static_segment_reaches_its_subscribed_members_only() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("in", 3), true);
+    contacts(&app, &p, &emails("left", 1), false);
+    contacts(&app, &p, &emails("out", 2), true);
+    let s = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Chosen", "type": "STATIC"}),
+    );
+    assert_eq!(s.status, 201, "{}", s.text);
+    let sid = s.json()["id"].as_str().unwrap().to_owned();
+    let mut members = emails("in", 3);
+    members.extend(emails("left", 1));
+    let r = app.post(
+        &format!("/segments/{sid}/members"),
+        &p.secret,
+        json!({ "emails": members }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let c = create(&app, &p, json!({"type": "SEGMENT", "segmentId": sid}));
+    let (got, s) = send_and_settle(&app, &p, &smtp, &id(&c), 3);
+    assert_eq!(
+        rcpts(&got),
+        emails("in", 3),
+        "the subscribed members, once each"
+    );
+    assert_eq!(count(&s, "totalRecipients"), 3, "{s}");
+}

@@ -972,3 +972,40 @@ fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
     let r = app.post("/admin/clock/advance", &p.secret, json!({"ms": 1}));
     assert_eq!(r.status, 401, "only the operator moves the clock");
 }
+
+/// The classification table, reply by reply, after the message's final dot: only a
+/// status that describes the recipient's address or mailbox is a bounce (and
+/// unsubscribes); a bad sender (5.1.7, 5.1.8), a message too large for the system
+/// (5.2.3) and a bare 5xx without an enhanced status fail the email and leave the
+/// contact subscribed.
+#[test]
+fn after_data_only_an_address_or_mailbox_status_is_a_bounce() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[]);
+    let table = [
+        ("550 5.1.1 No such user", "BOUNCED", false),
+        ("552 5.2.2 Mailbox full", "BOUNCED", false),
+        ("550 5.1.7 Bad sender address syntax", "FAILED", true),
+        ("550 5.1.8 Bad sender's system address", "FAILED", true),
+        (
+            "552 5.2.3 Message length exceeds administrative limit",
+            "FAILED",
+            true,
+        ),
+        ("554 Transaction failed", "FAILED", true),
+    ];
+    for (i, (reply, status, subscribed)) in table.into_iter().enumerate() {
+        let to = format!("row{i}@example.com");
+        app.upsert(&p.secret, json!({"email": to, "subscribed": true}));
+        smtp.refuse(Stage::EndOfData, reply);
+        let id = send_one(&app, &p, &to);
+        let email = email_when(&app, &p, &id, status);
+        assert_eq!(email["status"], status, "{reply}: {email}");
+        assert_eq!(
+            contact_of(&app, &p, &to)["subscribed"],
+            subscribed,
+            "{reply}: the contact's subscription"
+        );
+    }
+    assert_eq!(smtp.count(), 0, "every message was refused");
+}
