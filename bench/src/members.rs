@@ -16,6 +16,14 @@ use tokio::net::TcpStream;
 use crate::client;
 use crate::server::Server;
 
+/// Answers that were not a 2xx, and requests that got no answer: a load that counted
+/// them as work done would flatter every figure, so every scenario refuses them.
+#[derive(Default)]
+struct Failures {
+    refused: AtomicU64,
+    unanswered: AtomicU64,
+}
+
 /// One connection's share of `n` POSTs to `path`, the `i`th with `body(i)`.
 async fn load(
     addr: SocketAddr,
@@ -24,13 +32,17 @@ async fn load(
     n: u64,
     path: &'static str,
     body: fn(u64) -> String,
+    failures: Arc<Failures>,
 ) {
+    let lost = || failures.unanswered.fetch_add(1, Ordering::Relaxed);
     let Ok(stream) = TcpStream::connect(addr).await else {
+        lost();
         return;
     };
     let _ = stream.set_nodelay(true);
     let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
     else {
+        lost();
         return;
     };
     tokio::spawn(conn);
@@ -49,13 +61,20 @@ async fn load(
             .body(Full::new(Bytes::from(body)))
             .expect("request");
         if sender.ready().await.is_err() {
+            lost();
             return;
         }
         match sender.send_request(req).await {
             Ok(res) => {
+                if !res.status().is_success() {
+                    failures.refused.fetch_add(1, Ordering::Relaxed);
+                }
                 let _ = res.into_body().collect().await;
             }
-            Err(_) => return,
+            Err(_) => {
+                lost();
+                return;
+            }
         }
     }
 }
@@ -72,7 +91,7 @@ pub fn load_contacts(
 }
 
 /// `n` POSTs to `path` over `connections` connections, as fast as they answer; how
-/// long they took.
+/// long they took. Panics, naming the counts, when any was refused or went unanswered.
 pub fn post_many(
     rt: &tokio::runtime::Runtime,
     server: &Server,
@@ -83,16 +102,30 @@ pub fn post_many(
 ) -> std::time::Duration {
     let (addr, auth) = (server.addr(), format!("Bearer {}", server.secret_key));
     let next = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(Failures::default());
     let started = Instant::now();
     rt.block_on(async {
         let tasks: Vec<_> = (0..connections)
-            .map(|_| tokio::spawn(load(addr, auth.clone(), next.clone(), n, path, body)))
+            .map(|_| {
+                let (next, failures) = (next.clone(), failures.clone());
+                tokio::spawn(load(addr, auth.clone(), next, n, path, body, failures))
+            })
             .collect();
         for t in tasks {
             let _ = t.await;
         }
     });
-    started.elapsed()
+    let took = started.elapsed();
+    let (refused, unanswered) = (
+        failures.refused.load(Ordering::Relaxed),
+        failures.unanswered.load(Ordering::Relaxed),
+    );
+    assert!(
+        refused == 0 && unanswered == 0,
+        "POST {path}: {refused} of {n} answered with an error and {unanswered} connections \
+         or requests got no answer; the figures would count them as work done"
+    );
+    took
 }
 
 fn member(i: u64) -> String {
