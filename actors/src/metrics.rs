@@ -13,7 +13,7 @@ use crate::model::ExecStatus;
 pub struct Counter(AtomicU64);
 
 impl Counter {
-    const fn new() -> Self {
+    pub const fn new() -> Self {
         Counter(AtomicU64::new(0))
     }
 

@@ -125,6 +125,11 @@ pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
     in_project(p, b"/t/", &[t.as_bytes()])
 }
 
+/// Every email record of a project, in id (creation) order: what retention walks.
+pub fn emails(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/m/", &[])
+}
+
 /// An email's record; its place in the queue is `outbox`.
 pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
@@ -273,6 +278,11 @@ pub fn workflow(p: ProjectId, w: WorkflowId) -> Vec<u8> {
 /// read per event name on the write path.
 pub fn triggers(p: ProjectId, event: &str) -> Vec<u8> {
     in_project(p, b"/wtr/", &[event.as_bytes()])
+}
+
+/// Every execution record of a project, in id (start) order: what retention walks.
+pub fn executions(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/wx/", &[])
 }
 
 /// An execution's record, by its id alone (timers and the ready queue name it so).
