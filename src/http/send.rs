@@ -332,8 +332,7 @@ pub async fn send(
     body: Partial<SendRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let claim =
-        super::idempotency::claim(&req, "send", &body.json, state.idempotency_ttl_ms)?;
+    let claim = super::idempotency::claim(&req, "send", &body.json, state.idempotency_ttl_ms)?;
     let mut f = Fields::of(&body.json)?;
     f.extend(body.errors);
     // Every field of SendRequest is optional to serde, so what did not fail parsed.

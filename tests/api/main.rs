@@ -18,6 +18,7 @@ mod isolation;
 mod limits;
 mod links;
 mod ops;
+mod retention;
 mod sandbox;
 mod segments;
 mod send;

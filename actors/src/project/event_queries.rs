@@ -5,11 +5,11 @@
 
 use super::contacts::{find_id_by_email, read_counter};
 use super::events::EVENTS_COUNTER;
-use crate::retention::events::purged_counter;
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
+use crate::retention::events::purged_counter;
 use crate::store::keys::KeyId;
 use crate::store::{blocks, codec, keys, Store};
 

@@ -198,7 +198,8 @@ impl Purger {
                 .0;
         }
         // Content older than the records' retention went with the records.
-        let content = cutoff(c.email_content_days, now).filter(|at| records.is_none_or(|r| at > &r));
+        let content =
+            cutoff(c.email_content_days, now).filter(|at| records.is_none_or(|r| at > &r));
         if let Some(before) = content {
             let from = self.content_cursors.get(&p).cloned();
             let (n, last) = self

@@ -404,9 +404,17 @@ mod tests {
         for n in 1..=20 {
             add(&*store, &[n]);
         }
-        assert_eq!(remove(&*store, 8, 3), vec![1, 2, 3], "a slice stops at its max");
+        assert_eq!(
+            remove(&*store, 8, 3),
+            vec![1, 2, 3],
+            "a slice stops at its max"
+        );
         assert_eq!(remove(&*store, 8, 100), vec![4, 5, 6, 7]);
-        assert_eq!(remove(&*store, 8, 100), Vec::<u16>::new(), "nothing left below");
+        assert_eq!(
+            remove(&*store, 8, 100),
+            Vec::<u16>::new(),
+            "nothing left below"
+        );
         assert_eq!(walk(&*store, None), (8..=20).rev().collect::<Vec<_>>());
         assert_eq!(get(&*store, PREFIX, &id(9)).unwrap(), Some(vec![9]));
         assert_eq!(get(&*store, PREFIX, &id(3)).unwrap(), None);
@@ -414,7 +422,11 @@ mod tests {
         assert_eq!(remove(&*store, 100, 100).len(), 13, "every entry can go");
         assert!(walk(&*store, None).is_empty());
         add(&*store, &[30, 2]);
-        assert_eq!(walk(&*store, None), vec![30, 2], "the list takes appends again");
+        assert_eq!(
+            walk(&*store, None),
+            vec![30, 2],
+            "the list takes appends again"
+        );
         assert!(blocks(&*store).len() <= 3, "emptied blocks were deleted");
     }
 }
