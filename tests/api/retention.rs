@@ -105,6 +105,12 @@ fn events_past_their_retention_leave_every_listing_while_event_names_keep_their_
     );
     assert_eq!(name_count(&app, &p, "purchase"), 1);
     assert!(removed_metric(&app, "events") >= 2);
+
+    // A later purge goes on past what the first one left.
+    advance(&app, 366 * DAY_MS);
+    let empty = eventually(30, || events(&app, &p, "name=signup"), |l| l["total"] == 0);
+    assert_eq!(names_of(&empty).len(), 0, "{empty}");
+    assert_eq!(name_count(&app, &p, "signup"), 2);
 }
 
 #[test]

@@ -191,6 +191,10 @@ pub fn remove_below(
             tail = Some(newest);
         }
         let expired = entries.partition_point(|e| e.0 < *cutoff);
+        if entries.is_empty() {
+            // The head and the newest block stay when emptied; the walk goes past them.
+            continue;
+        }
         let take = expired.min(max - removed.len());
         if take == 0 {
             break;
