@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::model::ExecStatus;
 
 /// A counter that only goes up, from zero at start-up.
+#[derive(Default)]
 pub struct Counter(AtomicU64);
 
 impl Counter {

@@ -45,14 +45,12 @@ pub fn purge(
     let prefix = keys::emails(p);
     let mut batch = Batch::new();
     let mut slice = Slice::default();
-    let mut walked = 0;
-    for kv in store.scan(&prefix, after, false) {
+    for (walked, kv) in store.scan(&prefix, after, false).enumerate() {
         let (k, v) = kv?;
         if walked == max {
             slice.next = Some(k);
             break;
         }
-        walked += 1;
         let Some(id) = keys::id_after::<EmailId>(&k, &prefix) else {
             continue;
         };

@@ -28,14 +28,12 @@ pub fn purge(
     let mut slice = Slice::default();
     let mut reentry: HashMap<WorkflowId, bool> = HashMap::new();
     let mut ended: HashMap<WorkflowId, i64> = HashMap::new();
-    let mut walked = 0;
-    for kv in store.scan(&prefix, after, false) {
+    for (walked, kv) in store.scan(&prefix, after, false).enumerate() {
         let (k, v) = kv?;
         if walked == max {
             slice.next = Some(k);
             break;
         }
-        walked += 1;
         if keys::id_after::<ExecutionId>(&k, &prefix).is_none() {
             continue;
         }
@@ -45,7 +43,7 @@ pub fn purge(
         if e.started_at >= before {
             break;
         }
-        if !e.completed_at.is_some_and(|at| at < before) || !e.status.is_final() {
+        if e.completed_at.is_none_or(|at| at >= before) || !e.status.is_final() {
             continue;
         }
         let allows = match reentry.get(&e.workflow_id) {
