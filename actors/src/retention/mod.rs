@@ -8,6 +8,7 @@
 //! one slice at most, never for a whole purge.
 
 pub mod audiences;
+mod due;
 pub mod emails;
 pub mod events;
 pub mod executions;
@@ -178,8 +179,9 @@ impl Purger {
         let c = self.config;
         let now = Timestamp::from(self.clock.now());
         let max = c.slice_keys.max(1);
-        if let Some(before) = cutoff(c.events_days, now) {
-            let before = Timestamp::from(before);
+        let store = &*self.store;
+        let events_before = cutoff(c.events_days, now).map(Timestamp::from);
+        if let Some(before) = events_before.filter(|b| due::events(store, p, *b).unwrap_or(true)) {
             totals[Kind::Events as usize] += self
                 .slices(p, None, move |ctx, _| {
                     let n = events::purge(ctx.store, ctx.project, before, max)?;
@@ -189,7 +191,7 @@ impl Purger {
                 .0;
         }
         let records = cutoff(c.emails_days, now);
-        if let Some(before) = records {
+        if let Some(before) = records.filter(|b| due::emails(store, p, *b, None).unwrap_or(true)) {
             totals[Kind::Emails as usize] += self
                 .slices(p, None, move |ctx, after| {
                     emails::purge(ctx.store, ctx.project, Cut::Record, before, after, max)
@@ -200,8 +202,10 @@ impl Purger {
         // Content older than the records' retention went with the records.
         let content =
             cutoff(c.email_content_days, now).filter(|at| records.is_none_or(|r| at > &r));
+        let from = self.content_cursors.get(&p).cloned();
+        let content =
+            content.filter(|b| due::emails(store, p, *b, from.as_deref()).unwrap_or(true));
         if let Some(before) = content {
-            let from = self.content_cursors.get(&p).cloned();
             let (n, last) = self
                 .slices(p, from, move |ctx, after| {
                     emails::purge(ctx.store, ctx.project, Cut::Content, before, after, max)
@@ -212,7 +216,10 @@ impl Purger {
                 self.content_cursors.insert(p, last);
             }
         }
-        if let Some(before) = cutoff(c.executions_days, now) {
+        let executions_before = cutoff(c.executions_days, now);
+        if let Some(before) =
+            executions_before.filter(|b| due::executions(store, p, *b).unwrap_or(true))
+        {
             totals[Kind::Executions as usize] += self
                 .slices(p, None, move |ctx, after| {
                     executions::purge(ctx.store, ctx.project, before, after, max)
@@ -220,14 +227,16 @@ impl Purger {
                 .await?
                 .0;
         }
-        totals[Kind::IdempotencyKeys as usize] += self
-            .slices(p, None, move |ctx, _| {
-                let n = crate::idempotency::sweep(ctx.store, ctx.project, ctx.now, max)?;
-                Ok(counted(n, max))
-            })
-            .await?
-            .0;
-        if let Some(before) = records {
+        if due::idempotency(store, p, now).unwrap_or(true) {
+            totals[Kind::IdempotencyKeys as usize] += self
+                .slices(p, None, move |ctx, _| {
+                    let n = crate::idempotency::sweep(ctx.store, ctx.project, ctx.now, max)?;
+                    Ok(counted(n, max))
+                })
+                .await?
+                .0;
+        }
+        if let Some(before) = records.filter(|_| due::audiences(store, p).unwrap_or(true)) {
             totals[Kind::CampaignAudiences as usize] += self
                 .slices(p, None, move |ctx, after| {
                     audiences::purge(ctx.store, ctx.project, before, after, max)

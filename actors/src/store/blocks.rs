@@ -167,6 +167,18 @@ pub fn iter_rev<'a>(
         })
 }
 
+/// The oldest entry's id, if any (the head and the newest block may be empty).
+pub fn oldest(store: &dyn Store, prefix: &[u8]) -> Result<Option<Id>> {
+    for kv in store.scan(prefix, None, false) {
+        let (k, v) = kv?;
+        let first = first_id(prefix, &k)?;
+        if let Some(e) = decode(&first, &v)?.1.first() {
+            return Ok(Some(e.0));
+        }
+    }
+    Ok(None)
+}
+
 /// Removes the entries below `cutoff`, oldest first and at most `max`, and answers
 /// them. An emptied block's key is deleted, except the head's and the newest block's:
 /// the head must keep naming a block that exists, and appends find their floor there.
@@ -422,9 +434,15 @@ mod tests {
         assert_eq!(walk(&*store, None), (8..=20).rev().collect::<Vec<_>>());
         assert_eq!(get(&*store, PREFIX, &id(9)).unwrap(), Some(vec![9]));
         assert_eq!(get(&*store, PREFIX, &id(3)).unwrap(), None);
+        assert_eq!(oldest(&*store, PREFIX).unwrap(), Some(id(8)));
 
         assert_eq!(remove(&*store, 100, 100).len(), 13, "every entry can go");
         assert!(walk(&*store, None).is_empty());
+        assert_eq!(
+            oldest(&*store, PREFIX).unwrap(),
+            None,
+            "past the emptied blocks"
+        );
         add(&*store, &[30, 2]);
         assert_eq!(
             walk(&*store, None),

@@ -227,6 +227,11 @@ pub fn campaign_stats(p: ProjectId, c: CampaignId) -> Vec<u8> {
 
 /// A campaign's audience as fixed when sending started: chunks of contact ids
 /// (`<chunk number, 4 bytes big-endian>`), so no one value holds a whole audience.
+/// Every campaign's audience chunks.
+pub fn campaign_audiences(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/cpa/", &[])
+}
+
 pub fn campaign_audience(p: ProjectId, c: CampaignId) -> Vec<u8> {
     in_project(p, b"/cpa/", &[c.as_bytes()])
 }
