@@ -131,6 +131,12 @@ impl Application {
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
+        mailroom_actors::retention::Purger::start(
+            registry.clone(),
+            store.clone(),
+            clock.clone(),
+            settings.retention.engine(),
+        );
         let projects = Projects::new(store.clone());
         let project_count = projects
             .list()

@@ -21,6 +21,7 @@ pub struct Settings {
     pub mailer: Mailer,
     pub sending: Sending,
     pub limits: Limits,
+    pub retention: RetentionSettings,
     pub templates: Templates,
     pub actors: Actors,
     pub dns: Dns,
@@ -151,7 +152,6 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub max_data_bytes: usize,
     pub max_project_data_bytes: u64,
-    pub idempotency_ttl_hours: u64,
     pub max_contacts: u64,
     pub max_domains: usize,
     pub max_segments: u64,
@@ -175,6 +175,33 @@ impl Limits {
             max_campaigns: self.max_campaigns,
             max_workflows: self.max_workflows,
             max_filter_evaluations: self.max_filter_evaluations,
+        }
+    }
+}
+
+/// `[retention]`: how long each kind of record is kept (0: for ever).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RetentionSettings {
+    pub email_content_days: u32,
+    pub emails_days: u32,
+    pub events_days: u32,
+    pub executions_days: u32,
+    pub idempotency_hours: u32,
+    pub interval_seconds: u64,
+    pub slice_keys: usize,
+}
+
+impl RetentionSettings {
+    pub fn engine(&self) -> mailroom_actors::retention::Retention {
+        let keep = |n: u32| Some(n).filter(|n| *n > 0);
+        mailroom_actors::retention::Retention {
+            email_content_days: keep(self.email_content_days),
+            emails_days: keep(self.emails_days),
+            events_days: keep(self.events_days),
+            executions_days: keep(self.executions_days),
+            idempotency_hours: keep(self.idempotency_hours),
+            slice_keys: self.slice_keys.max(1),
+            interval: std::time::Duration::from_secs(self.interval_seconds.max(1)),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod model;
 pub mod project;
 pub mod projects;
 pub mod render;
+pub mod retention;
 pub mod scheduler;
 pub mod segment;
 pub mod store;

@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::model::ExecStatus;
 
 /// A counter that only goes up, from zero at start-up.
+#[derive(Default)]
 pub struct Counter(AtomicU64);
 
 impl Counter {
-    const fn new() -> Self {
+    pub const fn new() -> Self {
         Counter(AtomicU64::new(0))
     }
 

@@ -137,8 +137,8 @@ pub async fn trust_domain(
 }
 
 /// POST /admin/clock/advance `{ms}`: moves the server's clock forward (only when
-/// `clock.adjustable` is set, as in the tests; 404 otherwise), and wakes the dispatcher so
-/// that what the move made due goes out now.
+/// `clock.adjustable` is set, as in the tests; 404 otherwise), and wakes the dispatcher,
+/// the timers and the retention purge so that what the move made due happens now.
 pub async fn advance_clock(
     _: Admin,
     Body(AdvanceClockRequest { ms }): Body<AdvanceClockRequest>,
@@ -159,6 +159,7 @@ pub async fn advance_clock(
     let now = clock.advance(ms);
     state.registry.outbox_signal().notify_one();
     state.registry.timers().wake();
+    state.registry.retention_signal().notify_one();
     Ok(HttpResponse::Ok().json(ClockView {
         now: Timestamp::from(now).to_iso(),
     }))

@@ -15,7 +15,7 @@ pub fn claim(
     req: &HttpRequest,
     scope: &str,
     body: &Value,
-    ttl_hours: u64,
+    ttl_ms: i64,
 ) -> Result<Option<Claim>, ApiError> {
     let Some(raw) = req.headers().get(HEADER) else {
         return Ok(None);
@@ -29,6 +29,5 @@ pub fn claim(
         )
         .into());
     }
-    let ttl_ms = i64::try_from(ttl_hours.saturating_mul(3_600_000)).unwrap_or(i64::MAX);
     Ok(Some(Claim::new(scope, key, body, ttl_ms)))
 }

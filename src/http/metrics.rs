@@ -23,6 +23,7 @@ use actix_web::middleware::Next;
 use actix_web::web;
 use mailroom_actors::mailer::outbox;
 use mailroom_actors::metrics::{self as engine, Counter, ExecutionMove, RelayFault};
+use mailroom_actors::retention::Kind as RetentionKind;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -39,6 +40,7 @@ pub struct Metrics {
     counted: Vec<(IntCounter, &'static Counter)>,
     relay_faults: IntCounterVec,
     executions: IntCounterVec,
+    retention_removed: IntCounterVec,
     outbox_depth: IntGauge,
     outbox_oldest: IntGauge,
     campaigns_sending: IntGauge,
@@ -156,7 +158,18 @@ impl Metrics {
             &["status"],
         )
         .expect("valid metric");
+        let retention_removed = IntCounterVec::new(
+            Opts::new(
+                "mailroom_retention_removed_total",
+                "Records the retention purge removed, by kind (retention.*)",
+            ),
+            &["kind"],
+        )
+        .expect("valid metric");
         // Every label value from the start, so a rate() sees the first increase.
+        for k in RetentionKind::ALL {
+            retention_removed.with_label_values(&[k.as_str()]);
+        }
         for f in RelayFault::ALL {
             relay_faults.with_label_values(&[f.as_str()]);
         }
@@ -182,6 +195,7 @@ impl Metrics {
             Box::new(mailbox.clone()),
             Box::new(relay_faults.clone()),
             Box::new(executions.clone()),
+            Box::new(retention_removed.clone()),
             Box::new(outbox_depth.clone()),
             Box::new(outbox_oldest.clone()),
             Box::new(campaigns_sending.clone()),
@@ -201,6 +215,7 @@ impl Metrics {
             counted,
             relay_faults,
             executions,
+            retention_removed,
             outbox_depth,
             outbox_oldest,
             campaigns_sending,
@@ -233,6 +248,12 @@ impl Metrics {
         }
         for m in ExecutionMove::ALL {
             catch_up(&self.executions.with_label_values(&[m.as_str()]), m.total());
+        }
+        for k in RetentionKind::ALL {
+            catch_up(
+                &self.retention_removed.with_label_values(&[k.as_str()]),
+                k.total(),
+            );
         }
         self.timers_pending
             .set(state.registry.timers().len() as i64);

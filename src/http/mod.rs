@@ -52,6 +52,8 @@ pub struct AppState {
     /// The same clock, when config made it adjustable (tests): `/admin/clock/advance`.
     pub adjustable_clock: Option<Arc<mailroom_actors::AdjustableClock>>,
     pub limits: crate::config::Limits,
+    /// How long an `Idempotency-Key` replays its answer (`retention.idempotency_hours`).
+    pub idempotency_ttl_ms: i64,
     pub rate_limit: Option<rate_limit::ProjectRateLimit>,
     pub public_rate_limit: Option<rate_limit::ProjectRateLimit>,
     pub metrics: metrics::Metrics,
@@ -88,6 +90,7 @@ impl AppState {
             clock,
             adjustable_clock: None,
             limits: settings.limits.clone(),
+            idempotency_ttl_ms: settings.retention.engine().idempotency_ttl_ms(),
             rate_limit: rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute),
             public_rate_limit: rate_limit::ProjectRateLimit::new(
                 settings.limits.public_requests_per_minute,

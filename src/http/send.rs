@@ -332,8 +332,7 @@ pub async fn send(
     body: Partial<SendRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let claim =
-        super::idempotency::claim(&req, "send", &body.json, state.limits.idempotency_ttl_hours)?;
+    let claim = super::idempotency::claim(&req, "send", &body.json, state.idempotency_ttl_ms)?;
     let mut f = Fields::of(&body.json)?;
     f.extend(body.errors);
     // Every field of SendRequest is optional to serde, so what did not fail parsed.
@@ -455,6 +454,9 @@ pub struct EmailView {
     clicked_at: Option<String>,
     opens: u32,
     clicks: u32,
+    /// Whether retention removed the email's content (`retention.email_content_days`):
+    /// the record stays, without its HTML, custom headers and attachments.
+    content_removed: bool,
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",
@@ -474,6 +476,7 @@ pub async fn get_email(
         e.status
     };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
+    let content_removed = mailroom_actors::retention::emails::content_removed(&e);
     let hits = mailroom_actors::project::campaigns::engagement(&*state.store, p.id, id)?
         .unwrap_or_default();
     Ok(HttpResponse::Ok().json(EmailResponse {
@@ -495,6 +498,7 @@ pub async fn get_email(
             clicked_at: hits.clicked_at.map(iso),
             opens: hits.opens,
             clicks: hits.clicks,
+            content_removed,
         },
     }))
 }

@@ -96,7 +96,7 @@ pub async fn track(
         KeyKind::Public => "track.public",
         KeyKind::Secret => "track",
     };
-    let claim = idempotency::claim(&req, scope, &body, state.limits.idempotency_ttl_hours)?;
+    let claim = idempotency::claim(&req, scope, &body, state.idempotency_ttl_ms)?;
     let (contact_data, event_data) = split(data);
     let msg = Track {
         email: request.email,

@@ -20,6 +20,7 @@ mod limits;
 mod links;
 mod ops;
 mod readme;
+mod retention;
 mod sandbox;
 mod segments;
 mod send;

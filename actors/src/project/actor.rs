@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, ResponseFuture, Supervised};
+use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::contacts::read_counter;
 use super::contacts::{self, Counts, WriteCtx};
@@ -24,11 +24,6 @@ use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::segment::Segment;
 use crate::store::{keys, Store};
-
-/// How often a project deletes its expired Idempotency-Key records, and how many at most
-/// per run (about the most a project can write in that time at the default rate limit).
-const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-const SWEEP_MAX: usize = 5_000;
 
 pub struct ProjectActor {
     limits: TenantLimits,
@@ -99,20 +94,6 @@ impl ProjectActor {
         }
     }
 
-    /// Deletes expired Idempotency-Key records, a bounded number per run.
-    fn sweep_idempotency(&mut self) {
-        let now = self.now();
-        match crate::idempotency::sweep(&*self.store, self.project, now, SWEEP_MAX) {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::debug!(project = %self.project, swept = n, "expired idempotency records deleted")
-            }
-            Err(e) => {
-                tracing::warn!(project = %self.project, error = %e, "sweeping idempotency records")
-            }
-        }
-    }
-
     fn check_domain_room(&self) -> Result<()> {
         let max = self.limits.max_domains;
         check_room(&*self.store, &keys::domains(self.project), max, "domains")
@@ -170,7 +151,6 @@ impl Actor for ProjectActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.mailbox_capacity);
         self.load();
-        ctx.run_interval(SWEEP_EVERY, |act, _| act.sweep_idempotency());
         tracing::debug!(project = %self.project, generation = self.generation, "project actor started");
     }
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
+use crate::retention::events::purged_counter;
 use crate::store::keys::KeyId;
 use crate::store::{blocks, codec, keys, Store};
 
@@ -97,8 +98,14 @@ pub fn list_events(
     let timeless = f.since.is_none() && f.until.is_none();
     let total = match (contact, &f.name, timeless) {
         (None, None, true) => read_counter(store, p, EVENTS_COUNTER)?,
-        (None, Some(n), true) => stats(store, &keys::event_name(p, n))?.count,
-        (Some(c), Some(n), true) => stats(store, &keys::contact_event_stats(p, n, c))?.count,
+        // The statistics keep counting events that retention removed; a listing counts
+        // only those left.
+        (None, Some(n), true) => stats(store, &keys::event_name(p, n))?
+            .count
+            .saturating_sub(read_counter(store, p, &purged_counter(n))?),
+        (Some(c), Some(n), true) if read_counter(store, p, &purged_counter(n))? == 0 => {
+            stats(store, &keys::contact_event_stats(p, n, c))?.count
+        }
         _ => walk.count()?,
     };
     Ok(Page {

@@ -55,6 +55,8 @@ struct Inner {
     slots: Mutex<HashMap<ProjectId, Slot>>,
     /// Rung when emails were queued, to wake the dispatcher.
     outbox: Arc<tokio::sync::Notify>,
+    /// Rung when the clock moved, to run the retention purge now.
+    retention: Arc<tokio::sync::Notify>,
     /// Emails in an SMTP attempt (the dispatcher writes it, `GET /emails/{id}` reads it).
     attempts: Arc<Attempts>,
     renders: RenderPool,
@@ -87,6 +89,7 @@ impl Registry {
                 arbiters,
                 slots: Mutex::new(HashMap::new()),
                 outbox: Arc::new(tokio::sync::Notify::new()),
+                retention: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads),
                 timers: Arc::default(),
@@ -186,6 +189,11 @@ impl Registry {
     /// Rung whenever emails were durably queued.
     pub fn outbox_signal(&self) -> Arc<tokio::sync::Notify> {
         self.inner.outbox.clone()
+    }
+
+    /// Rung when the clock moved: the retention purge runs now (`retention::Purger`).
+    pub fn retention_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.retention.clone()
     }
 
     /// The emails in an SMTP attempt right now.

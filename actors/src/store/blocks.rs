@@ -167,6 +167,66 @@ pub fn iter_rev<'a>(
         })
 }
 
+/// The oldest entry's id, if any (the head and the newest block may be empty).
+pub fn oldest(store: &dyn Store, prefix: &[u8]) -> Result<Option<Id>> {
+    for kv in store.scan(prefix, None, false) {
+        let (k, v) = kv?;
+        let first = first_id(prefix, &k)?;
+        if let Some(e) = decode(&first, &v)?.1.first() {
+            return Ok(Some(e.0));
+        }
+    }
+    Ok(None)
+}
+
+/// Removes the entries below `cutoff`, oldest first and at most `max`, and answers
+/// them. An emptied block's key is deleted, except the head's and the newest block's:
+/// the head must keep naming a block that exists, and appends find their floor there.
+/// Entries keep their blocks, so the floor rule still holds for every one left.
+pub fn remove_below(
+    store: &dyn Store,
+    batch: &mut Batch,
+    prefix: &[u8],
+    cutoff: &Id,
+    max: usize,
+) -> Result<Vec<Entry>> {
+    let mut removed = Vec::new();
+    let mut tail = None;
+    for kv in store.scan(prefix, None, false) {
+        if removed.len() >= max {
+            break;
+        }
+        let (k, v) = kv?;
+        let first = first_id(prefix, &k)?;
+        let (newest, mut entries) = decode(&first, &v)?;
+        if first == HEAD {
+            tail = Some(newest);
+        }
+        let expired = entries.partition_point(|e| e.0 < *cutoff);
+        if entries.is_empty() {
+            // The head and the newest block stay when emptied; the walk goes past them.
+            continue;
+        }
+        let take = expired.min(max - removed.len());
+        if take == 0 {
+            break;
+        }
+        let rest = entries.split_off(take);
+        removed.extend(entries);
+        let keep = rest.len();
+        if keep == 0 && first != HEAD && Some(first) != tail {
+            batch.delete(k);
+        } else {
+            let head_tail = (first == HEAD).then_some(&newest);
+            batch.put(k, encode(head_tail, &rest));
+        }
+        if keep > 0 {
+            break;
+        }
+    }
+    Ok(removed)
+}
+
 /// The block whose key is the greatest at or below `id`: where `id` lives, or would.
 fn floor(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<(Id, Vec<Entry>)>> {
     match store
@@ -344,5 +404,51 @@ mod tests {
         bytes.pop();
         assert!(matches!(decode(&id(1), &bytes), Err(Error::Storage(_))));
         assert!(matches!(decode(&HEAD, &[1, 2]), Err(Error::Storage(_))));
+    }
+    fn remove(store: &dyn Store, below: u16, max: usize) -> Vec<u16> {
+        let mut batch = Batch::new();
+        let gone = remove_below(store, &mut batch, PREFIX, &id(below), max).unwrap();
+        store.apply(batch).unwrap();
+        gone.iter()
+            .map(|e| u16::from_be_bytes(e.0[..2].try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn removing_old_entries_in_slices_keeps_the_rest_findable_and_appendable() {
+        let (_dir, store) = open();
+        for n in 1..=20 {
+            add(&*store, &[n]);
+        }
+        assert_eq!(
+            remove(&*store, 8, 3),
+            vec![1, 2, 3],
+            "a slice stops at its max"
+        );
+        assert_eq!(remove(&*store, 8, 100), vec![4, 5, 6, 7]);
+        assert_eq!(
+            remove(&*store, 8, 100),
+            Vec::<u16>::new(),
+            "nothing left below"
+        );
+        assert_eq!(walk(&*store, None), (8..=20).rev().collect::<Vec<_>>());
+        assert_eq!(get(&*store, PREFIX, &id(9)).unwrap(), Some(vec![9]));
+        assert_eq!(get(&*store, PREFIX, &id(3)).unwrap(), None);
+        assert_eq!(oldest(&*store, PREFIX).unwrap(), Some(id(8)));
+
+        assert_eq!(remove(&*store, 100, 100).len(), 13, "every entry can go");
+        assert!(walk(&*store, None).is_empty());
+        assert_eq!(
+            oldest(&*store, PREFIX).unwrap(),
+            None,
+            "past the emptied blocks"
+        );
+        add(&*store, &[30, 2]);
+        assert_eq!(
+            walk(&*store, None),
+            vec![30, 2],
+            "the list takes appends again"
+        );
+        assert!(blocks(&*store).len() <= 3, "emptied blocks were deleted");
     }
 }

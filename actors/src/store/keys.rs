@@ -125,6 +125,11 @@ pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
     in_project(p, b"/t/", &[t.as_bytes()])
 }
 
+/// Every email record of a project, in id (creation) order: what retention walks.
+pub fn emails(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/m/", &[])
+}
+
 /// An email's record; its place in the queue is `outbox`.
 pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
@@ -222,6 +227,11 @@ pub fn campaign_stats(p: ProjectId, c: CampaignId) -> Vec<u8> {
 
 /// A campaign's audience as fixed when sending started: chunks of contact ids
 /// (`<chunk number, 4 bytes big-endian>`), so no one value holds a whole audience.
+/// Every campaign's audience chunks.
+pub fn campaign_audiences(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/cpa/", &[])
+}
+
 pub fn campaign_audience(p: ProjectId, c: CampaignId) -> Vec<u8> {
     in_project(p, b"/cpa/", &[c.as_bytes()])
 }
@@ -273,6 +283,11 @@ pub fn workflow(p: ProjectId, w: WorkflowId) -> Vec<u8> {
 /// read per event name on the write path.
 pub fn triggers(p: ProjectId, event: &str) -> Vec<u8> {
     in_project(p, b"/wtr/", &[event.as_bytes()])
+}
+
+/// Every execution record of a project, in id (start) order: what retention walks.
+pub fn executions(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/wx/", &[])
 }
 
 /// An execution's record, by its id alone (timers and the ready queue name it so).

@@ -1,0 +1,68 @@
+//! A campaign's audience chunks (the contact ids fixed when it started sending) are
+//! only read while it sends. Once it ended (SENT or CANCELLED, its `updated_at`) longer
+//! ago than `emails_days`, they go; the campaign and its stats stay.
+
+use crate::error::Result;
+use crate::model::{Campaign, CampaignStatus, ProjectId};
+use crate::store::{keys, Batch, Store};
+
+use super::emails::Slice;
+
+/// Deletes up to `max` audience chunks of campaigns that ended before `before`,
+/// walking the campaigns after `after`.
+pub fn purge(
+    store: &dyn Store,
+    p: ProjectId,
+    before: i64,
+    after: Option<&[u8]>,
+    max: usize,
+) -> Result<Slice> {
+    let prefix = keys::campaigns(p);
+    let mut batch = Batch::new();
+    let mut slice = Slice::default();
+    for kv in store.scan(&prefix, after, false) {
+        let (k, v) = kv?;
+        if slice.removed >= max {
+            slice.next = Some(k);
+            break;
+        }
+        let Ok(c) = Campaign::decode(&v) else {
+            continue;
+        };
+        let ended = matches!(c.status, CampaignStatus::Sent | CampaignStatus::Cancelled);
+        if !ended || c.updated_at.millis() >= before {
+            continue;
+        }
+        for chunk in store
+            .scan(&keys::campaign_audience(p, c.id), None, false)
+            .take(max - slice.removed)
+        {
+            batch.delete(chunk?.0);
+            slice.removed += 1;
+        }
+        if slice.removed >= max {
+            // This campaign may have chunks left: the next slice starts at it again.
+            slice.next = Some(prefix_before(&k));
+            break;
+        }
+    }
+    if !batch.is_empty() {
+        store.apply(batch)?;
+    }
+    Ok(slice)
+}
+
+/// A scan bound just below `key`, so a scan "after" it starts at `key` itself.
+fn prefix_before(key: &[u8]) -> Vec<u8> {
+    let mut k = key.to_vec();
+    match k.last_mut() {
+        Some(b) if *b > 0 => {
+            *b -= 1;
+            k.push(0xff);
+        }
+        _ => {
+            k.pop();
+        }
+    }
+    k
+}

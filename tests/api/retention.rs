@@ -1,0 +1,214 @@
+//! Retention (`retention.*`): moving the clock past a kind's retention makes the
+//! background purge remove those records within seconds, while the aggregates that
+//! counted them (campaign stats, `/events/names`) stay as they were.
+
+use serde_json::{json, Value};
+
+use crate::campaigns::{
+    advance, contacts, count, create, data, emails, eventually, id, rig, send_and_settle,
+};
+use crate::helpers::{Project, TestApp};
+
+const DAY_MS: i64 = 24 * 3_600_000;
+
+fn track(app: &TestApp, p: &Project, email: &str, event: &str) -> Value {
+    let r = app.post(
+        "/v1/track",
+        &p.secret,
+        json!({"email": email, "event": event}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()["data"].clone()
+}
+
+fn events(app: &TestApp, p: &Project, query: &str) -> Value {
+    let r = app.get(&format!("/events?limit=100&{query}"), &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()
+}
+
+fn names_of(list: &Value) -> Vec<String> {
+    list["events"]
+        .as_array()
+        .expect("an events array")
+        .iter()
+        .map(|e| e["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn name_count(app: &TestApp, p: &Project, name: &str) -> Value {
+    let names = app.get("/events/names", &p.secret).json();
+    names["names"]
+        .as_array()
+        .expect("a names array")
+        .iter()
+        .find(|n| n["name"] == name)
+        .map(|n| n["count"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// The value of `mailroom_retention_removed_total{kind="<kind>"}`.
+fn removed_metric(app: &TestApp, kind: &str) -> u64 {
+    let text = app.request("GET", "/metrics", None, None).text;
+    let series = format!("mailroom_retention_removed_total{{kind=\"{kind}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{series} in /metrics:\n{text}"))
+}
+
+#[test]
+fn events_past_their_retention_leave_every_listing_while_event_names_keep_their_counts() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let old = track(&app, &p, "old@example.com", "signup");
+    track(&app, &p, "old@example.com", "purchase");
+    let old_contact = old["contact"].as_str().unwrap().to_owned();
+    let old_event = id(&events(&app, &p, "name=signup")["events"][0]);
+
+    advance(&app, 366 * DAY_MS);
+    track(&app, &p, "new@example.com", "signup");
+    let gone = |l: &Value| !names_of(l).contains(&"purchase".to_owned());
+    let all = eventually(30, || events(&app, &p, ""), gone);
+    assert!(gone(&all), "the old events went: {all}");
+    assert!(
+        names_of(&all).contains(&"signup".to_owned()),
+        "the new one stays: {all}"
+    );
+    assert_eq!(
+        all["total"],
+        names_of(&all).len(),
+        "the total counts what is left: {all}"
+    );
+
+    let signups = events(&app, &p, "name=signup");
+    assert_eq!(
+        (signups["total"].clone(), names_of(&signups).len()),
+        (json!(1), 1),
+        "{signups}"
+    );
+    let of_old = events(&app, &p, &format!("contactId={old_contact}"));
+    assert_eq!(
+        (of_old["total"].clone(), names_of(&of_old).len()),
+        (json!(0), 0),
+        "{of_old}"
+    );
+    let both = events(&app, &p, &format!("contactId={old_contact}&name=signup"));
+    assert_eq!(both["total"], 0, "{both}");
+    let r = app.get(&format!("/events/{old_event}"), &p.secret);
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    assert_eq!(
+        name_count(&app, &p, "signup"),
+        2,
+        "/events/names still counts both"
+    );
+    assert_eq!(name_count(&app, &p, "purchase"), 1);
+    assert!(removed_metric(&app, "events") >= 2);
+
+    // A later purge goes on past what the first one left.
+    advance(&app, 366 * DAY_MS);
+    let empty = eventually(30, || events(&app, &p, "name=signup"), |l| l["total"] == 0);
+    assert_eq!(names_of(&empty).len(), 0, "{empty}");
+    assert_eq!(name_count(&app, &p, "signup"), 2);
+}
+
+#[test]
+fn an_email_loses_its_content_after_its_content_retention_and_its_record_later_while_campaign_stats_stay(
+) {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("r", 3), true);
+    let cid = id(&create(&app, &p, json!({})));
+    let (got, before) = send_and_settle(&app, &p, &smtp, &cid, 3);
+    let email = crate::campaigns::email_id_of(&String::from_utf8_lossy(&got[0].data));
+    let read = || app.get(&format!("/emails/{email}"), &p.secret);
+    let fresh = data(&read(), 200);
+    assert_eq!(fresh["contentRemoved"], false, "{fresh}");
+
+    advance(&app, 31 * DAY_MS);
+    let stripped = eventually(30, || data(&read(), 200), |e| e["contentRemoved"] == true);
+    assert_eq!(
+        stripped["contentRemoved"], true,
+        "the content went first: {stripped}"
+    );
+    assert_eq!(stripped["status"], "SENT", "the record stays: {stripped}");
+    assert_eq!(stripped["subject"], fresh["subject"]);
+
+    advance(&app, 150 * DAY_MS);
+    let status = eventually(30, || read().status, |s| *s == 404);
+    assert_eq!(status, 404, "the record went after emails_days");
+    let stats = data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200);
+    assert_eq!(
+        count(&stats, "delivered"),
+        count(&before, "delivered"),
+        "{stats}"
+    );
+    assert_eq!(count(&stats, "delivered"), 3);
+    assert!(removed_metric(&app, "emails") >= 3);
+    assert!(removed_metric(&app, "email_contents") >= 3);
+    assert!(removed_metric(&app, "campaign_audience_chunks") >= 1);
+}
+
+#[test]
+fn ended_workflow_executions_past_their_retention_leave_the_listing_and_their_lookup() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/workflows",
+        &p.secret,
+        json!({"name": "Bye", "enabled": true, "triggerEvent": "signup", "allowReentry": true,
+               "steps": [{"id": "end", "type": "EXIT", "config": {}, "next": null}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let wid = id(&r.json());
+    track(&app, &p, "ada@example.com", "signup");
+    let list = |app: &TestApp| {
+        let r = app.get(&format!("/workflows/{wid}/executions"), &p.secret);
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json()
+    };
+    let ended = eventually(
+        30,
+        || list(&app),
+        |l| l["executions"][0]["status"] == "EXITED",
+    );
+    let xid = id(&ended["executions"][0]);
+
+    advance(&app, 91 * DAY_MS);
+    let after = eventually(30, || list(&app), |l| l["total"] == 0);
+    assert_eq!(after["total"], 0, "{after}");
+    assert_eq!(
+        after["executions"].as_array().map(Vec::len),
+        Some(0),
+        "{after}"
+    );
+    let r = app.get(&format!("/workflows/{wid}/executions/{xid}"), &p.secret);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert!(removed_metric(&app, "executions") >= 1);
+}
+
+#[test]
+fn an_idempotency_key_past_its_retention_is_removed_and_takes_another_body() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let key = [("Idempotency-Key", "order-42")];
+    let track_as = |email: &str| {
+        let body = json!({"email": email, "event": "order"}).to_string();
+        app.request_with("POST", "/v1/track", Some(&p.secret), Some(&body), &key)
+    };
+    assert_eq!(track_as("a@example.com").status, 200);
+    assert_eq!(
+        track_as("b@example.com").status,
+        409,
+        "within its retention it conflicts"
+    );
+
+    advance(&app, 25 * 3_600_000);
+    let removed = eventually(30, || removed_metric(&app, "idempotency_keys"), |n| *n >= 1);
+    assert!(removed >= 1, "the expired key was removed");
+    assert_eq!(
+        track_as("b@example.com").status,
+        200,
+        "the key is free again"
+    );
+}
