@@ -10,6 +10,7 @@ mod delivery;
 mod dns;
 mod domains;
 mod durability;
+mod erasure;
 mod errors;
 mod events;
 mod faults;

@@ -11,7 +11,7 @@ use super::contacts::{self, Counts, WriteCtx};
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
+    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate,
     DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
     QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment,
     UpdateTemplate, UpsertContact, UpsertOutcome,
@@ -197,16 +197,6 @@ impl Handler<PatchContact> for ProjectActor {
     fn handle(&mut self, msg: PatchContact, _ctx: &mut Self::Context) -> Self::Result {
         let (ctx, counts) = self.ctx();
         let result = contacts::patch(&ctx, counts, msg);
-        self.after_flush(result)
-    }
-}
-
-impl Handler<DeleteContact> for ProjectActor {
-    type Result = ResponseFuture<Result<()>>;
-
-    fn handle(&mut self, msg: DeleteContact, _ctx: &mut Self::Context) -> Self::Result {
-        let (ctx, counts) = self.ctx();
-        let result = contacts::delete(&ctx, counts, msg.id);
         self.after_flush(result)
     }
 }
