@@ -58,8 +58,12 @@ fn a_contact_with_a_history(app: &TestApp, p: &Project, smtp: &SmtpServer) -> (S
     assert_eq!(w.status, 201, "{}", w.text);
     let wid = id(&w.json());
     for email in [VICTIM, KEEP] {
-        let r = app.post("/v1/track", &p.secret, json!({"email": email, "event": "signup",
-            "data": {"plan": "pro"}}));
+        let r = app.post(
+            "/v1/track",
+            &p.secret,
+            json!({"email": email, "event": "signup",
+            "data": {"plan": "pro"}}),
+        );
         assert_eq!(r.status, 200, "{}", r.text);
     }
     let contact = campaigns::contact_of(app, p, VICTIM)["id"]
@@ -68,16 +72,25 @@ fn a_contact_with_a_history(app: &TestApp, p: &Project, smtp: &SmtpServer) -> (S
         .to_owned();
     let waiting = campaigns::eventually(
         30,
-        || app.get(&format!("/workflows/{wid}/executions?limit=100"), &p.secret).json(),
-        |v: &Value| v["executions"].as_array().is_some_and(|xs| {
-            xs.iter().filter(|x| x["status"] == "WAITING").count() == 2
-        }),
+        || {
+            app.get(&format!("/workflows/{wid}/executions?limit=100"), &p.secret)
+                .json()
+        },
+        |v: &Value| {
+            v["executions"]
+                .as_array()
+                .is_some_and(|xs| xs.iter().filter(|x| x["status"] == "WAITING").count() == 2)
+        },
     );
     assert!(
         waiting["executions"].as_array().unwrap().len() == 2,
         "both contacts wait for a purchase: {waiting}"
     );
-    let s = app.post("/segments", &p.secret, json!({"name": "VIPs", "type": "STATIC"}));
+    let s = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "VIPs", "type": "STATIC"}),
+    );
     assert_eq!(s.status, 201, "{}", s.text);
     let members = format!("/segments/{}/members", id(&s.json()));
     let r = app.post(&members, &p.secret, json!({"emails": [VICTIM, KEEP]}));
@@ -86,8 +99,11 @@ fn a_contact_with_a_history(app: &TestApp, p: &Project, smtp: &SmtpServer) -> (S
         "POST",
         "/v1/send",
         Some(&p.secret),
-        Some(&json!({"to": VICTIM, "from": FROM, "subject": format!("Receipt for {VICTIM}"),
-                     "body": format!("<p>Dear {VICTIM}</p>")}).to_string()),
+        Some(
+            &json!({"to": VICTIM, "from": FROM, "subject": format!("Receipt for {VICTIM}"),
+                     "body": format!("<p>Dear {VICTIM}</p>")})
+            .to_string(),
+        ),
         &[("Idempotency-Key", "receipt-1")],
     );
     assert_eq!(r.status, 200, "{}", r.text);
@@ -111,10 +127,17 @@ fn deleting_a_contact_erases_its_address_from_every_key_and_value_of_the_store()
     let (_dns, smtp, mut app, p) = rig(&[]);
     let (contact, cid) = a_contact_with_a_history(&app, &p, &smtp);
     let sent_before = mails_to(&smtp, VICTIM);
-    assert_eq!(sent_before, 2, "the receipt and the campaign reached the contact");
+    assert_eq!(
+        sent_before, 2,
+        "the receipt and the campaign reached the contact"
+    );
 
     let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
-    assert_eq!(r.status, 204, "a small contact is erased at once: {}", r.text);
+    assert_eq!(
+        r.status, 204,
+        "a small contact is erased at once: {}",
+        r.text
+    );
     let stats = data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200);
     assert_eq!(
         count(&stats, "delivered"),
@@ -133,7 +156,10 @@ fn deleting_a_contact_erases_its_address_from_every_key_and_value_of_the_store()
     app.restart();
     advance(&app, 2 * HOUR_MS);
     let nudged = campaigns::eventually(30, || mails_to(&smtp, KEEP), |n| *n >= 3);
-    assert!(nudged >= 3, "the kept contact's wait timed out and nudged it");
+    assert!(
+        nudged >= 3,
+        "the kept contact's wait timed out and nudged it"
+    );
     control(&app, &p, &smtp, "control.q7x@example.com");
     assert_eq!(
         mails_to(&smtp, VICTIM),
@@ -148,13 +174,20 @@ fn an_erasure_queued_in_slices_finishes_after_a_kill_9_mid_way() {
     let (contact, _) = a_contact_with_a_history(&app, &p, &smtp);
 
     let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
-    assert_eq!(r.status, 202, "one record a slice cannot finish at once: {}", r.text);
+    assert_eq!(
+        r.status, 202,
+        "one record a slice cannot finish at once: {}",
+        r.text
+    );
     assert_eq!(r.json()["erasure"], "queued", "{}", r.text);
     app.kill9();
 
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut left = store_copies_of(&app.data_dir, VICTIM);
-    assert!(!left.is_empty(), "the queued erasure holds the address until it ends");
+    assert!(
+        !left.is_empty(),
+        "the queued erasure holds the address until it ends"
+    );
     while !left.is_empty() && Instant::now() < deadline {
         app.restart();
         let gone = campaigns::eventually(
@@ -173,7 +206,11 @@ fn an_erasure_queued_in_slices_finishes_after_a_kill_9_mid_way() {
         app.kill9();
         left = store_copies_of(&app.data_dir, VICTIM);
     }
-    assert_eq!(left, Vec::<String>::new(), "the erasure resumed and finished");
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "the erasure resumed and finished"
+    );
     app.restart();
     assert_eq!(
         app.get(&format!("/contacts/{contact}"), &p.secret).status,

@@ -11,10 +11,10 @@ use super::contacts::{self, Counts, WriteCtx};
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate,
-    DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
-    QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment,
-    UpdateTemplate, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteDomain,
+    DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact, QueueEmails,
+    RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment, UpdateTemplate,
+    UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};

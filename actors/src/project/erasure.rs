@@ -395,3 +395,85 @@ fn idempotency(
 pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EmailAddress, PageRequest, Timestamp};
+    use crate::project::event_queries::{list_events, EventFilter};
+    use crate::project::events;
+    use crate::store::SledStore;
+
+    fn event(name: &str, c: ContactId, email: &EmailAddress, at: i64) -> Event {
+        Event::system(name, c, email, Timestamp::from(at))
+    }
+
+    fn names(store: &dyn Store, p: ProjectId, f: EventFilter) -> (Vec<String>, u64) {
+        let page = list_events(store, p, &f, &PageRequest::first(100)).unwrap();
+        let emails = page.items.iter().map(|e| e.email.to_string()).collect();
+        (emails, page.total)
+    }
+
+    #[test]
+    fn an_erasure_in_slices_takes_every_event_of_the_contact_and_leaves_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let p = ProjectId::new();
+        let (gone, kept) = (ContactId::new(), ContactId::new());
+        let gone_at = EmailAddress::parse("gone@example.com").unwrap();
+        let kept_at = EmailAddress::parse("kept@example.com").unwrap();
+        // Interleaved, so both contacts' events share the log's blocks.
+        for i in 0..40 {
+            let name = if i % 3 == 0 { "signup" } else { "visit" };
+            let mut batch = Batch::new();
+            let evs = [
+                event(name, gone, &gone_at, 1_000 + i * 10),
+                event(name, kept, &kept_at, 1_000 + i * 10 + 5),
+            ];
+            events::append_all(&*store, &mut batch, p, &evs).unwrap();
+            store.apply(batch).unwrap();
+        }
+        let mut batch = Batch::new();
+        batch.put(
+            keys::erasure(p, gone),
+            codec::encode(&Erasure::new(gone_at.as_str())).unwrap(),
+        );
+        store.apply(batch).unwrap();
+
+        let attempts = Attempts::default();
+        let mut runs = 0;
+        while !run(&*store, p, gone, &attempts, 7, Timestamp::from(9_999))
+            .unwrap()
+            .done
+        {
+            runs += 1;
+            assert!(runs < 100, "the erasure ends");
+        }
+        assert!(runs > 3, "40 events in slices of 7 take several runs");
+
+        let (all, total) = names(&*store, p, EventFilter::default());
+        assert_eq!((all.len(), total), (40, 40));
+        assert!(all.iter().all(|e| e == "kept@example.com"));
+        for name in ["signup", "visit"] {
+            let f = EventFilter {
+                name: Some(name.into()),
+                since: Some(Timestamp::from(0)),
+                ..Default::default()
+            };
+            let (emails, total) = names(&*store, p, f);
+            assert!(emails.iter().all(|e| e == "kept@example.com"));
+            assert_eq!(
+                emails.len() as u64,
+                total,
+                "the {name} index holds no erased id"
+            );
+        }
+        for (k, v) in store.scan(b"", None, false).map(Result::unwrap) {
+            assert!(!contains(&k, b"gone@example.com") && !contains(&v, b"gone@example.com"));
+            assert!(
+                !contains(&k, gone.as_bytes()),
+                "a key of the contact is left"
+            );
+        }
+    }
+}
