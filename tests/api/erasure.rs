@@ -217,3 +217,59 @@ fn an_erasure_queued_in_slices_finishes_after_a_kill_9_mid_way() {
         404
     );
 }
+
+#[test]
+fn an_email_waiting_in_the_outbox_is_cancelled_by_the_delete_and_never_sent() {
+    // A retry a minute away, on the moved clock: the email waits in the outbox.
+    let (_dns, smtp, app, p) = rig(&[("MAILROOM__SENDING__RETRY_BASE_MS", "60000")]);
+    smtp.refuse(
+        mailroom_testkit::Stage::RcptTo,
+        &format!("451 4.2.1 mailbox of <{VICTIM}> busy, try later"),
+    );
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": VICTIM, "from": FROM, "subject": "Later", "body": "<p>Later</p>"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let email = r.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let contact = r.json()["data"]["emails"][0]["contact"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/emails/{email}");
+    let retried = campaigns::eventually(
+        30,
+        || data(&app.get(&path, &p.secret), 200),
+        |e: &Value| e["attempts"] == 1,
+    );
+    assert_eq!(
+        (retried["status"].as_str(), retried["attempts"].as_u64()),
+        (Some("QUEUED"), Some(1)),
+        "{retried}"
+    );
+
+    let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
+    assert_eq!(r.status, 204, "{}", r.text);
+    let erased = data(&app.get(&path, &p.secret), 200);
+    assert_eq!(
+        (
+            erased["status"].as_str(),
+            erased["to"].as_str(),
+            erased["subject"].as_str()
+        ),
+        (Some("FAILED"), Some("erased@invalid"), Some("")),
+        "{erased}"
+    );
+    assert!(
+        !erased.to_string().contains(VICTIM),
+        "nothing of the email names the address: {erased}"
+    );
+
+    advance(&app, 10 * 60_000);
+    control(&app, &p, &smtp, KEEP);
+    assert_eq!(mails_to(&smtp, VICTIM), 0, "the cancelled email never went");
+}
