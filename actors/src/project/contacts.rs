@@ -292,7 +292,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     }
     next.write_changed(counts, &mut batch, p);
     // The rest of its data goes in slices, from this durable record (`erasure`).
-    let erasure = super::erasure::Erasure::new(contact.email.as_str());
+    let erasure = super::erasure_record::Erasure::new(contact.email.as_str());
     batch.put(keys::erasure(p, id), codec::encode(&erasure)?);
     store.apply(batch)?;
     ctx.table.remove(&contact);

@@ -18,9 +18,8 @@
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
 //! email is anonymised its outcome records none (the placeholder is no address).
 
-use serde::{Deserialize, Serialize};
-
 use super::counters::add_to_counter;
+pub use super::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
 use super::events::EVENTS_COUNTER;
 use super::{erasure_emails, executions};
 use crate::error::Result;
@@ -30,11 +29,7 @@ use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
 
-/// What an erased email's address becomes. Not a deliverable address (no dot in the
-/// domain), so nothing parses it back into a recipient or an event.
-pub const ERASED: &str = "erased@invalid";
-
-/// Records handled per slice unless `set_slice` says otherwise (`contacts.erasure_slice`).
+/// Records handled per slice unless `set_slice` says otherwise (`erasure.slice`).
 pub const SLICE: usize = 1_000;
 
 static SLICE_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(SLICE);
@@ -48,74 +43,12 @@ pub fn slice() -> usize {
     SLICE_SIZE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
-    Campaigns,
-    Workflows,
-    Emails,
-    Events,
-    Stats,
-    Idempotency,
-}
-
-impl Phase {
-    fn next(self) -> Option<Phase> {
-        match self {
-            Phase::Campaigns => Some(Phase::Workflows),
-            Phase::Workflows => Some(Phase::Emails),
-            Phase::Emails => Some(Phase::Events),
-            Phase::Events => Some(Phase::Stats),
-            Phase::Stats => Some(Phase::Idempotency),
-            Phase::Idempotency => None,
-        }
-    }
-}
-
-/// An erasure under way. It holds the address until it ends (the idempotency phase and
-/// error texts are searched for it), and is deleted then.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Erasure {
-    pub email: String,
-    pub phase: Phase,
-    /// Where the phase goes on: past this key (the phase's own kind of key); empty
-    /// from the start.
-    #[serde(with = "serde_bytes")]
-    pub cursor: Vec<u8>,
-}
-
-impl Erasure {
-    pub fn new(email: &str) -> Self {
-        Erasure {
-            email: email.to_owned(),
-            phase: Phase::Campaigns,
-            cursor: Vec::new(),
-        }
-    }
-
-    pub fn after(&self) -> Option<&[u8]> {
-        (!self.cursor.is_empty()).then_some(self.cursor.as_slice())
-    }
-}
-
-pub fn load(store: &dyn Store, p: ProjectId, c: ContactId) -> Result<Option<Erasure>> {
-    store
-        .get(&keys::erasure(p, c))?
-        .map(|b| codec::decode(&b))
-        .transpose()
-}
-
 /// What a run did: whether the erasure is over, and the waiting emails it cancelled
 /// (whose marks in `Attempts` the caller forgets once the write is durable).
 #[derive(Debug, Default)]
 pub struct Progress {
     pub done: bool,
     pub dropped: Vec<EmailId>,
-}
-
-/// One phase's slice: the records it handled, and where it stopped (None: finished).
-pub(super) struct Step {
-    pub used: usize,
-    pub cursor: Option<Vec<u8>>,
 }
 
 /// Runs slices of the contact's erasure until about `budget` records are handled or it

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::erasure::{Erasure, Step, ERASED};
+use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
 use super::{campaign_end, campaign_stats, campaigns, sending};
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
@@ -24,9 +24,6 @@ pub(super) struct Ctx<'a> {
     pub attempts: &'a Attempts,
     pub now: Timestamp,
 }
-
-/// An error text that named the erased recipient.
-pub const ERASED_ERROR: &str = "(erased with the contact)";
 
 const CANCELLED: &str = "The contact was deleted before this email was sent";
 

@@ -13,6 +13,7 @@ pub mod contacts;
 pub mod counters;
 pub mod erasure;
 pub mod erasure_emails;
+pub mod erasure_record;
 pub mod erasure_runner;
 pub mod event_queries;
 pub mod events;

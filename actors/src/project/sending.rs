@@ -434,15 +434,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let mut bounced = false;
     // The contact was erased while this email was in an attempt: it is not tried
     // again, and the outcome's text (which may quote the address) is not kept.
-    let erased = email.to.email == super::erasure::ERASED;
+    let erased = email.to.email == super::erasure_record::ERASED;
     let outcome = match msg.outcome {
         DeliveryOutcome::Retry { .. } | DeliveryOutcome::Failed { .. } if erased => {
             DeliveryOutcome::Failed {
-                error: super::erasure_emails::ERASED_ERROR.into(),
+                error: super::erasure_record::ERASED_ERROR.into(),
             }
         }
         DeliveryOutcome::Bounced { .. } if erased => DeliveryOutcome::Bounced {
-            error: super::erasure_emails::ERASED_ERROR.into(),
+            error: super::erasure_record::ERASED_ERROR.into(),
         },
         other => other,
     };
