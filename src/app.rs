@@ -107,6 +107,7 @@ impl Application {
         mailroom_actors::project::executions::set_max_entries_per_day(
             settings.workflows.max_entries_per_day,
         );
+        mailroom_actors::project::erasure::set_slice(settings.erasure.slice);
         let executors = Executors::start(
             registry.clone(),
             templates.clone(),
@@ -340,6 +341,8 @@ fn start_campaigns(
         .resume()
         .map_err(|e| Failure::caused("resuming sending campaigns", e))?;
     campaigns.watch();
+    mailroom_actors::project::erasure_runner::resume(&registry)
+        .map_err(|e| Failure::caused("resuming contact erasures", e))?;
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {
         let (runner, executors) = (runner.clone(), executors.clone());

@@ -27,6 +27,7 @@ pub struct Settings {
     pub dns: Dns,
     pub domains: Domains,
     pub workflows: Workflows,
+    pub erasure: Erasure,
     pub tracking: Tracking,
     pub links: LinkSettings,
     pub campaigns: Campaigns,
@@ -274,6 +275,12 @@ impl Workflows {
             },
         }
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Erasure {
+    /// Records a contact's erasure handles per slice (`project::erasure`).
+    pub slice: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -3,7 +3,8 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress};
-use mailroom_actors::project::messages::{DeleteContact, PatchContact, UpsertContact};
+use mailroom_actors::project::erasure_runner::{self, Erased};
+use mailroom_actors::project::messages::{PatchContact, UpsertContact};
 use mailroom_actors::project::queries::{self, ContactFilter};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
@@ -188,14 +189,29 @@ pub async fn patch(
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 
+/// A delete whose erasure goes on in the background.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErasureQueued {
+    pub id: String,
+    /// Always `"queued"`.
+    pub erasure: String,
+}
+
 #[utoipa::path(delete, path = "/contacts/{id}", tag = "Contacts",
-    responses((status = 204), (status = 404)), security(("bearer" = [])))]
+    responses((status = 204, description = "deleted and erased"),
+              (status = 202, description = "deleted; the rest of its data is being erased", body = ErasureQueued),
+              (status = 404)), security(("bearer" = [])))]
 pub async fn delete(
     SecretKey(p): SecretKey,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    state.registry.send(p.id, DeleteContact { id }).await?;
-    Ok(HttpResponse::NoContent().finish())
+    match erasure_runner::delete_contact(&state.registry, p.id, id).await? {
+        Erased::Done => Ok(HttpResponse::NoContent().finish()),
+        Erased::Queued => Ok(HttpResponse::Accepted().json(ErasureQueued {
+            id: id.to_string(),
+            erasure: "queued".into(),
+        })),
+    }
 }

@@ -11,6 +11,7 @@ mod delivery;
 mod dns;
 mod domains;
 mod durability;
+mod erasure;
 mod errors;
 mod events;
 mod faults;

@@ -11,10 +11,10 @@ use super::contacts::{self, Counts, WriteCtx};
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
-    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteContact,
-    DeleteDomain, DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact,
-    QueueEmails, RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment,
-    UpdateTemplate, UpsertContact, UpsertOutcome,
+    ApplyDomainCheck, ChangeMembers, CreateDomain, CreateSegment, CreateTemplate, DeleteDomain,
+    DeleteSegment, DeleteTemplate, Generation, MembersOutcome, PatchContact, QueueEmails,
+    RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment, UpdateTemplate,
+    UpsertContact, UpsertOutcome,
 };
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
@@ -177,16 +177,6 @@ impl Handler<PatchContact> for ProjectActor {
     fn handle(&mut self, msg: PatchContact, _ctx: &mut Self::Context) -> Self::Result {
         let (ctx, counts) = self.ctx();
         let result = contacts::patch(&ctx, counts, msg);
-        self.after_flush(result)
-    }
-}
-
-impl Handler<DeleteContact> for ProjectActor {
-    type Result = ResponseFuture<Result<()>>;
-
-    fn handle(&mut self, msg: DeleteContact, _ctx: &mut Self::Context) -> Self::Result {
-        let (ctx, counts) = self.ctx();
-        let result = contacts::delete(&ctx, counts, msg.id);
         self.after_flush(result)
     }
 }

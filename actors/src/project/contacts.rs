@@ -291,6 +291,9 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
         super::segments::drop_member(store, &mut batch, p, segment.id, id)?;
     }
     next.write_changed(counts, &mut batch, p);
+    // The rest of its data goes in slices, from this durable record (`erasure`).
+    let erasure = super::erasure_record::Erasure::new(contact.email.as_str());
+    batch.put(keys::erasure(p, id), codec::encode(&erasure)?);
     store.apply(batch)?;
     ctx.table.remove(&contact);
     *counts = next;
@@ -332,10 +335,4 @@ pub struct PatchContact {
     pub reason: Option<String>,
     /// The campaign whose link or email caused the change.
     pub campaign: Option<crate::model::CampaignId>,
-}
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteContact {
-    pub id: ContactId,
 }

@@ -9,7 +9,7 @@ use crate::model::DomainId;
 
 // Each feature owns its messages; they are re-exported here so that callers can name
 // every message of the project actor from one place.
-pub use super::contacts::{DeleteContact, PatchContact, UpsertContact, UpsertOutcome};
+pub use super::contacts::{PatchContact, UpsertContact, UpsertOutcome};
 pub use super::segments::{
     ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
 };

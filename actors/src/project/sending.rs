@@ -376,11 +376,13 @@ pub fn put_email(batch: &mut Batch, email: &OutboundEmail) -> Result<()> {
 }
 
 /// One email of a send no longer needs its attachments; the last one deletes them.
-fn release_attachments(
+/// Releases `n` of the send's users of its attachments; the last one deletes them.
+pub(super) fn release_attachments(
     store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
     id: Option<EmailId>,
+    n: u32,
 ) -> Result<()> {
     let Some(id) = id else { return Ok(()) };
     let key = keys::attachment_users(p, id);
@@ -388,11 +390,11 @@ fn release_attachments(
         .get(&key)?
         .and_then(|b| b.try_into().ok().map(u32::from_le_bytes))
         .unwrap_or(0);
-    if users <= 1 {
+    if users <= n {
         batch.delete(key);
         batch.delete(keys::attachments(p, id));
     } else {
-        batch.put(key, (users - 1).to_le_bytes().to_vec());
+        batch.put(key, (users - n).to_le_bytes().to_vec());
     }
     Ok(())
 }
@@ -430,7 +432,21 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     };
     email.attempts += 1;
     let mut bounced = false;
-    let event = match msg.outcome {
+    // The contact was erased while this email was in an attempt: it is not tried
+    // again, and the outcome's text (which may quote the address) is not kept.
+    let erased = email.to.email == super::erasure_record::ERASED;
+    let outcome = match msg.outcome {
+        DeliveryOutcome::Retry { .. } | DeliveryOutcome::Failed { .. } if erased => {
+            DeliveryOutcome::Failed {
+                error: super::erasure_record::ERASED_ERROR.into(),
+            }
+        }
+        DeliveryOutcome::Bounced { .. } if erased => DeliveryOutcome::Bounced {
+            error: super::erasure_record::ERASED_ERROR.into(),
+        },
+        other => other,
+    };
+    let event = match outcome {
         DeliveryOutcome::Orphan => None,
         DeliveryOutcome::Sent { at } => {
             email.status = EmailStatus::Sent;
@@ -458,7 +474,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     };
     let to = EmailAddress::parse(&email.to.email).ok();
     if email.status != EmailStatus::Queued {
-        release_attachments(store, &mut batch, p, email.attachments_id)?;
+        release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
         if let Some(c) = email.campaign_id {
             batch.delete(keys::campaign_queued_email(p, c, email.id));
             let status = email.status;

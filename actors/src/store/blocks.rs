@@ -131,6 +131,40 @@ impl Blocks {
     }
 }
 
+/// Takes the entries with these ids out of the list under `prefix` (an erasure), and
+/// puts every block it changed into `batch`; answers how many it found. A block left
+/// empty goes, except the head and the newest (the head names the newest): they stay,
+/// empty, and later entries fill them as before.
+pub fn remove(store: &dyn Store, batch: &mut Batch, prefix: &[u8], ids: &[Id]) -> Result<usize> {
+    let tail = match store.get(&keys::with_id(prefix, &HEAD))? {
+        Some(bytes) => decode(&HEAD, &bytes)?.0,
+        None => return Ok(0),
+    };
+    // Removing never adds a block, so the stored floor is each id's block; the ones
+    // changed so far are kept here, since a batch cannot read its own writes.
+    let mut touched: BTreeMap<Id, Vec<Entry>> = BTreeMap::new();
+    let mut found = 0;
+    for id in ids {
+        let Some((first, stored)) = floor(store, prefix, id)? else {
+            continue;
+        };
+        let block = touched.entry(first).or_insert(stored);
+        if let Ok(i) = block.binary_search_by(|e| e.0.cmp(id)) {
+            block.remove(i);
+            found += 1;
+        }
+    }
+    for (first, block) in &touched {
+        if block.is_empty() && *first != HEAD && *first != tail {
+            batch.delete(keys::with_id(prefix, first));
+        } else {
+            let value = encode((*first == HEAD).then_some(&tail), block);
+            batch.put(keys::with_id(prefix, first), value);
+        }
+    }
+    Ok(found)
+}
+
 /// The entry with this id, if any.
 pub fn get(store: &dyn Store, prefix: &[u8], id: &Id) -> Result<Option<Vec<u8>>> {
     let Some((_, mut block)) = floor(store, prefix, id)? else {
@@ -354,6 +388,23 @@ mod tests {
     }
 
     #[test]
+    fn removed_entries_are_gone_from_their_blocks_and_the_rest_still_read_back() {
+        let (_dir, store) = open();
+        for n in 1..=10 {
+            add(&*store, &[n]);
+        }
+        let mut batch = Batch::new();
+        let gone = [id(2), id(5), id(6), id(7), id(8), id(10), id(42)];
+        assert_eq!(remove(&*store, &mut batch, PREFIX, &gone).unwrap(), 6);
+        store.apply(batch).unwrap();
+        assert_eq!(walk(&*store, None), vec![9, 4, 3, 1]);
+        add(&*store, &[11, 6]);
+        assert_eq!(walk(&*store, None), vec![11, 9, 6, 4, 3, 1]);
+        assert_eq!(get(&*store, PREFIX, &id(6)).unwrap(), Some(vec![6]));
+        assert_eq!(get(&*store, PREFIX, &id(5)).unwrap(), None);
+    }
+
+    #[test]
     fn appended_entries_fill_blocks_and_read_back_newest_first() {
         let (_dir, store) = open();
         for n in 1..=10 {
@@ -405,7 +456,7 @@ mod tests {
         assert!(matches!(decode(&id(1), &bytes), Err(Error::Storage(_))));
         assert!(matches!(decode(&HEAD, &[1, 2]), Err(Error::Storage(_))));
     }
-    fn remove(store: &dyn Store, below: u16, max: usize) -> Vec<u16> {
+    fn purge_below(store: &dyn Store, below: u16, max: usize) -> Vec<u16> {
         let mut batch = Batch::new();
         let gone = remove_below(store, &mut batch, PREFIX, &id(below), max).unwrap();
         store.apply(batch).unwrap();
@@ -421,13 +472,13 @@ mod tests {
             add(&*store, &[n]);
         }
         assert_eq!(
-            remove(&*store, 8, 3),
+            purge_below(&*store, 8, 3),
             vec![1, 2, 3],
             "a slice stops at its max"
         );
-        assert_eq!(remove(&*store, 8, 100), vec![4, 5, 6, 7]);
+        assert_eq!(purge_below(&*store, 8, 100), vec![4, 5, 6, 7]);
         assert_eq!(
-            remove(&*store, 8, 100),
+            purge_below(&*store, 8, 100),
             Vec::<u16>::new(),
             "nothing left below"
         );
@@ -436,7 +487,11 @@ mod tests {
         assert_eq!(get(&*store, PREFIX, &id(3)).unwrap(), None);
         assert_eq!(oldest(&*store, PREFIX).unwrap(), Some(id(8)));
 
-        assert_eq!(remove(&*store, 100, 100).len(), 13, "every entry can go");
+        assert_eq!(
+            purge_below(&*store, 100, 100).len(),
+            13,
+            "every entry can go"
+        );
         assert!(walk(&*store, None).is_empty());
         assert_eq!(
             oldest(&*store, PREFIX).unwrap(),

@@ -155,6 +155,11 @@ pub fn idempotency(p: ProjectId, scope: &str, key: &str) -> Vec<u8> {
     in_project(p, b"/idem/", &[scope.as_bytes(), b"/", key.as_bytes()])
 }
 
+/// Every remembered answer of a project (an erasure looks through them).
+pub fn idempotency_records(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/idem/", &[])
+}
+
 /// Idempotency records by expiry: `<expires_at, 8 bytes big-endian><scope>/<key>`, so
 /// the expired ones are a prefix of the range.
 pub fn idempotency_expiries(p: ProjectId) -> Vec<u8> {
@@ -265,6 +270,23 @@ pub fn sending_campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
 /// (project, campaign) of a `sending_campaign` key.
 pub fn parse_sending_campaign(k: &[u8]) -> Option<(ProjectId, CampaignId)> {
     let rest = k.strip_prefix(SENDING_CAMPAIGNS)?;
+    if rest.len() != 32 {
+        return None;
+    }
+    Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+/// Contacts being erased (`project::erasure`), of every project: what start-up resumes.
+/// The value is the erasure's progress.
+pub const ERASURES: &[u8] = b"erasures/";
+
+pub fn erasure(p: ProjectId, c: ContactId) -> Vec<u8> {
+    key([ERASURES, p.as_bytes(), c.as_bytes()].into_iter())
+}
+
+/// (project, contact) of an `erasure` key.
+pub fn parse_erasure(k: &[u8]) -> Option<(ProjectId, ContactId)> {
+    let rest = k.strip_prefix(ERASURES)?;
     if rest.len() != 32 {
         return None;
     }

@@ -1,0 +1,109 @@
+//! The emails phase of an erasure (`erasure`). Emails have no index by contact, so the
+//! phase walks the project's email records in slices. A contact's email stays, for the
+//! campaign stats and the sender's log, with its status and times; its address becomes
+//! `ERASED`, and its subject, content, headers and attachments go. One still waiting
+//! in the outbox is cancelled first (FAILED, counted as `cancelled`), as a campaign's
+//! cancel drops its emails: never sent after the delete.
+
+use std::collections::HashMap;
+
+use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
+use super::{campaign_end, campaign_stats, campaigns, sending};
+use crate::error::Result;
+use crate::mailer::attempts::Attempts;
+use crate::model::{
+    CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Timestamp,
+};
+use crate::store::{codec, keys, Batch, Store};
+
+pub(super) struct Ctx<'a> {
+    pub store: &'a dyn Store,
+    pub p: ProjectId,
+    pub c: ContactId,
+    pub erasure: &'a Erasure,
+    pub attempts: &'a Attempts,
+    pub now: Timestamp,
+}
+
+const CANCELLED: &str = "The contact was deleted before this email was sent";
+
+/// Up to `left` email records past the cursor; answers the step and the emails it took
+/// out of the outbox.
+pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, Vec<EmailId>)> {
+    let (store, p) = (ctx.store, ctx.p);
+    let prefix = keys::emails(p);
+    let mut used = 0;
+    let mut last: Option<Vec<u8>> = None;
+    let mut dropped = Vec::new();
+    let mut cancelled: HashMap<CampaignId, u64> = HashMap::new();
+    let mut attachments: HashMap<EmailId, u32> = HashMap::new();
+    let mut finished = true;
+    for kv in store.scan(&prefix, ctx.erasure.after(), false) {
+        let (k, v) = kv?;
+        if used == left {
+            finished = false;
+            break;
+        }
+        used += 1;
+        last = Some(k);
+        let mut email = OutboundEmail::decode(&v)?;
+        if email.contact_id != ctx.c || email.to.email == ERASED {
+            continue;
+        }
+        let waiting = email.status == EmailStatus::Queued;
+        // Marked before the write: from here on no attempt of it starts. One already
+        // in an attempt goes on; its outcome finds it anonymised.
+        if waiting && ctx.attempts.cancel(email.id) {
+            dropped.push(email.id);
+            batch.delete(keys::outbox(email.due_at, p, email.id));
+            email.status = EmailStatus::Failed;
+            email.last_error = Some(CANCELLED.into());
+            if let Some(c) = email.campaign_id {
+                batch.delete(keys::campaign_queued_email(p, c, email.id));
+                *cancelled.entry(c).or_default() += 1;
+            }
+        }
+        if !email.status.eq(&EmailStatus::Queued) {
+            if let Some(a) = email.attachments_id.take() {
+                *attachments.entry(a).or_default() += 1;
+            }
+        }
+        anonymise(&mut email, &ctx.erasure.email);
+        batch.put(keys::email(p, email.id), email.encode()?);
+        if let Some(mut e) = campaigns::engagement(store, p, email.id)? {
+            e.to = ERASED.into();
+            batch.put(keys::engagement(p, email.id), codec::encode(&e)?);
+        }
+    }
+    for (c, n) in cancelled {
+        let stats = campaign_stats::update(store, batch, p, c, |s| {
+            s.queued = s.queued.saturating_sub(n);
+            s.cancelled += n;
+        })?;
+        campaign_end::after_outcome(store, batch, p, c, &stats, ctx.now)?;
+    }
+    for (a, n) in attachments {
+        sending::release_attachments(store, batch, p, Some(a), n)?;
+    }
+    crate::metrics::EMAILS_CANCELLED.add(dropped.len() as u64);
+    let cursor = match finished {
+        true => None,
+        false => Some(last.unwrap_or_else(|| ctx.erasure.cursor.clone())),
+    };
+    Ok((Step { used, cursor }, dropped))
+}
+
+/// What an erased email keeps: its ids, status, attempts and times.
+pub fn anonymise(email: &mut OutboundEmail, address: &str) {
+    email.to.email = ERASED.into();
+    email.to.name = None;
+    email.subject.clear();
+    email.html.clear();
+    email.headers.clear();
+    // An SMTP reply often quotes the recipient.
+    if let Some(err) = &mut email.last_error {
+        if address.is_empty() || err.to_lowercase().contains(address) {
+            *err = ERASED_ERROR.into();
+        }
+    }
+}

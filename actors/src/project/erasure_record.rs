@@ -1,0 +1,78 @@
+//! An erasure's durable record (`keys::erasure`) and what an erased record becomes: a
+//! leaf, so that the contact delete (which writes the record) and the delivery path
+//! (which meets erased emails) use it without importing the erasure itself.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::model::{ContactId, ProjectId};
+use crate::store::{codec, keys, Store};
+
+/// An error text that named the erased recipient.
+pub const ERASED_ERROR: &str = "(erased with the contact)";
+
+/// What an erased email's address becomes. Not a deliverable address (no dot in the
+/// domain), so nothing parses it back into a recipient or an event.
+pub const ERASED: &str = "erased@invalid";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Campaigns,
+    Workflows,
+    Emails,
+    Events,
+    Stats,
+    Idempotency,
+}
+
+impl Phase {
+    pub fn next(self) -> Option<Phase> {
+        match self {
+            Phase::Campaigns => Some(Phase::Workflows),
+            Phase::Workflows => Some(Phase::Emails),
+            Phase::Emails => Some(Phase::Events),
+            Phase::Events => Some(Phase::Stats),
+            Phase::Stats => Some(Phase::Idempotency),
+            Phase::Idempotency => None,
+        }
+    }
+}
+
+/// An erasure under way. It holds the address until it ends (the idempotency phase and
+/// error texts are searched for it), and is deleted then.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Erasure {
+    pub email: String,
+    pub phase: Phase,
+    /// Where the phase goes on: past this key (the phase's own kind of key); empty
+    /// from the start.
+    #[serde(with = "serde_bytes")]
+    pub cursor: Vec<u8>,
+}
+
+impl Erasure {
+    pub fn new(email: &str) -> Self {
+        Erasure {
+            email: email.to_owned(),
+            phase: Phase::Campaigns,
+            cursor: Vec::new(),
+        }
+    }
+
+    pub fn after(&self) -> Option<&[u8]> {
+        (!self.cursor.is_empty()).then_some(self.cursor.as_slice())
+    }
+}
+
+pub fn load(store: &dyn Store, p: ProjectId, c: ContactId) -> Result<Option<Erasure>> {
+    store
+        .get(&keys::erasure(p, c))?
+        .map(|b| codec::decode(&b))
+        .transpose()
+}
+
+/// One phase's slice: the records it handled, and where it stopped (None: finished).
+pub struct Step {
+    pub used: usize,
+    pub cursor: Option<Vec<u8>>,
+}

@@ -1,0 +1,94 @@
+//! Deleting a contact and driving its erasure (`erasure`): the delete and a first slice
+//! in one message, then, for a contact too large to finish there, one slice per
+//! message in the background, so the project's other writes go on in between. Start-up
+//! resumes every erasure left unfinished (`resume`).
+
+use std::time::Duration;
+
+use super::apply::Apply;
+use super::registry::Registry;
+use super::{contacts, erasure};
+use crate::error::{Error, Result};
+use crate::model::{ContactId, ProjectId};
+use crate::store::keys;
+
+/// How a delete ended: erased already, or queued and going on in the background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Erased {
+    Done,
+    Queued,
+}
+
+/// DELETE /contacts/{id}: the contact is gone (and its erasure durable) when this
+/// answers; the rest of its data is erased by then, or queued.
+pub async fn delete_contact(registry: &Registry, p: ProjectId, c: ContactId) -> Result<Erased> {
+    let attempts = registry.attempts().clone();
+    let held = attempts.clone();
+    let budget = erasure::slice();
+    let progress = registry
+        .send(
+            p,
+            Apply::durable(move |ctx, counts| {
+                contacts::delete(ctx, counts, c)?;
+                erasure::run(ctx.store, ctx.project, c, &held, budget, ctx.now)
+            }),
+        )
+        .await?;
+    attempts.forget(&progress.dropped);
+    if progress.done {
+        return Ok(Erased::Done);
+    }
+    tracing::info!(project = %p, contact = %c, "contact deleted; erasing the rest of its data in the background");
+    spawn(registry.clone(), p, c);
+    Ok(Erased::Queued)
+}
+
+/// Starts a driver for every erasure in the store; answers how many.
+pub fn resume(registry: &Registry) -> Result<usize> {
+    let mut n = 0;
+    for kv in registry.store().scan(keys::ERASURES, None, false) {
+        let (k, _) = kv?;
+        if let Some((p, c)) = keys::parse_erasure(&k) {
+            tracing::info!(project = %p, contact = %c, "contact erasure resumes");
+            spawn(registry.clone(), p, c);
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn spawn(registry: Registry, p: ProjectId, c: ContactId) {
+    actix::spawn(async move {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match slice(&registry, p, c).await {
+                Ok(true) => return,
+                Ok(false) => backoff = Duration::from_millis(100),
+                Err(e) => {
+                    if !matches!(e, Error::Busy { .. }) {
+                        tracing::warn!(project = %p, contact = %c, error = %e, "contact erasure failed; retrying");
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    });
+}
+
+/// One slice, answered once durable; whether the erasure is over.
+async fn slice(registry: &Registry, p: ProjectId, c: ContactId) -> Result<bool> {
+    let attempts = registry.attempts().clone();
+    let held = attempts.clone();
+    let budget = erasure::slice();
+    let progress = registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| {
+                erasure::run(ctx.store, ctx.project, c, &held, budget, ctx.now)
+            }),
+        )
+        .await?;
+    attempts.forget(&progress.dropped);
+    Ok(progress.done)
+}
