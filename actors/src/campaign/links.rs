@@ -219,7 +219,7 @@ impl Links {
         let mut tail = String::new();
         if footer {
             tail.push_str(&format!(
-                "<p style=\"font-size:12px;color:#888;text-align:center\">\
+                "<p class=\"mailroom-footer\" style=\"font-size:12px;color:#888;text-align:center\">\
                  <a href=\"{unsubscribe}\" style=\"color:#888\">Unsubscribe</a></p>"
             ));
         }
