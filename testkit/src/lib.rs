@@ -1,9 +1,11 @@
-//! Network peers for the tests and the bench (SMTP, DNS). They are real servers on
+//! Network peers for the tests and the bench (SMTP, DNS, an HTTP server for webhooks). They are real servers on
 //! loopback that speak the protocol, not mocks of Mailroom's own parts.
 
 pub mod dns;
+pub mod http;
 pub mod smtp;
 pub mod tls;
 
 pub use dns::TestDns;
+pub use http::{Hit, HookServer};
 pub use smtp::{Auth, Received, SmtpServer, Stage, TlsMode};
