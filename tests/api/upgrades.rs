@@ -99,7 +99,12 @@ fn differences(want: &Value, got: &Value, at: &str, out: &mut Vec<String>) {
     match (want, got) {
         (Value::Object(w), Value::Object(g)) => {
             for (k, v) in w {
-                differences(v, g.get(k).unwrap_or(&Value::Null), &format!("{at}.{k}"), out);
+                differences(
+                    v,
+                    g.get(k).unwrap_or(&Value::Null),
+                    &format!("{at}.{k}"),
+                    out,
+                );
             }
         }
         (Value::Array(w), Value::Array(g)) if w.len() == g.len() => {
@@ -114,7 +119,11 @@ fn differences(want: &Value, got: &Value, at: &str, out: &mut Vec<String>) {
 
 /// The paths whose answers a fixture records, given the ids it made.
 fn paths(ids: &Value) -> Vec<String> {
-    let s = |k: &str| ids[k].as_str().unwrap_or_else(|| panic!("an id {k}: {ids}"));
+    let s = |k: &str| {
+        ids[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("an id {k}: {ids}"))
+    };
     vec![
         "/contacts?limit=100".into(),
         "/templates".into(),
@@ -127,11 +136,7 @@ fn paths(ids: &Value) -> Vec<String> {
         "/events/names".into(),
         format!("/workflows/{}", s("workflow")),
         format!("/workflows/{}/executions", s("workflow")),
-        format!(
-            "/workflows/{}/executions/{}",
-            s("workflow"),
-            s("execution")
-        ),
+        format!("/workflows/{}/executions/{}", s("workflow"), s("execution")),
         format!("/emails/{}", s("email")),
         "/domains".into(),
     ]
@@ -150,7 +155,10 @@ fn every_fixture_layout_restores_into_a_server_that_reads_back_every_kind_of_rec
         let dir = tmp.path().join("data");
         let answer = restore(&file, &dir);
         assert_eq!(
-            (answer["backupKeyLayout"].as_u64(), answer["keyLayout"].as_u64()),
+            (
+                answer["backupKeyLayout"].as_u64(),
+                answer["keyLayout"].as_u64()
+            ),
             (Some(layout.into()), Some(keys::FORMAT.into())),
             "{answer}"
         );
@@ -221,11 +229,12 @@ fn a_layout_5_backup_is_migrated_by_restore_recounting_ended_executions_and_read
     let tmp = tempfile::tempdir().unwrap();
     let old = tmp.path().join("previous.mrbackup");
     let p: ProjectId = manifest["projectId"].as_str().unwrap().parse().unwrap();
-    let w: WorkflowId = manifest["ids"]["workflow"].as_str().unwrap().parse().unwrap();
-    let miscounted = (
-        keys::counter(p, &finished_counter(w)),
-        codec::encode_u64(0),
-    );
+    let w: WorkflowId = manifest["ids"]["workflow"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let miscounted = (keys::counter(p, &finished_counter(w)), codec::encode_u64(0));
     as_layout(&file, 5, &[miscounted], &old);
     let dir = tmp.path().join("data");
     let answer = restore(&old, &dir);

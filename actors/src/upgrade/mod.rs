@@ -28,18 +28,22 @@ pub struct Slice {
     pub records: u64,
 }
 
+/// One slice of at most `slice` records, starting at the cursor a previous slice
+/// returned (`None`: the start).
+pub type Step = fn(store: &dyn Store, cursor: Option<&[u8]>, slice: usize) -> Result<Slice>;
+
 /// Migrates a store from layout `from` to `from + 1`.
 pub struct Migration {
     pub from: u32,
     pub what: &'static str,
-    /// One slice, starting at the cursor a previous slice returned (`None`: the start).
-    pub step: fn(&dyn Store, Option<&[u8]>, usize) -> Result<Slice>,
+    pub step: Step,
 }
 
 /// Every migration, oldest first: from `keys::OLDEST_UPGRADABLE` up to `keys::FORMAT`.
 pub const MIGRATIONS: &[Migration] = &[Migration {
     from: 5,
-    what: "recount each workflow's ended executions (every way an execution ends counts in layout 6)",
+    what:
+        "recount each workflow's ended executions (every way an execution ends counts in layout 6)",
     step: v5_to_v6::step,
 }];
 
@@ -66,7 +70,10 @@ pub fn upgrade(store: &dyn Store, layout: u32, slice: usize) -> Result<u64> {
     let mut records = 0;
     for from in layout..keys::FORMAT {
         let m = MIGRATIONS.iter().find(|m| m.from == from).ok_or_else(|| {
-            Error::storage(format!("no migration from key layout {from} to {}", from + 1))
+            Error::storage(format!(
+                "no migration from key layout {from} to {}",
+                from + 1
+            ))
         })?;
         records += run(store, m, slice.max(1))?;
     }

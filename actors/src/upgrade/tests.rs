@@ -157,3 +157,21 @@ fn a_store_of_a_newer_layout_is_refused_naming_both_layouts() {
         Ok(_) => panic!("a newer layout was opened"),
     }
 }
+
+/// A measurement, not a check: `cargo test -p mailroom-actors --release -- --ignored
+/// upgrade_of_100k_executions --nocapture`.
+#[test]
+#[ignore]
+fn upgrade_of_100k_executions() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflows = layout_5_store(dir.path(), 33_331);
+    let started = std::time::Instant::now();
+    let store = open(dir.path(), SledConfig::default(), 1000).unwrap();
+    println!(
+        "{} workflows, {} executions: upgraded in {:?}",
+        workflows.len(),
+        workflows.len() * 33_333,
+        started.elapsed()
+    );
+    assert_counted(&*store, &workflows, 33_331);
+}
