@@ -66,7 +66,10 @@ pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failu
     // up to date fails here, where the operator is looking.
     if header.key_format != keys::FORMAT {
         let s = &settings.storage;
-        drop(mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice).map_err(Failure::engine)?);
+        drop(
+            mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice)
+                .map_err(Failure::engine)?,
+        );
     }
     let answer = serde_json::json!({
         "dataDir": dir,

@@ -215,10 +215,7 @@ impl SledStore {
 
     /// Like `open`, but also opens a directory in an older layout that `upgrade` has
     /// migrations from; answers the layout found, for `upgrade` to bring up to date.
-    pub fn open_any_layout(
-        path: &Path,
-        config: impl Into<SledConfig>,
-    ) -> Result<(Arc<Self>, u32)> {
+    pub fn open_any_layout(path: &Path, config: impl Into<SledConfig>) -> Result<(Arc<Self>, u32)> {
         let config = config.into();
         let db_path = path.join("db");
         let db = sled::Config::new()
