@@ -23,7 +23,7 @@ use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::render::TemplateCache;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
-use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::store::Store;
 use mailroom_actors::workflow::{Executors, WebhookClient};
 use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
@@ -63,9 +63,7 @@ impl Application {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Failure::caused("reading the bound address", e))?;
         let links_url = LinksUrl::new(settings.server.public_url(), &addrs)?;
-        let store: Arc<dyn Store> =
-            SledStore::open(&settings.storage.path, settings.storage.sled())
-                .map_err(Failure::engine)?;
+        let store: Arc<dyn Store> = settings.storage.open().map_err(Failure::engine)?;
         // An adjustable clock only when config asks for it (tests): the admin API can then
         // move it forward.
         let adjustable = settings

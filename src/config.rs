@@ -69,9 +69,17 @@ pub struct Storage {
     pub cache_capacity_bytes: u64,
     pub wal_checkpoint_bytes: u64,
     pub move_interval_ms: u64,
+    pub upgrade_slice: usize,
 }
 
 impl Storage {
+    /// Opens the data directory, first migrating it if an older version wrote it.
+    pub fn open(
+        &self,
+    ) -> mailroom_actors::error::Result<std::sync::Arc<mailroom_actors::store::SledStore>> {
+        mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)
+    }
+
     pub fn sled(&self) -> mailroom_actors::store::SledConfig {
         mailroom_actors::store::SledConfig {
             cache_capacity_bytes: self.cache_capacity_bytes,

@@ -23,7 +23,7 @@ use mailroom_actors::model::{PageRequest, ProjectId, Timestamp};
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::store::backup::{self, Tally};
-use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::store::Store;
 use mailroom_actors::{Clock, SystemClock};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -199,8 +199,7 @@ fn run_offline(
     request: Request,
     report: &mut dyn FnMut(Progress),
 ) -> Result<Value, Failure> {
-    let store = SledStore::open(&settings.storage.path, settings.storage.sled())
-        .map_err(Failure::engine)?;
+    let store = settings.storage.open().map_err(Failure::engine)?;
     let projects = Projects::new(store.clone());
     let now = Timestamp::from(SystemClock.now());
     let out = apply(

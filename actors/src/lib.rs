@@ -21,6 +21,7 @@ pub mod retention;
 pub mod scheduler;
 pub mod segment;
 pub mod store;
+pub mod upgrade;
 pub mod verify;
 pub mod workflow;
 

@@ -28,5 +28,6 @@ mod send;
 mod spec_shapes;
 mod templates;
 mod track;
+mod upgrades;
 mod verify;
 mod workflows;

@@ -335,11 +335,12 @@ fn open(file: &Path) -> Result<Reader<BufReader<File>>> {
 pub fn verify(file: &Path, report: &mut dyn FnMut(Tally)) -> Result<(Header, Tally)> {
     let mut reader = open(file)?;
     let header = reader.header();
-    if header.key_format != keys::FORMAT {
+    if !(keys::OLDEST_UPGRADABLE..=keys::FORMAT).contains(&header.key_format) {
         return Err(Error::storage(format!(
-            "the backup is in key layout {}; this version restores layout {} only (restore \
+            "the backup is in key layout {}; this version restores layouts {} to {} (restore \
              it with the version that made it)",
             header.key_format,
+            keys::OLDEST_UPGRADABLE,
             keys::FORMAT
         )));
     }
@@ -355,7 +356,8 @@ pub fn verify(file: &Path, report: &mut dyn FnMut(Tally)) -> Result<(Header, Tal
 }
 
 /// Makes the data directory `dir` (absent or empty) from a backup file: checks the file
-/// through first, then writes its records. On a failure nothing is left in `dir`.
+/// through first, then writes its records. On a failure nothing is left in `dir`. A
+/// backup in an older key layout is restored as it is; `upgrade::open` migrates it.
 pub fn restore(
     file: &Path,
     dir: &Path,
@@ -392,7 +394,7 @@ pub fn restore(
         ticker.tick(reader.tally());
         next
     });
-    match SledStore::create_from(dir, config, pairs) {
+    match SledStore::create_from(dir, config, header.key_format, pairs) {
         Ok(_) => Ok((header, tally)),
         Err(e) => {
             if made {

@@ -4,7 +4,9 @@
 //! prefix of one index is a prefix of another. Binary ids keep keys short: sled compares
 //! and copies whole keys on every insert, and the write path of `/v1/track` puts several.
 //!
-//! `FORMAT` names this layout; the store refuses a data directory written with another.
+//! `FORMAT` names this layout. A data directory in an older one is migrated at start-up
+//! (`upgrade`); a change to any key or stored value's shape bumps `FORMAT` and adds a
+//! migration there (docs/operations.md, Upgrades).
 //! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
 use crate::model::{
@@ -15,6 +17,10 @@ use crate::model::{
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
 pub const FORMAT: u32 = 6;
 pub const FORMAT_KEY: &[u8] = b"meta/key-format";
+/// The oldest layout `upgrade` has migrations from; older ones are refused.
+pub const OLDEST_UPGRADABLE: u32 = 5;
+/// Where an upgrade under way records its progress, so a crash resumes it.
+pub const UPGRADE_PROGRESS_KEY: &[u8] = b"meta/upgrade-progress";
 
 /// An id that can be read back from the 16 bytes it puts in a key.
 pub trait KeyId: Sized {

@@ -198,8 +198,24 @@ impl Target for Log {
 
 impl SledStore {
     /// Opens (or creates) the store and replays the log of an earlier run. A directory
-    /// held by another process gives `Error::Locked` rather than a panic.
+    /// held by another process gives `Error::Locked` rather than a panic. A directory in
+    /// an older key layout is refused: `upgrade::open` migrates it.
     pub fn open(path: &Path, config: impl Into<SledConfig>) -> Result<Arc<Self>> {
+        let (store, layout) = Self::open_any_layout(path, config)?;
+        if layout != keys::FORMAT {
+            return Err(Error::storage(format!(
+                "{} is in key layout {layout} and must be upgraded to layout {} first \
+                 (any mailroom command does it: start the server on it)",
+                path.display(),
+                keys::FORMAT
+            )));
+        }
+        Ok(store)
+    }
+
+    /// Like `open`, but also opens a directory in an older layout that `upgrade` has
+    /// migrations from; answers the layout found, for `upgrade` to bring up to date.
+    pub fn open_any_layout(path: &Path, config: impl Into<SledConfig>) -> Result<(Arc<Self>, u32)> {
         let config = config.into();
         let db_path = path.join("db");
         let db = sled::Config::new()
@@ -242,7 +258,7 @@ impl SledStore {
                 replayed += 1;
             }
         }
-        check_format(&db, replayed, path)?;
+        let layout = check_format(&db, &folded, replayed, path)?;
         if !files.is_empty() {
             let mut batch = sled::Batch::default();
             for (k, _, v) in folded.snapshot() {
@@ -284,23 +300,25 @@ impl SledStore {
             .map_err(|e| Error::storage(format!("starting the store mover: {e}")))?;
         let flusher = log.clone();
         let commits = GroupCommit::start(move || flusher.sync());
-        Ok(Arc::new(SledStore {
+        let store = Arc::new(SledStore {
             db,
             log,
             commits,
             mover,
             mover_thread: Mutex::new(Some(mover_thread)),
-        }))
+        });
+        Ok((store, layout))
     }
 }
 
 impl SledStore {
     /// Makes a store in the new directory `path` from `pairs` (a restore): straight into
     /// sled, which is flushed at the end, so the first start has no log to replay.
-    /// Returns the number of pairs.
+    /// Returns the number of pairs. Pairs without a layout mark are marked `layout`.
     pub fn create_from(
         path: &Path,
         config: SledConfig,
+        layout: u32,
         pairs: impl Iterator<Item = Result<super::KvPair>>,
     ) -> Result<u64> {
         const PAIRS_PER_BATCH: u64 = 10_000;
@@ -323,31 +341,52 @@ impl SledStore {
         }
         db.apply_batch(batch)?;
         if db.get(keys::FORMAT_KEY)?.is_none() {
-            db.insert(keys::FORMAT_KEY, &keys::FORMAT.to_be_bytes())?;
+            db.insert(keys::FORMAT_KEY, &layout.to_be_bytes())?;
         }
         db.flush()?;
         Ok(n)
     }
 }
 
-/// A new store is marked with the key layout it is written in; a store written in
-/// another layout is refused with what to do, rather than read as garbage.
-fn check_format(db: &sled::Db, log_records: usize, path: &Path) -> Result<()> {
-    let current = keys::FORMAT.to_be_bytes();
-    match db.get(keys::FORMAT_KEY)? {
-        Some(v) if v.as_ref() == current => Ok(()),
-        None if db.is_empty() && log_records == 0 => {
-            db.insert(keys::FORMAT_KEY, &current)?;
+/// The key layout of the directory (the log's mark, if it wrote one, else sled's). A
+/// new store is marked with this version's layout. A layout this version cannot read
+/// or migrate is refused with what to do, rather than read as garbage.
+fn check_format(db: &sled::Db, log: &Overlay, log_records: usize, path: &Path) -> Result<u32> {
+    let mark = match log.get(keys::FORMAT_KEY) {
+        Some(v) => v,
+        None => db.get(keys::FORMAT_KEY)?.map(|v| v.to_vec()),
+    };
+    let dir = path.display();
+    let current = keys::FORMAT;
+    let Some(mark) = mark else {
+        if db.is_empty() && log_records == 0 {
+            db.insert(keys::FORMAT_KEY, &current.to_be_bytes())?;
             db.flush()?;
-            Ok(())
+            return Ok(current);
         }
-        found => Err(Error::storage(format!(
-            "{} was written by an earlier Mailroom with another key layout (found {}, this \
-             version writes {}); start with an empty data directory (move this one away)",
-            path.display(),
-            found.map_or("no layout mark".into(), |v| format!("layout {v:?}")),
-            keys::FORMAT
+        return Err(Error::storage(format!(
+            "{dir} holds data without a key layout mark (written by a Mailroom older than \
+             layout {}, the oldest this version upgrades); start with an empty data \
+             directory (move this one away)",
+            keys::OLDEST_UPGRADABLE
+        )));
+    };
+    let layout = <[u8; 4]>::try_from(mark.as_slice())
+        .map(u32::from_be_bytes)
+        .map_err(|_| Error::storage(format!("{dir} has a damaged key layout mark {mark:?}")))?;
+    match layout {
+        l if l == current => Ok(l),
+        l if l > current => Err(Error::storage(format!(
+            "{dir} was written by a newer Mailroom (key layout {l}; this version reads up to \
+             {current}); run that version, or restore a backup made before the upgrade"
         ))),
+        l if l < keys::OLDEST_UPGRADABLE => Err(Error::storage(format!(
+            "{dir} is in key layout {l}, older than the oldest this version upgrades ({}); \
+             export its projects with the version that wrote it (mailroom project export), \
+             or start with an empty data directory (move this one away)",
+            keys::OLDEST_UPGRADABLE
+        ))),
+        l => Ok(l),
     }
 }
 
