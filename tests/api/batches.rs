@@ -83,6 +83,51 @@ fn a_send_to_100_recipients_applies_one_batch_with_every_contact_email_and_event
 }
 
 #[test]
+fn an_address_listed_twice_in_one_send_is_one_new_contact_with_two_emails() {
+    let (_servers, app, p) = silent_app();
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["twice@example.com", {"email": "twice@example.com", "name": "T"}],
+               "from": "a@acme.test", "subject": "s", "body": "b", "subscribed": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let queued = r.json()["data"]["emails"].clone();
+    assert_eq!(
+        queued[0]["contact"]["id"], queued[1]["contact"]["id"],
+        "{queued}"
+    );
+    assert_ne!(queued[0]["email"], queued[1]["email"], "{queued}");
+    let list = app.get("/contacts", &p.secret).json();
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["contacts"][0]["subscribed"], true, "{list}");
+}
+
+#[test]
+fn a_send_past_the_contact_limit_writes_no_contact_and_no_email() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__LIMITS__MAX_CONTACTS", "3")]);
+    app.upsert(&p.secret, json!({"email": "known@example.com"}));
+    let before = batches(&app);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": ["known@example.com", "n1@example.com", "n2@example.com", "n3@example.com"],
+               "from": "a@acme.test", "subject": "s", "body": "b"}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "CONFLICT"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("max_contacts"), "{}", r.text);
+    assert_eq!(batches(&app), before, "nothing was applied");
+    assert_eq!(app.get("/contacts", &p.secret).json()["total"], 1);
+    assert_eq!(metric(&app, "mailroom_emails_queued_total"), 0);
+}
+
+#[test]
 fn a_bounce_applies_one_batch_with_the_email_the_contact_and_their_events() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[550]);
