@@ -91,18 +91,7 @@ pub fn prepare_upsert(
 }
 
 pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result<UpsertOutcome> {
-    upsert_as(ctx, counts, msg, None)
-}
-
-/// `upsert`, giving a contact it creates the id `new_id` (a send rendered its email with
-/// that id before the contact existed).
-pub fn upsert_as(
-    ctx: &WriteCtx,
-    counts: &mut Counts,
-    msg: UpsertContact,
-    new_id: Option<ContactId>,
-) -> Result<UpsertOutcome> {
-    let mut change = prepare_upsert(
+    let change = prepare_upsert(
         ctx,
         *counts,
         &msg.email,
@@ -110,9 +99,6 @@ pub fn upsert_as(
         msg.default_subscribed,
         &msg.data,
     )?;
-    if let (None, Some(id)) = (&change.before, new_id) {
-        change.after.id = id;
-    }
     commit(ctx, &change, Batch::new(), Vec::new())?;
     *counts = change.counts;
     Ok(UpsertOutcome {
