@@ -37,6 +37,11 @@ pub static EMAILS_FAILED: Counter = Counter::new();
 pub static EMAILS_BOUNCED: Counter = Counter::new();
 /// Emails a campaign's cancel took out of the outbox.
 pub static EMAILS_CANCELLED: Counter = Counter::new();
+/// Batches the store applied: one per write message (a send, a bounce, a track), so
+/// a rate of this against requests shows a write that takes more than one.
+pub static STORE_BATCHES: Counter = Counter::new();
+/// Emails rendered for a send, a campaign or a workflow (a replay renders none).
+pub static EMAILS_RENDERED: Counter = Counter::new();
 /// Address verifications answered from the DNS cache, and those that asked DNS.
 pub static DNS_CACHE_HITS: Counter = Counter::new();
 pub static DNS_CACHE_MISSES: Counter = Counter::new();

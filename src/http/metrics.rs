@@ -129,6 +129,20 @@ impl Metrics {
             ),
             (
                 counter(
+                    "mailroom_store_batches_total",
+                    "Atomic batches the store applied (one per write: a send, a bounce, an unsubscribe)",
+                ),
+                &engine::STORE_BATCHES,
+            ),
+            (
+                counter(
+                    "mailroom_emails_rendered_total",
+                    "Emails rendered for a send, a campaign or a workflow step",
+                ),
+                &engine::EMAILS_RENDERED,
+            ),
+            (
+                counter(
                     "mailroom_dns_cache_hits_total",
                     "Address verifications answered from the DNS cache",
                 ),

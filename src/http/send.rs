@@ -5,7 +5,7 @@ use base64::Engine;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
-use mailroom_actors::project::send::{send_request, SendRequest as Request};
+use mailroom_actors::project::send::{replay, send_request, SendRequest as Request};
 use mailroom_actors::project::sending;
 use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
@@ -354,6 +354,10 @@ pub async fn send(
         .map(|id| path_id::<TemplateId>(id.as_str(), Resource::Template))
         .transpose()?;
     f.finish()?;
+    // Before the Markdown: a replay does no template work.
+    if let Some(receipt) = replay(&state.registry, p.id, claim.as_ref())? {
+        return Ok(answer(receipt));
+    }
     let body = match (r.body, r.body_type) {
         // A 5 MB Markdown body is real work: off the async threads.
         (Some(b), Some(BodyType::Markdown)) => Some(
@@ -379,7 +383,11 @@ pub async fn send(
         execution: None,
     };
     let receipt = send_request(&state.registry, &state.templates, p.id, request).await?;
-    Ok(HttpResponse::Ok().json(SendResponse {
+    Ok(answer(receipt))
+}
+
+fn answer(receipt: sending::Receipt) -> HttpResponse {
+    HttpResponse::Ok().json(SendResponse {
         success: true,
         data: SendAnswer {
             emails: receipt
@@ -396,7 +404,7 @@ pub async fn send(
                 .collect(),
             timestamp: mailroom_actors::model::Timestamp::from(receipt.at).to_iso(),
         },
-    }))
+    })
 }
 
 #[derive(Serialize, ToSchema)]

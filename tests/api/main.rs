@@ -3,6 +3,7 @@
 
 mod auth;
 mod backup;
+mod batches;
 mod campaigns;
 mod cli;
 mod contacts;

@@ -9,7 +9,7 @@
 
 use super::campaign_end::{self, finish, OPEN_COUNTER};
 use super::campaign_stats;
-use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
+use super::contacts::{self, read_counter, Counts, PatchContact, Unit, WriteCtx};
 use super::counters::add_to_counter;
 use super::events;
 use super::sending::{self, put_email, Rendered, SendSpec};
@@ -622,6 +622,8 @@ pub fn unsubscribe(
     let Some(c) = ctx.table.get(contact)? else {
         return Ok(());
     };
+    // The contact's change, the campaign's count and its marker, in one batch.
+    let mut unit = Unit::new(*counts);
     if c.subscribed {
         let patch = PatchContact {
             id: contact,
@@ -630,16 +632,16 @@ pub fn unsubscribe(
             reason: Some("unsubscribe_link".into()),
             campaign,
         };
-        contacts::patch(ctx, counts, patch)?;
+        let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
+        unit.stage(ctx, &change)?;
     }
     if let Some(id) = campaign {
         let key = keys::campaign_unsubscribed(p, id, contact);
         if load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
-            let mut batch = Batch::new();
-            batch.put(key, Vec::new());
-            campaign_stats::update(store, &mut batch, p, id, |s| s.unsubscribed += 1)?;
-            store.apply(batch)?;
+            unit.batch.put(key, Vec::new());
+            campaign_stats::update(store, &mut unit.batch, p, id, |s| s.unsubscribed += 1)?;
         }
     }
+    *counts = unit.apply(ctx)?;
     Ok(())
 }

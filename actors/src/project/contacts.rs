@@ -1,79 +1,19 @@
-//! Contact writes. Each builds one atomic batch: the record, the email index, the
-//! counters behind `total`, any `contact.subscribed` / `contact.unsubscribed` event
-//! (recorded only when the flag really changes), the events the caller adds (a
-//! tracked event), and the segment entries and exits the change causes.
+//! Contact writes. Each builds one atomic batch (a `Unit`): the record, the email
+//! index, the counters behind `total`, any `contact.subscribed` /
+//! `contact.unsubscribed` event (recorded only when the flag really changes), the
+//! events the caller adds (a tracked event), and the segment entries and exits the
+//! change causes. A write that changes more (a send, a bounce) prepares its changes
+//! here and stages them in its own unit.
 
-pub use super::counters::read_counter;
-use super::events;
+pub use super::counters::{read_counter, Counts};
 use super::limits::json_len;
-use super::membership::{self};
+pub use super::unit::{Change, Unit};
 pub use super::write::WriteCtx;
 use crate::error::{Error, Resource, Result};
 use crate::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId};
 use crate::store::{codec, keys, Batch, Store};
 use actix::Message;
 use serde_json::{Map, Value};
-
-const CONTACTS: &str = "contacts";
-const SUBSCRIBED: &str = "subscribed";
-const DATA_BYTES: &str = "data-bytes";
-
-/// The counters a project actor keeps in memory and in the store.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub contacts: u64,
-    pub subscribed: u64,
-    /// Bytes of `data` (as JSON) over all contacts.
-    pub data_bytes: u64,
-}
-
-impl Counts {
-    pub fn load(store: &dyn Store, p: ProjectId) -> Result<Self> {
-        Ok(Counts {
-            contacts: read_counter(store, p, CONTACTS)?,
-            subscribed: read_counter(store, p, SUBSCRIBED)?,
-            data_bytes: read_counter(store, p, DATA_BYTES)?,
-        })
-    }
-
-    /// Writes the counters that differ from `before`: most updates change neither,
-    /// and every key left out is one less to log and move into sled.
-    fn write_changed(&self, before: &Counts, batch: &mut Batch, p: ProjectId) {
-        if self.contacts != before.contacts {
-            batch.put(keys::counter(p, CONTACTS), codec::encode_u64(self.contacts));
-        }
-        if self.data_bytes != before.data_bytes {
-            batch.put(
-                keys::counter(p, DATA_BYTES),
-                codec::encode_u64(self.data_bytes),
-            );
-        }
-        if self.subscribed != before.subscribed {
-            batch.put(
-                keys::counter(p, SUBSCRIBED),
-                codec::encode_u64(self.subscribed),
-            );
-        }
-    }
-}
-
-/// A contact change, prepared but not yet written.
-pub struct Change {
-    pub before: Option<Contact>,
-    pub after: Contact,
-    /// The counters before and after the change.
-    pub counts_before: Counts,
-    pub counts: Counts,
-    /// What the `contact.subscribed` / `.unsubscribed` event says beyond the flag
-    /// (`reason`, `campaignId`).
-    pub note: Map<String, Value>,
-}
-
-impl Change {
-    pub fn is_new(&self) -> bool {
-        self.before.is_none()
-    }
-}
 
 pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<ContactId>> {
     let Some(id) = store.get(&keys::contact_by_email(p, email))? else {
@@ -151,18 +91,7 @@ pub fn prepare_upsert(
 }
 
 pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result<UpsertOutcome> {
-    upsert_as(ctx, counts, msg, None)
-}
-
-/// `upsert`, giving a contact it creates the id `new_id` (a send rendered its email with
-/// that id before the contact existed).
-pub fn upsert_as(
-    ctx: &WriteCtx,
-    counts: &mut Counts,
-    msg: UpsertContact,
-    new_id: Option<ContactId>,
-) -> Result<UpsertOutcome> {
-    let mut change = prepare_upsert(
+    let change = prepare_upsert(
         ctx,
         *counts,
         &msg.email,
@@ -170,9 +99,6 @@ pub fn upsert_as(
         msg.default_subscribed,
         &msg.data,
     )?;
-    if let (None, Some(id)) = (&change.before, new_id) {
-        change.after.id = id;
-    }
     commit(ctx, &change, Batch::new(), Vec::new())?;
     *counts = change.counts;
     Ok(UpsertOutcome {
@@ -182,6 +108,14 @@ pub fn upsert_as(
 }
 
 pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<Contact> {
+    let change = prepare_patch(ctx, *counts, msg)?;
+    commit(ctx, &change, Batch::new(), Vec::new())?;
+    *counts = change.counts;
+    Ok(change.after)
+}
+
+/// Changes a contact's flag or data, in memory.
+pub fn prepare_patch(ctx: &WriteCtx, counts: Counts, msg: PatchContact) -> Result<Change> {
     let before = ctx
         .table
         .get(msg.id)?
@@ -190,7 +124,7 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     if let Some(s) = msg.subscribed {
         after.subscribed = s;
     }
-    let mut next = *counts;
+    let mut next = counts;
     if !msg.data.is_empty() {
         let old = json_len(&after.data);
         msg.data.apply(&mut after.data);
@@ -207,68 +141,21 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
     if let Some(c) = msg.campaign {
         note.insert("campaignId".into(), Value::String(c.to_string()));
     }
-    let change = Change {
+    Ok(Change {
         before: Some(before),
         after,
-        counts_before: *counts,
+        counts_before: counts,
         counts: next,
         note,
-    };
-    commit(ctx, &change, Batch::new(), Vec::new())?;
-    *counts = change.counts;
-    Ok(change.after)
+    })
 }
 
 /// Writes a prepared change in one batch, with `batch` (which the caller may have
 /// started, e.g. with an idempotent reply) and the caller's `events`.
-pub fn commit(
-    ctx: &WriteCtx,
-    change: &Change,
-    mut batch: Batch,
-    mut events: Vec<Event>,
-) -> Result<()> {
-    let (p, contact) = (ctx.project, &change.after);
-    let stored = contact.encode()?;
-    batch.put(keys::contact(p, contact.id), stored.clone());
-    // The email never changes, so its index entry is written once, with the contact.
-    if change.is_new() {
-        batch.put(
-            keys::contact_by_email(p, contact.email.as_str()),
-            contact.id.to_string().into_bytes(),
-        );
-    }
-    change
-        .counts
-        .write_changed(&change.counts_before, &mut batch, p);
-    if let Some(before) = change
-        .before
-        .as_ref()
-        .filter(|b| b.subscribed != contact.subscribed)
-    {
-        let name = if before.subscribed {
-            "contact.unsubscribed"
-        } else {
-            "contact.subscribed"
-        };
-        let mut ev = Event::system(name, contact.id, &contact.email, ctx.now);
-        ev.data
-            .extend(change.note.iter().map(|(k, v)| (k.clone(), v.clone())));
-        events.push(ev);
-    }
-    let moves = membership::on_contact_write(
-        ctx.store,
-        p,
-        ctx.audience,
-        change.before.as_ref(),
-        contact,
-        &events,
-        ctx.now,
-    )?;
-    events.extend(moves);
-    events::append_all(ctx.store, &mut batch, p, &events)?;
-    ctx.store.apply(batch)?;
-    ctx.table.put(contact, &stored);
-    Ok(())
+pub fn commit(ctx: &WriteCtx, change: &Change, batch: Batch, events: Vec<Event>) -> Result<()> {
+    let mut unit = Unit::with(batch, events, change.counts_before);
+    unit.stage(ctx, change)?;
+    unit.apply(ctx).map(drop)
 }
 
 pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {

@@ -31,6 +31,7 @@ pub mod table;
 pub mod templates;
 pub mod track;
 pub mod triggers;
+pub mod unit;
 pub mod workflows;
 pub mod write;
 

@@ -53,6 +53,10 @@ pub async fn send_request(
     req: SendRequest,
 ) -> Result<Receipt> {
     let store = registry.store().clone();
+    // A replay costs a point read: no template is loaded, compiled or rendered.
+    if let Some(receipt) = replay(registry, project, req.idempotency.as_ref())? {
+        return Ok(receipt);
+    }
     let template = match req.template {
         None => None,
         Some(id) => Some(
@@ -117,6 +121,19 @@ pub async fn send_request(
         execution: req.execution,
     };
     send(registry, project, spec).await
+}
+
+/// The first answer to a send with this `Idempotency-Key` and body, when there is one
+/// (a 409 for the key with another body). A read, off the actor: the actor checks again
+/// before it writes, so two requests racing with one key still write once.
+pub fn replay(
+    registry: &Registry,
+    project: ProjectId,
+    claim: Option<&Claim>,
+) -> Result<Option<Receipt>> {
+    let Some(claim) = claim else { return Ok(None) };
+    let now = Timestamp::from(registry.clock().now());
+    crate::idempotency::lookup(&**registry.store(), project, claim, now)
 }
 
 /// The 422 for a sender whose domain the project has not verified.

@@ -1,15 +1,14 @@
 //! Queueing emails and recording how their delivery ended.
 
 use actix::Message;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::campaign_end;
 use super::campaign_stats;
-use super::contacts::{self, Counts, WriteCtx};
-use super::contacts::{PatchContact, UpsertContact};
-use super::events;
+use super::contacts::{self, Counts, PatchContact, Unit, WriteCtx};
 use super::table::ContactTable;
 use crate::campaign::links::{LinkTarget, Links};
 use crate::campaign::token::Issue;
@@ -203,6 +202,7 @@ pub fn render(
 ) -> Result<Vec<Rendered>> {
     jobs.into_iter()
         .map(|Job { recipient, vars }| {
+            metrics::EMAILS_RENDERED.add(1);
             let (mut subject, mut html) = content.render_charged(vars)?;
             if test {
                 subject = format!("[TEST] {subject}");
@@ -255,26 +255,41 @@ pub fn queue(
             return Ok(Queued::Stale(Box::new(spec)));
         }
     }
+    // One batch for the whole send: every recipient's contact, every email, the
+    // idempotent reply and their events. An address listed twice is one contact, staged
+    // once (the table the next change is prepared from changes only when it applies).
+    let mut unit = Unit::new(*counts);
+    let mut staged: HashMap<String, Contact> = HashMap::new();
     let mut rendered = rendered;
     for r in &mut rendered {
-        let up = contacts::upsert_as(
-            ctx,
-            counts,
-            UpsertContact {
-                email: r.recipient.contact.email.clone(),
-                subscribed: spec.subscribed,
-                default_subscribed: false,
-                data: DataPatch::default(),
-            },
-            Some(r.recipient.contact.id),
-        )?;
-        if spec.marketing.is_some() && !spec.test && !up.contact.subscribed {
+        let email = r.recipient.contact.email.clone();
+        let contact = match staged.get(email.as_str()) {
+            Some(c) => c.clone(),
+            None => {
+                let mut change = contacts::prepare_upsert(
+                    ctx,
+                    unit.counts(),
+                    &email,
+                    spec.subscribed,
+                    false,
+                    &DataPatch::default(),
+                )?;
+                // A new contact gets the id its email was rendered with.
+                if change.is_new() {
+                    change.after.id = r.recipient.contact.id;
+                }
+                unit.stage(ctx, &change)?;
+                staged.insert(email.as_str().to_owned(), change.after.clone());
+                change.after
+            }
+        };
+        if spec.marketing.is_some() && !spec.test && !contact.subscribed {
             r.content = None;
         }
-        r.recipient.contact = up.contact;
+        r.recipient.contact = contact;
     }
     let mut out = Vec::with_capacity(rendered.len());
-    let mut batch = Batch::new();
+    let batch = &mut unit.batch;
     let users = rendered.iter().filter(|r| r.content.is_some()).count() as u32;
     let attachments_id = if spec.attachments.is_empty() || users == 0 {
         None
@@ -305,7 +320,7 @@ pub fn queue(
         record.html = html;
         record.headers.extend(headers);
         record.attachments_id = attachments_id;
-        put_email(&mut batch, &record)?;
+        put_email(batch, &record)?;
         out.push(QueuedEmail {
             contact_id: contact.id,
             email: contact.email,
@@ -318,9 +333,9 @@ pub fn queue(
         at: now.millis(),
     };
     if let Some(claim) = &spec.idempotency {
-        idempotency::record(&mut batch, p, claim, &receipt, now)?;
+        idempotency::record(batch, p, claim, &receipt, now)?;
     }
-    store.apply(batch)?;
+    *counts = unit.apply(ctx)?;
     let queued = receipt
         .emails
         .iter()
@@ -491,17 +506,12 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         }
     }
     batch.put(keys::email(p, email.id), email.encode()?);
-    if let (Some(name), Some(to)) = (event, &to) {
-        let ev = email_event(name, &email, to, now);
-        events::append_all(store, &mut batch, p, &[ev])?;
-    }
-    store.apply(batch)?;
-    match email.status {
-        EmailStatus::Sent => metrics::EMAILS_SENT.add(1),
-        EmailStatus::Bounced => metrics::EMAILS_BOUNCED.add(1),
-        EmailStatus::Failed => metrics::EMAILS_FAILED.add(1),
-        _ => {}
-    }
+    let events = match (event, &to) {
+        (Some(name), Some(to)) => vec![email_event(name, &email, to, now)],
+        _ => Vec::new(),
+    };
+    // The outcome, and for a bounce the contact's unsubscribe, in one batch.
+    let mut unit = Unit::with(batch, events, *counts);
     if bounced {
         // A dead address is suppressed: no campaign mails it again.
         let patch = PatchContact {
@@ -511,9 +521,18 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             reason: Some("bounce".into()),
             campaign: email.campaign_id,
         };
-        if let Err(e) = contacts::patch(ctx, counts, patch) {
+        let staged = contacts::prepare_patch(ctx, unit.counts(), patch)
+            .and_then(|change| unit.stage(ctx, &change));
+        if let Err(e) = staged {
             tracing::warn!(email = %email.id, error = %e, "unsubscribing a bounced contact");
         }
+    }
+    *counts = unit.apply(ctx)?;
+    match email.status {
+        EmailStatus::Sent => metrics::EMAILS_SENT.add(1),
+        EmailStatus::Bounced => metrics::EMAILS_BOUNCED.add(1),
+        EmailStatus::Failed => metrics::EMAILS_FAILED.add(1),
+        _ => {}
     }
     Ok(())
 }

@@ -469,6 +469,7 @@ impl Store for SledStore {
     }
 
     fn apply(&self, batch: Batch) -> Result<()> {
+        crate::metrics::STORE_BATCHES.add(1);
         let ops = batch.into_ops();
         let mut record = Vec::new();
         wal::encode_record(&ops, &mut record)?;
