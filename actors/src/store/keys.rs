@@ -135,6 +135,12 @@ pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
 }
 
+/// An email's own text/plain part, when its send gave one. Apart from the record, whose
+/// positional encoding cannot take a new field without breaking the records stored.
+pub fn email_text(p: ProjectId, e: EmailId) -> Vec<u8> {
+    in_project(p, b"/mt/", &[e.as_bytes()])
+}
+
 /// An email's tracked opens and clicks (`model::Engagement`).
 pub fn engagement(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/mx/", &[e.as_bytes()])
