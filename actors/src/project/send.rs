@@ -136,7 +136,7 @@ pub fn unverified(from: &EmailAddress) -> Error {
     ))])
 }
 
-/// The send's subject and body (given ones over the template's), compiled: from the
+/// The send's subject, body and text part (given ones over the template's), compiled: from the
 /// cache, or on the render pool (compiling tenant text is work too).
 async fn compile(
     registry: &Registry,
@@ -159,7 +159,11 @@ async fn compile(
     };
     let subject = pick(&req.subject, |t| t.subject.as_str());
     let body = pick(&req.body, |t| t.body.as_str());
-    compile_inline(registry, cache, subject, body, req.text.clone()).await
+    let text = req
+        .text
+        .clone()
+        .or_else(|| template.as_ref().and_then(|t| t.text.clone()));
+    compile_inline(registry, cache, subject, body, text).await
 }
 
 /// A subject, body and text part given inline, compiled: from the cache, or on the

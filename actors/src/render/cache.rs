@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{compile, compile_with_text, Compiled};
+use super::{compile_with_text, Compiled};
 use crate::error::Result;
 use crate::model::{Template, TemplateId};
 
@@ -27,7 +27,7 @@ impl TemplateCache {
         if let Some(c) = self.cached(t) {
             return Ok(c);
         }
-        let compiled = Arc::new(compile(&t.subject, &t.body)?);
+        let compiled = Arc::new(compile_with_text(&t.subject, &t.body, t.text.as_deref())?);
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())

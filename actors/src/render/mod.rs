@@ -330,8 +330,8 @@ mod tests {
 
     #[test]
     fn a_text_part_renders_with_the_same_variables_and_is_not_escaped() {
-        let c = compile_with_text("s", "<p>{{name}}</p>", Some("Hi {{name ?? \"you\"}} & co"))
-            .unwrap();
+        let c =
+            compile_with_text("s", "<p>{{name}}</p>", Some("Hi {{name ?? \"you\"}} & co")).unwrap();
         let parts = c.render_parts_charged(json!({"name": "<Ada>"})).unwrap();
         assert_eq!(parts.body, "<p>&lt;Ada&gt;</p>");
         assert_eq!(parts.text.as_deref(), Some("Hi <Ada> & co"));

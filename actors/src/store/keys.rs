@@ -125,6 +125,12 @@ pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
     in_project(p, b"/t/", &[t.as_bytes()])
 }
 
+/// A template's text part, when it has one: apart from the record for the same reason as
+/// `email_text` (and outside `templates`, so it counts for no template limit).
+pub fn template_text(p: ProjectId, t: TemplateId) -> Vec<u8> {
+    in_project(p, b"/tt/", &[t.as_bytes()])
+}
+
 /// Every email record of a project, in id (creation) order: what retention walks.
 pub fn emails(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/m/", &[])
