@@ -5,7 +5,8 @@
 
 use std::io::Write;
 
-use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Template, Workflow};
+use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Workflow};
+use mailroom_actors::project::templates;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::segment::{Segment, SegmentKind};
 use mailroom_actors::store::backup::Tally;
@@ -78,7 +79,7 @@ pub fn write(
         lines.put("contact", ContactView::from(&c))?;
     }
     for kv in store.scan(&keys::templates(p), None, false) {
-        let t = Template::decode(&kv.map_err(e)?.1).map_err(e)?;
+        let t = templates::decode(store, p, &kv.map_err(e)?.1).map_err(e)?;
         lines.put("template", TemplateView::from(&t))?;
     }
     for kv in store.scan(&keys::segments(p), None, false) {

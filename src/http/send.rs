@@ -36,6 +36,9 @@ pub struct SendRequest {
     to: Option<Recipients>,
     subject: Option<Subject>,
     body: Option<SendHtml>,
+    /// The text/plain part, instead of the one made from the HTML: a template rendered
+    /// with the same variables as the body, and not HTML-escaped (like the subject).
+    text: Option<SendText>,
     /// A template id; its subject, body, from and reply-to are used unless given here.
     template: Option<TemplateRef>,
     /// Its domain must be a verified domain of the project.
@@ -64,6 +67,7 @@ pub enum BodyType {
 }
 
 type SendHtml = Text<MAX_BODY>;
+type SendText = Text<MAX_BODY>;
 type TemplateRef = Text<64>;
 
 /// `{name, email}` or a bare address.
@@ -372,6 +376,7 @@ pub async fn send(
         template,
         subject: r.subject.map(Text::into_string),
         body,
+        text: r.text.map(Text::into_string),
         from,
         from_name: r.name.map(DisplayName::into_string),
         reply_to: r.reply,

@@ -26,6 +26,8 @@ pub struct TemplateView {
     description: Option<String>,
     subject: String,
     body: String,
+    /// The text/plain part of its emails; null: made from the body.
+    text: Option<String>,
     #[serde(rename = "type")]
     kind: &'static str,
     from: Option<String>,
@@ -43,6 +45,7 @@ impl From<&Template> for TemplateView {
             description: t.description.clone(),
             subject: t.subject.clone(),
             body: t.body.clone(),
+            text: t.text.clone(),
             kind: t.kind.as_str(),
             from: t.from.as_ref().map(|e| e.to_string()),
             from_name: t.from_name.clone(),
@@ -73,6 +76,9 @@ pub struct CreateTemplateRequest {
     subject: Subject,
     /// HTML, with `{{variable}}`, `{{ data.x }}` and `{{x ?? "fallback"}}`.
     body: Html,
+    /// The text/plain part of its emails, a template like the body but not HTML-escaped;
+    /// without it the part is made from the HTML.
+    text: Option<Html>,
     /// TRANSACTIONAL (default) or MARKETING.
     #[serde(rename = "type")]
     kind: Option<TemplateKind>,
@@ -89,6 +95,7 @@ pub struct UpdateTemplateRequest {
     name: Option<Name>,
     subject: Option<Subject>,
     body: Option<Html>,
+    text: Option<Html>,
     #[serde(rename = "type")]
     kind: Option<TemplateKind>,
     from: Option<EmailAddress>,
@@ -104,6 +111,7 @@ impl From<UpdateTemplateRequest> for TemplatePatch {
             description: r.description.map(Text::into_string),
             subject: r.subject.map(Text::into_string),
             body: r.body.map(Text::into_string),
+            text: r.text.map(Text::into_string),
             kind: r.kind,
             from: r.from,
             from_name: r.from_name.map(DisplayName::into_string),
@@ -120,10 +128,11 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (subject, body) = (req.subject.into_string(), req.body.into_string());
+    let text = req.text.map(Text::into_string);
     state
         .registry
         .renders()
-        .compile(subject.clone(), body.clone())
+        .compile_with_text(subject.clone(), body.clone(), text.clone())
         .await?;
     let now = Timestamp::from(state.clock.now());
     let template = Template {
@@ -132,6 +141,7 @@ pub async fn create(
         description: req.description.map(Text::into_string),
         subject,
         body,
+        text,
         kind: req.kind.unwrap_or(TemplateKind::Transactional),
         from: req.from,
         from_name: req.from_name.map(DisplayName::into_string),
@@ -173,7 +183,7 @@ pub async fn list(
     let all: Vec<Template> = blocking(move || {
         store
             .scan(&keys::templates(p.id), None, true)
-            .map(|kv| Template::decode(&kv?.1))
+            .map(|kv| stored::decode(&*store, p.id, &kv?.1))
             .collect::<Result<Vec<_>, _>>()
     })
     .await?;
@@ -229,13 +239,14 @@ pub async fn update(
     let patch = TemplatePatch::from(req);
     // Subject and body compile as separate templates, so each given one is checked on
     // its own (an empty one stands in for the other).
-    if patch.subject.is_some() || patch.body.is_some() {
+    if patch.subject.is_some() || patch.body.is_some() || patch.text.is_some() {
         state
             .registry
             .renders()
-            .compile(
+            .compile_with_text(
                 patch.subject.clone().unwrap_or_default(),
                 patch.body.clone().unwrap_or_default(),
+                patch.text.clone(),
             )
             .await?;
     }

@@ -222,6 +222,96 @@ fn every_email_has_a_text_alternative_first_and_its_html_as_a_document() {
 }
 
 #[test]
+fn a_send_with_its_own_text_has_exactly_that_text_rendered_as_its_text_part() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "ada@example.com", "from": FROM, "subject": "Own text",
+               "body": RECEIPT, "data": {"name": "Ada & <co>", "plan": "pro"},
+               "text": "Hi {{name}},\n\nYour plan: {{ data.plan }}{{ missing }}."}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let raw = the_mail(&smtp, "Own text").text();
+    assert_eq!(
+        text_of(&raw),
+        "Hi Ada & <co>,\n\nYour plan: pro.",
+        "rendered with the body's variables and not escaped: {raw}"
+    );
+    assert!(
+        html_of(&raw).contains("Thanks for your order, Ada &amp; &lt;co&gt;"),
+        "the HTML is still the body's, escaped: {raw}"
+    );
+
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "ada@example.com", "from": FROM, "subject": "s", "body": "b",
+               "text": "{{ broken"}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["error"]["errors"][0]["field"],
+        "text",
+        "{}",
+        r.text
+    );
+}
+
+#[test]
+fn a_templates_text_is_its_emails_text_part_unless_the_send_gives_its_own() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let t = created(
+        &app,
+        &p,
+        "/templates",
+        json!({"name": "Receipt", "subject": "{{ subject }}", "body": RECEIPT, "from": FROM,
+               "text": "Thanks, {{name ?? \"there\"}} & co"}),
+    );
+    assert_eq!(t["text"], "Thanks, {{name ?? \"there\"}} & co", "{t}");
+    let tid = t["id"].as_str().unwrap().to_owned();
+    let send = |subject: &str, extra: Value| {
+        let mut body = json!({"to": "ada@example.com", "template": tid,
+                              "data": {"name": "Ada", "subject": subject}});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let r = app.post("/v1/send", &p.secret, body);
+        assert_eq!(r.status, 200, "{}", r.text);
+        text_of(&the_mail(&smtp, subject).text())
+    };
+    assert_eq!(send("Stored text", json!({})), "Thanks, Ada & co");
+    assert_eq!(
+        send("Given text", json!({"text": "Given to {{name}}"})),
+        "Given to Ada"
+    );
+
+    let r = app.patch(
+        &format!("/templates/{tid}"),
+        &p.secret,
+        json!({"text": "Patched for {{name}}"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["text"], "Patched for {{name}}", "{}", r.text);
+    let got = app.get(&format!("/templates/{tid}"), &p.secret).json();
+    assert_eq!(got["text"], "Patched for {{name}}", "{got}");
+    assert_eq!(send("Patched text", json!({})), "Patched for Ada");
+
+    let r = app.patch(
+        &format!("/templates/{tid}"),
+        &p.secret,
+        json!({"text": "{% if %}"}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["error"]["errors"][0]["field"],
+        "text",
+        "{}",
+        r.text
+    );
+}
+
+#[test]
 fn a_tracked_campaign_email_has_its_open_pixel_inside_the_body_and_a_text_part_with_its_links() {
     let (_dns, smtp, app, p) = rig(&[]);
     app.upsert(

@@ -20,7 +20,7 @@ const KEEP: &str = "keeper.q7x@example.com";
 const HOUR_MS: i64 = 3_600_000;
 
 /// Every key and value in the store that holds `needle`, read with the server stopped.
-fn store_copies_of(data_dir: &std::path::Path, needle: &str) -> Vec<String> {
+pub(crate) fn store_copies_of(data_dir: &std::path::Path, needle: &str) -> Vec<String> {
     let store = SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store");
     let mut found = Vec::new();
     for kv in store.scan(b"", None, false) {
@@ -101,7 +101,7 @@ fn a_contact_with_a_history(app: &TestApp, p: &Project, smtp: &SmtpServer) -> (S
         Some(&p.secret),
         Some(
             &json!({"to": VICTIM, "from": FROM, "subject": format!("Receipt for {VICTIM}"),
-                     "body": format!("<p>Dear {VICTIM}</p>")})
+                     "body": format!("<p>Dear {VICTIM}</p>"), "text": "Dear {{email}}"})
             .to_string(),
         ),
         &[("Idempotency-Key", "receipt-1")],

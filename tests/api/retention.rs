@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::campaigns::{
     advance, contacts, count, create, data, emails, eventually, id, rig, send_and_settle,
 };
+use crate::erasure::store_copies_of;
 use crate::helpers::{Project, TestApp};
 
 const DAY_MS: i64 = 24 * 3_600_000;
@@ -147,6 +148,45 @@ fn an_email_loses_its_content_after_its_content_retention_and_its_record_later_w
     assert!(removed_metric(&app, "emails") >= 3);
     assert!(removed_metric(&app, "email_contents") >= 3);
     assert!(removed_metric(&app, "campaign_audience_chunks") >= 1);
+}
+
+/// Sends an email with its own text part and waits until it is SENT; answers its id.
+fn sent_with_text(app: &TestApp, p: &Project, text: &str) -> String {
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "own-text@example.com", "from": "hello@acme.test", "subject": "Own text",
+               "body": "<p>Hello</p>", "text": text}),
+    );
+    let email = data(&r, 200)["emails"][0]["email"]
+        .as_str()
+        .expect("an email id")
+        .to_owned();
+    let read = || data(&app.get(&format!("/emails/{email}"), &p.secret), 200);
+    let sent = eventually(30, read, |e| e["status"] == "SENT");
+    assert_eq!(sent["status"], "SENT", "{sent}");
+    email
+}
+
+#[test]
+fn an_emails_own_text_part_goes_with_its_content_after_the_content_retention() {
+    let (_dns, _smtp, mut app, p) = rig(&[]);
+    let old = sent_with_text(&app, &p, "Old text r9k2");
+    advance(&app, 31 * DAY_MS);
+    let read = || data(&app.get(&format!("/emails/{old}"), &p.secret), 200);
+    let stripped = eventually(30, read, |e| e["contentRemoved"] == true);
+    assert_eq!(stripped["contentRemoved"], true, "{stripped}");
+    sent_with_text(&app, &p, "New text r9k2");
+
+    app.kill9();
+    assert_eq!(
+        store_copies_of(&app.data_dir, "Old text r9k2"),
+        Vec::<String>::new()
+    );
+    assert!(
+        !store_copies_of(&app.data_dir, "New text r9k2").is_empty(),
+        "a fresh email keeps its text part"
+    );
 }
 
 #[test]

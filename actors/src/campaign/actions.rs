@@ -159,7 +159,8 @@ pub async fn test(
 ) -> Result<EmailId> {
     let c = campaigns::get(&**registry.store(), p, id)?;
     check_sender(registry, p, &c.from)?;
-    let content = send::compile_inline(registry, cache, c.subject.clone(), c.body.clone()).await?;
+    let content =
+        send::compile_inline(registry, cache, c.subject.clone(), c.body.clone(), None).await?;
     // The campaign's own send, to one address, uncounted (no campaign in its links).
     let marketing = Marketing::new(registry, p, None)?;
     let mut spec = super::runner::spec(&c, content, marketing);

@@ -279,6 +279,15 @@ impl Shared {
                 }
             }
         }
+        match sending::load_text(&*self.store, project, id) {
+            Ok(text) => email.text = text,
+            Err(e) => {
+                tracing::error!(email = %id, error = %e, "loading the text part");
+                return DeliveryOutcome::Failed {
+                    error: e.to_string(),
+                };
+            }
+        }
         let attempts = email.attempts + 1;
         let result = match (self.dkim)(project, &email.from.email) {
             Err(why) => {

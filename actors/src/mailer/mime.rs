@@ -1,5 +1,5 @@
-//! Building the MIME message (multipart/alternative: a text/plain part made from the
-//! HTML, then the HTML as a whole document; inside multipart/mixed with attachments),
+//! Building the MIME message (multipart/alternative: a text/plain part, the sender's
+//! own or one made from the HTML, then the HTML as a whole document; inside multipart/mixed with attachments),
 //! and DKIM-signing its bytes with relaxed/relaxed
 //! canonicalization (API.md 14.18: simple header canonicalization breaks verifiers).
 //! Signing is mail-auth's signer over an aws-lc-rs RSA key: the signature is the largest
@@ -245,7 +245,11 @@ pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
         b = b.raw_header(HeaderValue::new(name, value.clone()));
     }
     let html = document::wrap(&email.html, &email.subject);
-    let body = MultiPart::alternative_plain_html(plain_text::from_html(&html), html);
+    let text = match &email.text {
+        Some(text) => text.clone(),
+        None => plain_text::from_html(&html),
+    };
+    let body = MultiPart::alternative_plain_html(text, html);
     let message = if email.attachments.is_empty() {
         b.multipart(body)
     } else {
@@ -288,6 +292,7 @@ mod tests {
             html: "<p>Hi</p>".into(),
             headers: Vec::new(),
             attachments: Vec::new(),
+            text: None,
             attachments_id: None,
             marketing: false,
             campaign_id: None,

@@ -66,6 +66,10 @@ pub struct OutboundEmail {
     /// stored with the record, so a send to 100 recipients keeps its files once.
     #[serde(skip)]
     pub attachments: Vec<Attachment>,
+    /// The sender's own text/plain part: like `attachments`, filled at delivery (from
+    /// `keys::email_text`), never stored with the record.
+    #[serde(skip)]
+    pub text: Option<String>,
     /// The send's attachments, under `keys::attachments`.
     pub attachments_id: Option<EmailId>,
     pub marketing: bool,

@@ -38,6 +38,9 @@ pub struct Template {
     pub description: Option<String>,
     pub subject: String,
     pub body: String,
+    /// The text/plain part of its emails; None: made from the body. Not in `Stored`: it
+    /// is kept under `keys::template_text` (see `project::templates`).
+    pub text: Option<String>,
     pub kind: TemplateKind,
     pub from: Option<EmailAddress>,
     pub from_name: Option<String>,
@@ -53,6 +56,7 @@ pub struct TemplatePatch {
     pub description: Option<String>,
     pub subject: Option<String>,
     pub body: Option<String>,
+    pub text: Option<String>,
     pub kind: Option<TemplateKind>,
     pub from: Option<EmailAddress>,
     pub from_name: Option<String>,
@@ -106,6 +110,7 @@ impl Template {
             description: s.description,
             subject: s.subject,
             body: s.body,
+            text: None,
             kind: s.kind,
             from: email(s.from)?,
             from_name: s.from_name,
@@ -123,7 +128,7 @@ impl Template {
         macro_rules! set_opt {
             ($($f:ident),*) => { $( if p.$f.is_some() { self.$f = p.$f; } )* };
         }
-        set_opt!(description, from, from_name, reply_to);
+        set_opt!(description, text, from, from_name, reply_to);
         self.updated_at = now;
     }
 }

@@ -70,6 +70,8 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
         }
         anonymise(&mut email, &ctx.erasure.email);
         batch.put(keys::email(p, email.id), email.encode()?);
+        // The sender's text part may greet the contact by name, as the HTML may.
+        batch.delete(keys::email_text(p, email.id));
         if let Some(mut e) = campaigns::engagement(store, p, email.id)? {
             e.to = ERASED.into();
             batch.put(keys::engagement(p, email.id), codec::encode(&e)?);

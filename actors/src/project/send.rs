@@ -28,6 +28,9 @@ pub struct SendRequest {
     pub template: Option<TemplateId>,
     pub subject: Option<String>,
     pub body: Option<String>,
+    /// The text/plain part, a template like the body (not HTML-escaped); None: made
+    /// from the HTML at delivery.
+    pub text: Option<String>,
     /// An address and its display name.
     pub from: Option<(EmailAddress, Option<String>)>,
     /// A display name for the sender, over the one of `from` or the template.
@@ -150,7 +153,7 @@ pub fn unverified(from: &EmailAddress) -> Error {
     ))])
 }
 
-/// The send's subject and body (given ones over the template's), compiled: from the
+/// The send's subject, body and text part (given ones over the template's), compiled: from the
 /// cache, or on the render pool (compiling tenant text is work too).
 async fn compile(
     registry: &Registry,
@@ -158,7 +161,7 @@ async fn compile(
     template: &Option<Template>,
     req: &SendRequest,
 ) -> Result<Arc<Compiled>> {
-    if let (Some(t), None, None) = (template, &req.subject, &req.body) {
+    if let (Some(t), None, None, None) = (template, &req.subject, &req.body, &req.text) {
         if let Some(c) = cache.cached(t) {
             return Ok(c);
         }
@@ -173,23 +176,29 @@ async fn compile(
     };
     let subject = pick(&req.subject, |t| t.subject.as_str());
     let body = pick(&req.body, |t| t.body.as_str());
-    compile_inline(registry, cache, subject, body).await
+    let text = req
+        .text
+        .clone()
+        .or_else(|| template.as_ref().and_then(|t| t.text.clone()));
+    compile_inline(registry, cache, subject, body, text).await
 }
 
-/// A subject and body given inline, compiled: from the cache, or on the render pool.
+/// A subject, body and text part given inline, compiled: from the cache, or on the
+/// render pool.
 pub async fn compile_inline(
     registry: &Registry,
     cache: &Arc<TemplateCache>,
     subject: String,
     body: String,
+    text: Option<String>,
 ) -> Result<Arc<Compiled>> {
-    if let Some(c) = cache.cached_inline(&subject, &body) {
+    if let Some(c) = cache.cached_inline(&subject, &body, text.as_deref()) {
         return Ok(c);
     }
     let cache = cache.clone();
     registry
         .renders()
-        .run(move || cache.inline(&subject, &body))
+        .run(move || cache.inline(&subject, &body, text.as_deref()))
         .await?
 }
 

@@ -121,10 +121,12 @@ pub struct Recipient {
 }
 
 /// A recipient and its rendered (subject, body); `queue` sets it to None when it skips
-/// the recipient. `headers` are its own (List-Unsubscribe).
+/// the recipient. `headers` are its own (List-Unsubscribe); `text` is the sender's own
+/// text/plain part, rendered.
 pub struct Rendered {
     pub recipient: Recipient,
     pub content: Option<(String, String)>,
+    pub text: Option<String>,
     pub headers: Vec<(String, String)>,
 }
 
@@ -203,7 +205,8 @@ pub fn render(
     jobs.into_iter()
         .map(|Job { recipient, vars }| {
             metrics::EMAILS_RENDERED.add(1);
-            let (mut subject, mut html) = content.render_charged(vars)?;
+            let parts = content.render_parts_charged(vars)?;
+            let (mut subject, mut html) = (parts.subject, parts.body);
             if test {
                 subject = format!("[TEST] {subject}");
             }
@@ -221,6 +224,7 @@ pub fn render(
             Ok(Rendered {
                 recipient,
                 content: Some((subject, html)),
+                text: parts.text,
                 headers,
             })
         })
@@ -302,6 +306,7 @@ pub fn queue(
     for Rendered {
         recipient,
         content,
+        text,
         headers,
     } in rendered
     {
@@ -321,6 +326,9 @@ pub fn queue(
         record.headers.extend(headers);
         record.attachments_id = attachments_id;
         put_email(batch, &record)?;
+        if let Some(text) = text {
+            batch.put(keys::email_text(p, record.id), text.into_bytes());
+        }
         out.push(QueuedEmail {
             contact_id: contact.id,
             email: contact.email,
@@ -365,6 +373,7 @@ pub fn new_email(
         html: String::new(),
         headers: spec.headers.clone(),
         attachments: Vec::new(),
+        text: None,
         attachments_id: None,
         marketing: spec.marketing.is_some(),
         campaign_id: spec.marketing.as_ref().and_then(|m| m.campaign),
@@ -412,6 +421,14 @@ pub(super) fn release_attachments(
         batch.put(key, (users - n).to_le_bytes().to_vec());
     }
     Ok(())
+}
+
+/// An email's own text/plain part, when its send gave one. A text that is not UTF-8
+/// (a damaged record) is no text: the part is made from the HTML instead.
+pub fn load_text(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<String>> {
+    Ok(store
+        .get(&keys::email_text(p, id))?
+        .and_then(|b| String::from_utf8(b).ok()))
 }
 
 /// The stored attachments of a send, for delivery.

@@ -8,13 +8,31 @@ use actix::Message;
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
     store
         .get(&keys::template(p, id))?
-        .map(|b| Template::decode(&b))
+        .map(|b| decode(store, p, &b))
         .transpose()
+}
+
+/// A stored template record with its text part (kept apart, see `keys::template_text`).
+pub fn decode(store: &dyn Store, p: ProjectId, record: &[u8]) -> Result<Template> {
+    let mut t = Template::decode(record)?;
+    t.text = store
+        .get(&keys::template_text(p, t.id))?
+        .and_then(|b| String::from_utf8(b).ok());
+    Ok(t)
+}
+
+fn put(batch: &mut Batch, p: ProjectId, t: &Template) -> Result<()> {
+    batch.put(keys::template(p, t.id), t.encode()?);
+    match &t.text {
+        Some(text) => batch.put(keys::template_text(p, t.id), text.as_bytes().to_vec()),
+        None => batch.delete(keys::template_text(p, t.id)),
+    }
+    Ok(())
 }
 
 pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> {
     let mut batch = Batch::new();
-    batch.put(keys::template(p, t.id), t.encode()?);
+    put(&mut batch, p, &t)?;
     store.apply(batch)?;
     Ok(t)
 }
@@ -30,7 +48,7 @@ pub fn update(
     let mut t = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Template))?;
     t.apply(msg.patch, now);
     let mut batch = Batch::new();
-    batch.put(keys::template(p, t.id), t.encode()?);
+    put(&mut batch, p, &t)?;
     store.apply(batch)?;
     Ok(t)
 }
@@ -39,6 +57,7 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
     load(store, p, id)?.ok_or(Error::NotFound(Resource::Template))?;
     let mut batch = Batch::new();
     batch.delete(keys::template(p, id));
+    batch.delete(keys::template_text(p, id));
     store.apply(batch)
 }
 

@@ -6,17 +6,20 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{compile, Compiled};
+use super::{compile_with_text, Compiled};
 use crate::error::Result;
 use crate::model::{Template, TemplateId};
 
 /// Inline entries kept at most; past this the inline cache starts over.
 const MAX_INLINE: usize = 1024;
 
+/// Inline subject, body and text part.
+type InlineKey = (String, String, Option<String>);
+
 #[derive(Default)]
 pub struct TemplateCache {
     map: Mutex<HashMap<TemplateId, (i64, Arc<Compiled>)>>,
-    inline: Mutex<HashMap<(String, String), Arc<Compiled>>>,
+    inline: Mutex<HashMap<InlineKey, Arc<Compiled>>>,
 }
 
 impl TemplateCache {
@@ -24,7 +27,7 @@ impl TemplateCache {
         if let Some(c) = self.cached(t) {
             return Ok(c);
         }
-        let compiled = Arc::new(compile(&t.subject, &t.body)?);
+        let compiled = Arc::new(compile_with_text(&t.subject, &t.body, t.text.as_deref())?);
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -32,13 +35,13 @@ impl TemplateCache {
         Ok(compiled)
     }
 
-    /// Compiles (or finds compiled) an inline subject and body.
-    pub fn inline(&self, subject: &str, body: &str) -> Result<Arc<Compiled>> {
-        if let Some(c) = self.cached_inline(subject, body) {
+    /// Compiles (or finds compiled) an inline subject, body and text part.
+    pub fn inline(&self, subject: &str, body: &str, text: Option<&str>) -> Result<Arc<Compiled>> {
+        if let Some(c) = self.cached_inline(subject, body, text) {
             return Ok(c);
         }
-        let key = (subject.to_owned(), body.to_owned());
-        let compiled = Arc::new(compile(subject, body)?);
+        let key = inline_key(subject, body, text);
+        let compiled = Arc::new(compile_with_text(subject, body, text)?);
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
         if inline.len() >= MAX_INLINE {
             inline.clear();
@@ -56,9 +59,14 @@ impl TemplateCache {
     }
 
     /// The compiled inline content when it is cached (no compiling).
-    pub fn cached_inline(&self, subject: &str, body: &str) -> Option<Arc<Compiled>> {
+    pub fn cached_inline(
+        &self,
+        subject: &str,
+        body: &str,
+        text: Option<&str>,
+    ) -> Option<Arc<Compiled>> {
         let inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
-        inline.get(&(subject.to_owned(), body.to_owned())).cloned()
+        inline.get(&inline_key(subject, body, text)).cloned()
     }
 
     pub fn invalidate(&self, id: TemplateId) {
@@ -69,6 +77,10 @@ impl TemplateCache {
     }
 }
 
+fn inline_key(subject: &str, body: &str, text: Option<&str>) -> InlineKey {
+    (subject.to_owned(), body.to_owned(), text.map(str::to_owned))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,13 +88,15 @@ mod tests {
     #[test]
     fn the_same_inline_content_is_compiled_once() {
         let cache = TemplateCache::default();
-        let a = cache.inline("Hi {{name}}", "<p>x</p>").unwrap();
-        let b = cache.inline("Hi {{name}}", "<p>x</p>").unwrap();
-        let c = cache.inline("Hi {{name}}", "<p>y</p>").unwrap();
+        let a = cache.inline("Hi {{name}}", "<p>x</p>", None).unwrap();
+        let b = cache.inline("Hi {{name}}", "<p>x</p>", None).unwrap();
+        let c = cache.inline("Hi {{name}}", "<p>y</p>", None).unwrap();
+        let d = cache.inline("Hi {{name}}", "<p>x</p>", Some("x")).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &c));
+        assert!(!Arc::ptr_eq(&a, &d), "a text part is part of the content");
         assert!(
-            cache.inline("{{ broken", "b").is_err(),
+            cache.inline("{{ broken", "b", None).is_err(),
             "errors are not cached as content"
         );
     }

@@ -4,7 +4,7 @@
 //! `{{ path ?? "fallback" }}` is rewritten to tera's `default` filter before compiling.
 //! Conditionals, loops and filters are tera's, inside the sandbox (`sandbox`): no
 //! outside state, no other templates, and a bound on the work of each render (`budget`).
-//! Bodies are HTML-escaped, subjects are not.
+//! Bodies are HTML-escaped; subjects and a sender's own text part are not.
 
 pub mod budget;
 mod cache;
@@ -28,6 +28,8 @@ use crate::error::{Error, FieldCode, FieldError, Result};
 
 const SUBJECT: &str = "subject.txt";
 const BODY: &str = "body.html";
+/// Not `.html`, so tera does not escape it: it becomes the text/plain part.
+const TEXT: &str = "text.txt";
 
 /// The bounds on tenant templates (config section `templates`).
 #[derive(Clone, Copy, Debug)]
@@ -70,19 +72,34 @@ pub fn limits() -> Limits {
     *LIMITS.get_or_init(Limits::default)
 }
 
-/// A compiled subject and body pair.
+/// A compiled subject and body, and the text part when the sender gave one.
 pub struct Compiled {
     tera: Tera,
+    has_text: bool,
+}
+
+/// One recipient's rendered email.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parts {
+    pub subject: String,
+    pub body: String,
+    /// The sender's own text/plain part; None: it is made from the body at delivery.
+    pub text: Option<String>,
 }
 
 /// Compiles a subject and body, or says which field fails and on which line. A template
 /// is refused when it uses what the sandbox does not allow, or when it could exceed the
 /// render limits even with no data (a loop over `range(end=10000000000)`).
 pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
+    compile_with_text(subject, body, None)
+}
+
+/// `compile`, with the sender's own text part when there is one.
+pub fn compile_with_text(subject: &str, body: &str, text: Option<&str>) -> Result<Compiled> {
     // tera panics on a few inputs (a float literal too large for f64); a panic here is
     // a refused template, not a failed request.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        compile_checked(subject, body)
+        compile_checked(subject, body, text)
     }))
     .unwrap_or_else(|_| {
         Err(Error::field(
@@ -93,11 +110,15 @@ pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
     })
 }
 
-fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
+fn compile_checked(subject: &str, body: &str, text: Option<&str>) -> Result<Compiled> {
     let limits = limits();
     let mut tera = sandbox::engine(&limits);
     let mut errors = Vec::new();
-    for (name, field, src) in [(SUBJECT, "subject", subject), (BODY, "body", body)] {
+    let mut parts = vec![(SUBJECT, "subject", subject), (BODY, "body", body)];
+    if let Some(text) = text {
+        parts.push((TEXT, "text", text));
+    }
+    for (name, field, src) in parts {
         if let Err(deep) = sandbox::prescan(src, &limits) {
             errors.push(FieldError::new(
                 field,
@@ -164,19 +185,32 @@ fn compile_checked(subject: &str, body: &str) -> Result<Compiled> {
         }
     }
     if errors.is_empty() {
-        Ok(Compiled { tera })
+        Ok(Compiled {
+            tera,
+            has_text: text.is_some(),
+        })
     } else {
         Err(Error::Validation(errors))
     }
 }
 
 impl Compiled {
-    /// Charges one render with `vars` (subject and body) against the limits: the steps
+    /// The parts compiled, each with the field that names it in an error.
+    fn parts(&self) -> &'static [(&'static str, &'static str)] {
+        const ALL: [(&str, &str); 3] = [(SUBJECT, "subject"), (BODY, "body"), (TEXT, "text")];
+        if self.has_text {
+            &ALL
+        } else {
+            &ALL[..2]
+        }
+    }
+
+    /// Charges one render with `vars` (every part) against the limits: the steps
     /// it may take, or the 422 that says which limit it would pass.
     pub fn charge(&self, vars: &Value) -> Result<u64> {
         let limits = limits();
         let mut total = 0u64;
-        for (name, field) in [(SUBJECT, "subject"), (BODY, "body")] {
+        for &(name, field) in self.parts() {
             let ast = &self.tera.templates[name].ast;
             let charge = budget::charge(ast, vars, name == BODY, &limits).map_err(|over| {
                 Error::field(
@@ -190,8 +224,13 @@ impl Compiled {
         Ok(total)
     }
 
-    /// Renders with variables that `charge` has accepted.
+    /// Renders (subject, body) with variables that `charge` has accepted.
     pub fn render_charged(&self, vars: Value) -> Result<(String, String)> {
+        self.render_parts_charged(vars).map(|p| (p.subject, p.body))
+    }
+
+    /// Renders every part with variables that `charge` has accepted.
+    pub fn render_parts_charged(&self, vars: Value) -> Result<Parts> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.render_unchecked(vars)))
             .unwrap_or_else(|_| {
                 Err(Error::field(
@@ -202,11 +241,11 @@ impl Compiled {
             })
     }
 
-    fn render_unchecked(&self, vars: Value) -> Result<(String, String)> {
+    fn render_unchecked(&self, vars: Value) -> Result<Parts> {
         let limits = limits();
         let ctx = Context::from_value(vars).map_err(|e| Error::Internal(e.to_string()))?;
-        let mut out = Vec::with_capacity(2);
-        for (name, field) in [(SUBJECT, "subject"), (BODY, "body")] {
+        let mut out = Vec::with_capacity(3);
+        for &(name, field) in self.parts() {
             let text = self
                 .tera
                 .render(name, &ctx)
@@ -224,8 +263,12 @@ impl Compiled {
             }
             out.push(text);
         }
-        let body = out.pop().unwrap_or_default();
-        Ok((out.pop().unwrap_or_default(), body))
+        let mut out = out.into_iter();
+        Ok(Parts {
+            subject: out.next().unwrap_or_default(),
+            body: out.next().unwrap_or_default(),
+            text: out.next(),
+        })
     }
 
     /// Renders (subject, body) with the variables of one recipient, after charging the
@@ -283,6 +326,21 @@ mod tests {
         assert_eq!(b, "<p>pro||&lt;Ada&gt;|VIP</p>", "bodies are escaped");
         let (s, _) = c.render(&json!({})).unwrap();
         assert_eq!(s, "Hi there & co");
+    }
+
+    #[test]
+    fn a_text_part_renders_with_the_same_variables_and_is_not_escaped() {
+        let c =
+            compile_with_text("s", "<p>{{name}}</p>", Some("Hi {{name ?? \"you\"}} & co")).unwrap();
+        let parts = c.render_parts_charged(json!({"name": "<Ada>"})).unwrap();
+        assert_eq!(parts.body, "<p>&lt;Ada&gt;</p>");
+        assert_eq!(parts.text.as_deref(), Some("Hi <Ada> & co"));
+        let without = compile("s", "b").unwrap();
+        assert_eq!(without.render_parts_charged(json!({})).unwrap().text, None);
+        let Err(Error::Validation(fields)) = compile_with_text("s", "b", Some("{{ broken")) else {
+            panic!("a broken text part must be refused")
+        };
+        assert_eq!(fields[0].field, "text");
     }
 
     fn refusal(subject: &str, body: &str) -> (String, FieldCode, String) {

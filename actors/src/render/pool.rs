@@ -40,6 +40,17 @@ impl RenderPool {
 
     /// Compiles tenant text on the pool: a parse is bounded, but not free.
     pub async fn compile(&self, subject: String, body: String) -> Result<super::Compiled> {
-        self.run(move || super::compile(&subject, &body)).await?
+        self.compile_with_text(subject, body, None).await
+    }
+
+    /// `compile`, with a text part.
+    pub async fn compile_with_text(
+        &self,
+        subject: String,
+        body: String,
+        text: Option<String>,
+    ) -> Result<super::Compiled> {
+        self.run(move || super::compile_with_text(&subject, &body, text.as_deref()))
+            .await?
     }
 }

@@ -1,5 +1,5 @@
-//! Expired emails: first their content (the rendered HTML, custom headers and the
-//! name of the send's attachments) after `email_content_days`, then the whole record and its
+//! Expired emails: first their content (the rendered HTML and text part, custom
+//! headers and the name of the send's attachments) after `email_content_days`, then the whole record and its
 //! engagement after `emails_days`. Campaign stats are counted apart and stay.
 //!
 //! Records are walked in id order, which is creation order; the walk stops at the first
@@ -69,6 +69,7 @@ pub fn purge(
             Cut::Record => {
                 batch.delete(k);
                 batch.delete(keys::engagement(p, id));
+                batch.delete(keys::email_text(p, id));
             }
             Cut::Content if content_removed(&email) => continue,
             Cut::Content => {
@@ -78,6 +79,7 @@ pub fn purge(
                 email.html.clear();
                 email.headers.clear();
                 batch.put(k, email.encode()?);
+                batch.delete(keys::email_text(p, id));
             }
         }
         slice.removed += 1;

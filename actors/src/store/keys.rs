@@ -131,6 +131,12 @@ pub fn template(p: ProjectId, t: TemplateId) -> Vec<u8> {
     in_project(p, b"/t/", &[t.as_bytes()])
 }
 
+/// A template's text part, when it has one: apart from the record for the same reason as
+/// `email_text` (and outside `templates`, so it counts for no template limit).
+pub fn template_text(p: ProjectId, t: TemplateId) -> Vec<u8> {
+    in_project(p, b"/tt/", &[t.as_bytes()])
+}
+
 /// Every email record of a project, in id (creation) order: what retention walks.
 pub fn emails(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/m/", &[])
@@ -139,6 +145,12 @@ pub fn emails(p: ProjectId) -> Vec<u8> {
 /// An email's record; its place in the queue is `outbox`.
 pub fn email(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/m/", &[e.as_bytes()])
+}
+
+/// An email's own text/plain part, when its send gave one. Apart from the record, whose
+/// positional encoding cannot take a new field without breaking the records stored.
+pub fn email_text(p: ProjectId, e: EmailId) -> Vec<u8> {
+    in_project(p, b"/mt/", &[e.as_bytes()])
 }
 
 /// An email's tracked opens and clicks (`model::Engagement`).

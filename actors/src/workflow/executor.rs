@@ -492,6 +492,7 @@ impl Executors {
             template: Some(template),
             subject: None,
             body: None,
+            text: None,
             from: None,
             from_name: None,
             reply_to: None,
