@@ -221,12 +221,48 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
 
 /// Writes a prepared change in one batch, with `batch` (which the caller may have
 /// started, e.g. with an idempotent reply) and the caller's `events`.
-pub fn commit(
+pub fn commit(ctx: &WriteCtx, change: &Change, mut batch: Batch, events: Vec<Event>) -> Result<()> {
+    let mut events = events;
+    let stored = stage(ctx, change, &mut batch, &mut events)?;
+    change
+        .counts
+        .write_changed(&change.counts_before, &mut batch, ctx.project);
+    events::append_all(ctx.store, &mut batch, ctx.project, &events)?;
+    ctx.store.apply(batch)?;
+    ctx.table.put(&change.after, &stored);
+    Ok(())
+}
+
+/// Writes many prepared changes in one batch (a bulk import). Each was prepared from
+/// the counters the one before left (`counts_before` of one is `counts` of the one
+/// before), and no two are of the same contact: a batch cannot read its own writes.
+pub fn commit_all(ctx: &WriteCtx, changes: &[Change], mut batch: Batch) -> Result<()> {
+    let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
+        return ctx.store.apply(batch);
+    };
+    let mut events = Vec::new();
+    let mut stored = Vec::with_capacity(changes.len());
+    for change in changes {
+        stored.push(stage(ctx, change, &mut batch, &mut events)?);
+    }
+    last.counts
+        .write_changed(&first.counts_before, &mut batch, ctx.project);
+    events::append_all(ctx.store, &mut batch, ctx.project, &events)?;
+    ctx.store.apply(batch)?;
+    for (change, bytes) in changes.iter().zip(&stored) {
+        ctx.table.put(&change.after, bytes);
+    }
+    Ok(())
+}
+
+/// Adds one change's record, index entry, subscription event and segment moves.
+/// Answers the stored record, for the contact table.
+fn stage(
     ctx: &WriteCtx,
     change: &Change,
-    mut batch: Batch,
-    mut events: Vec<Event>,
-) -> Result<()> {
+    batch: &mut Batch,
+    events: &mut Vec<Event>,
+) -> Result<Vec<u8>> {
     let (p, contact) = (ctx.project, &change.after);
     let stored = contact.encode()?;
     batch.put(keys::contact(p, contact.id), stored.clone());
@@ -237,9 +273,6 @@ pub fn commit(
             contact.id.to_string().into_bytes(),
         );
     }
-    change
-        .counts
-        .write_changed(&change.counts_before, &mut batch, p);
     if let Some(before) = change
         .before
         .as_ref()
@@ -255,20 +288,18 @@ pub fn commit(
             .extend(change.note.iter().map(|(k, v)| (k.clone(), v.clone())));
         events.push(ev);
     }
+    // `on_contact_write` picks this contact's events out of the others.
     let moves = membership::on_contact_write(
         ctx.store,
         p,
         ctx.audience,
         change.before.as_ref(),
         contact,
-        &events,
+        events,
         ctx.now,
     )?;
     events.extend(moves);
-    events::append_all(ctx.store, &mut batch, p, &events)?;
-    ctx.store.apply(batch)?;
-    ctx.table.put(contact, &stored);
-    Ok(())
+    Ok(stored)
 }
 
 pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {
