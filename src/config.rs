@@ -151,6 +151,8 @@ pub struct Limits {
     pub requests_per_minute: u32,
     pub public_requests_per_minute: u32,
     pub max_body_bytes: usize,
+    pub max_import_bytes: usize,
+    pub import_slice_rows: usize,
     pub max_data_bytes: usize,
     pub max_project_data_bytes: u64,
     pub max_contacts: u64,

@@ -6,6 +6,7 @@ mod backup;
 mod campaigns;
 mod cli;
 mod contacts;
+mod contacts_import;
 mod deliverability;
 mod delivery;
 mod dns;

@@ -228,7 +228,8 @@ pub fn create(store: &dyn Store, p: ProjectId, csv: &[u8], now: Timestamp) -> Re
         updated: 0,
         rejected: Vec::new(),
         rejected_unlisted: 0,
-        chunks: u32::try_from(chunks.len()).map_err(|_| Error::Internal("too many chunks".into()))?,
+        chunks: u32::try_from(chunks.len())
+            .map_err(|_| Error::Internal("too many chunks".into()))?,
         columns,
         cursor: Cursor {
             byte: start.byte(),
@@ -304,7 +305,12 @@ impl Read for Chunks<'_> {
 /// Reads up to `max_rows` rows from the import's cursor. A slice stops before a second
 /// row of an email it holds already: its rows are written in one batch, which cannot
 /// read its own writes.
-pub fn read_slice(store: &dyn Store, p: ProjectId, import: &Import, max_rows: usize) -> Result<Slice> {
+pub fn read_slice(
+    store: &dyn Store,
+    p: ProjectId,
+    import: &Import,
+    max_rows: usize,
+) -> Result<Slice> {
     let from = import.cursor;
     let mut rd = reader(Chunks::at(store, p, import, from.byte));
     let mut slice = Slice {
@@ -347,7 +353,11 @@ pub fn read_slice(store: &dyn Store, p: ProjectId, import: &Import, max_rows: us
 }
 
 /// One record as a contact row, or why it is rejected.
-pub fn row(columns: &[Column], rec: &csv::ByteRecord, line: u64) -> std::result::Result<Row, Rejected> {
+pub fn row(
+    columns: &[Column],
+    rec: &csv::ByteRecord,
+    line: u64,
+) -> std::result::Result<Row, Rejected> {
     let mut email = None;
     let mut subscribed = None;
     let mut data = DataMap::new();
@@ -457,7 +467,8 @@ fn reason(e: &Error) -> String {
 /// record's cursor was applied already (or the import ended): nothing is written.
 pub fn apply(ctx: &WriteCtx, counts: &mut Counts, id: ImportId, slice: Slice) -> Result<Import> {
     let p = ctx.project;
-    let mut import = load(ctx.store, p, id)?.ok_or_else(|| Error::storage("import record missing"))?;
+    let mut import =
+        load(ctx.store, p, id)?.ok_or_else(|| Error::storage("import record missing"))?;
     if import.status.is_over() || import.cursor != slice.from {
         return Ok(import);
     }
@@ -501,7 +512,13 @@ pub fn apply(ctx: &WriteCtx, counts: &mut Counts, id: ImportId, slice: Slice) ->
 }
 
 /// Ends an import that cannot go on (its stored file is unreadable).
-pub fn fail(store: &dyn Store, p: ProjectId, id: ImportId, why: &str, now: Timestamp) -> Result<()> {
+pub fn fail(
+    store: &dyn Store,
+    p: ProjectId,
+    id: ImportId,
+    why: &str,
+    now: Timestamp,
+) -> Result<()> {
     let Some(mut import) = load(store, p, id)? else {
         return Ok(());
     };

@@ -1,0 +1,227 @@
+//! Bulk contacts: a CSV import that runs in the background (`project::import`), its
+//! progress, and a CSV export streamed a page at a time.
+
+use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::model::{Contact, ImportId, PageRequest, SegmentId, Timestamp};
+use mailroom_actors::project::import::{self, Import};
+use mailroom_actors::project::import_runner;
+use mailroom_actors::project::queries::{self, ContactFilter};
+use mailroom_actors::project::segment_queries;
+use mailroom_actors::{Error, FieldCode, Resource};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::auth::SecretKey;
+use super::body::read_within;
+use super::error::ApiError;
+use super::validate::{path_id, Query};
+use super::{blocking, AppState};
+
+/// Contacts per page of an export: each page is one blocking read and one chunk sent.
+const EXPORT_PAGE: &str = "100";
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedRow {
+    /// The CSV line the row starts on; the header is line 1.
+    pub line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportView {
+    pub id: String,
+    /// QUEUED, RUNNING, COMPLETED or FAILED.
+    pub status: String,
+    /// Data rows in the file.
+    pub rows: u64,
+    pub processed: u64,
+    pub created: u64,
+    pub updated: u64,
+    /// The first 1,000 rejected rows.
+    pub rejected: Vec<RejectedRow>,
+    /// Rejected rows past those listed.
+    pub rejected_unlisted: u64,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+}
+
+impl From<&Import> for ImportView {
+    fn from(i: &Import) -> Self {
+        let iso = |ms: i64| Timestamp::from(ms).to_iso();
+        ImportView {
+            id: i.id.to_string(),
+            status: i.status.as_str().into(),
+            rows: i.rows,
+            processed: i.processed,
+            created: i.created,
+            updated: i.updated,
+            rejected: i
+                .rejected
+                .iter()
+                .map(|r| RejectedRow {
+                    line: r.line,
+                    email: r.email.clone(),
+                    reason: r.reason.clone(),
+                })
+                .collect(),
+            rejected_unlisted: i.rejected_unlisted,
+            created_at: iso(i.created_at),
+            finished_at: i.finished_at.map(iso),
+            error: i.error.clone(),
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/contacts/import", tag = "Contacts",
+    request_body(content = String, content_type = "text/csv",
+        description = "A header row with `email` (required), `subscribed`, `data` (a JSON object) and data columns typed by a suffix: `age:number`, `vip:boolean`, `plan:string` (the default)"),
+    responses((status = 202, description = "stored; importing in the background", body = ImportView),
+              (status = 413, description = "larger than limits.max_import_bytes"),
+              (status = 422, description = "not text/csv, or a header without email")),
+    security(("bearer" = [])))]
+pub async fn import(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let csv = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().to_ascii_lowercase().starts_with("text/csv"));
+    if !csv {
+        return Err(Error::field(
+            "Content-Type",
+            FieldCode::InvalidEnumValue,
+            "An import is sent as text/csv",
+        )
+        .into());
+    }
+    let mut payload = payload.into_inner();
+    let body = read_within(&req, &mut payload, state.limits.max_import_bytes).await?;
+    let import = import_runner::start(&state.registry, p.id, body.to_vec()).await?;
+    Ok(HttpResponse::Accepted().json(ImportView::from(&import)))
+}
+
+#[utoipa::path(get, path = "/contacts/imports/{id}", tag = "Contacts",
+    responses((status = 200, body = ImportView), (status = 404)), security(("bearer" = [])))]
+pub async fn get_import(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ImportId = path_id(&id, Resource::Import)?;
+    let found = import::load(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Import))?;
+    Ok(HttpResponse::Ok().json(ImportView::from(&found)))
+}
+
+#[utoipa::path(get, path = "/contacts/export", tag = "Contacts",
+    params(("segmentId" = Option<String>, Query, description = "only this segment's members")),
+    responses((status = 200, description = "CSV: email, subscribed, createdAt, data (a JSON object)", content_type = "text/csv", body = String),
+              (status = 404, description = "no such segment")),
+    security(("bearer" = [])))]
+pub async fn export(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = Query::parse(req.query_string())?;
+    let segment = match q.get("segmentId") {
+        None => None,
+        Some(raw) => {
+            let id: SegmentId = path_id(raw, Resource::Segment)?;
+            let store = state.store.clone();
+            let found = blocking(move || segment_queries::get_segment(&*store, p.id, id)).await?;
+            Some(found.ok_or(Error::NotFound(Resource::Segment))?)
+        }
+    };
+    let state = state.into_inner();
+    let first = page(&state, p.id, &segment, None).await?;
+    let head = csv_chunk(true, &first.items)?;
+    let start = (Some(web::Bytes::from(head)), first.next_cursor);
+    let stream = futures_util::stream::unfold(
+        Some(start),
+        move |next: Option<(Option<web::Bytes>, Option<String>)>| {
+            let (state, segment) = (state.clone(), segment.clone());
+            async move {
+                let (ready, cursor) = next?;
+                if let Some(bytes) = ready {
+                    return Some((Ok(bytes), Some((None, cursor))));
+                }
+                let cursor = cursor?;
+                let out = match page(&state, p.id, &segment, Some(cursor)).await {
+                    Ok(page) => csv_chunk(false, &page.items)
+                        .map(|b| (web::Bytes::from(b), page.next_cursor)),
+                    Err(e) => Err(e),
+                };
+                Some(match out {
+                    Ok((bytes, cursor)) => (Ok(bytes), Some((None, cursor))),
+                    // The status line is sent already: the client sees a cut stream.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "contact export stopped");
+                        (Err(std::io::Error::other(e.to_string())), None)
+                    }
+                })
+            }
+        },
+    );
+    Ok(HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
+        .insert_header((CONTENT_DISPOSITION, "attachment; filename=\"contacts.csv\""))
+        .streaming(stream))
+}
+
+/// One page of the export, read off the async thread.
+async fn page(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    segment: &Option<mailroom_actors::segment::Segment>,
+    cursor: Option<String>,
+) -> Result<mailroom_actors::model::Page<Contact>, ApiError> {
+    let store = state.store.clone();
+    let page = PageRequest::parse(Some(EXPORT_PAGE), cursor.as_deref())?;
+    match segment.clone() {
+        None => {
+            let all = ContactFilter {
+                subscribed: None,
+                search: None,
+            };
+            blocking(move || queries::list_contacts(&*store, p, &all, &page)).await
+        }
+        Some(segment) => {
+            let table = state.registry.contacts(p);
+            let at = Timestamp::from(state.clock.now()).millis();
+            let max = state.limits.max_filter_evaluations;
+            blocking(move || {
+                segment_queries::segment_contacts(&*store, &table, p, &segment, &page, at, max)
+            })
+            .await
+        }
+    }
+}
+
+/// Rows as CSV (with the header row first when `header`); `data` is a JSON object, the
+/// column an import reads back.
+fn csv_chunk(header: bool, contacts: &[Contact]) -> Result<Vec<u8>, ApiError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let fail = |e: csv::Error| ApiError::Engine(Error::Internal(format!("writing CSV: {e}")));
+    if header {
+        w.write_record(["email", "subscribed", "createdAt", "data"])
+            .map_err(fail)?;
+    }
+    for c in contacts {
+        let data = serde_json::Value::Object(c.data.clone()).to_string();
+        let subscribed = if c.subscribed { "true" } else { "false" };
+        w.write_record([c.email.as_str(), subscribed, &c.created_at.to_iso(), &data])
+            .map_err(fail)?;
+    }
+    w.into_inner()
+        .map_err(|e| ApiError::Engine(Error::Internal(format!("writing CSV: {e}"))))
+}
