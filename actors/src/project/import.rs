@@ -539,3 +539,98 @@ fn drop_chunks(batch: &mut Batch, p: ProjectId, import: &Import) {
         batch.delete(keys::import_chunk(p, import.id, n));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(names: &[&str]) -> Result<Vec<Column>> {
+        columns(&csv::StringRecord::from(names.to_vec()))
+    }
+
+    fn record(fields: &[&str]) -> csv::ByteRecord {
+        csv::ByteRecord::from(fields.to_vec())
+    }
+
+    #[test]
+    fn a_header_types_data_columns_by_their_suffix() {
+        let cols = header(&["email", "age:number", "vip:boolean", "plan", "note:string"]).unwrap();
+        let kinds: Vec<Option<Kind>> = cols
+            .iter()
+            .map(|c| match c {
+                Column::Field { kind, .. } => Some(*kind),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                None,
+                Some(Kind::Number),
+                Some(Kind::Boolean),
+                Some(Kind::String),
+                Some(Kind::String)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_header_without_email_an_unknown_type_or_a_repeated_column_is_refused() {
+        assert!(header(&["name"]).is_err());
+        assert!(header(&["email", "age:float"]).is_err());
+        assert!(header(&["email", "plan", "plan"]).is_err());
+        assert!(header(&["email", ":number"]).is_err());
+    }
+
+    #[test]
+    fn a_row_becomes_typed_data_and_empty_cells_leave_keys_alone() {
+        let cols = header(&[
+            "email",
+            "subscribed",
+            "age:number",
+            "vip:boolean",
+            "plan",
+            "data",
+        ])
+        .unwrap();
+        let row = row(
+            &cols,
+            &record(&[
+                " Ann@Example.com ",
+                "FALSE",
+                "31.5",
+                "1",
+                "",
+                r#"{"city":"Oslo"}"#,
+            ]),
+            2,
+        )
+        .unwrap();
+        assert_eq!(row.email.as_str(), "ann@example.com");
+        assert_eq!(row.subscribed, Some(false));
+        assert_eq!(
+            Value::Object(row.data),
+            serde_json::json!({"age": 31.5, "vip": true, "city": "Oslo"})
+        );
+    }
+
+    #[test]
+    fn a_bad_row_is_rejected_with_every_reason_and_its_line() {
+        let cols = header(&["email", "age:number", "data"]).unwrap();
+        let r = row(&cols, &record(&["nope", "old", "[1]"]), 7).unwrap_err();
+        assert_eq!((r.line, r.email.as_deref()), (7, Some("nope")));
+        assert!(
+            r.reason.starts_with("email is not a valid address"),
+            "{}",
+            r.reason
+        );
+        assert!(r.reason.contains("age must be a number"), "{}", r.reason);
+        assert!(
+            r.reason.contains("data must be a JSON object"),
+            "{}",
+            r.reason
+        );
+        let extra = row(&cols, &record(&["a@example.com", "1", "{}", "x"]), 3).unwrap_err();
+        assert!(extra.reason.contains("4 fields"), "{}", extra.reason);
+    }
+}
