@@ -106,7 +106,7 @@ pub async fn import(
     }
     let mut payload = payload.into_inner();
     let body = read_within(&req, &mut payload, state.limits.max_import_bytes).await?;
-    let import = import_runner::start(&state.registry, p.id, body.to_vec()).await?;
+    let import = import_runner::start(&state.registry, p.id, body.into()).await?;
     Ok(HttpResponse::Accepted().json(ImportView::from(&import)))
 }
 

@@ -148,11 +148,11 @@ pub fn columns(header: &csv::StringRecord) -> Result<Vec<Column>> {
         if !seen.insert(name.to_owned()) {
             return Err(header_error(format!("The column {name:?} appears twice")));
         }
-        let column = match name {
+        let column = match name.to_ascii_lowercase().as_str() {
             "email" => Column::Email,
             "subscribed" => Column::Subscribed,
             "data" => Column::Data,
-            "createdAt" | "updatedAt" | "id" => Column::Ignored,
+            "createdat" | "updatedat" | "id" => Column::Ignored,
             _ => {
                 let (key, kind) = match name.rsplit_once(':') {
                     Some((key, "string")) => (key, Kind::String),
@@ -178,6 +178,9 @@ pub fn columns(header: &csv::StringRecord) -> Result<Vec<Column>> {
                 }
             }
         };
+        if column != Column::Ignored && out.contains(&column) {
+            return Err(header_error(format!("The column {name:?} appears twice")));
+        }
         out.push(column);
     }
     if !out.contains(&Column::Email) {
@@ -214,8 +217,18 @@ pub fn create(store: &dyn Store, p: ProjectId, csv: &[u8], now: Timestamp) -> Re
     let mut rows = 0u64;
     let mut rec = csv::ByteRecord::new();
     // A malformed row is rejected when its slice is read; here it only counts.
-    while rd.read_byte_record(&mut rec).unwrap_or(true) {
-        rows += 1;
+    loop {
+        match rd.read_byte_record(&mut rec) {
+            Ok(true) => rows += 1,
+            Ok(false) => break,
+            Err(e) => {
+                return Err(Error::field(
+                    "body",
+                    FieldCode::Custom,
+                    format!("The file cannot be read as CSV after row {rows}: {e}"),
+                ))
+            }
+        }
     }
     let id = ImportId::new();
     let chunks: Vec<&[u8]> = csv.chunks(CHUNK_BYTES).collect();
@@ -482,11 +495,13 @@ pub fn apply(ctx: &WriteCtx, counts: &mut Counts, id: ImportId, slice: Slice) ->
                 running = change.counts;
                 changes.push(change);
             }
-            Err(e) => rejected.push(Rejected {
+            // A limit refuses the row; anything else (the store) stops the slice.
+            Err(e @ (Error::Validation(_) | Error::Conflict { .. })) => rejected.push(Rejected {
                 line: row.line,
                 email: Some(row.email.to_string()),
                 reason: reason(&e),
             }),
+            Err(e) => return Err(e),
         }
     }
     rejected.sort_by_key(|r| r.line);
@@ -579,6 +594,7 @@ mod tests {
         assert!(header(&["name"]).is_err());
         assert!(header(&["email", "age:float"]).is_err());
         assert!(header(&["email", "plan", "plan"]).is_err());
+        assert!(header(&["email", "Email"]).is_err());
         assert!(header(&["email", ":number"]).is_err());
     }
 
