@@ -366,3 +366,40 @@ fn hundred_thousand_rows_import_and_the_time_is_printed() {
     eprintln!("100,000 rows imported in {:?}", start.elapsed());
     assert_eq!(v["created"], 100_000);
 }
+
+#[test]
+fn the_bulk_endpoints_are_in_the_openapi_document() {
+    let app = TestApp::spawn();
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    let paths = &doc["paths"];
+    assert!(
+        paths["/contacts/import"]["post"]["requestBody"]["content"]["text/csv"].is_object(),
+        "{}",
+        paths["/contacts/import"]
+    );
+    assert!(paths["/contacts/imports/{id}"]["get"].is_object());
+    assert!(
+        paths["/contacts/export"]["get"]["responses"]["200"]["content"]["text/csv"].is_object()
+    );
+}
+
+#[test]
+fn an_import_lists_the_first_thousand_rejected_rows_and_counts_the_rest() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Rejects");
+    let mut csv = String::from("email\n");
+    for n in 0..1005 {
+        csv.push_str(&format!("bad{n}\n"));
+    }
+    csv.push_str("good@example.com\n");
+    let id = import(&app, &p.secret, &csv);
+    let v = finished(&app, &p.secret, &id);
+    assert_eq!(v["rejected"].as_array().unwrap().len(), 1000);
+    assert_eq!(v["rejected"][999]["line"], 1001);
+    assert_eq!(
+        (&v["rejectedUnlisted"], &v["created"], &v["processed"]),
+        (&json!(5), &json!(1), &json!(1006)),
+        "{}",
+        v["rejectedUnlisted"]
+    );
+}
