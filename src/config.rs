@@ -153,6 +153,7 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub max_import_bytes: usize,
     pub import_slice_rows: usize,
+    pub max_running_imports: u64,
     pub max_data_bytes: usize,
     pub max_project_data_bytes: u64,
     pub max_contacts: u64,

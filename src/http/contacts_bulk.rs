@@ -82,6 +82,7 @@ impl From<&Import> for ImportView {
     request_body(content = String, content_type = "text/csv",
         description = "A header row with `email` (required), `subscribed`, `data` (a JSON object) and data columns typed by a suffix: `age:number`, `vip:boolean`, `plan:string` (the default)"),
     responses((status = 202, description = "stored; importing in the background", body = ImportView),
+              (status = 409, description = "limits.max_running_imports imports are under way"),
               (status = 413, description = "larger than limits.max_import_bytes"),
               (status = 422, description = "not text/csv, or a header without email")),
     security(("bearer" = [])))]
@@ -106,7 +107,13 @@ pub async fn import(
     }
     let mut payload = payload.into_inner();
     let body = read_within(&req, &mut payload, state.limits.max_import_bytes).await?;
-    let import = import_runner::start(&state.registry, p.id, body.into()).await?;
+    let import = import_runner::start(
+        &state.registry,
+        p.id,
+        body.into(),
+        state.limits.max_running_imports,
+    )
+    .await?;
     Ok(HttpResponse::Accepted().json(ImportView::from(&import)))
 }
 

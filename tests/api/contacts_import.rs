@@ -403,3 +403,17 @@ fn an_import_lists_the_first_thousand_rejected_rows_and_counts_the_rest() {
         v["rejectedUnlisted"]
     );
 }
+
+#[test]
+fn an_import_past_max_running_imports_gets_409_naming_the_limit() {
+    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_RUNNING_IMPORTS", "0")]);
+    let p = app.create_project("Busy");
+    let r = send_csv(&app, &p.secret, "text/csv", "email\na@example.com\n");
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "CONFLICT"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("max_running_imports"), "{}", r.text);
+}

@@ -261,6 +261,18 @@ pub fn create(store: &dyn Store, p: ProjectId, csv: &[u8], now: Timestamp) -> Re
     Ok(import)
 }
 
+/// The project's imports not yet over (QUEUED or RUNNING).
+pub fn unfinished(store: &dyn Store, p: ProjectId) -> Result<u64> {
+    let mut n = 0;
+    for kv in store.scan(&keys::imports_of(p), None, false) {
+        let (_, v) = kv?;
+        if !codec::decode::<Import>(&v)?.status.is_over() {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 pub fn load(store: &dyn Store, p: ProjectId, id: ImportId) -> Result<Option<Import>> {
     store
         .get(&keys::import(p, id))?

@@ -19,13 +19,29 @@ pub fn set_slice_rows(n: usize) {
     SLICE_ROWS.store(n.max(1), Ordering::Relaxed);
 }
 
-/// Stores an upload (durably) and starts importing it.
-pub async fn start(registry: &Registry, p: ProjectId, csv: Vec<u8>) -> Result<Import> {
+/// Stores an upload (durably) and starts importing it, if the project has fewer than
+/// `max_running` imports under way: each holds its whole file on disk until it ends.
+/// Two uploads at the same moment may both pass the check; the bound is still there.
+pub async fn start(
+    registry: &Registry,
+    p: ProjectId,
+    csv: Vec<u8>,
+    max_running: u64,
+) -> Result<Import> {
     let store = registry.store().clone();
     let now = crate::model::Timestamp::from(registry.clock().now());
-    let import = tokio::task::spawn_blocking(move || import::create(&*store, p, &csv, now))
-        .await
-        .map_err(|e| Error::Internal(format!("storing an import: {e}")))??;
+    let import = tokio::task::spawn_blocking(move || {
+        if import::unfinished(&*store, p)? >= max_running {
+            return Err(super::limits::full(
+                "imports under way",
+                max_running,
+                "max_running_imports",
+            ));
+        }
+        import::create(&*store, p, &csv, now)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("storing an import: {e}")))??;
     registry.store().durable().await?;
     spawn(registry.clone(), p, import.id);
     Ok(import)

@@ -301,6 +301,11 @@ pub fn import(p: ProjectId, i: ImportId) -> Vec<u8> {
     key([IMPORTS, p.as_bytes(), i.as_bytes()].into_iter())
 }
 
+/// Every import of one project.
+pub fn imports_of(p: ProjectId) -> Vec<u8> {
+    key([IMPORTS, p.as_bytes()].into_iter())
+}
+
 /// (project, import) of an `import` key.
 pub fn parse_import(k: &[u8]) -> Option<(ProjectId, ImportId)> {
     let rest = k.strip_prefix(IMPORTS)?;
