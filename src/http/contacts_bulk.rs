@@ -1,13 +1,18 @@
 //! Bulk contacts: a CSV import that runs in the background (`project::import`), its
 //! progress, and a CSV export streamed a page at a time.
 
+use std::sync::{Arc, Mutex};
+
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{Contact, ImportId, PageRequest, SegmentId, Timestamp};
+use futures_util::StreamExt;
+use mailroom_actors::model::{
+    Contact, ImportId, Page, PageRequest, ProjectId, SegmentId, Timestamp,
+};
 use mailroom_actors::project::import::{self, Import};
 use mailroom_actors::project::import_runner;
 use mailroom_actors::project::queries::{self, ContactFilter};
-use mailroom_actors::project::segment_queries;
+use mailroom_actors::project::segment_queries::{self, MemberPages};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -140,76 +145,87 @@ pub async fn export(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
-    let segment = match q.get("segmentId") {
-        None => None,
+    let source = match q.get("segmentId") {
+        None => Source::All,
         Some(raw) => {
             let id: SegmentId = path_id(raw, Resource::Segment)?;
             let store = state.store.clone();
-            let found = blocking(move || segment_queries::get_segment(&*store, p.id, id)).await?;
-            Some(found.ok_or(Error::NotFound(Resource::Segment))?)
+            let table = state.registry.contacts(p.id);
+            let max = state.limits.max_filter_evaluations;
+            Source::Segment(Arc::new(Mutex::new(
+                blocking(move || {
+                    let segment = segment_queries::get_segment(&*store, p.id, id)?
+                        .ok_or(Error::NotFound(Resource::Segment))?;
+                    MemberPages::new(&*store, &table, p.id, segment, max)
+                })
+                .await?,
+            )))
         }
     };
     let state = state.into_inner();
-    let first = page(&state, p.id, &segment, None).await?;
-    let head = csv_chunk(true, &first.items)?;
-    let start = (Some(web::Bytes::from(head)), first.next_cursor);
-    let stream = futures_util::stream::unfold(
-        Some(start),
-        move |next: Option<(Option<web::Bytes>, Option<String>)>| {
-            let (state, segment) = (state.clone(), segment.clone());
-            async move {
-                let (ready, cursor) = next?;
-                if let Some(bytes) = ready {
-                    return Some((Ok(bytes), Some((None, cursor))));
+    // The first page is read before answering, so a failure there is still an error status.
+    let first = source.page(&state, p.id, None).await?;
+    let head = web::Bytes::from(csv_chunk(true, &first.items)?);
+    let start = first.next_cursor.map(|c| (c, source));
+    let rest = futures_util::stream::unfold(start, move |next| {
+        let state = state.clone();
+        async move {
+            let (cursor, source) = next?;
+            let chunk = match source.page(&state, p.id, Some(cursor)).await {
+                Ok(page) => csv_chunk(false, &page.items).map(|b| (b, page.next_cursor)),
+                Err(e) => Err(e),
+            };
+            Some(match chunk {
+                Ok((bytes, cursor)) => (Ok(web::Bytes::from(bytes)), cursor.map(|c| (c, source))),
+                // The status line is sent already: the client sees a cut stream.
+                Err(e) => {
+                    tracing::warn!(error = %e, "contact export stopped");
+                    (Err(std::io::Error::other(e.to_string())), None)
                 }
-                let cursor = cursor?;
-                let out = match page(&state, p.id, &segment, Some(cursor)).await {
-                    Ok(page) => csv_chunk(false, &page.items)
-                        .map(|b| (web::Bytes::from(b), page.next_cursor)),
-                    Err(e) => Err(e),
-                };
-                Some(match out {
-                    Ok((bytes, cursor)) => (Ok(bytes), Some((None, cursor))),
-                    // The status line is sent already: the client sees a cut stream.
-                    Err(e) => {
-                        tracing::warn!(error = %e, "contact export stopped");
-                        (Err(std::io::Error::other(e.to_string())), None)
-                    }
-                })
-            }
-        },
-    );
+            })
+        }
+    });
+    let stream = futures_util::stream::once(async move { Ok(head) }).chain(rest);
     Ok(HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, "text/csv; charset=utf-8"))
         .insert_header((CONTENT_DISPOSITION, "attachment; filename=\"contacts.csv\""))
         .streaming(stream))
 }
 
-/// One page of the export, read off the async thread.
-async fn page(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    segment: &Option<mailroom_actors::segment::Segment>,
-    cursor: Option<String>,
-) -> Result<mailroom_actors::model::Page<Contact>, ApiError> {
-    let store = state.store.clone();
-    let page = PageRequest::parse(Some(EXPORT_PAGE), cursor.as_deref())?;
-    match segment.clone() {
-        None => {
-            let all = ContactFilter {
-                subscribed: None,
-                search: None,
-            };
-            blocking(move || queries::list_contacts(&*store, p, &all, &page)).await
-        }
-        Some(segment) => {
-            let table = state.registry.contacts(p);
-            let at = Timestamp::from(state.clock.now()).millis();
-            let max = state.limits.max_filter_evaluations;
-            blocking(move || {
-                segment_queries::segment_contacts(&*store, &table, p, &segment, &page, at, max)
-            })
-            .await
+/// Where an export's contacts come from.
+enum Source {
+    All,
+    /// Shared with one blocking read at a time: it holds the filter's statistics.
+    Segment(Arc<Mutex<MemberPages>>),
+}
+
+impl Source {
+    /// One page after `cursor`, read off the async thread.
+    async fn page(
+        &self,
+        state: &AppState,
+        p: ProjectId,
+        cursor: Option<String>,
+    ) -> Result<Page<Contact>, ApiError> {
+        let store = state.store.clone();
+        let page = PageRequest::parse(Some(EXPORT_PAGE), cursor.as_deref())?;
+        match self {
+            Source::All => {
+                let all = ContactFilter {
+                    subscribed: None,
+                    search: None,
+                };
+                blocking(move || queries::list_contacts(&*store, p, &all, &page)).await
+            }
+            Source::Segment(pages) => {
+                let at = Timestamp::from(state.clock.now()).millis();
+                let pages = pages.clone();
+                blocking(move || {
+                    let mut pages = pages.lock().unwrap_or_else(|e| e.into_inner());
+                    pages.page(&*store, p, &page, at)
+                })
+                .await
+            }
         }
     }
 }

@@ -417,3 +417,38 @@ fn an_import_past_max_running_imports_gets_409_naming_the_limit() {
     );
     assert!(r.text.contains("max_running_imports"), "{}", r.text);
 }
+
+#[test]
+fn a_dynamic_segment_export_of_many_pages_holds_exactly_its_members() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Dynamic");
+    let mut csv = String::from("email,plan\n");
+    for n in 0..230 {
+        let plan = if n % 3 == 0 { "pro" } else { "free" };
+        csv.push_str(&format!("u{n}@example.com,{plan}\n"));
+    }
+    let id = import(&app, &p.secret, &csv);
+    finished(&app, &p.secret, &id);
+    let filters = json!({"operator": "AND", "conditions": [{"field": "data.plan", "operator": "equals", "value": "pro"}]});
+    let r = app.post(
+        "/segments",
+        &p.secret,
+        json!({"name": "Pro", "filters": filters}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let segment = r.json()["id"].as_str().unwrap().to_owned();
+
+    let out = export(&app, &p.secret, &format!("?segmentId={segment}"));
+    let mut emails: Vec<String> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_owned())
+        .collect();
+    emails.sort();
+    let mut expected: Vec<String> = (0..230)
+        .filter(|n| n % 3 == 0)
+        .map(|n| format!("u{n}@example.com"))
+        .collect();
+    expected.sort();
+    assert_eq!(emails, expected);
+}
