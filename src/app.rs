@@ -106,6 +106,7 @@ impl Application {
             settings.workflows.max_entries_per_day,
         );
         mailroom_actors::project::erasure::set_slice(settings.erasure.slice);
+        mailroom_actors::project::import_runner::set_slice_rows(settings.limits.import_slice_rows);
         let executors = Executors::start(
             registry.clone(),
             templates.clone(),
@@ -341,6 +342,8 @@ fn start_campaigns(
     campaigns.watch();
     mailroom_actors::project::erasure_runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact erasures", e))?;
+    mailroom_actors::project::import_runner::resume(&registry)
+        .map_err(|e| Failure::caused("resuming contact imports", e))?;
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {
         let (runner, executors) = (runner.clone(), executors.clone());

@@ -159,6 +159,9 @@ pub struct Limits {
     pub requests_per_minute: u32,
     pub public_requests_per_minute: u32,
     pub max_body_bytes: usize,
+    pub max_import_bytes: usize,
+    pub import_slice_rows: usize,
+    pub max_running_imports: u64,
     pub max_data_bytes: usize,
     pub max_project_data_bytes: u64,
     pub max_contacts: u64,
@@ -461,6 +464,9 @@ mod tests {
         assert_eq!(s.sending.rate_per_second, 14);
         assert_eq!(s.limits.requests_per_minute, 1000);
         assert_eq!(s.limits.max_body_bytes, 15_728_640);
+        assert_eq!(s.limits.max_import_bytes, 52_428_800);
+        assert_eq!(s.limits.import_slice_rows, 1000);
+        assert_eq!(s.limits.max_running_imports, 4);
         assert_eq!(s.dns.timeout_ms, 2000);
         assert_eq!(s.domains.recheck_seconds, 300);
         assert_eq!(s.domains.spf_include, "include:_spf.mailroom.local");

@@ -224,6 +224,7 @@ pub enum Resource {
     Event,
     Execution,
     Project,
+    Import,
     Route,
 }
 
@@ -239,6 +240,7 @@ impl fmt::Display for Resource {
             Resource::Email => "Email",
             Resource::Event => "Event",
             Resource::Execution => "Execution",
+            Resource::Import => "Import",
             Resource::Project => "Project",
             Resource::Route => "Route",
         };

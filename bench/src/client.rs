@@ -144,6 +144,18 @@ pub async fn call(
     auth: Option<&str>,
     body: Option<String>,
 ) -> (u16, serde_json::Value) {
+    call_as(addr, method, path, auth, "application/json", body).await
+}
+
+/// `call` with a body of another content type (a CSV import).
+pub async fn call_as(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    content_type: &str,
+    body: Option<String>,
+) -> (u16, serde_json::Value) {
     let stream = TcpStream::connect(addr)
         .await
         .expect("connect to the server");
@@ -159,7 +171,7 @@ pub async fn call(
         b = b.header("authorization", format!("Bearer {a}"));
     }
     let req = b
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .body(Full::new(Bytes::from(body.unwrap_or_default())))
         .expect("request");
     let res = sender.send_request(req).await.expect("response");

@@ -10,6 +10,7 @@
 
 mod campaign;
 mod client;
+mod import;
 mod members;
 mod report;
 mod scenario;
@@ -40,7 +41,8 @@ pub struct Args {
     /// SMTP clients), paced (60 s of delivery at 14/s), members (memberCount over --contacts),
     /// campaign (a campaign to --recipients drains, /v1/track beside it), workflows
     /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
-    /// for --soak-minutes, sampled every 30 s).
+    /// for --soak-minutes, sampled every 30 s), import (--contacts rows through POST
+    /// /contacts/import, timed to COMPLETED).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -57,7 +59,7 @@ pub struct Args {
     /// client's connection count in the reference figure.
     #[arg(long, default_value_t = 32)]
     smtp_connections: usize,
-    /// Contacts loaded for the `members` scenario.
+    /// Contacts loaded for the `members` scenario, and rows of the `import` one.
     #[arg(long, default_value_t = 100_000)]
     contacts: u64,
     /// Subscribed contacts the `campaign` scenario sends to.
@@ -165,6 +167,10 @@ fn main() {
             args.soak_minutes,
             args.soak_contacts,
         );
+    }
+    if wanted("import") {
+        let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
+        import::run(&rt, &fresh, args.contacts);
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);

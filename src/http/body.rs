@@ -46,6 +46,24 @@ fn read(
     let limit = req
         .app_data::<web::Data<AppState>>()
         .map_or(1 << 20, |s| s.limits.max_body_bytes);
+    let raw = read_within(req, payload, limit);
+    Box::pin(async move {
+        let buf = raw.await?;
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::BadRequest(
+                "The request body is empty; a JSON object is expected".into(),
+            ));
+        }
+        Ok(buf)
+    })
+}
+
+/// Reads the body, any bytes, refusing it with 413 past `limit`.
+pub fn read_within(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    limit: usize,
+) -> LocalBoxFuture<'static, Result<web::BytesMut, ApiError>> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
@@ -64,11 +82,6 @@ fn read(
                 return Err(ApiError::PayloadTooLarge { limit });
             }
             buf.extend_from_slice(&chunk);
-        }
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::BadRequest(
-                "The request body is empty; a JSON object is expected".into(),
-            ));
         }
         Ok(buf)
     })

@@ -52,6 +52,7 @@ fn not_found_code(r: Resource) -> &'static str {
         Resource::Email
         | Resource::Event
         | Resource::Execution
+        | Resource::Import
         | Resource::Project
         | Resource::Route => "RESOURCE_NOT_FOUND",
     }

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod body;
 pub mod campaigns;
 pub mod contacts;
+pub mod contacts_bulk;
 pub mod domains;
 pub mod envelope;
 pub mod error;
@@ -179,6 +180,11 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::get().to(contacts::list))
                     .route(web::post().to(contacts::upsert)),
             )
+            .service(resource("/contacts/import").route(web::post().to(contacts_bulk::import)))
+            .service(
+                resource("/contacts/imports/{id}").route(web::get().to(contacts_bulk::get_import)),
+            )
+            .service(resource("/contacts/export").route(web::get().to(contacts_bulk::export)))
             .service(
                 resource("/contacts/{id}")
                     .route(web::get().to(contacts::get))

@@ -4,8 +4,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, campaigns, contacts, domains, events, ops, segments, send, templates, track, verify,
-    workflows,
+    admin, campaigns, contacts, contacts_bulk, domains, events, ops, segments, send, templates,
+    track, verify, workflows,
 };
 
 #[derive(OpenApi)]
@@ -14,6 +14,7 @@ use super::{
     paths(
         ops::health, ops::metrics, ops::openapi,
         contacts::list, contacts::upsert, contacts::get, contacts::patch, contacts::delete,
+        contacts_bulk::import, contacts_bulk::get_import, contacts_bulk::export,
         templates::list, templates::create, templates::get, templates::update, templates::delete,
         send::send, send::get_email,
         domains::list, domains::create, domains::get, domains::delete, domains::verify,
@@ -29,6 +30,7 @@ use super::{
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
+        contacts_bulk::ImportView, contacts_bulk::RejectedRow,
         contacts::UpsertContactRequest, contacts::PatchContactRequest, ops::Health,
         super::error::ErrorBody, templates::TemplateView, templates::TemplateList, templates::CreateTemplateRequest,
         templates::UpdateTemplateRequest,

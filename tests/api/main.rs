@@ -7,6 +7,7 @@ mod batches;
 mod campaigns;
 mod cli;
 mod contacts;
+mod contacts_import;
 mod deliverability;
 mod delivery;
 mod dns;

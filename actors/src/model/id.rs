@@ -67,6 +67,7 @@ id_type!(SegmentId);
 id_type!(CampaignId);
 id_type!(WorkflowId);
 id_type!(ExecutionId);
+id_type!(ImportId);
 
 impl EventId {
     /// An id that sorts at the event's own time (which comes from the injected clock),

@@ -20,7 +20,7 @@ pub use data::{DataMap, DataPatch};
 pub use email::{EmailAddress, EmailError, Flaw};
 pub use event::{Event, EventSource, EventStats};
 pub use id::{
-    CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ProjectId, SegmentId,
+    CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ImportId, ProjectId, SegmentId,
     TemplateId, WorkflowId,
 };
 pub use outbound::{Attachment, EmailStatus, Engagement, Mailbox, OutboundEmail};

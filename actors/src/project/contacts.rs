@@ -158,6 +158,20 @@ pub fn commit(ctx: &WriteCtx, change: &Change, batch: Batch, events: Vec<Event>)
     unit.apply(ctx).map(drop)
 }
 
+/// Writes many prepared changes in one batch (a bulk import). Each was prepared from
+/// the counters the one before left (`counts_before` of one is `counts` of the one
+/// before), and no two are of the same contact: a batch cannot read its own writes.
+pub fn commit_all(ctx: &WriteCtx, changes: &[Change], batch: Batch) -> Result<()> {
+    let Some(first) = changes.first() else {
+        return ctx.store.apply(batch);
+    };
+    let mut unit = Unit::with(batch, Vec::new(), first.counts_before);
+    for change in changes {
+        unit.stage(ctx, change)?;
+    }
+    unit.apply(ctx).map(drop)
+}
+
 pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {
     let (store, p) = (ctx.store, ctx.project);
     let contact = ctx

@@ -18,6 +18,8 @@ pub mod erasure_runner;
 pub mod event_queries;
 pub mod events;
 pub mod executions;
+pub mod import;
+pub mod import_runner;
 pub mod limits;
 pub mod membership;
 pub mod messages;

@@ -95,6 +95,18 @@ pub fn segment_contacts(
         let mut m = Matcher::load(store, p, c)?;
         return scan::page(store, &table.rows(), p, &mut m, page, now);
     }
+    let mut out = static_page(store, p, segment, page)?;
+    out.total = static_member_count(store, p, segment.id)?;
+    Ok(out)
+}
+
+/// A page of a STATIC segment's members, without the total.
+fn static_page(
+    store: &dyn Store,
+    p: ProjectId,
+    segment: &Segment,
+    page: &PageRequest,
+) -> Result<Page<Contact>> {
     let prefix = keys::segment_members(p, segment.id);
     let after = match page.cursor() {
         Some(c) => {
@@ -126,6 +138,48 @@ pub fn segment_contacts(
     Ok(Page {
         items,
         next_cursor,
-        total: static_member_count(store, p, segment.id)?,
+        total: 0,
     })
+}
+
+/// Pages through a segment's members for an export: the filter budget is checked and the
+/// filter's event statistics are loaded once, as of the first page, and no page counts
+/// the total (a DYNAMIC segment's is a pass over every contact).
+pub struct MemberPages {
+    segment: Segment,
+    matcher: Option<Matcher>,
+}
+
+impl MemberPages {
+    pub fn new(
+        store: &dyn Store,
+        table: &ContactTable,
+        p: ProjectId,
+        segment: Segment,
+        max_evaluations: u64,
+    ) -> Result<Self> {
+        let matcher = match (segment.kind, segment.compiled()) {
+            (SegmentKind::Dynamic, Some(c)) => {
+                table.ensure_loaded(store, p)?;
+                budget::check("filters", table.len(), c.conditions(), max_evaluations)?;
+                Some(Matcher::load(store, p, c)?)
+            }
+            _ => None,
+        };
+        Ok(MemberPages { segment, matcher })
+    }
+
+    /// The page after `page`'s cursor; `total` is 0.
+    pub fn page(
+        &mut self,
+        store: &dyn Store,
+        p: ProjectId,
+        page: &PageRequest,
+        now: i64,
+    ) -> Result<Page<Contact>> {
+        match &mut self.matcher {
+            Some(m) => scan::items(store, p, m, page, now),
+            None => static_page(store, p, &self.segment, page),
+        }
+    }
 }

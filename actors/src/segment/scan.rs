@@ -172,6 +172,20 @@ pub fn page(
     page: &PageRequest,
     now: i64,
 ) -> Result<Page<Contact>> {
+    let mut out = items(store, p, m, page, now)?;
+    out.total = count(rows, std::slice::from_mut(m), now)?[0];
+    Ok(out)
+}
+
+/// `page` without the total (0), which is a pass over every contact: an export reads
+/// every page and needs none.
+pub fn items(
+    store: &dyn Store,
+    p: ProjectId,
+    m: &mut Matcher,
+    page: &PageRequest,
+    now: i64,
+) -> Result<Page<Contact>> {
     let prefix = keys::contacts(p);
     let after = match page.cursor() {
         Some(c) => {
@@ -197,11 +211,10 @@ pub fn page(
     let next_cursor = has_more
         .then(|| items.last().map(|c| c.id.to_string()))
         .flatten();
-    let total = count(rows, std::slice::from_mut(m), now)?[0];
     Ok(Page {
         items,
         next_cursor,
-        total,
+        total: 0,
     })
 }
 

@@ -10,8 +10,8 @@
 //! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
 use crate::model::{
-    CampaignId, ContactId, DomainId, EmailId, ExecutionId, ProjectId, SegmentId, TemplateId,
-    WorkflowId,
+    CampaignId, ContactId, DomainId, EmailId, ExecutionId, ImportId, ProjectId, SegmentId,
+    TemplateId, WorkflowId,
 };
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
@@ -309,6 +309,33 @@ pub fn parse_erasure(k: &[u8]) -> Option<(ProjectId, ContactId)> {
         return None;
     }
     Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+/// Contact imports, outside the projects so that start-up finds the unfinished ones
+/// with one scan.
+pub const IMPORTS: &[u8] = b"imports/";
+
+pub fn import(p: ProjectId, i: ImportId) -> Vec<u8> {
+    key([IMPORTS, p.as_bytes(), i.as_bytes()].into_iter())
+}
+
+/// Every import of one project.
+pub fn imports_of(p: ProjectId) -> Vec<u8> {
+    key([IMPORTS, p.as_bytes()].into_iter())
+}
+
+/// (project, import) of an `import` key.
+pub fn parse_import(k: &[u8]) -> Option<(ProjectId, ImportId)> {
+    let rest = k.strip_prefix(IMPORTS)?;
+    if rest.len() != 32 {
+        return None;
+    }
+    Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
+}
+
+/// An import's CSV, in numbered chunks (big-endian, so they sort in order).
+pub fn import_chunk(p: ProjectId, i: ImportId, n: u32) -> Vec<u8> {
+    in_project(p, b"/ic/", &[i.as_bytes(), &n.to_be_bytes()])
 }
 
 pub fn workflows(p: ProjectId) -> Vec<u8> {
