@@ -6,7 +6,8 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 use mailroom_actors::campaign::links::{Link, Resolved};
-use mailroom_actors::model::{EmailId, Timestamp};
+use mailroom_actors::campaign::unsubscribe::{self, Recipient};
+use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use mailroom_actors::project::apply::Apply;
 use mailroom_actors::project::campaigns::{self, Hit};
 use mailroom_actors::{Error, Resource};
@@ -78,16 +79,28 @@ fn not_found() -> ApiError {
     Error::NotFound(Resource::Route).into()
 }
 
+/// What the recipient's pages may load: nothing but their own inline style, and forms
+/// that post back here; no framing (no clickjacked unsubscribe button).
+const PAGE_CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
+const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:32em;margin:4em auto;\
+     padding:0 1em;text-align:center;color:#222}button{font:inherit;padding:.5em 1.5em;\
+     cursor:pointer}p{line-height:1.5}";
+
+/// `title` and `body` are HTML: whatever in them came from a tenant or a recipient is
+/// escaped by the caller.
 fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
+        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_CSP))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .body(format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
-             content=\"width=device-width\"><title>{title}</title></head><body style=\"font-family:\
-             sans-serif;max-width:32em;margin:4em auto;text-align:center\"><h1>{title}</h1>{body}\
-             </body></html>"
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta \
+             name=\"viewport\" content=\"width=device-width\"><title>{title}</title><style>\
+             {PAGE_STYLE}</style></head><body><main><h1>{title}</h1>{body}</main></body></html>"
         ))
 }
 
@@ -117,38 +130,35 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// GET /unsubscribe/{token}: a page with one button (a GET changes nothing, so mail
-/// scanners that follow links do not unsubscribe anyone).
-pub async fn unsubscribe_page(
-    token: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let Resolved {
-        link: Link::Unsubscribe { .. },
-        live,
-    } = resolve(&state, &token)?
-    else {
-        return Err(not_found());
-    };
-    if !live {
-        return Ok(expired());
-    }
-    Ok(page(
-        StatusCode::OK,
-        "Unsubscribe",
-        &format!(
-            "<p>Stop receiving these emails?</p><form method=\"post\" action=\"{}\">\
-             <button type=\"submit\">Unsubscribe</button></form>",
-            token.as_str()
-        ),
-    ))
+/// The sender and the address as the page shows them, escaped.
+struct Shown {
+    sender: String,
+    address: Option<String>,
 }
 
-/// POST /unsubscribe/{token}: the one-click unsubscribe; doing it twice is harmless.
-pub async fn unsubscribe(
-    token: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+fn shown(r: &Recipient) -> Shown {
+    let sender = match (&r.sender.name, &r.sender.address) {
+        (Some(name), Some(address)) => format!("{} ({})", escape(name), escape(address.as_str())),
+        (Some(name), None) => escape(name),
+        (None, Some(address)) => escape(address.as_str()),
+        (None, None) => "these emails".to_owned(),
+    };
+    Shown {
+        sender,
+        address: r.masked.as_deref().map(escape),
+    }
+}
+
+/// An unsubscribe token that still works: what it is about, and who the page names.
+struct Valid {
+    project: ProjectId,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+    shown: Shown,
+}
+
+/// Either a valid unsubscribe token, or the page to answer instead (expired).
+fn valid(state: &AppState, token: &str) -> Result<Result<Valid, HttpResponse>, ApiError> {
     let Resolved {
         link:
             Link::Unsubscribe {
@@ -157,26 +167,140 @@ pub async fn unsubscribe(
                 campaign,
             },
         live,
-    } = resolve(&state, &token)?
+    } = resolve(state, token)?
     else {
         return Err(not_found());
     };
     if !live {
-        return Ok(expired());
+        return Ok(Err(expired()));
     }
+    let table = state.registry.contacts(project);
+    let r = unsubscribe::recipient(
+        &**state.registry.store(),
+        &table,
+        project,
+        contact,
+        campaign,
+    )?;
+    Ok(Ok(Valid {
+        project,
+        contact,
+        campaign,
+        shown: shown(&r),
+    }))
+}
+
+/// GET /unsubscribe/{token}: a page with one button (a GET changes nothing, so mail
+/// scanners that follow links do not unsubscribe anyone).
+pub async fn unsubscribe_page(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let v = match valid(&state, &token)? {
+        Ok(v) => v,
+        Err(page) => return Ok(page),
+    };
+    let to = v.shown.address.as_ref().map_or(String::new(), |a| {
+        format!("<p>Emails to <strong>{a}</strong> will stop.</p>")
+    });
+    Ok(page(
+        StatusCode::OK,
+        "Unsubscribe",
+        &format!(
+            "<p>Unsubscribe from {}?</p>{to}<form method=\"post\" action=\"{}\">\
+             <button type=\"submit\">Unsubscribe</button></form>",
+            v.shown.sender,
+            escape(&token),
+        ),
+    ))
+}
+
+/// POST /unsubscribe/{token}: the one-click unsubscribe (RFC 8058: a mail client posts
+/// `List-Unsubscribe=One-Click`, which needs no reading); doing it twice is harmless.
+/// The page it answers offers to take it back.
+pub async fn unsubscribe(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let v = match valid(&state, &token)? {
+        Ok(v) => v,
+        Err(page) => return Ok(page),
+    };
+    let (contact, campaign) = (v.contact, v.campaign);
     state
         .registry
         .send(
-            project,
+            v.project,
             Apply::durable(move |ctx, counts| {
                 campaigns::unsubscribe(ctx, counts, contact, campaign)
             }),
         )
         .await?;
+    let to = v
+        .shown
+        .address
+        .as_ref()
+        .map_or(String::new(), |a| format!(" to <strong>{a}</strong>"));
     Ok(page(
         StatusCode::OK,
-        "Unsubscribed",
-        "<p>You will not receive these emails any more.</p>",
+        "You are unsubscribed",
+        &format!(
+            "<p>You will not receive emails from {}{to} any more.</p>\
+             <form method=\"post\" action=\"{}/resubscribe\"><p>Unsubscribed by mistake?</p>\
+             <button type=\"submit\">Resubscribe</button></form>",
+            v.shown.sender,
+            escape(&token),
+        ),
+    ))
+}
+
+/// POST /unsubscribe/{token}/resubscribe: the confirmation page's button. It undoes only
+/// what an unsubscribe link did (see `campaigns::resubscribe`); anything else is a 409
+/// page that sends the recipient to the sender.
+pub async fn resubscribe(
+    token: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let v = match valid(&state, &token)? {
+        Ok(v) => v,
+        Err(page) => return Ok(page),
+    };
+    let (contact, campaign) = (v.contact, v.campaign);
+    let subscribed = state
+        .registry
+        .send(
+            v.project,
+            Apply::durable(move |ctx, counts| {
+                campaigns::resubscribe(ctx, counts, contact, campaign)
+            }),
+        )
+        .await?;
+    if !subscribed {
+        return Ok(page(
+            StatusCode::CONFLICT,
+            "This link cannot resubscribe you",
+            &format!(
+                "<p>This address was not unsubscribed through this link. To receive emails \
+                 from {} again, ask the sender.</p>",
+                v.shown.sender
+            ),
+        ));
+    }
+    let to = v
+        .shown
+        .address
+        .as_ref()
+        .map_or(String::new(), |a| format!(" at <strong>{a}</strong>"));
+    Ok(page(
+        StatusCode::OK,
+        "You are subscribed again",
+        &format!(
+            "<p>You will receive emails from {}{to} again.</p>\
+             <form method=\"post\" action=\"../{}\"><button type=\"submit\">Unsubscribe\
+             </button></form>",
+            v.shown.sender,
+            escape(&token),
+        ),
     ))
 }
 

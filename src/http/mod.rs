@@ -257,6 +257,10 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::get().to(links::unsubscribe_page))
                     .route(web::post().to(links::unsubscribe)),
             )
+            .service(
+                resource("/unsubscribe/{token}/resubscribe")
+                    .route(web::post().to(links::resubscribe)),
+            )
             .service(resource("/t/o/{token}").route(web::get().to(links::open)))
             .service(resource("/t/c/{token}").route(web::get().to(links::click)))
             .service(

@@ -8,5 +8,6 @@ pub mod link_state;
 pub mod links;
 pub mod runner;
 pub mod token;
+pub mod unsubscribe;
 
 pub use runner::{Campaigns, RunnerConfig};

@@ -634,6 +634,10 @@ pub fn unsubscribe(
         };
         let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
         unit.stage(ctx, &change)?;
+        unit.batch.put(
+            keys::link_unsubscribed(p, contact),
+            ctx.now.millis().to_be_bytes().to_vec(),
+        );
     }
     if let Some(id) = campaign {
         let key = keys::campaign_unsubscribed(p, id, contact);
@@ -644,4 +648,55 @@ pub fn unsubscribe(
     }
     *counts = unit.apply(ctx)?;
     Ok(())
+}
+
+/// The resubscribe button of the page an unsubscribe link answers: the contact is
+/// subscribed again, but only when an unsubscribe link made the contact's last change
+/// (so a bounce, or a tenant's own unsubscribe, is not undone by whoever holds the
+/// email). A campaign's own unsubscribe is taken back: its count and its marker, so
+/// `stats.unsubscribed` counts recipients who left through its link and stayed away.
+/// Answers whether the contact is subscribed now.
+pub fn resubscribe(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<bool> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(c) = ctx.table.get(contact)? else {
+        return Ok(false);
+    };
+    if c.subscribed {
+        return Ok(true);
+    }
+    let marker = keys::link_unsubscribed(p, contact);
+    let by_link = store
+        .get(&marker)?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+        .is_some_and(|at| i64::from_be_bytes(at) == c.updated_at.millis());
+    if !by_link {
+        return Ok(false);
+    }
+    let mut unit = Unit::new(*counts);
+    let patch = PatchContact {
+        id: contact,
+        subscribed: Some(true),
+        data: DataPatch::default(),
+        reason: Some("resubscribe_link".into()),
+        campaign,
+    };
+    let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
+    unit.stage(ctx, &change)?;
+    unit.batch.delete(marker);
+    if let Some(id) = campaign {
+        let key = keys::campaign_unsubscribed(p, id, contact);
+        if load(store, p, id)?.is_some() && store.get(&key)?.is_some() {
+            unit.batch.delete(key);
+            campaign_stats::update(store, &mut unit.batch, p, id, |s| {
+                s.unsubscribed = s.unsubscribed.saturating_sub(1)
+            })?;
+        }
+    }
+    *counts = unit.apply(ctx)?;
+    Ok(true)
 }

@@ -278,6 +278,13 @@ pub fn campaign_unsubscribed(p: ProjectId, c: CampaignId, contact: ContactId) ->
     in_project(p, b"/cpu/", &[c.as_bytes(), contact.as_bytes()])
 }
 
+/// A contact an unsubscribe link unsubscribed; its value is the contact's `updatedAt`
+/// then, so a resubscribe link undoes only that change (not a later bounce or an API
+/// write).
+pub fn link_unsubscribed(p: ProjectId, contact: ContactId) -> Vec<u8> {
+    in_project(p, b"/lun/", &[contact.as_bytes()])
+}
+
 /// Every SENDING campaign of every project: what start-up resumes.
 pub const SENDING_CAMPAIGNS: &[u8] = b"campaigns-sending/";
 
