@@ -112,7 +112,7 @@ fn campaign(app: &TestApp, p: &Project, cid: &str) -> Value {
     data(&app.get(&format!("/campaigns/{cid}"), &p.secret), 200)
 }
 
-fn stats(app: &TestApp, p: &Project, cid: &str) -> Value {
+pub(crate) fn stats(app: &TestApp, p: &Project, cid: &str) -> Value {
     data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200)
 }
 

@@ -1,6 +1,7 @@
 //! The links in campaign mail once the operator has acted on the project: disabled, its
-//! keys rotated. Mail goes through the testkit's real SMTP server; the links are taken
-//! from the messages it received.
+//! keys rotated; and the pages an unsubscribe link shows a recipient (who sends, to
+//! which address, and the way back). Mail goes through the testkit's real SMTP server;
+//! the links are taken from the messages it received.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use crate::campaigns::{
     advance, contact_of, contacts, count, create, email_id_of, email_record, eventually, header_of,
-    html_of, id, link_path, rig, send_and_settle, visit,
+    html_of, id, link_path, rig, send_and_settle, stats, visit,
 };
 use crate::helpers::{Project, Resp, TestApp, ADMIN_TOKEN};
 
@@ -245,4 +246,190 @@ fn an_unsubscribe_window_shorter_than_the_laws_30_days_stops_start_up_with_a_cle
         stderr.contains("links.unsubscribe_valid_days") && stderr.contains("at least 30"),
         "{stderr}"
     );
+}
+
+/// The CSP of every page a recipient sees.
+const PAGE_CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
+/// A campaign with `fields` sent to each of `to` (subscribed); each recipient's
+/// unsubscribe path, in the order of `to`, and the campaign's id.
+fn unsubscribe_paths(
+    app: &TestApp,
+    p: &Project,
+    smtp: &SmtpServer,
+    to: &[&str],
+    fields: Value,
+) -> (Vec<String>, String) {
+    let to: Vec<String> = to.iter().map(|s| (*s).to_owned()).collect();
+    contacts(app, p, &to, true);
+    let cid = id(&create(app, p, fields));
+    let (got, _) = send_and_settle(app, p, smtp, &cid, to.len() as u64);
+    let paths = to
+        .iter()
+        .map(|address| {
+            let m = got
+                .iter()
+                .find(|m| m.rcpt_to.iter().any(|r| r == address))
+                .unwrap_or_else(|| panic!("a message to {address}"));
+            let list = header_of(&m.text(), "List-Unsubscribe").expect("List-Unsubscribe");
+            link_path(&list, "/unsubscribe/").expect("an unsubscribe URL")
+        })
+        .collect();
+    (paths, cid)
+}
+
+fn events_named(app: &TestApp, p: &Project, name: &str) -> Value {
+    app.get(&format!("/events?name={name}"), &p.secret).json()
+}
+
+#[test]
+fn the_unsubscribe_page_names_the_sender_and_a_masked_address_under_a_strict_csp() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let (paths, _) = unsubscribe_paths(
+        &app,
+        &p,
+        &smtp,
+        &["ada@example.com"],
+        json!({"fromName": "Acme News"}),
+    );
+    let page = visit(&app, "GET", &paths[0], None);
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.text
+            .contains("Unsubscribe from Acme News (hello@acme.test)?"),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("a***@example.com"), "{}", page.text);
+    assert!(!page.text.contains("ada@example.com"), "{}", page.text);
+    assert!(page.text.contains("<h1>") && page.text.contains("<button type=\"submit\">"));
+    assert_eq!(page.header("content-security-policy"), Some(PAGE_CSP));
+    assert_eq!(page.header("cache-control"), Some("no-store"));
+    assert_eq!(
+        contact_of(&app, &p, "ada@example.com")["subscribed"],
+        true,
+        "a GET changes nothing"
+    );
+}
+
+#[test]
+fn a_tenants_from_name_with_html_shows_as_text_on_the_unsubscribe_pages() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let (paths, _) = unsubscribe_paths(
+        &app,
+        &p,
+        &smtp,
+        &["ada@example.com"],
+        json!({"fromName": "<script>alert(1)</script> & \"Co\""}),
+    );
+    for (method, form) in [("GET", None), ("POST", Some("List-Unsubscribe=One-Click"))] {
+        let page = visit(&app, method, &paths[0], form);
+        assert_eq!(page.status, 200, "{}", page.text);
+        assert!(!page.text.contains("<script>"), "{method}: {}", page.text);
+        assert!(
+            page.text
+                .contains("&lt;script&gt;alert(1)&lt;&#x2F;script&gt; &amp; &quot;Co&quot;")
+                || page
+                    .text
+                    .contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Co&quot;"),
+            "{method}: {}",
+            page.text
+        );
+        assert_eq!(page.header("content-security-policy"), Some(PAGE_CSP));
+    }
+}
+
+#[test]
+fn unsubscribing_then_resubscribing_brings_the_contact_back_with_its_event_and_takes_back_the_campaigns_count(
+) {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let (paths, cid) = unsubscribe_paths(&app, &p, &smtp, &["ada@example.com"], json!({}));
+    let subscribed_before = count(&events_named(&app, &p, "contact.subscribed"), "total");
+    let done = visit(&app, "POST", &paths[0], Some("List-Unsubscribe=One-Click"));
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert!(done.text.contains("You are unsubscribed"), "{}", done.text);
+    assert!(
+        done.text.contains("/resubscribe\"") && done.text.contains(">Resubscribe<"),
+        "{}",
+        done.text
+    );
+    assert_eq!(done.header("content-security-policy"), Some(PAGE_CSP));
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], false);
+    let s = eventually(
+        30,
+        || stats(&app, &p, &cid),
+        |s: &Value| count(s, "unsubscribed") == 1,
+    );
+    assert_eq!(count(&s, "unsubscribed"), 1, "{s}");
+
+    let back = visit(&app, "POST", &format!("{}/resubscribe", paths[0]), Some(""));
+    assert_eq!(back.status, 200, "{}", back.text);
+    assert!(back.text.contains("subscribed again"), "{}", back.text);
+    assert_eq!(back.header("content-security-policy"), Some(PAGE_CSP));
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
+    let events = eventually(
+        10,
+        || events_named(&app, &p, "contact.subscribed"),
+        |e: &Value| count(e, "total") == subscribed_before + 1,
+    );
+    assert_eq!(count(&events, "total"), subscribed_before + 1, "{events}");
+    assert_eq!(events["events"][0]["email"], "ada@example.com", "{events}");
+    let s = eventually(
+        30,
+        || stats(&app, &p, &cid),
+        |s: &Value| count(s, "unsubscribed") == 0,
+    );
+    assert_eq!(count(&s, "unsubscribed"), 0, "a resubscribe takes it back: {s}");
+
+    // The link still unsubscribes, and counts again.
+    let again = visit(&app, "POST", &paths[0], Some("List-Unsubscribe=One-Click"));
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], false);
+    let s = eventually(
+        30,
+        || stats(&app, &p, &cid),
+        |s: &Value| count(s, "unsubscribed") == 1,
+    );
+    assert_eq!(count(&s, "unsubscribed"), 1, "{s}");
+}
+
+#[test]
+fn an_unsubscribe_link_resubscribes_no_one_but_a_contact_it_unsubscribed_itself() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    let (paths, _) = unsubscribe_paths(
+        &app,
+        &p,
+        &smtp,
+        &["ada@example.com", "bob@example.com"],
+        json!({}),
+    );
+    let (ada, bob) = (&paths[0], &paths[1]);
+    let left = visit(&app, "POST", bob, Some("List-Unsubscribe=One-Click"));
+    assert_eq!(left.status, 200, "{}", left.text);
+    // The tenant unsubscribes Ada itself: her link did not, so it cannot undo it.
+    let ada_id = contact_of(&app, &p, "ada@example.com")["id"]
+        .as_str()
+        .expect("Ada's id")
+        .to_owned();
+    let r = app.patch(
+        &format!("/contacts/{ada_id}"),
+        &p.secret,
+        json!({"subscribed": false}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let refused = visit(&app, "POST", &format!("{ada}/resubscribe"), Some(""));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], false);
+    assert_eq!(
+        contact_of(&app, &p, "bob@example.com")["subscribed"],
+        false,
+        "Ada's link does not bring Bob back"
+    );
+    // Only a POST resubscribes, and only with a token this server made.
+    assert_eq!(visit(&app, "GET", &format!("{bob}/resubscribe"), None).status, 405);
+    let forged = format!("{}x/resubscribe", &bob[..bob.len() - 1]);
+    assert_eq!(visit(&app, "POST", &forged, Some("")).status, 404, "{forged}");
+    assert_eq!(contact_of(&app, &p, "bob@example.com")["subscribed"], false);
 }
