@@ -380,7 +380,11 @@ fn unsubscribing_then_resubscribing_brings_the_contact_back_with_its_event_and_t
         || stats(&app, &p, &cid),
         |s: &Value| count(s, "unsubscribed") == 0,
     );
-    assert_eq!(count(&s, "unsubscribed"), 0, "a resubscribe takes it back: {s}");
+    assert_eq!(
+        count(&s, "unsubscribed"),
+        0,
+        "a resubscribe takes it back: {s}"
+    );
 
     // The link still unsubscribes, and counts again.
     let again = visit(&app, "POST", &paths[0], Some("List-Unsubscribe=One-Click"));
@@ -428,8 +432,15 @@ fn an_unsubscribe_link_resubscribes_no_one_but_a_contact_it_unsubscribed_itself(
         "Ada's link does not bring Bob back"
     );
     // Only a POST resubscribes, and only with a token this server made.
-    assert_eq!(visit(&app, "GET", &format!("{bob}/resubscribe"), None).status, 405);
+    assert_eq!(
+        visit(&app, "GET", &format!("{bob}/resubscribe"), None).status,
+        405
+    );
     let forged = format!("{}x/resubscribe", &bob[..bob.len() - 1]);
-    assert_eq!(visit(&app, "POST", &forged, Some("")).status, 404, "{forged}");
+    assert_eq!(
+        visit(&app, "POST", &forged, Some("")).status,
+        404,
+        "{forged}"
+    );
     assert_eq!(contact_of(&app, &p, "bob@example.com")["subscribed"], false);
 }
