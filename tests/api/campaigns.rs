@@ -1559,3 +1559,40 @@ fn a_campaign_to_a_static_segment_reaches_its_subscribed_members_only() {
     );
     assert_eq!(count(&s, "totalRecipients"), 3, "{s}");
 }
+
+#[test]
+fn an_email_in_an_attempt_when_its_campaign_is_cancelled_is_not_retried_after() {
+    let (_dns, smtp, app, p) = rig(&[]);
+    contacts(&app, &p, &emails("held", 1), true);
+    // The relay takes DATA and never answers: the one email stays in its attempt.
+    smtp.hang_in_data(true);
+    let c = create(&app, &p, json!({}));
+    let cid = id(&c);
+    assert_eq!(send(&app, &p, &cid, json!({})).status, 200);
+    let hung = eventually(20, || smtp.hung(), |n| *n >= 1);
+    assert!(hung >= 1, "the attempt is under way");
+    let r = cancel(&app, &p, &cid);
+    assert_eq!(r.status, 200, "{}", r.text);
+    // The relay answers again; the hung attempt times out, a transient failure that
+    // would be retried (in 50 ms here) if the cancel had not taken it.
+    smtp.hang_in_data(false);
+    let s = stats_when(&app, &p, &cid, |s: &Value| count(s, "queued") == 0);
+    assert_eq!(
+        (count(&s, "cancelled"), count(&s, "delivered")),
+        (1, 0),
+        "{s}"
+    );
+    // The control: a later email does arrive, so a retry of the first would have too.
+    let r = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "after@example.com", "from": FROM, "subject": "After", "body": "b"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let got = smtp.wait_for(1, wait());
+    assert_eq!(
+        rcpts(&got),
+        ["after@example.com"],
+        "nothing of the cancelled campaign"
+    );
+}

@@ -353,8 +353,7 @@ pub fn cancel(
                 };
                 batch.delete(keys::outbox(email.due_at, p, email_id));
                 email.status = EmailStatus::Failed;
-                email.last_error =
-                    Some("The campaign was cancelled before this email was sent".into());
+                email.last_error = Some(sending::CANCELLED_BEFORE_SENT.into());
                 batch.put(keys::email(p, email_id), email.encode()?);
                 n += 1;
             }

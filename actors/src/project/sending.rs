@@ -16,8 +16,8 @@ use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::metrics;
 use crate::model::{
-    Attachment, CampaignId, CampaignStats, Contact, ContactId, DataPatch, EmailAddress, EmailId,
-    EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
+    Attachment, Campaign, CampaignId, CampaignStats, CampaignStatus, Contact, ContactId, DataPatch,
+    EmailAddress, EmailId, EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
 };
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};
@@ -448,6 +448,20 @@ pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option
         .transpose()
 }
 
+/// What a cancelled campaign's email says when the cancel took it before it was sent.
+pub const CANCELLED_BEFORE_SENT: &str = "The campaign was cancelled before this email was sent";
+
+/// Whether the email's campaign, if any, has been cancelled.
+fn campaign_cancelled(store: &dyn Store, p: ProjectId, c: Option<CampaignId>) -> Result<bool> {
+    let Some(c) = c else {
+        return Ok(false);
+    };
+    Ok(match store.get(&keys::campaign(p, c))? {
+        Some(bytes) => Campaign::decode(&bytes)?.status == CampaignStatus::Cancelled,
+        None => false,
+    })
+}
+
 pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut batch = Batch::new();
@@ -464,6 +478,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     };
     email.attempts += 1;
     let mut bounced = false;
+    let mut cancelled = false;
     // The contact was erased while this email was in an attempt: it is not tried
     // again, and the outcome's text (which may quote the address) is not kept.
     let erased = email.to.email == super::erasure_record::ERASED;
@@ -485,6 +500,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             email.sent_at = Some(at);
             email.last_error = None;
             Some("email.sent")
+        }
+        // A cancel leaves an email that is in an attempt to that attempt; if the attempt
+        // is to be retried, the campaign's cancel takes it now rather than a later retry
+        // sending it.
+        DeliveryOutcome::Retry { .. } if campaign_cancelled(store, p, email.campaign_id)? => {
+            email.status = EmailStatus::Failed;
+            email.last_error = Some(CANCELLED_BEFORE_SENT.into());
+            cancelled = true;
+            None
         }
         DeliveryOutcome::Retry { error, due_at } => {
             email.last_error = Some(error);
@@ -516,6 +540,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
                     match status {
                         EmailStatus::Sent => s.delivered += 1,
                         EmailStatus::Bounced => s.bounced += 1,
+                        _ if cancelled => s.cancelled += 1,
                         _ => s.failed += 1,
                     }
                 })?;
