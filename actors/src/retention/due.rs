@@ -47,3 +47,12 @@ pub fn audiences(store: &dyn Store, p: ProjectId) -> Result<bool> {
         .transpose()?
         .is_some())
 }
+
+/// Whether the project has any import record at all (finished ones are what may go).
+pub fn imports(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    Ok(store
+        .scan(&keys::imports_of(p), None, false)
+        .next()
+        .transpose()?
+        .is_some())
+}

@@ -12,6 +12,7 @@ mod due;
 pub mod emails;
 pub mod events;
 pub mod executions;
+pub mod imports;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,16 +68,18 @@ pub enum Kind {
     Executions,
     IdempotencyKeys,
     CampaignAudiences,
+    Imports,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Events,
         Kind::Emails,
         Kind::EmailContents,
         Kind::Executions,
         Kind::IdempotencyKeys,
         Kind::CampaignAudiences,
+        Kind::Imports,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -87,6 +90,7 @@ impl Kind {
             Kind::Executions => "executions",
             Kind::IdempotencyKeys => "idempotency_keys",
             Kind::CampaignAudiences => "campaign_audience_chunks",
+            Kind::Imports => "contact_imports",
         }
     }
 
@@ -96,7 +100,7 @@ impl Kind {
     }
 }
 
-static REMOVED: [Counter; 6] = [const { Counter::new() }; 6];
+static REMOVED: [Counter; 7] = [const { Counter::new() }; 7];
 
 /// The background purge. Rings `wake` to run it now (the clock moved).
 pub struct Purger {
@@ -142,7 +146,7 @@ impl Purger {
     /// One purge of every project; totals in the log.
     pub async fn run_once(&mut self) {
         let started = Instant::now();
-        let mut totals = [0u64; 6];
+        let mut totals = [0u64; 7];
         let prefix = keys::PROJECTS;
         let projects: Vec<ProjectId> = self
             .store
@@ -158,7 +162,7 @@ impl Purger {
             REMOVED[kind as usize].add(totals[kind as usize]);
         }
         if totals.iter().any(|n| *n > 0) {
-            let [events, emails, contents, executions, idempotency, audiences] = totals;
+            let [events, emails, contents, executions, idempotency, audiences, imports] = totals;
             tracing::info!(
                 events,
                 emails,
@@ -166,16 +170,17 @@ impl Purger {
                 executions,
                 idempotency_keys = idempotency,
                 campaign_audience_chunks = audiences,
+                contact_imports = imports,
                 duration_ms = started.elapsed().as_millis() as u64,
                 "retention purge: removed {events} events, {emails} emails, {contents} email contents, \
-                 {executions} executions, {idempotency} idempotency keys, {audiences} campaign audience chunks \
-                 in {} ms",
+                 {executions} executions, {idempotency} idempotency keys, {audiences} campaign audience chunks, \
+                 {imports} contact imports in {} ms",
                 started.elapsed().as_millis()
             );
         }
     }
 
-    async fn project(&mut self, p: ProjectId, totals: &mut [u64; 6]) -> Result<()> {
+    async fn project(&mut self, p: ProjectId, totals: &mut [u64; 7]) -> Result<()> {
         let c = self.config;
         let now = Timestamp::from(self.clock.now());
         let max = c.slice_keys.max(1);
@@ -240,6 +245,14 @@ impl Purger {
             totals[Kind::CampaignAudiences as usize] += self
                 .slices(p, None, move |ctx, after| {
                     audiences::purge(ctx.store, ctx.project, before, after, max)
+                })
+                .await?
+                .0;
+        }
+        if let Some(before) = records.filter(|_| due::imports(store, p).unwrap_or(true)) {
+            totals[Kind::Imports as usize] += self
+                .slices(p, None, move |ctx, after| {
+                    imports::purge(ctx.store, ctx.project, before, after, max)
                 })
                 .await?
                 .0;

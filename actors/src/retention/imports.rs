@@ -1,0 +1,42 @@
+//! A finished contact import (COMPLETED or FAILED) keeps its record, with up to a thousand
+//! rejected rows, so that `GET /contacts/imports/{id}` can still say how it went. Its
+//! file's chunks already went when it finished. Once it finished longer ago than
+//! `emails_days`, the record goes too (the contacts it wrote stay).
+
+use crate::error::Result;
+use crate::model::ProjectId;
+use crate::project::import::Import;
+use crate::store::{codec, keys, Batch, Store};
+
+use super::emails::Slice;
+
+/// Deletes up to `max` records of imports that finished before `before`, walking the
+/// project's imports after `after`.
+pub fn purge(
+    store: &dyn Store,
+    p: ProjectId,
+    before: i64,
+    after: Option<&[u8]>,
+    max: usize,
+) -> Result<Slice> {
+    let mut batch = Batch::new();
+    let mut slice = Slice::default();
+    for kv in store.scan(&keys::imports_of(p), after, false) {
+        let (k, v) = kv?;
+        if slice.removed >= max {
+            slice.next = Some(k);
+            break;
+        }
+        let Ok(import) = codec::decode::<Import>(&v) else {
+            continue;
+        };
+        if import.status.is_over() && import.finished_at.is_some_and(|at| at < before) {
+            batch.delete(k);
+            slice.removed += 1;
+        }
+    }
+    if !batch.is_empty() {
+        store.apply(batch)?;
+    }
+    Ok(slice)
+}
