@@ -244,10 +244,8 @@ impl Application {
                     timeout_seconds = self.shutdown_timeout.as_secs(),
                     "stopping: no new requests or background work; draining what is under way"
                 );
-                let (_, left) = tokio::join!(
-                    handle.stop(true),
-                    self.drain.idle(self.shutdown_timeout)
-                );
+                let (_, left) =
+                    tokio::join!(handle.stop(true), self.drain.idle(self.shutdown_timeout));
                 let ms = started.elapsed().as_millis() as u64;
                 if left.total() == 0 {
                     tracing::info!(

@@ -148,7 +148,10 @@ mod tests {
         let held = drain.enter(Work::Delivery).expect("before the stop");
         let at_stop = drain.begin();
         assert_eq!(at_stop.deliveries, 1);
-        assert!(drain.enter(Work::Campaign).is_none(), "parked after the stop");
+        assert!(
+            drain.enter(Work::Campaign).is_none(),
+            "parked after the stop"
+        );
         assert_eq!(
             drain.idle(Duration::from_millis(20)).await.deliveries,
             1,

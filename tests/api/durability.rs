@@ -149,7 +149,10 @@ fn sigterm_during_a_2000_recipient_campaign_exits_zero_and_after_a_restart_each_
     let r = app.post(&format!("/campaigns/{cid}/send"), &p.secret, json!({}));
     data(&r, 200);
     let before = smtp.wait_for(300, std::time::Duration::from_secs(60)).len();
-    assert!(before >= 300, "only {before} emails arrived before the stop");
+    assert!(
+        before >= 300,
+        "only {before} emails arrived before the stop"
+    );
 
     let stopping = std::time::Instant::now();
     let exit = app.sigterm(std::time::Duration::from_secs(25));
@@ -181,14 +184,21 @@ fn sigterm_during_a_2000_recipient_campaign_exits_zero_and_after_a_restart_each_
         *copies.entry(m.rcpt_to.join(",")).or_default() += 1;
     }
     let twice: Vec<_> = copies.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "recipients mailed more than once: {twice:?}");
+    assert!(
+        twice.is_empty(),
+        "recipients mailed more than once: {twice:?}"
+    );
     assert_eq!(copies.len(), RECIPIENTS, "every recipient got the campaign");
     assert_eq!(got.len(), RECIPIENTS, "one email each, nothing more");
     let ids: std::collections::BTreeSet<String> = got
         .iter()
         .map(|m| header_of(&m.text(), "Message-ID").unwrap_or_default())
         .collect();
-    assert_eq!(ids.len(), RECIPIENTS, "a Message-ID of its own for each recipient");
+    assert_eq!(
+        ids.len(),
+        RECIPIENTS,
+        "a Message-ID of its own for each recipient"
+    );
     let log = app.log();
     let drained: Vec<&str> = log.lines().filter(|l| l.contains("drain")).collect();
     eprintln!("{}", drained.join("\n"));
