@@ -1,10 +1,12 @@
 //! Building and running the server: open the store, start the actor tree, bind, serve
-//! until SIGTERM or SIGINT, then finish in-flight requests, flush and exit.
+//! until SIGTERM or SIGINT, then drain (in-flight requests finish, in-flight emails get
+//! their outcomes written, campaign runners and workflow executors park at a step
+//! boundary), flush and exit.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
@@ -23,6 +25,7 @@ use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::render::TemplateCache;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
+use mailroom_actors::shutdown::Drain;
 use mailroom_actors::store::Store;
 use mailroom_actors::workflow::{Executors, WebhookClient};
 use mailroom_actors::{AdjustableClock, Clock, SystemClock};
@@ -43,6 +46,10 @@ pub struct Application {
     socket: Option<PathBuf>,
     /// A configured public URL to check once serving, with the check's timeout.
     public_url_check: Option<(String, u64, Arc<Resolver>)>,
+    /// Closed at a stop; background work ends at a step boundary behind it.
+    drain: Arc<Drain>,
+    /// How long the stop may take, requests and drain together.
+    shutdown_timeout: Duration,
 }
 
 impl Application {
@@ -164,6 +171,7 @@ impl Application {
                 resolver.clone(),
             )
         });
+        let drain = registry.drain().clone();
         let mut state = AppState::new(
             &settings,
             registry,
@@ -184,7 +192,9 @@ impl Application {
             App::new().configure(|cfg| http::configure(cfg, state.clone()))
         })
         .workers(workers)
-        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
+        // Signals are ours (`run`): the stop closes the drain together with the listener.
+        .disable_signals();
         for listener in listeners {
             server = server
                 .listen(listener)
@@ -197,6 +207,8 @@ impl Application {
             store,
             socket,
             public_url_check,
+            drain,
+            shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_seconds),
         })
     }
 
@@ -214,12 +226,54 @@ impl Application {
         if let Some((url, timeout_ms, resolver)) = self.public_url_check {
             startup::check_public_url(url, timeout_ms, resolver);
         }
-        let served = self.server.await;
+        let handle = self.server.handle();
+        let mut server = actix_web::rt::spawn(self.server);
+        let signalled = tokio::select! {
+            served = &mut server => Some(served),
+            _ = stop_signal() => None,
+        };
+        let served = match signalled {
+            Some(served) => served,
+            None => {
+                let started = Instant::now();
+                let at_stop = self.drain.begin();
+                tracing::info!(
+                    deliveries = at_stop.deliveries,
+                    campaign_batches = at_stop.campaign_batches,
+                    workflow_steps = at_stop.workflow_steps,
+                    timeout_seconds = self.shutdown_timeout.as_secs(),
+                    "stopping: no new requests or background work; draining what is under way"
+                );
+                let (_, left) =
+                    tokio::join!(handle.stop(true), self.drain.idle(self.shutdown_timeout));
+                let ms = started.elapsed().as_millis() as u64;
+                if left.total() == 0 {
+                    tracing::info!(
+                        drained = at_stop.total(),
+                        ms,
+                        "drained: every email handed to the relay has its outcome written"
+                    );
+                } else {
+                    // What the timeout cut short is what a crash would: an email whose
+                    // outcome is not written goes again at the next start.
+                    tracing::warn!(
+                        deliveries = left.deliveries,
+                        campaign_batches = left.campaign_batches,
+                        workflow_steps = left.workflow_steps,
+                        ms,
+                        "the drain ran out of server.shutdown_timeout_seconds; what is left resumes at the next start"
+                    );
+                }
+                server.await
+            }
+        };
         if let Some(socket) = &self.socket {
             let _ = std::fs::remove_file(socket);
         }
-        served.map_err(|e| Failure::caused("the HTTP server", e))?;
-        tracing::info!("stopped accepting requests; flushing the store");
+        served
+            .map_err(|e| Failure::said(format!("the HTTP server stopped: {e}")))?
+            .map_err(|e| Failure::caused("the HTTP server", e))?;
+        tracing::info!("stopped; flushing the store");
         let store = self.store.clone();
         let flushed = tokio::time::timeout(
             Duration::from_secs(30),
@@ -236,6 +290,23 @@ impl Application {
                 "flushing the store at shutdown did not finish",
             )),
         }
+    }
+}
+
+/// Resolves at SIGTERM or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
 }
 

@@ -20,6 +20,7 @@ pub mod render;
 pub mod retention;
 pub mod scheduler;
 pub mod segment;
+pub mod shutdown;
 pub mod store;
 pub mod upgrade;
 pub mod verify;

@@ -22,7 +22,7 @@ fn send_csv(app: &TestApp, key: &str, content_type: &str, body: &str) -> Resp {
 }
 
 /// Starts an import and answers its id.
-fn import(app: &TestApp, key: &str, csv: &str) -> String {
+pub(crate) fn import(app: &TestApp, key: &str, csv: &str) -> String {
     let r = send_csv(app, key, "text/csv", csv);
     assert_eq!(r.status, 202, "{}", r.text);
     let v = r.json();
@@ -40,7 +40,7 @@ fn status(app: &TestApp, key: &str, id: &str) -> Value {
 }
 
 /// Waits (with a deadline) for the import to end, and answers its last status.
-fn finished(app: &TestApp, key: &str, id: &str) -> Value {
+pub(crate) fn finished(app: &TestApp, key: &str, id: &str) -> Value {
     let v = eventually(
         120,
         || status(app, key, id),

@@ -123,3 +123,87 @@ fn eventually_received(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Recipients of the campaign that SIGTERM interrupts.
+const RECIPIENTS: usize = 2_000;
+
+#[test]
+fn sigterm_during_a_2000_recipient_campaign_exits_zero_and_after_a_restart_each_recipient_gets_exactly_one_email(
+) {
+    use crate::campaigns::{create, data, eventually, header_of, id};
+    // Unpaced, so that many emails (`sending.max_in_flight`) are in an SMTP attempt at
+    // once when the signal comes: those are the ones a stop that does not wait for
+    // their outcomes sends twice.
+    let (_dns, smtp, mut app, p) = crate::campaigns::rig(&[
+        ("MAILROOM__SENDING__MAX_IN_FLIGHT", "32"),
+        ("MAILROOM__SERVER__SHUTDOWN_TIMEOUT_SECONDS", "20"),
+        ("MAILROOM__LOG__LEVEL", "info"),
+    ]);
+    let mut csv = String::from("email\n");
+    for i in 0..RECIPIENTS {
+        csv.push_str(&format!("r{i}@example.com\n"));
+    }
+    let import = crate::contacts_import::import(&app, &p.secret, &csv);
+    crate::contacts_import::finished(&app, &p.secret, &import);
+    let cid = id(&create(&app, &p, json!({"name": "Big"})));
+    let r = app.post(&format!("/campaigns/{cid}/send"), &p.secret, json!({}));
+    data(&r, 200);
+    let before = smtp.wait_for(300, std::time::Duration::from_secs(60)).len();
+    assert!(
+        before >= 300,
+        "only {before} emails arrived before the stop"
+    );
+
+    let stopping = std::time::Instant::now();
+    let exit = app.sigterm(std::time::Duration::from_secs(25));
+    let at_stop = smtp.received().len();
+    eprintln!(
+        "SIGTERM after {before} emails; exited in {:?} with {at_stop} arrived",
+        stopping.elapsed()
+    );
+    assert_eq!(
+        exit.and_then(|e| e.code()),
+        Some(0),
+        "a clean stop exits 0 within server.shutdown_timeout_seconds"
+    );
+    assert!(
+        at_stop < RECIPIENTS,
+        "the campaign was still sending when the signal came ({at_stop} arrived)"
+    );
+
+    app.restart();
+    let c = eventually(
+        180,
+        || data(&app.get(&format!("/campaigns/{cid}"), &p.secret), 200),
+        |c| c["status"] == "SENT",
+    );
+    assert_eq!(c["status"], "SENT", "{c}");
+    let got = smtp.wait_for(RECIPIENTS, std::time::Duration::from_secs(30));
+    let mut copies = std::collections::BTreeMap::<String, usize>::new();
+    for m in &got {
+        *copies.entry(m.rcpt_to.join(",")).or_default() += 1;
+    }
+    let twice: Vec<_> = copies.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "recipients mailed more than once: {twice:?}"
+    );
+    assert_eq!(copies.len(), RECIPIENTS, "every recipient got the campaign");
+    assert_eq!(got.len(), RECIPIENTS, "one email each, nothing more");
+    let ids: std::collections::BTreeSet<String> = got
+        .iter()
+        .map(|m| header_of(&m.text(), "Message-ID").unwrap_or_default())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        RECIPIENTS,
+        "a Message-ID of its own for each recipient"
+    );
+    let log = app.log();
+    let drained: Vec<&str> = log.lines().filter(|l| l.contains("drain")).collect();
+    eprintln!("{}", drained.join("\n"));
+    assert!(
+        log.contains("drained: every email handed to the relay has its outcome written"),
+        "the stop logs its drain:\n{log}"
+    );
+}

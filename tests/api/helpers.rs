@@ -2,9 +2,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mailroom_testkit::TestDns;
 use serde_json::{json, Value};
@@ -207,6 +207,34 @@ impl TestApp {
         let mut next = Self::start(self.data_dir.clone(), &env);
         self.base = std::mem::take(&mut next.base);
         self.child = next.child.take();
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the server to exit; its exit status, or
+    /// None if it was still running then (it is killed, so the test fails, not hangs).
+    pub fn sigterm(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.take().expect("running");
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIGTERM was not delivered");
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().expect("poll the server") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's log so far (its stderr, kept beside the data directory).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
     }
 
     pub fn child_pid(&self) -> u32 {

@@ -6,7 +6,8 @@
 //! something to drop.
 //!
 //! Start-up resumes every campaign that was SENDING (`resume`), from its durable
-//! cursor; a scheduled one starts when its timer fires (`fire`).
+//! cursor; a scheduled one starts when its timer fires (`fire`). A clean stop parks a
+//! runner between two batches (see `shutdown`): its cursor is durable there.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,7 @@ use crate::project::sending::{self, Marketing, Recipient, Rendered, SendSpec};
 use crate::project::{campaign_end, campaign_stats, Registry};
 use crate::render::Compiled;
 use crate::scheduler::Timer;
+use crate::shutdown::Work;
 use crate::store::keys;
 
 #[derive(Debug, Clone, Copy)]
@@ -173,6 +175,9 @@ impl Campaigns {
                 Ok(()) => return,
                 Err(e) => e,
             };
+            if self.registry.drain().is_stopping() {
+                return;
+            }
             failures += 1;
             let lasting = matches!(e, Error::NotFound(_) | Error::Validation(_));
             if lasting || failures >= MAX_FAILURES {
@@ -215,6 +220,9 @@ impl Campaigns {
             return Ok(());
         };
         if !c.progress.audience_fixed {
+            let Some(_fixing) = registry.drain().enter(Work::Campaign) else {
+                return Ok(());
+            };
             match self.fix_audience(p, &c).await? {
                 Some(fixed) => c = fixed,
                 None => return Ok(()),
@@ -227,6 +235,9 @@ impl Campaigns {
         let (subject, body) = (c.subject.clone(), c.body.clone());
         let content = Arc::new(registry.renders().compile(subject, body).await?);
         while sending(&c) && c.progress.cursor < c.progress.total {
+            let Some(step) = registry.drain().enter(Work::Campaign) else {
+                return Ok(());
+            };
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
             // A disabled project's campaign pauses, and so does one whose sender is no
@@ -241,6 +252,7 @@ impl Campaigns {
                 || !sender_ok
                 || crate::projects::is_disabled(&*store, p)
             {
+                drop(step);
                 tokio::time::sleep(PAUSE).await;
                 c = campaigns::get(&*store, p, id)?;
                 continue;
@@ -272,6 +284,7 @@ impl Campaigns {
                 // Cancelled, or another runner queued it: reread.
                 None => c = campaigns::get(&*store, p, id)?,
             }
+            drop(step);
         }
         if sending(&c) {
             let stats = campaign_stats::load(&*store, p, id)?;
@@ -288,6 +301,9 @@ impl Campaigns {
     async fn drain(&self, p: ProjectId, id: CampaignId, mut log: Progress) -> Result<()> {
         let store = self.registry.store().clone();
         loop {
+            let Some(step) = self.registry.drain().enter(Work::Campaign) else {
+                return Ok(());
+            };
             let c = campaigns::get(&*store, p, id)?;
             if !sending(&c) {
                 return Ok(());
@@ -303,6 +319,7 @@ impl Campaigns {
                 }
             }
             log.maybe(p, &c, &stats);
+            drop(step);
             tokio::time::sleep(DRAIN_POLL).await;
         }
     }

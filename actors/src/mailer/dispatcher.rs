@@ -29,6 +29,7 @@ use crate::model::{EmailId, OutboundEmail, ProjectId};
 use crate::project::messages::{DeliveryOutcome, RecordDelivery};
 use crate::project::sending;
 use crate::project::Registry;
+use crate::shutdown::{Busy, Work};
 use crate::store::{keys, Store};
 
 #[derive(Debug, Clone, Copy)]
@@ -204,6 +205,10 @@ impl Shared {
                 {
                     break;
                 }
+                // A clean stop hands out nothing more; what is left waits in the outbox.
+                let Some(busy) = self.registry.drain().enter(Work::Delivery) else {
+                    break 'projects;
+                };
                 if !self.registry.attempts().pick(id) {
                     // A cancel is dropping it right now.
                     continue;
@@ -212,7 +217,7 @@ impl Shared {
                 let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
                 *next_mailer += 1;
                 started += 1;
-                actix::spawn(self.clone().deliver(project, id, key, mailer));
+                actix::spawn(self.clone().deliver(project, id, key, mailer, busy));
             }
         }
         if started > 0 {
@@ -260,22 +265,23 @@ impl Shared {
         }
     }
 
-    /// One delivery attempt of a loaded email, and what it came to.
+    /// One delivery attempt of a loaded email, and what it came to; None when a clean
+    /// stop came while it waited for its turn (it was not sent and stays in the outbox).
     async fn attempt(
         &self,
         project: ProjectId,
         id: EmailId,
         mut email: OutboundEmail,
         mailer: Addr<MailerActor>,
-    ) -> DeliveryOutcome {
+    ) -> Option<DeliveryOutcome> {
         if let Some(files) = email.attachments_id {
             match sending::load_attachments(&*self.store, project, files) {
                 Ok(a) => email.attachments = a,
                 Err(e) => {
                     tracing::error!(email = %id, error = %e, "loading attachments");
-                    return DeliveryOutcome::Failed {
+                    return Some(DeliveryOutcome::Failed {
                         error: e.to_string(),
-                    };
+                    });
                 }
             }
         }
@@ -283,9 +289,9 @@ impl Shared {
             Ok(text) => email.text = text,
             Err(e) => {
                 tracing::error!(email = %id, error = %e, "loading the text part");
-                return DeliveryOutcome::Failed {
+                return Some(DeliveryOutcome::Failed {
                     error: e.to_string(),
-                };
+                });
             }
         }
         let attempts = email.attempts + 1;
@@ -297,11 +303,17 @@ impl Shared {
             }
             Ok(dkim) => {
                 if let Some(limiter) = &self.limiter {
-                    limiter.until_key_ready(&project).await;
+                    tokio::select! {
+                        _ = limiter.until_key_ready(&project) => {}
+                        _ = self.registry.drain().stopped() => return None,
+                    }
+                }
+                if self.registry.drain().is_stopping() {
+                    return None;
                 }
                 if !self.registry.attempts().begin(id) {
                     // Its campaign was cancelled while it waited for its turn.
-                    return DeliveryOutcome::Orphan;
+                    return Some(DeliveryOutcome::Orphan);
                 }
                 mailer
                     .send(Deliver { email, dkim })
@@ -310,7 +322,7 @@ impl Shared {
             }
         };
         let now = self.clock.now().timestamp_millis();
-        match result {
+        Some(match result {
             Delivery::Sent => DeliveryOutcome::Sent { at: now },
             Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
             Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
@@ -319,7 +331,7 @@ impl Shared {
                 self.retry_or_fail(e, attempts, now)
             }
             Delivery::Transient(e) => self.retry_or_fail(e, attempts, now),
-        }
+        })
     }
 
     /// A failure worth another try: retried with backoff, or FAILED past
@@ -340,6 +352,8 @@ impl Shared {
         id: EmailId,
         key: Vec<u8>,
         mailer: Addr<MailerActor>,
+        // Held until the outcome is written: a clean stop waits for it.
+        _busy: Busy,
     ) {
         let email = match sending::load_email(&*self.store, project, id) {
             Ok(email) => email,
@@ -356,13 +370,15 @@ impl Shared {
         };
         let outcome = match email {
             // Gone, or final already (a cancel dropped it): nothing to send.
-            None => DeliveryOutcome::Orphan,
+            None => Some(DeliveryOutcome::Orphan),
             Some(email) if email.status != crate::model::EmailStatus::Queued => {
-                DeliveryOutcome::Orphan
+                Some(DeliveryOutcome::Orphan)
             }
             Some(email) => self.attempt(project, id, email, mailer).await,
         };
-        self.record(project, id, key, outcome).await;
+        if let Some(outcome) = outcome {
+            self.record(project, id, key, outcome).await;
+        }
         self.registry.attempts().end(id);
         self.in_flight().remove(&id);
         self.wake.notify_one();

@@ -21,6 +21,7 @@ use crate::mailer::attempts::Attempts;
 use crate::model::ProjectId;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
+use crate::shutdown::Drain;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +65,8 @@ struct Inner {
     timers: Arc<Timers>,
     /// How marketing mail's links are signed and where they point (set at start-up).
     links: OnceLock<Arc<Links>>,
+    /// The gate a clean stop closes (see `shutdown`).
+    drain: Arc<Drain>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -94,6 +97,7 @@ impl Registry {
                 renders: RenderPool::new(config.render_threads),
                 timers: Arc::default(),
                 links: OnceLock::new(),
+                drain: Arc::default(),
             }),
         }
     }
@@ -199,6 +203,10 @@ impl Registry {
     /// The emails in an SMTP attempt right now.
     pub fn attempts(&self) -> &Arc<Attempts> {
         &self.inner.attempts
+    }
+
+    pub fn drain(&self) -> &Arc<Drain> {
+        &self.inner.drain
     }
 
     pub fn timers(&self) -> &Arc<Timers> {

@@ -7,7 +7,8 @@
 //! until it waits or ends. Each step's effect and the execution's move are written by
 //! the project's actor, guarded by the step the execution is at, so a step that runs
 //! again after a crash moves it once; a SEND_EMAIL step sends with an idempotency key of
-//! (execution, step), so it sends once too.
+//! (execution, step), so it sends once too. A clean stop parks an execution between two
+//! steps (see `shutdown`); its queue entry stays, and the next start runs it on.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,7 @@ use crate::project::Registry;
 use crate::render::TemplateCache;
 use crate::scheduler::Timer;
 use crate::segment::{Compiled, Condition, ContactSubject};
+use crate::shutdown::Work;
 use crate::store::keys;
 
 #[derive(Debug, Clone, Copy)]
@@ -244,6 +246,9 @@ impl Executors {
     async fn run(&self, p: ProjectId, x: ExecutionId) -> Result<bool> {
         let store = self.registry.store().clone();
         for _ in 0..STEPS_PER_TURN {
+            let Some(_step) = self.registry.drain().enter(Work::Workflow) else {
+                return Ok(false);
+            };
             let e = executions::load(&*store, p, x)?;
             let Some(e) = e.filter(|e| e.status == ExecStatus::Running) else {
                 // Stale: it waits, ended, or is gone. Its queue entry goes.
