@@ -252,3 +252,21 @@ fn an_idempotency_key_past_its_retention_is_removed_and_takes_another_body() {
         "the key is free again"
     );
 }
+
+#[test]
+fn a_finished_import_record_goes_after_the_emails_retention_and_its_contacts_stay() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let old = crate::contacts_import::import(&app, &p.secret, "email\nold@example.com\n");
+    crate::contacts_import::finished(&app, &p.secret, &old);
+    advance(&app, 181 * DAY_MS);
+    // The control: an import that finished after the move stays.
+    let new = crate::contacts_import::import(&app, &p.secret, "email\nnew@example.com\n");
+    crate::contacts_import::finished(&app, &p.secret, &new);
+    let path = |id: &str| format!("/contacts/imports/{id}");
+    let r = eventually(30, || app.get(&path(&old), &p.secret), |r| r.status == 404);
+    assert_eq!(r.status, 404, "the old import's record went: {}", r.text);
+    assert_eq!(app.get(&path(&new), &p.secret).status, 200);
+    assert_eq!(app.get("/contacts", &p.secret).json()["total"], 2);
+    assert!(removed_metric(&app, "contact_imports") >= 1);
+}
