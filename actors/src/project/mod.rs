@@ -29,6 +29,7 @@ pub mod segment_queries;
 pub mod segments;
 pub mod send;
 pub mod sending;
+pub mod starts;
 pub mod table;
 pub mod templates;
 pub mod track;
