@@ -8,7 +8,6 @@ use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::contacts::read_counter;
 use super::contacts::{self, Counts, WriteCtx};
-use super::executions::Starts;
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
@@ -17,6 +16,7 @@ use super::messages::{
     RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment, UpdateTemplate,
     UpsertContact, UpsertOutcome,
 };
+use super::starts::Starts;
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
 use crate::clock::Clock;
@@ -44,7 +44,7 @@ pub struct ProjectActor {
 
 /// What every project's actor gets from the Registry, the same for all of them.
 #[derive(Clone)]
-pub struct Shared {
+pub struct ActorShared {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub mailbox_capacity: usize,
@@ -55,8 +55,8 @@ pub struct Shared {
 }
 
 impl ProjectActor {
-    pub fn new(project: ProjectId, shared: Shared, table: Arc<ContactTable>) -> Self {
-        let Shared {
+    pub fn new(project: ProjectId, shared: ActorShared, table: Arc<ContactTable>) -> Self {
+        let ActorShared {
             store,
             clock,
             mailbox_capacity,

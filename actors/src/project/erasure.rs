@@ -29,10 +29,6 @@ use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
 
-/// Records handled per slice when the configuration says nothing (`erasure.slice`;
-/// `Registry::erasure_slice`).
-pub const SLICE: usize = 1_000;
-
 /// What a run did: whether the erasure is over, and the waiting emails it cancelled
 /// (whose marks in `Attempts` the caller forgets once the write is durable).
 #[derive(Debug, Default)]

@@ -45,7 +45,7 @@ fn read_stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {
 /// of the statistics cannot race with another writer of the same project.
 pub fn append_all(
     store: &dyn Store,
-    starts: &super::executions::Starts,
+    starts: &super::starts::Starts,
     batch: &mut Batch,
     p: ProjectId,
     events: &[Event],

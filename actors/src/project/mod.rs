@@ -38,7 +38,7 @@ pub mod unit;
 pub mod workflows;
 pub mod write;
 
-pub use actor::ProjectActor;
+pub use actor::{ActorShared, ProjectActor};
 pub use limits::TenantLimits;
 pub use registry::{Registry, RegistryConfig};
 pub use table::ContactTable;

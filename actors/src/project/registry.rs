@@ -18,9 +18,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
-use super::actor::Shared;
-use super::executions::Starts;
-use super::{ContactTable, ProjectActor};
+use super::starts::Starts;
+use super::{ActorShared, ContactTable, ProjectActor};
 use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -58,7 +57,7 @@ impl Default for RegistryConfig {
             render_threads: 1,
             tenant: Default::default(),
             max_entries_per_day: super::starts::MAX_ENTRIES_PER_DAY,
-            erasure_slice: super::erasure::SLICE,
+            erasure_slice: 1_000,
             import_slice_rows: 1000,
             templates: Default::default(),
         }
@@ -135,7 +134,7 @@ impl Registry {
             .entry(project)
             .or_insert_with(|| {
                 let arbiter = self.arbiter_for(project);
-                let shared = Shared {
+                let shared = ActorShared {
                     store: self.inner.store.clone(),
                     clock: self.inner.clock.clone(),
                     mailbox_capacity: self.inner.config.mailbox_capacity,

@@ -57,7 +57,7 @@ pub fn create(
 
 pub fn update(
     store: &dyn Store,
-    starts: &super::executions::Starts,
+    starts: &super::starts::Starts,
     p: ProjectId,
     now: Timestamp,
     audience: &mut Audience,

@@ -3,9 +3,9 @@
 //! and the engine's workflow starts.
 //! Shared by every feature that writes contacts, so it lives apart from all of them.
 
-use super::executions::Starts;
 use super::limits::TenantLimits;
 use super::membership::Audience;
+use super::starts::Starts;
 use super::table::ContactTable;
 use crate::model::{ProjectId, Timestamp};
 use crate::store::Store;
