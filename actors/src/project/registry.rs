@@ -356,4 +356,40 @@ mod tests {
         let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(total, 1);
     }
+
+    #[actix::test]
+    async fn two_registries_in_one_process_each_keep_the_settings_they_were_built_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let build =
+            |config: RegistryConfig| Registry::new(store.clone(), Arc::new(SystemClock), config);
+        let tight = build(RegistryConfig {
+            max_entries_per_day: 2,
+            erasure_slice: 10,
+            import_slice_rows: 25,
+            templates: crate::render::Limits {
+                max_output_bytes: 64,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let roomy = build(RegistryConfig::default());
+        let body = "{% for i in range(end=20) %}<p>{{ i }}</p>{% endfor %}".to_owned();
+        assert!(tight
+            .renders()
+            .compile("s".into(), body.clone())
+            .await
+            .is_err());
+        assert!(roomy.renders().compile("s".into(), body).await.is_ok());
+        let settings = |r: &Registry| {
+            (
+                r.starts().max_entries_per_day(),
+                r.erasure_slice(),
+                r.import_slice_rows(),
+            )
+        };
+        assert_eq!(settings(&tight), (2, 10, 25));
+        assert_eq!(settings(&roomy), (100, 1_000, 1_000));
+        assert!(!Arc::ptr_eq(tight.timers(), roomy.timers()));
+    }
 }
