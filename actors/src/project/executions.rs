@@ -52,9 +52,9 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
 
 /// Whether `t` lets this contact in now (API.md section 10): without re-entry, once
 /// ever; with it, while no execution of theirs is under way, and at most
-/// `starts.max_entries_per_day()` times a day window (workflows that trigger each other through
-/// the events their steps cause, e.g. one on `contact.subscribed` that unsubscribes and
-/// one on `contact.unsubscribed` that subscribes, stop there).
+/// `starts.max_entries_per_day()` times a day window (workflows that trigger each other
+/// through the events their steps cause, e.g. one on `contact.subscribed` that
+/// unsubscribes and one on `contact.unsubscribed` that subscribes, stop there).
 pub fn may_enter(
     store: &dyn Store,
     starts: &Starts,
