@@ -55,7 +55,6 @@ pub struct Application {
 impl Application {
     /// Must be called inside an actix System (the actors need it).
     pub fn build(settings: Settings) -> Result<Application, Failure> {
-        mailroom_actors::render::set_limits(settings.templates.limits());
         settings
             .admin
             .check()
@@ -89,6 +88,10 @@ impl Application {
                 mailbox_capacity: settings.actors.mailbox_capacity,
                 render_threads: settings.templates.render_threads(),
                 tenant: settings.limits.tenant(),
+                max_entries_per_day: settings.workflows.max_entries_per_day,
+                erasure_slice: settings.erasure.slice,
+                import_slice_rows: settings.limits.import_slice_rows,
+                templates: settings.templates.limits(),
             },
         );
         let link_key =
@@ -107,13 +110,7 @@ impl Application {
             cache_size: settings.dns.cache_size,
         })
         .map_err(|e| Failure::caused("the DNS resolver", e))?;
-        let templates: Arc<TemplateCache> = Default::default();
-        mailroom_actors::project::executions::set_timers(registry.timers().clone());
-        mailroom_actors::project::executions::set_max_entries_per_day(
-            settings.workflows.max_entries_per_day,
-        );
-        mailroom_actors::project::erasure::set_slice(settings.erasure.slice);
-        mailroom_actors::project::import_runner::set_slice_rows(settings.limits.import_slice_rows);
+        let templates = Arc::new(TemplateCache::new(settings.templates.limits()));
         let executors = Executors::start(
             registry.clone(),
             templates.clone(),

@@ -174,11 +174,11 @@ pub fn template(data: &[u8]) {
         _ => Map::new(),
     };
     let vars = sending::variables(&contacts()[0], &call);
-    let Ok(compiled) = sandboxed(|| render::compile(&source, &source)) else {
+    let Ok(compiled) = sandboxed(|| render::Limits::default().compile(&source, &source)) else {
         return;
     };
     if let Ok((subject, body)) = sandboxed(|| compiled.render(&vars)) {
-        let max = render::limits().max_output_bytes as usize;
+        let max = render::Limits::default().max_output_bytes as usize;
         assert!(
             subject.len() <= max && body.len() <= max,
             "a render made {} and {} bytes, over the limit of {max}",

@@ -102,7 +102,9 @@ impl AppState {
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
             admin_guard: admin_guard::AdminGuard::default(),
-            templates: Default::default(),
+            templates: std::sync::Arc::new(mailroom_actors::render::TemplateCache::new(
+                settings.templates.limits(),
+            )),
             email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
             resolver,
             spf_include: settings.domains.spf_include.clone(),

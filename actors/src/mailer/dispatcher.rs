@@ -417,10 +417,8 @@ mod tests {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig {
-                arbiters: 1,
                 mailbox_capacity: 16,
-                render_threads: 1,
-                tenant: Default::default(),
+                ..Default::default()
             },
         );
         let dkim: DkimLookup =

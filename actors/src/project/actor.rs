@@ -16,6 +16,7 @@ use super::messages::{
     RecordDelivery, Restart, Track, TrackOutcome, TrustDomain, UpdateSegment, UpdateTemplate,
     UpsertContact, UpsertOutcome,
 };
+use super::starts::Starts;
 use super::table::ContactTable;
 use super::{segments, sending, templates, track};
 use crate::clock::Clock;
@@ -27,6 +28,7 @@ use crate::store::{keys, Store};
 
 pub struct ProjectActor {
     limits: TenantLimits,
+    starts: Starts,
     project: ProjectId,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
@@ -40,18 +42,31 @@ pub struct ProjectActor {
     outbox: Arc<tokio::sync::Notify>,
 }
 
+/// What every project's actor gets from the Registry, the same for all of them.
+#[derive(Clone)]
+pub struct ActorShared {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub mailbox_capacity: usize,
+    /// Rung when emails were queued, to wake the dispatcher.
+    pub outbox: Arc<tokio::sync::Notify>,
+    pub limits: TenantLimits,
+    pub starts: Starts,
+}
+
 impl ProjectActor {
-    pub fn new(
-        project: ProjectId,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        mailbox_capacity: usize,
-        outbox: Arc<tokio::sync::Notify>,
-        table: Arc<ContactTable>,
-        limits: TenantLimits,
-    ) -> Self {
+    pub fn new(project: ProjectId, shared: ActorShared, table: Arc<ContactTable>) -> Self {
+        let ActorShared {
+            store,
+            clock,
+            mailbox_capacity,
+            outbox,
+            limits,
+            starts,
+        } = shared;
         ProjectActor {
             limits,
+            starts,
             project,
             store,
             clock,
@@ -129,6 +144,7 @@ impl ProjectActor {
                 table: &self.table,
                 now,
                 limits: &self.limits,
+                starts: &self.starts,
             },
             &mut self.counts,
         )
@@ -218,7 +234,14 @@ impl Handler<UpdateSegment> for ProjectActor {
         let result = self
             .check_segment_room(false, starts_tracking)
             .and_then(|()| {
-                segments::update(&*self.store, self.project, now, &mut self.audience, msg)
+                segments::update(
+                    &*self.store,
+                    &self.starts,
+                    self.project,
+                    now,
+                    &mut self.audience,
+                    msg,
+                )
             });
         self.after_flush(result)
     }

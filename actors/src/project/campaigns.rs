@@ -604,7 +604,7 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
         if let Some(url) = url {
             ev.data.insert("url".into(), Value::String(url));
         }
-        events::append_all(store, &mut batch, p, &[ev])?;
+        events::append_all(store, ctx.starts, &mut batch, p, &[ev])?;
     }
     store.apply(batch)
 }

@@ -29,20 +29,6 @@ use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
 
-/// Records handled per slice unless `set_slice` says otherwise (`erasure.slice`).
-pub const SLICE: usize = 1_000;
-
-static SLICE_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(SLICE);
-
-/// Set once at start-up from the configuration.
-pub fn set_slice(n: usize) {
-    SLICE_SIZE.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
-}
-
-pub fn slice() -> usize {
-    SLICE_SIZE.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// What a run did: whether the erasure is over, and the waiting emails it cancelled
 /// (whose marks in `Attempts` the caller forgets once the write is durable).
 #[derive(Debug, Default)]
@@ -364,7 +350,7 @@ mod tests {
                 event(name, gone, &gone_at, 1_000 + i * 10),
                 event(name, kept, &kept_at, 1_000 + i * 10 + 5),
             ];
-            events::append_all(&*store, &mut batch, p, &evs).unwrap();
+            events::append_all(&*store, &Default::default(), &mut batch, p, &evs).unwrap();
             store.apply(batch).unwrap();
         }
         let mut batch = Batch::new();

@@ -24,7 +24,7 @@ pub enum Erased {
 pub async fn delete_contact(registry: &Registry, p: ProjectId, c: ContactId) -> Result<Erased> {
     let attempts = registry.attempts().clone();
     let held = attempts.clone();
-    let budget = erasure::slice();
+    let budget = registry.erasure_slice();
     let progress = registry
         .send(
             p,
@@ -80,7 +80,7 @@ fn spawn(registry: Registry, p: ProjectId, c: ContactId) {
 async fn slice(registry: &Registry, p: ProjectId, c: ContactId) -> Result<bool> {
     let attempts = registry.attempts().clone();
     let held = attempts.clone();
-    let budget = erasure::slice();
+    let budget = registry.erasure_slice();
     let progress = registry
         .send(
             p,

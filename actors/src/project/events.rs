@@ -45,6 +45,7 @@ fn read_stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {
 /// of the statistics cannot race with another writer of the same project.
 pub fn append_all(
     store: &dyn Store,
+    starts: &super::starts::Starts,
     batch: &mut Batch,
     p: ProjectId,
     events: &[Event],
@@ -101,7 +102,7 @@ pub fn append_all(
         keys::counter(p, EVENTS_COUNTER),
         codec::encode_u64(total + events.len() as u64),
     );
-    super::triggers::on_events(store, batch, p, events)
+    super::triggers::on_events(store, starts, batch, p, events)
 }
 
 /// One contact's statistics for each of `names` (None where it never triggered).

@@ -4,38 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::starts::{Starts, MAX_ENTRIES_PER_DAY};
 use crate::error::Result;
 use crate::model::{
     ContactId, ExecStatus, Execution, ExecutionId, HistoryEntry, ProjectId, WorkflowId,
 };
 use crate::scheduler::{Timer, TimerKind};
 use crate::store::{codec, keys, Batch, Store};
-
-/// Rung when an execution may have a step to run; the executors then read the ready
-/// queue (durable entries only).
-pub static READY_SIGNAL: tokio::sync::Notify = tokio::sync::Notify::const_new();
-
-/// The executions just put in the ready queue (not yet durable, maybe), so that the
-/// executors look at these rather than walk the whole queue after every event.
-static READY_HINTS: std::sync::Mutex<Vec<(ProjectId, ExecutionId)>> =
-    std::sync::Mutex::new(Vec::new());
-
-/// Notes executions put in the ready queue, and wakes the executors.
-pub fn hint_ready(ready: &[(ProjectId, ExecutionId)]) {
-    if ready.is_empty() {
-        return;
-    }
-    READY_HINTS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .extend_from_slice(ready);
-    READY_SIGNAL.notify_one();
-}
-
-/// Takes the noted executions.
-pub fn take_hints() -> Vec<(ProjectId, ExecutionId)> {
-    std::mem::take(&mut *READY_HINTS.lock().unwrap_or_else(|p| p.into_inner()))
-}
 
 /// An enabled workflow that an event name starts, as the trigger index keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,14 +29,6 @@ pub struct FirstWait {
     pub event: Option<String>,
     pub next: Option<String>,
     pub timeout_next: Option<String>,
-}
-
-/// The Scheduler's timers, for executions that begin waiting (set once at start-up).
-static TIMERS: std::sync::OnceLock<std::sync::Arc<crate::scheduler::Timers>> =
-    std::sync::OnceLock::new();
-
-pub fn set_timers(timers: std::sync::Arc<crate::scheduler::Timers>) {
-    let _ = TIMERS.set(timers);
 }
 
 pub fn load(store: &dyn Store, p: ProjectId, x: ExecutionId) -> Result<Option<Execution>> {
@@ -85,11 +52,12 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
 
 /// Whether `t` lets this contact in now (API.md section 10): without re-entry, once
 /// ever; with it, while no execution of theirs is under way, and at most
-/// `max_entries_per_day()` times a day window (workflows that trigger each other through
-/// the events their steps cause, e.g. one on `contact.subscribed` that unsubscribes and
-/// one on `contact.unsubscribed` that subscribes, stop there).
+/// `starts.max_entries_per_day()` times a day window (workflows that trigger each other
+/// through the events their steps cause, e.g. one on `contact.subscribed` that
+/// unsubscribes and one on `contact.unsubscribed` that subscribes, stop there).
 pub fn may_enter(
     store: &dyn Store,
+    starts: &Starts,
     p: ProjectId,
     t: &Trigger,
     c: ContactId,
@@ -100,7 +68,7 @@ pub fn may_enter(
         // Forward: a reverse range read costs more, and only re-entry needs the last.
         return Ok(store.scan(&prefix, None, false).next().is_none());
     }
-    let max = max_entries_per_day();
+    let max = starts.max_entries_per_day();
     if Entries::load(store, p, t.workflow, c)?.at(now).count >= max {
         return Ok(false);
     }
@@ -112,22 +80,6 @@ pub fn may_enter(
             None => true,
         }),
     }
-}
-
-/// Executions of one workflow one contact may start within a day (re-entry), unless
-/// `set_max_entries_per_day` says otherwise (`workflows.max_entries_per_day`).
-pub const MAX_ENTRIES_PER_DAY: u32 = 100;
-
-static MAX_ENTRIES: std::sync::atomic::AtomicU32 =
-    std::sync::atomic::AtomicU32::new(MAX_ENTRIES_PER_DAY);
-
-/// Set once at start-up from the configuration; the event path reads it.
-pub fn set_max_entries_per_day(n: u32) {
-    MAX_ENTRIES.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
-}
-
-pub fn max_entries_per_day() -> u32 {
-    MAX_ENTRIES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 const DAY_MS: i64 = 86_400_000;
@@ -166,6 +118,7 @@ impl Entries {
 /// Counts one more entry of the contact into a re-entry workflow.
 fn count_entry(
     store: &dyn Store,
+    max: u32,
     batch: &mut Batch,
     p: ProjectId,
     t: &Trigger,
@@ -175,7 +128,6 @@ fn count_entry(
     let mut n = Entries::load(store, p, t.workflow, c)?.at(now);
     n.count = n.count.saturating_add(1);
     // Once a window, not on every refusal: a loop would fill the log instead.
-    let max = max_entries_per_day();
     if n.count == max {
         tracing::warn!(project = %p, workflow = %t.workflow, contact = %c,
             "a contact entered this workflow {max} times within a day; not again until the day has passed");
@@ -190,6 +142,7 @@ fn count_entry(
 /// the actor, which has applied the batch; one lost in a crash is lost with it.)
 pub fn start(
     store: &dyn Store,
+    starts: &Starts,
     batch: &mut Batch,
     p: ProjectId,
     t: &Trigger,
@@ -197,7 +150,15 @@ pub fn start(
     now: i64,
 ) -> Result<Execution> {
     if t.allow_reentry {
-        count_entry(store, batch, p, t, contact, now)?;
+        count_entry(
+            store,
+            starts.max_entries_per_day(),
+            batch,
+            p,
+            t,
+            contact,
+            now,
+        )?;
     }
     let mut e = Execution {
         id: ExecutionId::new(),
@@ -226,9 +187,7 @@ pub fn start(
             }
             e.status = ExecStatus::Waiting;
             e.wait = Some(wait);
-            if let Some(timers) = TIMERS.get() {
-                timers.arm(timer);
-            }
+            starts.timers().arm(timer);
         }
         None => batch.put(keys::ready(p, e.id), Vec::new()),
     }
@@ -331,9 +290,16 @@ mod tests {
     }
 
     /// Starts an execution of `t` for `c` at `now` and ends it at once.
-    fn enter_and_end(store: &dyn Store, p: ProjectId, t: &Trigger, c: ContactId, now: i64) {
+    fn enter_and_end(
+        store: &dyn Store,
+        starts: &Starts,
+        p: ProjectId,
+        t: &Trigger,
+        c: ContactId,
+        now: i64,
+    ) {
         let mut batch = Batch::new();
-        let mut e = start(store, &mut batch, p, t, c, now).unwrap();
+        let mut e = start(store, starts, &mut batch, p, t, c, now).unwrap();
         end(store, &mut batch, p, &mut e, ExecStatus::Completed, now).unwrap();
         put(&mut batch, p, &e).unwrap();
         store.apply(batch).unwrap();
@@ -349,9 +315,10 @@ mod tests {
             reentry(WorkflowId::new()),
         );
         let now = 1_000_000;
+        let starts = Starts::default();
         for i in 0..MAX_ENTRIES_PER_DAY {
-            assert!(may_enter(&*store, p, &t, c, now + i64::from(i)).unwrap());
-            enter_and_end(&*store, p, &t, c, now + i64::from(i));
+            assert!(may_enter(&*store, &starts, p, &t, c, now + i64::from(i)).unwrap());
+            enter_and_end(&*store, &starts, p, &t, c, now + i64::from(i));
         }
         let mut batch = Batch::new();
         for kv in store.scan(&keys::executions_of(p, t.workflow), None, false) {
@@ -359,14 +326,14 @@ mod tests {
         }
         store.apply(batch).unwrap();
         assert!(
-            !may_enter(&*store, p, &t, c, now + 1_000).unwrap(),
+            !may_enter(&*store, &starts, p, &t, c, now + 1_000).unwrap(),
             "the cap still holds with the index pruned"
         );
         assert!(
-            may_enter(&*store, p, &t, c, now + DAY_MS).unwrap(),
+            may_enter(&*store, &starts, p, &t, c, now + DAY_MS).unwrap(),
             "a day after the window began, the contact may enter again"
         );
-        enter_and_end(&*store, p, &t, c, now + DAY_MS);
+        enter_and_end(&*store, &starts, p, &t, c, now + DAY_MS);
         let window = Entries::load(&*store, p, t.workflow, c).unwrap();
         assert_eq!(
             window,
@@ -375,5 +342,58 @@ mod tests {
                 count: 1
             }
         );
+    }
+
+    #[test]
+    fn two_engines_in_one_process_each_apply_their_own_daily_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let (strict, lenient) = (Starts::new(2), Starts::new(5));
+        let now = 1_000_000;
+        let p = ProjectId::new();
+        let (strict_contact, lenient_contact) = (ContactId::new(), ContactId::new());
+        let t = reentry(WorkflowId::new());
+        let entered = |starts: &Starts, c: ContactId| {
+            let mut n = 0;
+            while n < 10 && may_enter(&*store, starts, p, &t, c, now + n).unwrap() {
+                enter_and_end(&*store, starts, p, &t, c, now + n);
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(entered(&strict, strict_contact), 2);
+        assert_eq!(entered(&lenient, lenient_contact), 5);
+        assert_eq!(
+            entered(&strict, strict_contact),
+            0,
+            "the lenient engine's cap did not replace the strict one's"
+        );
+    }
+
+    #[test]
+    fn a_waiting_execution_arms_the_timer_of_its_own_engine_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let (mine, other) = (Starts::default(), Starts::default());
+        let mut t = reentry(WorkflowId::new());
+        t.wait = Some(FirstWait {
+            ms: 60_000,
+            event: None,
+            next: Some("b".into()),
+            timeout_next: None,
+        });
+        let mut batch = Batch::new();
+        let e = start(
+            &*store,
+            &mine,
+            &mut batch,
+            ProjectId::new(),
+            &t,
+            ContactId::new(),
+            0,
+        );
+        assert_eq!(e.unwrap().status, ExecStatus::Waiting);
+        assert_eq!(mine.timers().len(), 1);
+        assert_eq!(other.timers().len(), 0);
     }
 }

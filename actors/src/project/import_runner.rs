@@ -2,7 +2,6 @@
 //! task), then applied by the project's actor in one message, so the project's other
 //! writes go on between slices. Start-up resumes every import left unfinished.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::apply::Apply;
@@ -11,13 +10,6 @@ use super::registry::Registry;
 use crate::error::{Error, Result};
 use crate::model::{ImportId, ProjectId};
 use crate::store::keys;
-
-/// Rows per slice (one actor message, one store batch). Set once from the config.
-static SLICE_ROWS: AtomicUsize = AtomicUsize::new(1000);
-
-pub fn set_slice_rows(n: usize) {
-    SLICE_ROWS.store(n.max(1), Ordering::Relaxed);
-}
 
 /// Stores an upload (durably) and starts importing it, if the project has fewer than
 /// `max_running` imports under way: each holds its whole file on disk until it ends.
@@ -87,7 +79,7 @@ fn spawn(registry: Registry, p: ProjectId, id: ImportId) {
 /// One slice; whether the import is over.
 async fn step(registry: &Registry, p: ProjectId, id: ImportId) -> Result<bool> {
     let store = registry.store().clone();
-    let rows = SLICE_ROWS.load(Ordering::Relaxed);
+    let rows = registry.import_slice_rows();
     let read = tokio::task::spawn_blocking(move || -> Result<Option<Result<import::Slice>>> {
         let Some(import) = import::load(&*store, p, id)? else {
             return Ok(None);

@@ -29,6 +29,7 @@ pub mod segment_queries;
 pub mod segments;
 pub mod send;
 pub mod sending;
+pub mod starts;
 pub mod table;
 pub mod templates;
 pub mod track;
@@ -37,7 +38,7 @@ pub mod unit;
 pub mod workflows;
 pub mod write;
 
-pub use actor::ProjectActor;
+pub use actor::{ActorShared, ProjectActor};
 pub use limits::TenantLimits;
 pub use registry::{Registry, RegistryConfig};
 pub use table::ContactTable;

@@ -4,6 +4,11 @@
 //! Mailboxes are bounded: the registry counts the messages in flight to each actor and
 //! refuses a message past `mailbox_capacity` with `Error::Busy` (the edge answers 503
 //! with `Retry-After`) instead of queueing without bound.
+//!
+//! The registry is also the engine's context: the settings a feature reads at run time
+//! (slice sizes, the re-entry cap, template limits) and what features share (timers,
+//! attempts, link keys) live here rather than in statics, so that two engines in one
+//! process keep their own.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -13,7 +18,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
-use super::{ContactTable, ProjectActor};
+use super::starts::Starts;
+use super::{ActorShared, ContactTable, ProjectActor};
 use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -34,6 +40,29 @@ pub struct RegistryConfig {
     pub render_threads: usize,
     /// What one project may hold.
     pub tenant: super::TenantLimits,
+    /// Executions of one workflow one contact may start within a day, with re-entry.
+    pub max_entries_per_day: u32,
+    /// Records one slice of a contact's erasure handles (one actor message).
+    pub erasure_slice: usize,
+    /// Rows one slice of a contact import applies (one actor message).
+    pub import_slice_rows: usize,
+    /// The bounds on tenant templates, for every compile and render.
+    pub templates: crate::render::Limits,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig {
+            arbiters: 1,
+            mailbox_capacity: 1024,
+            render_threads: 1,
+            tenant: Default::default(),
+            max_entries_per_day: super::starts::MAX_ENTRIES_PER_DAY,
+            erasure_slice: 1_000,
+            import_slice_rows: 1000,
+            templates: Default::default(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -61,8 +90,9 @@ struct Inner {
     /// Emails in an SMTP attempt (the dispatcher writes it, `GET /emails/{id}` reads it).
     attempts: Arc<Attempts>,
     renders: RenderPool,
-    /// Durable timers in memory (see `scheduler`).
-    timers: Arc<Timers>,
+    /// The re-entry cap, the durable timers in memory (see `scheduler`) and the
+    /// executors' wake-up.
+    starts: Starts,
     /// How marketing mail's links are signed and where they point (set at start-up).
     links: OnceLock<Arc<Links>>,
     /// The gate a clean stop closes (see `shutdown`).
@@ -94,8 +124,8 @@ impl Registry {
                 outbox: Arc::new(tokio::sync::Notify::new()),
                 retention: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
-                renders: RenderPool::new(config.render_threads),
-                timers: Arc::default(),
+                renders: RenderPool::new(config.render_threads, config.templates),
+                starts: Starts::new(config.max_entries_per_day),
                 links: OnceLock::new(),
                 drain: Arc::default(),
             }),
@@ -108,22 +138,18 @@ impl Registry {
             .entry(project)
             .or_insert_with(|| {
                 let arbiter = self.arbiter_for(project);
-                let (store, clock) = (self.inner.store.clone(), self.inner.clock.clone());
-                let capacity = self.inner.config.mailbox_capacity;
-                let outbox = self.inner.outbox.clone();
+                let shared = ActorShared {
+                    store: self.inner.store.clone(),
+                    clock: self.inner.clock.clone(),
+                    mailbox_capacity: self.inner.config.mailbox_capacity,
+                    outbox: self.inner.outbox.clone(),
+                    limits: self.inner.config.tenant,
+                    starts: self.inner.starts.clone(),
+                };
                 let table = Arc::new(ContactTable::default());
-                let limits = self.inner.config.tenant;
-                let shared = table.clone();
+                let actor_table = table.clone();
                 let addr = Supervisor::start_in_arbiter(&arbiter, move |_| {
-                    ProjectActor::new(
-                        project,
-                        store,
-                        clock,
-                        capacity,
-                        outbox.clone(),
-                        shared,
-                        limits,
-                    )
+                    ProjectActor::new(project, shared, actor_table)
                 });
                 Slot {
                     addr,
@@ -210,7 +236,23 @@ impl Registry {
     }
 
     pub fn timers(&self) -> &Arc<Timers> {
-        &self.inner.timers
+        self.inner.starts.timers()
+    }
+
+    /// Where writes start and wake workflow executions (the re-entry cap, the timers,
+    /// the executors' wake-up).
+    pub fn starts(&self) -> &Starts {
+        &self.inner.starts
+    }
+
+    /// Records one slice of a contact's erasure handles (config `erasure.slice`).
+    pub fn erasure_slice(&self) -> usize {
+        self.inner.config.erasure_slice.max(1)
+    }
+
+    /// Rows one slice of a contact import applies (config `limits.import_slice_rows`).
+    pub fn import_slice_rows(&self) -> usize {
+        self.inner.config.import_slice_rows.max(1)
     }
 
     /// Sets how links are signed (the server's key) and where they point; once.
@@ -275,10 +317,8 @@ mod tests {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig {
-                arbiters: 1,
                 mailbox_capacity: 16,
-                render_threads: 1,
-                tenant: Default::default(),
+                ..Default::default()
             },
         );
         let p = ProjectId::new();
@@ -310,9 +350,7 @@ mod tests {
             Arc::new(SystemClock),
             RegistryConfig {
                 arbiters: 2,
-                mailbox_capacity: 1024,
-                render_threads: 1,
-                tenant: Default::default(),
+                ..Default::default()
             },
         );
         let p = ProjectId::new();
@@ -325,5 +363,41 @@ mod tests {
         assert_eq!(new, 1);
         let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(total, 1);
+    }
+
+    #[actix::test]
+    async fn two_registries_in_one_process_each_keep_the_settings_they_were_built_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let build =
+            |config: RegistryConfig| Registry::new(store.clone(), Arc::new(SystemClock), config);
+        let tight = build(RegistryConfig {
+            max_entries_per_day: 2,
+            erasure_slice: 10,
+            import_slice_rows: 25,
+            templates: crate::render::Limits {
+                max_output_bytes: 64,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let roomy = build(RegistryConfig::default());
+        let body = "{% for i in range(end=20) %}<p>{{ i }}</p>{% endfor %}".to_owned();
+        assert!(tight
+            .renders()
+            .compile("s".into(), body.clone())
+            .await
+            .is_err());
+        assert!(roomy.renders().compile("s".into(), body).await.is_ok());
+        let settings = |r: &Registry| {
+            (
+                r.starts().max_entries_per_day(),
+                r.erasure_slice(),
+                r.import_slice_rows(),
+            )
+        };
+        assert_eq!(settings(&tight), (2, 10, 25));
+        assert_eq!(settings(&roomy), (100, 1_000, 1_000));
+        assert!(!Arc::ptr_eq(tight.timers(), roomy.timers()));
     }
 }

@@ -57,6 +57,7 @@ pub fn create(
 
 pub fn update(
     store: &dyn Store,
+    starts: &super::starts::Starts,
     p: ProjectId,
     now: Timestamp,
     audience: &mut Audience,
@@ -90,7 +91,7 @@ pub fn update(
     if before.track_membership && after.track_membership && before.filters != after.filters {
         if let (Some(old), Some(new)) = (before.compiled(), after.compiled()) {
             let moves = membership::on_filter_change(store, p, &after, old, new, now)?;
-            events::append_all(store, &mut batch, p, &moves)?;
+            events::append_all(store, starts, &mut batch, p, &moves)?;
         }
     }
     store.apply(batch)?;
@@ -173,7 +174,7 @@ pub fn change_members(
     if changed > 0 {
         let delta = if add { changed } else { -changed };
         add_to_counter(store, &mut batch, p, &members_counter(id), delta)?;
-        events::append_all(store, &mut batch, p, &events)?;
+        events::append_all(store, ctx.starts, &mut batch, p, &events)?;
         store.apply(batch)?;
     }
     Ok(MembersOutcome {

@@ -9,13 +9,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::executions::{self, Trigger};
+use super::executions::{self, Starts, Trigger};
 use crate::error::Result;
 use crate::model::{ContactId, Event, ExecStatus, ExecutionId, ProjectId, WorkflowId};
 use crate::store::{keys, Batch, Store};
 
 pub fn on_events(
     store: &dyn Store,
+    starts: &Starts,
     batch: &mut Batch,
     p: ProjectId,
     events: &[Event],
@@ -62,17 +63,17 @@ pub fn on_events(
         };
         for t in list {
             if started.contains(&(t.workflow, ev.contact_id))
-                || !executions::may_enter(store, p, t, ev.contact_id, now)?
+                || !executions::may_enter(store, starts, p, t, ev.contact_id, now)?
             {
                 continue;
             }
             started.insert((t.workflow, ev.contact_id));
-            let e = executions::start(store, batch, p, t, ev.contact_id, now)?;
+            let e = executions::start(store, starts, batch, p, t, ev.contact_id, now)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }
         }
     }
-    executions::hint_ready(&ready);
+    starts.ready().hint(&ready);
     Ok(())
 }

@@ -130,7 +130,7 @@ impl Unit {
         let p = ctx.project;
         self.counts
             .write_changed(&self.counts_before, &mut self.batch, p);
-        events::append_all(ctx.store, &mut self.batch, p, &self.events)?;
+        events::append_all(ctx.store, ctx.starts, &mut self.batch, p, &self.events)?;
         if !self.batch.is_empty() {
             ctx.store.apply(self.batch)?;
         }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{compile_with_text, Compiled};
+use super::{Compiled, Limits};
 use crate::error::Result;
 use crate::model::{Template, TemplateId};
 
@@ -16,18 +16,31 @@ const MAX_INLINE: usize = 1024;
 /// Inline subject, body and text part.
 type InlineKey = (String, String, Option<String>);
 
-#[derive(Default)]
 pub struct TemplateCache {
+    limits: Limits,
     map: Mutex<HashMap<TemplateId, (i64, Arc<Compiled>)>>,
     inline: Mutex<HashMap<InlineKey, Arc<Compiled>>>,
 }
 
 impl TemplateCache {
+    /// A cache whose templates are compiled (and so rendered) under `limits`.
+    pub fn new(limits: Limits) -> Self {
+        TemplateCache {
+            limits,
+            map: Mutex::default(),
+            inline: Mutex::default(),
+        }
+    }
+
     pub fn get(&self, t: &Template) -> Result<Arc<Compiled>> {
         if let Some(c) = self.cached(t) {
             return Ok(c);
         }
-        let compiled = Arc::new(compile_with_text(&t.subject, &t.body, t.text.as_deref())?);
+        let compiled = Arc::new(self.limits.compile_with_text(
+            &t.subject,
+            &t.body,
+            t.text.as_deref(),
+        )?);
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -41,7 +54,7 @@ impl TemplateCache {
             return Ok(c);
         }
         let key = inline_key(subject, body, text);
-        let compiled = Arc::new(compile_with_text(subject, body, text)?);
+        let compiled = Arc::new(self.limits.compile_with_text(subject, body, text)?);
         let mut inline = self.inline.lock().unwrap_or_else(|p| p.into_inner());
         if inline.len() >= MAX_INLINE {
             inline.clear();
@@ -87,7 +100,7 @@ mod tests {
 
     #[test]
     fn the_same_inline_content_is_compiled_once() {
-        let cache = TemplateCache::default();
+        let cache = TemplateCache::new(Limits::default());
         let a = cache.inline("Hi {{name}}", "<p>x</p>", None).unwrap();
         let b = cache.inline("Hi {{name}}", "<p>x</p>", None).unwrap();
         let c = cache.inline("Hi {{name}}", "<p>y</p>", None).unwrap();

@@ -16,8 +16,6 @@ pub mod sandbox;
 mod structure;
 mod syntax;
 
-use std::sync::OnceLock;
-
 use serde_json::Value;
 use tera::{Context, Tera};
 
@@ -58,24 +56,13 @@ impl Default for Limits {
     }
 }
 
-/// The limits in force, set once at start-up from config (`set_limits`); every compile
-/// and render of the process reads them, wherever it runs (HTTP worker, actor, render
-/// pool), which spares threading them through each caller.
-static LIMITS: OnceLock<Limits> = OnceLock::new();
-
-/// Sets the process's template limits; the first call wins.
-pub fn set_limits(limits: Limits) {
-    let _ = LIMITS.set(limits);
-}
-
-pub fn limits() -> Limits {
-    *LIMITS.get_or_init(Limits::default)
-}
-
-/// A compiled subject and body, and the text part when the sender gave one.
+/// A compiled subject and body, and the text part when the sender gave one. It keeps
+/// the limits it was compiled under, so its renders are bounded by the same ones
+/// (the engine's, from the render pool or the template cache; no process-wide value).
 pub struct Compiled {
     tera: Tera,
     has_text: bool,
+    limits: Limits,
 }
 
 /// One recipient's rendered email.
@@ -90,28 +77,39 @@ pub struct Parts {
 /// Compiles a subject and body, or says which field fails and on which line. A template
 /// is refused when it uses what the sandbox does not allow, or when it could exceed the
 /// render limits even with no data (a loop over `range(end=10000000000)`).
-pub fn compile(subject: &str, body: &str) -> Result<Compiled> {
-    compile_with_text(subject, body, None)
+impl Limits {
+    pub fn compile(&self, subject: &str, body: &str) -> Result<Compiled> {
+        self.compile_with_text(subject, body, None)
+    }
+
+    /// `compile`, with the sender's own text part when there is one.
+    pub fn compile_with_text(
+        &self,
+        subject: &str,
+        body: &str,
+        text: Option<&str>,
+    ) -> Result<Compiled> {
+        // tera panics on a few inputs (a float literal too large for f64); a panic here
+        // is a refused template, not a failed request.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compile_checked(subject, body, text, *self)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::field(
+                "body",
+                FieldCode::TemplateSyntax,
+                "Template error: the template could not be compiled",
+            ))
+        })
+    }
 }
 
-/// `compile`, with the sender's own text part when there is one.
-pub fn compile_with_text(subject: &str, body: &str, text: Option<&str>) -> Result<Compiled> {
-    // tera panics on a few inputs (a float literal too large for f64); a panic here is
-    // a refused template, not a failed request.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        compile_checked(subject, body, text)
-    }))
-    .unwrap_or_else(|_| {
-        Err(Error::field(
-            "body",
-            FieldCode::TemplateSyntax,
-            "Template error: the template could not be compiled",
-        ))
-    })
-}
-
-fn compile_checked(subject: &str, body: &str, text: Option<&str>) -> Result<Compiled> {
-    let limits = limits();
+fn compile_checked(
+    subject: &str,
+    body: &str,
+    text: Option<&str>,
+    limits: Limits,
+) -> Result<Compiled> {
     let mut tera = sandbox::engine(&limits);
     let mut errors = Vec::new();
     let mut parts = vec![(SUBJECT, "subject", subject), (BODY, "body", body)];
@@ -188,6 +186,7 @@ fn compile_checked(subject: &str, body: &str, text: Option<&str>) -> Result<Comp
         Ok(Compiled {
             tera,
             has_text: text.is_some(),
+            limits,
         })
     } else {
         Err(Error::Validation(errors))
@@ -208,7 +207,7 @@ impl Compiled {
     /// Charges one render with `vars` (every part) against the limits: the steps
     /// it may take, or the 422 that says which limit it would pass.
     pub fn charge(&self, vars: &Value) -> Result<u64> {
-        let limits = limits();
+        let limits = self.limits;
         let mut total = 0u64;
         for &(name, field) in self.parts() {
             let ast = &self.tera.templates[name].ast;
@@ -242,7 +241,7 @@ impl Compiled {
     }
 
     fn render_unchecked(&self, vars: Value) -> Result<Parts> {
-        let limits = limits();
+        let limits = self.limits;
         let ctx = Context::from_value(vars).map_err(|e| Error::Internal(e.to_string()))?;
         let mut out = Vec::with_capacity(3);
         for &(name, field) in self.parts() {
@@ -311,6 +310,48 @@ fn describe(e: &tera::Error) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn compile(subject: &str, body: &str) -> Result<Compiled> {
+        Limits::default().compile(subject, body)
+    }
+
+    fn compile_with_text(subject: &str, body: &str, text: Option<&str>) -> Result<Compiled> {
+        Limits::default().compile_with_text(subject, body, text)
+    }
+
+    #[test]
+    fn two_engines_in_one_process_each_render_within_their_own_limits() {
+        let small = Limits {
+            max_output_bytes: 64,
+            ..Limits::default()
+        };
+        let body = "{% for x in items %}<p>{{ x }}</p>{% endfor %}";
+        let vars = json!({ "items": vec!["Ada Lovelace"; 20] });
+        let roomy = Limits::default().compile("s", body).unwrap();
+        let tight = small.compile("s", body).unwrap();
+        assert!(roomy.render(&vars).is_ok(), "the default limits allow it");
+        let Err(Error::Validation(fields)) = tight.render(&vars) else {
+            panic!("the small limits refuse it")
+        };
+        assert_eq!(
+            (fields[0].field.as_str(), fields[0].code),
+            ("body", FieldCode::TooBig)
+        );
+        assert!(
+            Limits::default()
+                .compile("s", body)
+                .unwrap()
+                .render(&vars)
+                .is_ok(),
+            "compiling under the small limits changed nothing for the default ones"
+        );
+        let fixed = "{% for i in range(end=20) %}<p>{{ i }}</p>{% endfor %}";
+        assert!(Limits::default().compile("s", fixed).is_ok());
+        assert!(
+            small.compile("s", fixed).is_err(),
+            "refused at compile time too"
+        );
+    }
 
     #[test]
     fn variables_fallbacks_and_missing_values_render_as_the_contract_says() {

@@ -12,13 +12,20 @@ use crate::error::{Error, Result};
 #[derive(Clone)]
 pub struct RenderPool {
     permits: Arc<Semaphore>,
+    limits: super::Limits,
 }
 
 impl RenderPool {
-    pub fn new(threads: usize) -> Self {
+    pub fn new(threads: usize, limits: super::Limits) -> Self {
         RenderPool {
             permits: Arc::new(Semaphore::new(threads.max(1))),
+            limits,
         }
+    }
+
+    /// The bounds every template compiled here is held to.
+    pub fn limits(&self) -> super::Limits {
+        self.limits
     }
 
     /// Runs `work` on a blocking thread once a slot is free.
@@ -50,7 +57,8 @@ impl RenderPool {
         body: String,
         text: Option<String>,
     ) -> Result<super::Compiled> {
-        self.run(move || super::compile_with_text(&subject, &body, text.as_deref()))
+        let limits = self.limits;
+        self.run(move || limits.compile_with_text(&subject, &body, text.as_deref()))
             .await?
     }
 }

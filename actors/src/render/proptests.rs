@@ -6,7 +6,15 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{compile, limits};
+use super::{Compiled, Limits};
+
+fn compile(subject: &str, body: &str) -> crate::error::Result<Compiled> {
+    Limits::default().compile(subject, body)
+}
+
+fn limits() -> Limits {
+    Limits::default()
+}
 
 const PIECES: &[&str] = &[
     "{{",

@@ -21,7 +21,7 @@ fn fill(store: &dyn Store, p: ProjectId, days: i64, n: usize, contacts: &[Contac
             })
             .collect();
         let mut batch = Batch::new();
-        append_all(store, &mut batch, p, &events).unwrap();
+        append_all(store, &Default::default(), &mut batch, p, &events).unwrap();
         store.apply(batch).unwrap();
     }
 }

@@ -24,7 +24,7 @@ use crate::model::{
 };
 use crate::project::apply::Apply;
 use crate::project::events::contact_stats;
-use crate::project::executions::{self, READY_SIGNAL};
+use crate::project::executions;
 use crate::project::send::{send_request, SendRequest};
 use crate::project::workflows::{self, Bounds, StepEnd};
 use crate::project::Registry;
@@ -122,7 +122,7 @@ impl Executors {
     }
 
     /// Hands the durable entries of the ready queue to the workers, one worker per
-    /// execution at a time. What was just queued is noted (`executions::hint_ready`),
+    /// execution at a time. What was just queued is noted (`Ready::hint`),
     /// so after an event the feeder checks those few entries; the whole queue is read
     /// at start-up and then every `FULL_SCAN`, for anything a note missed. Ready
     /// executions wait in a queue per project, served round robin, and one project may
@@ -145,7 +145,7 @@ impl Executors {
                         .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k))),
                 );
             }
-            unsure.extend(executions::take_hints());
+            unsure.extend(self.registry.starts().ready().take());
             unsure.retain(|&(p, x)| {
                 let key = keys::ready(p, x);
                 match store.scan_durable(&key, None).next() {
@@ -201,7 +201,7 @@ impl Executors {
                 Duration::from_millis(10)
             };
             tokio::select! {
-                _ = READY_SIGNAL.notified() => {
+                _ = self.registry.starts().ready().notified() => {
                     // What rang it becomes durable within a flush interval.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
@@ -229,13 +229,16 @@ impl Executors {
             )
             .await?;
         if moved {
-            executions::hint_ready(&[(t.project, x_of(&t))]);
+            self.registry
+                .starts()
+                .ready()
+                .hint(&[(t.project, x_of(&t))]);
         }
         Ok(())
     }
 
     fn requeue(&self, p: ProjectId, x: ExecutionId) {
-        executions::hint_ready(&[(p, x)]);
+        self.registry.starts().ready().hint(&[(p, x)]);
     }
 
     fn now(&self) -> i64 {
