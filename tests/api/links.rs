@@ -444,3 +444,47 @@ fn an_unsubscribe_link_resubscribes_no_one_but_a_contact_it_unsubscribed_itself(
     );
     assert_eq!(contact_of(&app, &p, "bob@example.com")["subscribed"], false);
 }
+
+#[test]
+fn an_unsubscribe_link_of_one_project_leaves_the_same_address_in_another_project_subscribed() {
+    let (_dns, smtp, app, a) = crate::campaigns::rig(&[]);
+    let b = app.create_project("Other");
+    let r = app.request(
+        "POST",
+        &format!("/admin/projects/{}/domains/trust", b.id),
+        Some(crate::helpers::ADMIN_TOKEN),
+        Some(r#"{"domain": "acme.test"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    for p in [&a, &b] {
+        app.upsert(
+            &p.secret,
+            json!({"email": "ada@example.com", "subscribed": true}),
+        );
+    }
+    // B's campaign reaches ada; its unsubscribe link is followed.
+    let c = app.post(
+        "/campaigns",
+        &b.secret,
+        json!({"name": "B news", "subject": "From B", "body": "<p>B</p>",
+               "from": "news@acme.test", "audienceType": "ALL"}),
+    );
+    assert_eq!(c.status, 201, "{}", c.text);
+    let cid = c.json()["data"]["id"].as_str().unwrap().to_owned();
+    let r = app.post(&format!("/campaigns/{cid}/send"), &b.secret, json!({}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let got = smtp.wait_for(1, std::time::Duration::from_secs(20));
+    let html = crate::campaigns::html_of(&got[0].text());
+    let link = crate::campaigns::link_path(&html, "/unsubscribe/").expect("an unsubscribe link");
+    let r = crate::campaigns::visit(&app, "POST", &link, Some("List-Unsubscribe=One-Click"));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let subscribed = |p: &crate::helpers::Project| {
+        app.get("/contacts?search=ada@", &p.secret).json()["contacts"][0]["subscribed"].clone()
+    };
+    assert_eq!(subscribed(&b), false, "B's ada left through B's link");
+    assert_eq!(
+        subscribed(&a),
+        true,
+        "A's ada is another contact: untouched"
+    );
+}
