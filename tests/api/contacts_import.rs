@@ -52,26 +52,17 @@ pub(crate) fn finished(app: &TestApp, key: &str, id: &str) -> Value {
 
 /// Every contact as (email, subscribed, data), sorted by email.
 fn contacts(app: &TestApp, key: &str) -> Vec<(String, bool, Value)> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let path = match &cursor {
-            Some(c) => format!("/contacts?limit=100&cursor={c}"),
-            None => "/contacts?limit=100".to_owned(),
-        };
-        let page = app.get(&path, key).json();
-        for c in page["contacts"].as_array().unwrap() {
-            out.push((
+    let mut out: Vec<_> = app
+        .all_contacts(key)
+        .into_iter()
+        .map(|c| {
+            (
                 c["email"].as_str().unwrap().to_owned(),
                 c["subscribed"].as_bool().unwrap(),
                 c["data"].clone(),
-            ));
-        }
-        match page["cursor"].as_str() {
-            Some(c) if page["hasMore"] == true => cursor = Some(c.to_owned()),
-            _ => break,
-        }
-    }
+            )
+        })
+        .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }

@@ -313,8 +313,8 @@ impl TestApp {
         r.json()
     }
 
-    /// Every contact email, walking the pages.
-    pub fn all_emails(&self, key: &str) -> Vec<String> {
+    /// Every contact record, walking the pages newest first.
+    pub fn all_contacts(&self, key: &str) -> Vec<Value> {
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -323,14 +323,20 @@ impl TestApp {
                 None => "/contacts?limit=100".to_owned(),
             };
             let page = self.get(&path, key).json();
-            for c in page["contacts"].as_array().unwrap() {
-                out.push(c["email"].as_str().unwrap().to_owned());
-            }
+            out.extend(page["contacts"].as_array().unwrap().iter().cloned());
             match page["cursor"].as_str() {
                 Some(c) => cursor = Some(c.to_owned()),
                 None => return out,
             }
         }
+    }
+
+    /// Every contact email, walking the pages.
+    pub fn all_emails(&self, key: &str) -> Vec<String> {
+        self.all_contacts(key)
+            .iter()
+            .map(|c| c["email"].as_str().unwrap().to_owned())
+            .collect()
     }
 }
 

@@ -360,6 +360,16 @@ mod tests {
         url.rsplit('/').next().unwrap()
     }
 
+    /// The token of the first link in `html` whose path starts with `marker`.
+    fn token_after<'a>(html: &'a str, marker: &str) -> &'a str {
+        html.split(marker)
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+    }
+
     fn link(l: &Links, token: &str) -> Option<Link> {
         l.read(token).map(|(link, _)| link)
     }
@@ -392,20 +402,8 @@ mod tests {
         let unsubscribe = l.unsubscribe_url(&t);
         let out = l.decorate(&html, &t, &unsubscribe);
         assert_eq!(unsubscribe, l.unsubscribe_url(&t), "made twice per email");
-        let click = out
-            .split("/t/c/")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
-        let pixel = out
-            .split("/t/o/")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
+        let click = token_after(&out, "/t/c/");
+        let pixel = token_after(&out, "/t/o/");
         for token in [token(&unsubscribe), click, pixel] {
             let bytes = URL_SAFE_NO_PAD.decode(token).unwrap();
             let ids: [&[u8]; 4] = [
@@ -434,13 +432,7 @@ mod tests {
         let out = l.decorate(html, &t, &l.unsubscribe_url(&t));
         assert!(!out.contains("https://x.example"), "{out}");
         assert!(out.contains("href='mailto:a@b.c'"));
-        let click = out
-            .split("/t/c/")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
+        let click = token_after(&out, "/t/c/");
         assert_eq!(
             link(&l, click),
             Some(Link::Click {
