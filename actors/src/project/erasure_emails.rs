@@ -62,11 +62,17 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
                 batch.delete(keys::campaign_queued_email(p, c, email.id));
                 *cancelled.entry(c).or_default() += 1;
             }
-        }
-        if !email.status.eq(&EmailStatus::Queued) {
-            if let Some(a) = email.attachments_id.take() {
+            // Its share of the send's attachments is released here, as an outcome
+            // would have released it.
+            if let Some(a) = email.attachments_id {
                 *attachments.entry(a).or_default() += 1;
             }
+        }
+        // An email that ended had its share released by its outcome (`sending::record`),
+        // which leaves the id on the record: releasing it again would take the files
+        // from other recipients still waiting. The record only stops naming them.
+        if email.status != EmailStatus::Queued {
+            email.attachments_id = None;
         }
         anonymise(&mut email, &ctx.erasure.email);
         batch.put(keys::email(p, email.id), email.encode()?);
