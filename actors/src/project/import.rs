@@ -23,6 +23,22 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// rows cannot grow the record without bound.
 pub const MAX_LISTED_REJECTS: usize = 1000;
 
+/// The most columns a header may have: every row is read against each of them, and a
+/// contact's data is bounded far below this many keys anyway.
+pub const MAX_COLUMNS: usize = 1000;
+
+/// The most characters a rejected row keeps of its email cell and of its reason (which
+/// may quote a cell): a row of megabytes is listed, not stored whole.
+const MAX_REJECTED_TEXT: usize = 320;
+
+/// `text` cut to `MAX_REJECTED_TEXT` characters.
+fn clipped(text: String) -> String {
+    match text.char_indices().nth(MAX_REJECTED_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ImportStatus {
     Queued,
@@ -63,14 +79,14 @@ pub struct Cursor {
 }
 
 /// What a value in a data column becomes, by the header's suffix (`age:number`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Kind {
     String,
     Number,
     Boolean,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Column {
     Email,
     Subscribed,
@@ -107,7 +123,11 @@ pub struct Import {
 impl Import {
     fn reject(&mut self, r: Rejected) {
         if self.rejected.len() < MAX_LISTED_REJECTS {
-            self.rejected.push(r);
+            self.rejected.push(Rejected {
+                email: r.email.map(clipped),
+                reason: clipped(r.reason),
+                ..r
+            });
         } else {
             self.rejected_unlisted += 1;
         }
@@ -141,8 +161,15 @@ fn header_error(message: impl Into<String>) -> Error {
 /// `createdAt`/`updatedAt`/`id` (ignored), and any other name a data key, typed by a
 /// `:string`, `:number` or `:boolean` suffix (string when there is none).
 pub fn columns(header: &csv::StringRecord) -> Result<Vec<Column>> {
+    if header.len() > MAX_COLUMNS {
+        return Err(header_error(format!(
+            "The header row has {} columns; at most {MAX_COLUMNS} are read",
+            header.len()
+        )));
+    }
     let mut out = Vec::with_capacity(header.len());
     let mut seen = HashSet::new();
+    let mut columns_seen = HashSet::new();
     for raw in header.iter() {
         let name = raw.trim();
         if !seen.insert(name.to_owned()) {
@@ -178,7 +205,7 @@ pub fn columns(header: &csv::StringRecord) -> Result<Vec<Column>> {
                 }
             }
         };
-        if column != Column::Ignored && out.contains(&column) {
+        if column != Column::Ignored && !columns_seen.insert(column.clone()) {
             return Err(header_error(format!("The column {name:?} appears twice")));
         }
         out.push(column);
@@ -608,6 +635,48 @@ mod tests {
         assert!(header(&["email", "plan", "plan"]).is_err());
         assert!(header(&["email", "Email"]).is_err());
         assert!(header(&["email", ":number"]).is_err());
+    }
+
+    #[test]
+    fn a_header_of_too_many_columns_is_refused_and_one_at_the_bound_is_read() {
+        let names: Vec<String> = std::iter::once("email".to_owned())
+            .chain((1..MAX_COLUMNS).map(|i| format!("k{i}")))
+            .collect();
+        let at_bound: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(header(&at_bound).unwrap().len(), MAX_COLUMNS);
+        let mut over = at_bound.clone();
+        over.push("one_more");
+        assert!(header(&over).is_err());
+    }
+
+    #[test]
+    fn a_rejected_row_keeps_a_bounded_part_of_its_cells() {
+        let mut import = Import {
+            id: ImportId::new(),
+            status: ImportStatus::Running,
+            rows: 1,
+            processed: 0,
+            created: 0,
+            updated: 0,
+            rejected: Vec::new(),
+            rejected_unlisted: 0,
+            chunks: 0,
+            columns: Vec::new(),
+            cursor: Cursor::default(),
+            created_at: 0,
+            finished_at: None,
+            error: None,
+        };
+        import.reject(Rejected {
+            line: 2,
+            email: Some("x".repeat(100_000)),
+            reason: format!("not an address: {:?}", "y".repeat(100_000)),
+        });
+        let r = &import.rejected[0];
+        assert_eq!(r.line, 2);
+        assert!(r.email.as_ref().unwrap().chars().count() <= MAX_REJECTED_TEXT + 1);
+        assert!(r.reason.starts_with("not an address"));
+        assert!(r.reason.chars().count() <= MAX_REJECTED_TEXT + 1);
     }
 
     #[test]
