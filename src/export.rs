@@ -9,7 +9,7 @@ use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Wor
 use mailroom_actors::project::templates;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::segment::{Segment, SegmentKind};
-use mailroom_actors::store::backup::Tally;
+use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::keys;
 use mailroom_actors::store::{blocks, Store};
 use serde::Serialize;
@@ -143,12 +143,10 @@ pub fn write_file(
             path.display()
         )));
     }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    let partial = path.with_file_name(name);
+    let partial = backup::partial_path(path);
+    let file = backup::create_private(&partial)
+        .map_err(|e| Failure::caused(format!("creating {}", partial.display()), e))?;
     let result = (|| {
-        let file = std::fs::File::create(&partial)
-            .map_err(|e| Failure::caused(format!("creating {}", partial.display()), e))?;
         let mut out = std::io::BufWriter::new(file);
         let tally = write(projects, store, p, &mut out, report)?;
         let file = out
@@ -158,6 +156,7 @@ pub fn write_file(
             .map_err(|e| Failure::caused(format!("syncing {}", partial.display()), e))?;
         std::fs::rename(&partial, path)
             .map_err(|e| Failure::caused(format!("renaming to {}", path.display()), e))?;
+        backup::sync_parent(path);
         Ok(tally)
     })();
     if result.is_err() {

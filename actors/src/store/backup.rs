@@ -80,8 +80,8 @@ pub fn write_file(
         )));
     }
     let partial = partial_path(path);
+    let file = create_private(&partial).map_err(io(format!("creating {}", partial.display())))?;
     let result = (|| {
-        let file = File::create(&partial).map_err(io(format!("creating {}", partial.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let tally = write(store.snapshot()?, created_at_ms, &mut out, report)?;
         let file = out.into_inner().map_err(|e| {
@@ -99,7 +99,20 @@ pub fn write_file(
     result
 }
 
-fn partial_path(path: &Path) -> PathBuf {
+/// A new file for a backup or an export (the store's whole content, or a project's
+/// contacts): made by this call and no other (an existing file, or a link planted under
+/// its name, is an error rather than written through or later removed), readable by its
+/// owner alone.
+pub fn create_private(path: &Path) -> std::io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// `<path>.partial`, where a file is written before it is renamed into place.
+pub fn partial_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".partial");
     path.with_file_name(name)
@@ -107,7 +120,7 @@ fn partial_path(path: &Path) -> PathBuf {
 
 /// Makes a rename durable; a directory that cannot be opened (some file systems) only
 /// loses that guarantee.
-fn sync_parent(path: &Path) {
+pub fn sync_parent(path: &Path) {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
@@ -414,6 +427,23 @@ pub fn restore(
 mod tests {
     use super::*;
     use crate::store::Batch;
+
+    #[test]
+    fn a_private_file_is_new_and_its_owners_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.partial");
+        drop(create_private(&path).unwrap());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert!(
+            create_private(&path).is_err(),
+            "an existing file is not taken"
+        );
+    }
 
     fn pairs(n: u32) -> Vec<KvPair> {
         (0..n)
