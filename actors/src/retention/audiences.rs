@@ -20,12 +20,16 @@ pub fn purge(
     let prefix = keys::campaigns(p);
     let mut batch = Batch::new();
     let mut slice = Slice::default();
+    // Every campaign read and every chunk removed count against `max`: a slice is
+    // bounded by what it walks, not only by what it removes.
+    let mut walked = 0;
     for kv in store.scan(&prefix, after, false) {
         let (k, v) = kv?;
-        if slice.removed >= max {
+        if walked + slice.removed >= max {
             slice.next = Some(k);
             break;
         }
+        walked += 1;
         let Ok(c) = Campaign::decode(&v) else {
             continue;
         };
@@ -35,12 +39,13 @@ pub fn purge(
         }
         for chunk in store
             .scan(&keys::campaign_audience(p, c.id), None, false)
-            .take(max - slice.removed)
+            // At least one, so that a slice that resumes at this campaign moves on.
+            .take(max.saturating_sub(walked + slice.removed).max(1))
         {
             batch.delete(chunk?.0);
             slice.removed += 1;
         }
-        if slice.removed >= max {
+        if walked + slice.removed >= max {
             // This campaign may have chunks left: the next slice starts at it again.
             slice.next = Some(prefix_before(&k));
             break;

@@ -10,8 +10,8 @@ use crate::store::{codec, keys, Batch, Store};
 
 use super::emails::Slice;
 
-/// Deletes up to `max` records of imports that finished before `before`, walking the
-/// project's imports after `after`.
+/// Deletes the records of imports that finished before `before`, walking at most `max`
+/// of the project's imports after `after`.
 pub fn purge(
     store: &dyn Store,
     p: ProjectId,
@@ -21,9 +21,11 @@ pub fn purge(
 ) -> Result<Slice> {
     let mut batch = Batch::new();
     let mut slice = Slice::default();
-    for kv in store.scan(&keys::imports_of(p), after, false) {
+    // Every record read counts against `max`, removed or not: a slice is bounded by
+    // what it walks, as the other kinds' are.
+    for (walked, kv) in store.scan(&keys::imports_of(p), after, false).enumerate() {
         let (k, v) = kv?;
-        if slice.removed >= max {
+        if walked >= max {
             slice.next = Some(k);
             break;
         }
