@@ -242,7 +242,8 @@ fn csv_chunk(header: bool, contacts: &[Contact]) -> Result<Vec<u8>, ApiError> {
     for c in contacts {
         let data = serde_json::Value::Object(c.data.clone()).to_string();
         let subscribed = if c.subscribed { "true" } else { "false" };
-        w.write_record([c.email.as_str(), subscribed, &c.created_at.to_iso(), &data])
+        let email = import::guarded(c.email.as_str());
+        w.write_record([&*email, subscribed, &c.created_at.to_iso(), &data])
             .map_err(fail)?;
     }
     w.into_inner()

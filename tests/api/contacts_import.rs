@@ -208,6 +208,35 @@ fn an_export_imported_into_another_project_gives_the_same_contacts() {
 }
 
 #[test]
+fn an_address_that_starts_like_a_formula_is_exported_guarded_and_imports_back_the_same() {
+    let app = TestApp::spawn();
+    let from = app.create_project("From");
+    // Anyone with the public key can create such a contact.
+    let r = app.post(
+        "/v1/track",
+        &from.public,
+        json!({"event": "signup", "email": "=1+2@example.com"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    app.upsert(&from.secret, json!({"email": "-dash@example.com"}));
+    let csv = export(&app, &from.secret, "");
+    for line in csv.lines().skip(1) {
+        assert!(!line.starts_with(['=', '+', '-', '@']), "{csv}");
+    }
+    assert!(csv.contains("'=1+2@example.com,"), "{csv}");
+
+    let to = app.create_project("To");
+    let id = import(&app, &to.secret, &csv);
+    let v = finished(&app, &to.secret, &id);
+    assert_eq!(
+        (&v["created"], &v["rejected"]),
+        (&json!(2), &json!([])),
+        "{v}"
+    );
+    assert_eq!(contacts(&app, &to.secret), contacts(&app, &from.secret));
+}
+
+#[test]
 fn a_segment_export_holds_only_its_members() {
     let app = TestApp::spawn();
     let p = app.create_project("Segment");

@@ -404,6 +404,31 @@ pub fn read_slice(
     Ok(slice)
 }
 
+/// The characters that make a spreadsheet read a cell as a formula, and the quote that
+/// guards them (OWASP's CSV injection advice). An address may start with `=`, `+` or `-`,
+/// and anyone with the public key can create a contact, so an export must not hand the
+/// operator's spreadsheet a formula.
+const FORMULA_START: [char; 5] = ['=', '+', '-', '@', '\''];
+
+/// A cell as an export writes it: with a leading `'` when it starts like a formula (or with
+/// `'` itself, so that `unguarded` can undo exactly what this did).
+pub fn guarded(cell: &str) -> std::borrow::Cow<'_, str> {
+    if cell.starts_with(FORMULA_START) {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}
+
+/// A cell as an import reads it: one guarding `'` removed, so an export imports back as
+/// the same address.
+pub fn unguarded(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(FORMULA_START) => rest,
+        _ => cell,
+    }
+}
+
 /// One record as a contact row, or why it is rejected.
 pub fn row(
     columns: &[Column],
@@ -428,7 +453,7 @@ pub fn row(
         };
         let value = text.trim();
         match column {
-            Column::Email => email = Some(value.to_owned()),
+            Column::Email => email = Some(unguarded(value).to_owned()),
             Column::Ignored => {}
             _ if value.is_empty() => {}
             Column::Subscribed => match boolean(value) {
@@ -626,6 +651,23 @@ mod tests {
                 Some(Kind::String)
             ]
         );
+    }
+
+    #[test]
+    fn a_formula_like_address_is_guarded_on_export_and_read_back_unchanged() {
+        for email in [
+            "=1+2@x.com",
+            "-a@x.com",
+            "+a@x.com",
+            "'a@x.com",
+            "''=a@x.com",
+            "a@x.com",
+        ] {
+            let cell = guarded(email);
+            assert!(!cell.starts_with(['=', '+', '-', '@']), "{cell}");
+            assert_eq!(unguarded(&cell), email);
+        }
+        assert_eq!(guarded("a@x.com"), "a@x.com");
     }
 
     #[test]
