@@ -14,6 +14,7 @@ pub mod json_part;
 pub mod mailer;
 pub mod metrics;
 pub mod model;
+pub mod near_miss;
 pub mod project;
 pub mod projects;
 pub mod render;

@@ -21,9 +21,9 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use super::near_miss;
 use super::validate::json_type;
 use super::AppState;
+use mailroom_actors::near_miss;
 
 /// A typed request body.
 pub struct Body<T>(pub T);

@@ -15,7 +15,7 @@ pub mod events;
 pub mod idempotency;
 pub mod links;
 pub mod metrics;
-mod near_miss;
+
 pub mod openapi;
 pub mod ops;
 pub mod rate_limit;

@@ -210,10 +210,35 @@ pub fn columns(header: &csv::StringRecord) -> Result<Vec<Column>> {
         }
         out.push(column);
     }
+    near_missed_column(header, &out)?;
     if !out.contains(&Column::Email) {
         return Err(header_error("The header row has no email column"));
     }
     Ok(out)
+}
+
+/// A column that is a near miss of a known column the header lacks (`emial`,
+/// `subscibed`) would otherwise become a data key without a word, and the import would
+/// fail on every row or keep nobody's flag. `data` and `id` are left out: two-letter and
+/// four-letter names are too close to ordinary data keys (`date`, `ip`).
+fn near_missed_column(header: &csv::StringRecord, columns: &[Column]) -> Result<()> {
+    let missing: Vec<&str> = [("email", Column::Email), ("subscribed", Column::Subscribed)]
+        .into_iter()
+        .filter(|(_, c)| !columns.contains(c))
+        .map(|(name, _)| name)
+        .collect();
+    for raw in header.iter() {
+        let name = raw.trim();
+        let key = name.rsplit_once(':').map_or(name, |(k, _)| k);
+        if let Some(meant) = crate::near_miss::meant(key, &missing) {
+            return Err(Error::field(
+                "header",
+                FieldCode::UnrecognizedKeys,
+                format!("unknown column {name:?}; did you mean `{meant}`?"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn reader<R: Read>(r: R) -> csv::Reader<R> {
@@ -668,6 +693,17 @@ mod tests {
             assert_eq!(unguarded(&cell), email);
         }
         assert_eq!(guarded("a@x.com"), "a@x.com");
+    }
+
+    #[test]
+    fn a_near_miss_of_a_missing_column_is_refused_with_the_column_it_meant() {
+        let err = format!("{:?}", header(&["emial", "plan"]).unwrap_err());
+        assert!(err.contains("did you mean `email`"), "{err}");
+        let err = format!("{:?}", header(&["email", "Subscibed"]).unwrap_err());
+        assert!(err.contains("did you mean `subscribed`"), "{err}");
+        // Ordinary data keys near `data` or `id`, and a second address column beside
+        // `email`, stay data keys.
+        assert!(header(&["email", "date", "ip", "emails"]).is_ok());
     }
 
     #[test]

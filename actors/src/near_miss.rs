@@ -3,7 +3,7 @@
 //! one (`subscibed`, `audiencetype`, `segmentID`) is a typo whose value would otherwise
 //! vanish without a word, so it is refused with the field it probably meant.
 
-use mailroom_actors::{FieldCode, FieldError};
+use crate::{FieldCode, FieldError};
 use strsim::osa_distance;
 
 /// The known field that `unknown` is a near miss of: the same letters in another case,
