@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use config::{Config, Environment, File, FileFormat};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
 /// The control socket's file name inside the data directory.
 pub const CONTROL_SOCKET: &str = "mailroom.sock";
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Settings {
     pub server: Server,
     pub storage: Storage,
@@ -38,13 +38,13 @@ pub struct Settings {
     pub clock: ClockSettings,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ClockSettings {
     /// Lets the operator move the clock forward (POST /admin/clock/advance): for tests.
     pub adjustable: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Server {
     pub host: String,
     pub port: u16,
@@ -63,7 +63,7 @@ impl Server {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Storage {
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
@@ -89,20 +89,20 @@ impl Storage {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Mail {
     pub transport: MailTransport,
     pub file_dir: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum MailTransport {
     File,
     Smtp,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Smtp {
     pub host: String,
     pub port: u16,
@@ -115,7 +115,7 @@ pub struct Smtp {
     pub timeout_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum SmtpTls {
     None,
@@ -141,12 +141,12 @@ impl Smtp {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Mailer {
     pub workers: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Sending {
     pub rate_per_second: u32,
     pub max_attempts: u32,
@@ -154,7 +154,7 @@ pub struct Sending {
     pub max_in_flight: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Limits {
     pub requests_per_minute: u32,
     pub public_requests_per_minute: u32,
@@ -192,7 +192,7 @@ impl Limits {
 }
 
 /// `[retention]`: how long each kind of record is kept (0: for ever).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct RetentionSettings {
     pub email_content_days: u32,
     pub emails_days: u32,
@@ -218,7 +218,7 @@ impl RetentionSettings {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Templates {
     pub max_steps: u64,
     pub max_output_bytes: u64,
@@ -247,26 +247,26 @@ impl Templates {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Actors {
     pub arbiters: usize,
     pub mailbox_capacity: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Dns {
     pub nameservers: Vec<String>,
     pub timeout_ms: u64,
     pub cache_size: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Domains {
     pub recheck_seconds: u64,
     pub spf_include: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Workflows {
     pub allow_private_webhooks: bool,
     pub executors: usize,
@@ -288,18 +288,18 @@ impl Workflows {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Erasure {
     /// Records a contact's erasure handles per slice (`project::erasure`).
     pub slice: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Tracking {
     pub enabled: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct LinkSettings {
     /// Days an unsubscribe link keeps working after its project's keys were rotated,
     /// counted from the day its email was sent.
@@ -323,7 +323,7 @@ impl LinkSettings {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Campaigns {
     pub batch_size: usize,
     pub queue_ahead: u64,
@@ -342,7 +342,7 @@ impl Campaigns {
 
 pub const MIN_ADMIN_TOKEN: usize = 32;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Admin {
     pub token: String,
 }
@@ -373,28 +373,28 @@ pub struct ShortAdminToken {
     len: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Metrics {
     pub enabled: bool,
     /// The least time between two scans of the outbox and the sending campaigns.
     pub scan_interval_ms: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Log {
     pub level: String,
     pub format: LogFormat,
     pub access: bool,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Text,
     Json,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Control {
     pub enabled: bool,
     pub timeout_seconds: u64,

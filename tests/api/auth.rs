@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, ADMIN_TOKEN};
+use crate::support::app::{TestApp, ADMIN_TOKEN};
 
 #[test]
 fn a_request_without_a_key_gets_401_missing_auth() {
@@ -95,14 +95,14 @@ fn the_admin_api_needs_the_admin_token() {
 
 #[test]
 fn the_admin_api_is_absent_without_a_token() {
-    let app = TestApp::spawn_with(&[("MAILROOM__ADMIN__TOKEN", "")]);
+    let app = TestApp::spawn_with(|s| s.admin.token = "".into());
     let r = app.get("/admin/projects", ADMIN_TOKEN);
     assert_eq!((r.status, r.code().as_str()), (404, "RESOURCE_NOT_FOUND"));
 }
 
 #[test]
 fn past_the_rate_limit_requests_get_429_with_retry_after_and_ratelimit_headers() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "5")]);
+    let app = TestApp::spawn_with(|s| s.limits.requests_per_minute = 5);
     let p = app.create_project("Acme");
     let other = app.create_project("Other");
     for i in 0..5 {
@@ -129,7 +129,7 @@ fn past_the_rate_limit_requests_get_429_with_retry_after_and_ratelimit_headers()
 
 #[test]
 fn with_the_rate_limit_off_there_are_no_ratelimit_headers() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")]);
+    let app = TestApp::spawn_with(|s| s.limits.requests_per_minute = 0);
     let p = app.create_project("Acme");
     for _ in 0..20 {
         let r = app.get("/contacts", &p.secret);
@@ -140,16 +140,9 @@ fn with_the_rate_limit_off_there_are_no_ratelimit_headers() {
 
 #[test]
 fn a_short_admin_token_stops_start_up_with_a_clear_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(crate::helpers::bin())
-        .args(["serve", "--config"])
-        .arg(crate::helpers::test_config())
-        .env("MAILROOM__STORAGE__PATH", dir.path())
-        .env("MAILROOM__ADMIN__TOKEN", "short-token-of-31-characters-xx")
-        .output()
-        .expect("run mailroom");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = crate::support::app::refused_start(|s| {
+        s.admin.token = "short-token-of-31-characters-xx".into()
+    });
     assert!(
         stderr.contains("admin.token") && stderr.contains("at least 32"),
         "{stderr}"
@@ -210,7 +203,7 @@ fn racing_key_rotations_leave_only_the_last_keys_working() {
 
 #[test]
 fn the_clock_cannot_be_moved_unless_config_allows_it() {
-    let app = TestApp::spawn_with(&[("MAILROOM__CLOCK__ADJUSTABLE", "false")]);
+    let app = TestApp::spawn_with(|s| s.clock.adjustable = false);
     let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({"ms": 1000}));
     assert_eq!(r.status, 404, "{}", r.text);
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{mailroom, TestApp};
+use crate::support::app::{mailroom, TestApp};
 
 fn succeeded(out: &Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -124,7 +124,7 @@ fn a_backup_taken_under_writes_holds_every_acknowledged_write_and_restores_into_
     assert!(!again.status.success(), "a non-empty directory is refused");
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 
-    let copy = TestApp::start(restored, &[]);
+    let copy = TestApp::start(restored, |_| {});
     let emails: BTreeSet<String> = copy.all_emails(&p.secret).into_iter().collect();
     for i in 0..before {
         assert!(

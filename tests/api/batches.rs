@@ -11,13 +11,13 @@ use std::net::TcpListener;
 use mailroom_testkit::SmtpServer;
 use serde_json::{json, Value};
 
-use crate::campaigns::{
+use crate::dns::TestDns;
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{
     contact_of, contacts, count, create, emails, eventually, header_of, id, link_path, rig,
     send_and_settle, visit,
 };
-use crate::delivery::app_with;
-use crate::dns::TestDns;
-use crate::helpers::{Project, TestApp};
+use crate::support::relay::app_with;
 
 /// The value of an engine counter on /metrics.
 fn metric(app: &TestApp, name: &str) -> u64 {
@@ -41,15 +41,11 @@ fn events_named(app: &TestApp, p: &Project, name: &str) -> Value {
 fn silent_app() -> ((TestDns, SmtpServer, TcpListener), TestApp, Project) {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = silent.local_addr().unwrap().port().to_string();
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__PORT", port.as_str()),
-            ("MAILROOM__SMTP__TIMEOUT_MS", "120000"),
-        ],
-    );
+    let port = silent.local_addr().unwrap().port();
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.port = port;
+        s.smtp.timeout_ms = 120_000;
+    });
     ((dns, smtp, silent), app, p)
 }
 
@@ -106,7 +102,7 @@ fn an_address_listed_twice_in_one_send_is_one_new_contact_with_two_emails() {
 #[test]
 fn a_send_past_the_contact_limit_writes_no_contact_and_no_email() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__LIMITS__MAX_CONTACTS", "3")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.limits.max_contacts = 3);
     app.upsert(&p.secret, json!({"email": "known@example.com"}));
     let before = batches(&app);
     let r = app.post(
@@ -131,7 +127,7 @@ fn a_send_past_the_contact_limit_writes_no_contact_and_no_email() {
 fn a_bounce_applies_one_batch_with_the_email_the_contact_and_their_events() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[550]);
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     app.upsert(&p.secret, json!({"email": "dead@example.com"}));
 
     let before = batches(&app);
@@ -162,7 +158,7 @@ fn a_bounce_applies_one_batch_with_the_email_the_contact_and_their_events() {
 
 #[test]
 fn an_unsubscribe_link_applies_one_batch_with_the_contact_the_campaigns_count_and_the_event() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &["ada@example.com".to_owned()], true);
     let cid = id(&create(&app, &p, json!({})));
     let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 1);

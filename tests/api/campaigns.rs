@@ -4,387 +4,19 @@
 //! campaign sends or waits for its time. Mail goes through a real SMTP server on loopback.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use mailroom_testkit::{Received, SmtpServer, Stage};
+use mailroom_testkit::{SmtpServer, Stage};
 use serde_json::{json, Value};
 
-use crate::delivery::app_with;
-use crate::dns::TestDns;
-use crate::helpers::{assert_over_filter_budget, Project, Resp, TestApp, ADMIN_TOKEN};
-
-/// A sender on the rig's verified domain.
-const FROM: &str = "hello@acme.test";
-
-/// A well-formed id that no record has.
-const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
-
-/// A test SMTP server and a server that sends through it (unpaced unless `extra` says
-/// otherwise) with `acme.test` verified. The DNS server is returned to live as long as
-/// the app.
-pub(crate) fn rig(extra: &[(&str, &str)]) -> (TestDns, SmtpServer, TestApp, Project) {
-    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, extra);
-    (dns, smtp, app, p)
-}
-
-fn wait() -> Duration {
-    Duration::from_secs(20)
-}
-
-/// Asks `probe` every 50 ms until `done` holds for its answer or `secs` pass; the last
-/// answer (the caller asserts on it).
-pub(crate) fn eventually<T>(
-    secs: u64,
-    mut probe: impl FnMut() -> T,
-    done: impl Fn(&T) -> bool,
-) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let answer = probe();
-        if done(&answer) || Instant::now() >= deadline {
-            return answer;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The payload of a `{success: true, data}` answer with this status.
-pub(crate) fn data(r: &Resp, status: u16) -> Value {
-    assert_eq!(r.status, status, "{}", r.text);
-    let v = r.json();
-    assert_eq!(v["success"], true, "{}", r.text);
-    v["data"].clone()
-}
-
-/// A count in a stats record.
-pub(crate) fn count(v: &Value, key: &str) -> u64 {
-    v[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is a count: {v}"))
-}
-
-/// Whether a rate in a stats record is `want`.
-fn rate_is(v: &Value, key: &str, want: f64) -> bool {
-    v[key].as_f64().is_some_and(|x| (x - want).abs() < 1e-9)
-}
-
-pub(crate) fn id(record: &Value) -> String {
-    record["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a record with an id: {record}"))
-        .to_owned()
-}
-
-/// The body of a campaign to everyone, with `fields` over the defaults.
-fn campaign_body(fields: Value) -> Value {
-    let mut body = json!({
-        "name": "Spring",
-        "subject": "Hello {{email}}",
-        "body": "<p>Hi {{email}}</p>",
-        "from": FROM,
-        "type": "ALL"
-    });
-    if let (Some(b), Some(f)) = (body.as_object_mut(), fields.as_object()) {
-        for (k, v) in f {
-            b.insert(k.clone(), v.clone());
-        }
-    }
-    body
-}
-
-/// Creates a DRAFT campaign (`campaign_body(fields)`); its record.
-pub(crate) fn create(app: &TestApp, p: &Project, fields: Value) -> Value {
-    let r = app.post("/campaigns", &p.secret, campaign_body(fields));
-    data(&r, 201)
-}
-
-fn send(app: &TestApp, p: &Project, cid: &str, body: Value) -> Resp {
-    app.post(&format!("/campaigns/{cid}/send"), &p.secret, body)
-}
-
-fn cancel(app: &TestApp, p: &Project, cid: &str) -> Resp {
-    app.post(&format!("/campaigns/{cid}/cancel"), &p.secret, json!({}))
-}
-
-fn campaign(app: &TestApp, p: &Project, cid: &str) -> Value {
-    data(&app.get(&format!("/campaigns/{cid}"), &p.secret), 200)
-}
-
-pub(crate) fn stats(app: &TestApp, p: &Project, cid: &str) -> Value {
-    data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200)
-}
-
-/// Polls the campaign (up to 30 s) until its status is `status`; the last record.
-fn campaign_when(app: &TestApp, p: &Project, cid: &str, status: &str) -> Value {
-    eventually(
-        30,
-        || campaign(app, p, cid),
-        |c: &Value| c["status"] == status,
-    )
-}
-
-/// Polls the campaign's stats (up to 30 s) until `done` holds; the last stats.
-fn stats_when(app: &TestApp, p: &Project, cid: &str, done: impl Fn(&Value) -> bool) -> Value {
-    eventually(30, || stats(app, p, cid), done)
-}
-
-/// Sends the campaign now and waits until it is SENT and its stats show `expected`
-/// emails accepted by the relay and none left in the outbox; the messages the relay got,
-/// and the stats.
-pub(crate) fn send_and_settle(
-    app: &TestApp,
-    p: &Project,
-    smtp: &SmtpServer,
-    cid: &str,
-    expected: u64,
-) -> (Vec<Received>, Value) {
-    let c = data(&send(app, p, cid, json!({})), 200);
-    assert!(
-        c["status"] == "SENDING" || c["status"] == "SENT",
-        "sending starts now: {c}"
-    );
-    let c = campaign_when(app, p, cid, "SENT");
-    assert_eq!(c["status"], "SENT", "{c}");
-    assert!(c["sentAt"].is_string(), "{c}");
-    let s = stats_when(app, p, cid, |s: &Value| {
-        count(s, "delivered") >= expected && count(s, "queued") == 0
-    });
-    let got = smtp.wait_for(expected as usize, wait());
-    assert!(
-        got.len() >= expected as usize,
-        "{} of {expected} emails arrived",
-        got.len()
-    );
-    (got, s)
-}
-
-/// `n` addresses `{prefix}{i}@example.com`.
-pub(crate) fn emails(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}@example.com")).collect()
-}
-
-/// Upserts each address as a contact with this subscription, eight requests at a time.
-pub(crate) fn contacts(app: &TestApp, p: &Project, emails: &[String], subscribed: bool) {
-    let per_thread = emails.len().div_ceil(8).max(1);
-    std::thread::scope(|s| {
-        for chunk in emails.chunks(per_thread) {
-            s.spawn(move || {
-                for email in chunk {
-                    app.upsert(&p.secret, json!({"email": email, "subscribed": subscribed}));
-                }
-            });
-        }
-    });
-}
-
-/// Two subscribed contacts and one unsubscribed for each of the plans "pro" and "free",
-/// and a subscribed "team" contact.
-fn planned_contacts(app: &TestApp, p: &Project) {
-    for (email, plan, subscribed) in [
-        ("pro0@example.com", "pro", true),
-        ("pro1@example.com", "pro", true),
-        ("pro-out@example.com", "pro", false),
-        ("free0@example.com", "free", true),
-        ("free1@example.com", "free", true),
-        ("free-out@example.com", "free", false),
-        ("team0@example.com", "team", true),
-    ] {
-        app.upsert(
-            &p.secret,
-            json!({"email": email, "subscribed": subscribed, "data": {"plan": plan}}),
-        );
-    }
-}
-
-/// The segment filter "data.plan equals `plan`".
-fn plan_is(plan: &str) -> Value {
-    json!({"operator": "AND", "conditions": [{"field": "data.plan", "operator": "equals", "value": plan}]})
-}
-
-/// The contact of `email`, as the API shows it.
-pub(crate) fn contact_of(app: &TestApp, p: &Project, email: &str) -> Value {
-    let list = app
-        .get(&format!("/contacts?search={email}"), &p.secret)
-        .json();
-    list["contacts"][0].clone()
-}
-
-/// The recipients of the messages, one entry per message, sorted.
-fn rcpts(got: &[Received]) -> Vec<String> {
-    let mut out: Vec<String> = got.iter().map(|m| m.rcpt_to.join(",")).collect();
-    out.sort();
-    out
-}
-
-/// How many messages each recipient got.
-fn tally(got: &[Received]) -> BTreeMap<String, usize> {
-    let mut copies = BTreeMap::new();
-    for m in got {
-        *copies.entry(m.rcpt_to.join(",")).or_insert(0) += 1;
-    }
-    copies
-}
-
-/// Messages to anyone but the control addresses.
-fn campaign_mail(smtp: &SmtpServer) -> usize {
-    smtp.received()
-        .iter()
-        .filter(|m| m.rcpt_to.iter().all(|r| !r.starts_with("control")))
-        .count()
-}
-
-/// Sends one email to `to` through /v1/send and waits until the relay has it: a control
-/// that whatever was due before it had its turn, instead of a sleep.
-pub(crate) fn control(app: &TestApp, p: &Project, smtp: &SmtpServer, to: &str) {
-    let r = app.post(
-        "/v1/send",
-        &p.secret,
-        json!({"to": to, "from": FROM, "subject": "control", "body": "control"}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
-    let arrived = |got: &Vec<Received>| got.iter().any(|m| m.rcpt_to.iter().any(|r| r == to));
-    let got = eventually(30, || smtp.received(), arrived);
-    assert!(arrived(&got), "the control email to {to} arrived");
-}
-
-/// The server's clock now (it may have been moved ahead of the real one).
-fn server_now(app: &TestApp) -> DateTime<Utc> {
-    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({"ms": 0}));
-    assert_eq!(r.status, 200, "{}", r.text);
-    let now = r.json()["now"].as_str().expect("now").to_owned();
-    DateTime::parse_from_rfc3339(&now)
-        .expect("an ISO 8601 time")
-        .with_timezone(&Utc)
-}
-
-/// Moves the server's clock forward.
-pub(crate) fn advance(app: &TestApp, ms: i64) {
-    let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({ "ms": ms }));
-    assert_eq!(r.status, 200, "{}", r.text);
-}
-
-/// ISO 8601 UTC with milliseconds and a `Z`, as the API writes times.
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-fn assert_conflict(r: &Resp, status: &str) {
-    assert_eq!(
-        (r.status, r.code().as_str()),
-        (409, "CONFLICT"),
-        "{}",
-        r.text
-    );
-    let message = r.json()["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        message.contains(status),
-        "the message names the status {status}: {message}"
-    );
-}
-
-/// A header's value, with folded continuation lines joined.
-pub(crate) fn header_of(raw: &str, name: &str) -> Option<String> {
-    let prefix = format!("{}:", name.to_ascii_lowercase());
-    let mut lines = raw
-        .lines()
-        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
-    let first = lines.next()?;
-    let mut value = first[prefix.len()..].trim().to_owned();
-    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
-        value.push(' ');
-        value.push_str(cont.trim());
-    }
-    Some(value)
-}
-
-/// The HTML part of a message, its transfer encoding undone and its lines ending in `\n`.
-pub(crate) fn html_of(raw: &str) -> String {
-    part_of(raw, |m| m.body_html(0)).replace("\r\n", "\n")
-}
-
-/// The text/plain part of a message, its transfer encoding undone and its lines ending
-/// in `\n`.
-pub(crate) fn text_of(raw: &str) -> String {
-    part_of(raw, |m| m.body_text(0)).replace("\r\n", "\n")
-}
-
-fn part_of(
-    raw: &str,
-    pick: impl for<'a> Fn(&'a mail_parser::Message<'a>) -> Option<std::borrow::Cow<'a, str>>,
-) -> String {
-    let message = mail_parser::MessageParser::default()
-        .parse(raw.as_bytes())
-        .unwrap_or_else(|| panic!("a MIME message: {raw}"));
-    pick(&message)
-        .unwrap_or_else(|| panic!("the part is there: {raw}"))
-        .into_owned()
-}
-
-/// The path of the first link in `text` that contains `marker` (such as "/unsubscribe/"),
-/// from the marker on: links point at `server.public_url`, not at the test server, so the
-/// tests ask the test server for the path.
-pub(crate) fn link_path(text: &str, marker: &str) -> Option<String> {
-    let rest = &text[text.find(marker)?..];
-    let end = rest
-        .find(|c: char| c.is_whitespace() || "\"'<>&".contains(c))
-        .unwrap_or(rest.len());
-    Some(rest[..end].to_owned())
-}
-
-/// `path` with one character of its token (the last segment) changed.
-fn tampered(path: &str) -> String {
-    let (head, token) = path.rsplit_once('/').expect("a path with a token");
-    let mut chars: Vec<char> = token.chars().collect();
-    let half = chars.len() / 2;
-    let at = (half..chars.len())
-        .chain(0..half)
-        .find(|&i| chars[i].is_ascii_alphanumeric())
-        .expect("a token with a letter or digit");
-    chars[at] = if chars[at] == 'x' { 'y' } else { 'x' };
-    format!("{head}/{}", chars.into_iter().collect::<String>())
-}
-
-/// The id of the email a message carries: the local part of its Message-ID.
-pub(crate) fn email_id_of(raw: &str) -> String {
-    let message_id = header_of(raw, "Message-ID").expect("a Message-ID");
-    message_id
-        .trim_start_matches('<')
-        .split('@')
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// A request with no key that does not follow redirects (the helpers' agent follows
-/// them): what a mail client or a browser sends to an unsubscribe or tracking link.
-pub(crate) fn visit(app: &TestApp, method: &str, path: &str, form: Option<&str>) -> Resp {
-    let agent = ureq::AgentBuilder::new()
-        .redirects(0)
-        .timeout(Duration::from_secs(30))
-        .build();
-    let req = agent.request(method, &format!("{}{}", app.base, path));
-    let result = match form {
-        Some(f) => req
-            .set("Content-Type", "application/x-www-form-urlencoded")
-            .send_string(f),
-        None => req.call(),
-    };
-    Resp::of(method, path, result)
-}
-
-/// The email record (GET /emails/{id}).
-pub(crate) fn email_record(app: &TestApp, p: &Project, email: &str) -> Value {
-    data(&app.get(&format!("/emails/{email}"), &p.secret), 200)
-}
+use crate::support::app::{assert_over_filter_budget, Project, TestApp, ADMIN_TOKEN};
+use crate::support::campaign::*;
+use mailroom_testkit::TestDns;
 
 #[test]
 fn a_campaign_to_all_reaches_each_subscribed_contact_once() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let subscribed = emails("in", 5);
     contacts(&app, &p, &subscribed, true);
     contacts(&app, &p, &emails("out", 2), false);
@@ -454,7 +86,7 @@ fn a_campaign_to_all_reaches_each_subscribed_contact_once() {
 
 #[test]
 fn a_segment_campaign_reaches_only_the_subscribed_members_of_the_segment() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     planned_contacts(&app, &p);
     let r = app.post(
         "/segments",
@@ -482,7 +114,7 @@ fn a_segment_campaign_reaches_only_the_subscribed_members_of_the_segment() {
 
 #[test]
 fn a_scheduled_campaign_whose_segment_was_deleted_ends_cancelled_instead_of_sending_for_ever() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     planned_contacts(&app, &p);
     let r = app.post(
         "/segments",
@@ -512,7 +144,7 @@ fn a_scheduled_campaign_whose_segment_was_deleted_ends_cancelled_instead_of_send
 
 #[test]
 fn a_filtered_campaign_reaches_only_the_subscribed_contacts_matching_its_filter() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     planned_contacts(&app, &p);
     let c = create(
         &app,
@@ -532,7 +164,7 @@ fn a_filtered_campaign_reaches_only_the_subscribed_contacts_matching_its_filter(
 
 #[test]
 fn a_campaign_scheduled_three_seconds_ahead_waits_and_goes_out_when_the_clock_reaches_it() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("s", 2), true);
     let cid = id(&create(&app, &p, json!({})));
     let at = iso(server_now(&app) + TimeDelta::milliseconds(3000));
@@ -552,7 +184,7 @@ fn a_campaign_scheduled_three_seconds_ahead_waits_and_goes_out_when_the_clock_re
 
 #[test]
 fn a_campaign_scheduled_an_hour_ahead_goes_out_only_once_the_clock_passes_that_hour() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("h", 2), true);
     let cid = id(&create(&app, &p, json!({})));
     let at = iso(server_now(&app) + TimeDelta::milliseconds(3_600_000));
@@ -580,7 +212,7 @@ fn a_campaign_scheduled_an_hour_ahead_goes_out_only_once_the_clock_passes_that_h
 
 #[test]
 fn a_cancelled_schedule_goes_back_to_draft_and_sends_nothing_when_its_time_passes() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("c", 3), true);
     let cid = id(&create(&app, &p, json!({})));
     let at = iso(server_now(&app) + TimeDelta::milliseconds(3_600_000));
@@ -608,11 +240,11 @@ fn a_cancelled_schedule_goes_back_to_draft_and_sends_nothing_when_its_time_passe
 
 #[test]
 fn cancelling_a_campaign_while_it_sends_stops_it_and_drops_what_is_still_queued() {
-    let (_dns, smtp, app, p) = rig(&[
-        ("MAILROOM__SENDING__RATE_PER_SECOND", "14"),
-        ("MAILROOM__CAMPAIGNS__QUEUE_AHEAD", "20"),
-        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "10"),
-    ]);
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.sending.rate_per_second = 14;
+        s.campaigns.queue_ahead = 20;
+        s.campaigns.batch_size = 10;
+    });
     contacts(&app, &p, &emails("r", 200), true);
     let cid = id(&create(&app, &p, json!({})));
     let c = data(&send(&app, &p, &cid, json!({})), 200);
@@ -678,7 +310,7 @@ fn cancelling_a_campaign_while_it_sends_stops_it_and_drops_what_is_still_queued(
 
 #[test]
 fn changing_a_campaign_in_a_status_that_does_not_allow_it_is_a_409_naming_the_status() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("a", 1), true);
 
     // DRAFT: cancel is refused; PATCH works.
@@ -738,7 +370,7 @@ fn changing_a_campaign_in_a_status_that_does_not_allow_it_is_a_409_naming_the_st
 
 #[test]
 fn a_test_send_reaches_any_address_with_a_test_subject_and_is_not_counted() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let cid = id(&create(&app, &p, json!({"subject": "Spring news"})));
     let r = app.post(
         &format!("/campaigns/{cid}/test"),
@@ -782,7 +414,7 @@ fn a_test_send_reaches_any_address_with_a_test_subject_and_is_not_counted() {
 
 #[test]
 fn the_one_click_unsubscribe_link_of_a_campaign_email_unsubscribes_its_recipient() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &["ada@example.com".to_owned()], true);
     let cid = id(&create(&app, &p, json!({})));
     let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 1);
@@ -855,7 +487,7 @@ fn the_one_click_unsubscribe_link_of_a_campaign_email_unsubscribes_its_recipient
 
 #[test]
 fn opens_and_clicks_count_once_per_email_and_a_click_redirects_to_the_original_link() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &["ada@example.com".to_owned()], true);
     let cid = id(&create(
         &app,
@@ -923,7 +555,7 @@ fn opens_and_clicks_count_once_per_email_and_a_click_redirects_to_the_original_l
 
 #[test]
 fn a_recipient_refused_with_550_at_rcpt_bounces_and_is_unsubscribed() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let all = emails("b", 3);
     contacts(&app, &p, &all, true);
     // Whichever recipient's RCPT TO comes first is refused.
@@ -967,7 +599,7 @@ fn a_recipient_refused_with_550_at_rcpt_bounces_and_is_unsubscribed() {
 
 #[test]
 fn invalid_campaigns_and_unknown_or_foreign_ids_get_the_documented_errors() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     let refused = |body: Value| {
         let r = app.post("/campaigns", &p.secret, body);
         assert_eq!(r.status, 422, "{}", r.text);
@@ -1083,7 +715,7 @@ fn invalid_campaigns_and_unknown_or_foreign_ids_get_the_documented_errors() {
 
 #[test]
 fn the_campaign_list_is_newest_first_and_pages_with_a_cursor() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     for name in ["first", "second", "third"] {
         create(&app, &p, json!({ "name": name }));
     }
@@ -1117,11 +749,11 @@ fn the_campaign_list_is_newest_first_and_pages_with_a_cursor() {
 
 #[test]
 fn kill_9_in_the_middle_of_a_5000_recipient_campaign_leaves_no_one_out_after_a_restart() {
-    let (_dns, smtp, mut app, p) = rig(&[
-        ("MAILROOM__SENDING__RATE_PER_SECOND", "500"),
-        ("MAILROOM__CAMPAIGNS__QUEUE_AHEAD", "200"),
-        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "100"),
-    ]);
+    let (_dns, smtp, mut app, p) = rig(|s| {
+        s.sending.rate_per_second = 500;
+        s.campaigns.queue_ahead = 200;
+        s.campaigns.batch_size = 100;
+    });
     smtp.count_only(); // 5,000 bodies are not needed, only who got one
     let mut audience = emails("k", 5000);
     contacts(&app, &p, &audience, true);
@@ -1165,7 +797,7 @@ fn kill_9_in_the_middle_of_a_5000_recipient_campaign_leaves_no_one_out_after_a_r
 
 #[test]
 fn kill_9_while_scheduled_sends_the_campaign_at_start_up_once_its_time_has_passed() {
-    let (_dns, smtp, mut app, p) = rig(&[]);
+    let (_dns, smtp, mut app, p) = rig(|_| {});
     let audience = emails("w", 3);
     contacts(&app, &p, &audience, true);
     let cid = id(&create(&app, &p, json!({})));
@@ -1196,7 +828,7 @@ fn kill_9_while_scheduled_sends_the_campaign_at_start_up_once_its_time_has_passe
 #[test]
 fn a_marketing_template_sent_through_v1_send_carries_the_unsubscribe_link_and_skips_the_unsubscribed(
 ) {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let t = app.post(
         "/templates",
         &p.secret,
@@ -1248,7 +880,7 @@ fn a_marketing_template_sent_through_v1_send_carries_the_unsubscribe_link_and_sk
 
 #[test]
 fn a_disabled_projects_campaign_waits_and_goes_out_once_the_project_is_enabled() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("d", 3), true);
     let cid = id(&create(&app, &p, json!({})));
     let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
@@ -1277,7 +909,7 @@ fn a_disabled_projects_campaign_waits_and_goes_out_once_the_project_is_enabled()
 
 #[test]
 fn a_campaign_whose_sender_domain_went_away_waits_until_the_domain_is_back() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("w", 2), true);
     let cid = id(&create(&app, &p, json!({})));
     let at = iso(server_now(&app) + TimeDelta::milliseconds(60_000));
@@ -1342,7 +974,7 @@ fn a_from_name_with_a_line_break_is_refused_on_create_and_on_patch() {
 
 #[test]
 fn scheduling_a_campaign_whose_filter_matches_nobody_still_says_its_audience_is_empty() {
-    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__LIMITS__MAX_FILTER_EVALUATIONS", "10")]);
+    let (_dns, _smtp, app, p) = rig(|s| s.limits.max_filter_evaluations = 10);
     for email in ["a@example.com", "b@example.com"] {
         app.upsert(&p.secret, json!({"email": email, "data": {"plan": "free"}}));
     }
@@ -1376,13 +1008,13 @@ fn scheduling_a_campaign_whose_filter_matches_nobody_still_says_its_audience_is_
 /// the outbox until the test lets them go (`release`). It logs at info level, with a
 /// campaign's progress every second, and recounts /metrics' gauges on every scrape.
 fn held_rig() -> (TestDns, SmtpServer, TestApp, Project) {
-    let held = rig(&[
-        ("MAILROOM__SENDING__MAX_ATTEMPTS", "100"),
-        ("MAILROOM__SENDING__RETRY_BASE_MS", "600000"),
-        ("MAILROOM__CAMPAIGNS__PROGRESS_LOG_SECONDS", "1"),
-        ("MAILROOM__LOG__LEVEL", "info"),
-        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
-    ]);
+    let held = rig(|s| {
+        s.sending.max_attempts = 100;
+        s.sending.retry_base_ms = 600000;
+        s.campaigns.progress_log_seconds = 1;
+        s.log.level = "info".into();
+        s.metrics.scan_interval_ms = 0;
+    });
     held.1
         .keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
     held
@@ -1454,7 +1086,10 @@ fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once
             .is_some_and(|l| l.contains("seconds_left")),
         "the draining campaign logs its progress: {progress:?}"
     );
-    assert_eq!(crate::ops::metric(&app, "mailroom_campaigns_sending"), 1.0);
+    assert_eq!(
+        crate::support::metrics::metric(&app, "mailroom_campaigns_sending"),
+        1.0
+    );
     release(&app, &smtp);
     let c = campaign_when(&app, &p, &cid, "SENT");
     assert_eq!(c["status"], "SENT", "{c}");
@@ -1466,12 +1101,15 @@ fn a_campaign_stays_sending_while_its_emails_wait_in_the_outbox_and_is_sent_once
         "SENT comes with the last email's outcome: {s}"
     );
     assert_eq!(rcpts(&smtp.wait_for(5, wait())).len(), 5);
-    assert_eq!(crate::ops::metric(&app, "mailroom_campaigns_sending"), 0.0);
+    assert_eq!(
+        crate::support::metrics::metric(&app, "mailroom_campaigns_sending"),
+        0.0
+    );
 }
 
 #[test]
 fn cancelling_a_campaign_while_its_outbox_drains_drops_the_waiting_emails_and_sends_nothing_more() {
-    let (_dns, smtp, app, p) = rig(&[("MAILROOM__SENDING__RATE_PER_SECOND", "2")]);
+    let (_dns, smtp, app, p) = rig(|s| s.sending.rate_per_second = 2);
     contacts(&app, &p, &emails("q", 20), true);
     let cid = id(&create(&app, &p, json!({})));
     data(&send(&app, &p, &cid, json!({})), 200);
@@ -1531,7 +1169,7 @@ fn a_campaign_draining_at_a_kill_9_says_where_it_resumes_and_is_sent_once_its_ou
 
 #[test]
 fn a_campaign_to_a_static_segment_reaches_its_subscribed_members_only() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("in", 3), true);
     contacts(&app, &p, &emails("left", 1), false);
     contacts(&app, &p, &emails("out", 2), true);
@@ -1562,7 +1200,7 @@ fn a_campaign_to_a_static_segment_reaches_its_subscribed_members_only() {
 
 #[test]
 fn an_email_in_an_attempt_when_its_campaign_is_cancelled_is_not_retried_after() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("held", 1), true);
     // The relay takes DATA and never answers: the one email stays in its attempt.
     smtp.hang_in_data(true);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, mailroom, test_config, TestApp};
+use crate::support::app::{bin, mailroom, test_config, TestApp};
 
 #[test]
 fn project_create_prints_its_keys_as_json_and_they_work_once_the_server_runs() {
@@ -178,7 +178,7 @@ fn the_control_socket_is_its_owners_alone_and_a_killed_servers_socket_is_not_in_
 
 #[test]
 fn a_server_without_its_control_socket_leaves_project_commands_a_clear_error() {
-    let app = TestApp::spawn_with(&[("MAILROOM__CONTROL__ENABLED", "false")]);
+    let app = TestApp::spawn_with(|s| s.control.enabled = false);
     assert!(!app.data_dir.join("mailroom.sock").exists());
     let out = mailroom(&app.data_dir, &["project", "list"]);
     assert_eq!(out.status.code(), Some(1));
@@ -384,7 +384,7 @@ fn a_trusted_domain_sends_a_first_email_into_the_file_outbox_without_dns() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a project id"));
 
     // The server, with its embedded defaults' file transport and no DNS at all.
-    let app = TestApp::start(data.clone(), &[]);
+    let app = TestApp::start(data.clone(), |_| {});
     let r = app.post(
         "/v1/send",
         &secret,
@@ -416,7 +416,7 @@ fn a_trusted_domain_sends_a_first_email_into_the_file_outbox_without_dns() {
 #[test]
 fn the_admin_api_trusts_a_domain_while_the_server_runs_and_tenants_cannot() {
     // A DNS server that answers, and has none of the domain's records.
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let p = app.create_project("Acme");
     let path = format!("/admin/projects/{}/domains/trust", p.id);
     let r = app.post(&path, &p.secret, json!({"domain": "acme.example"}));
@@ -427,7 +427,7 @@ fn the_admin_api_trusts_a_domain_while_the_server_runs_and_tenants_cannot() {
     );
     let r = app.post(
         &path,
-        crate::helpers::ADMIN_TOKEN,
+        crate::support::app::ADMIN_TOKEN,
         json!({"domain": "acme.example"}),
     );
     assert_eq!(r.status, 200, "{}", r.text);
@@ -456,7 +456,7 @@ fn the_admin_api_trusts_a_domain_while_the_server_runs_and_tenants_cannot() {
     assert_eq!(r.status, 404, "there is no tenant route to trust a domain");
     let r = app.post(
         "/admin/projects/01a20f54-f3c0-75ee-88c4-81dc155616f1/domains/trust",
-        crate::helpers::ADMIN_TOKEN,
+        crate::support::app::ADMIN_TOKEN,
         json!({"domain": "acme.example"}),
     );
     assert_eq!(r.status, 404, "{}", r.text);

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 #[test]
 fn upsert_creates_a_contact_with_201_then_updates_it_with_200() {

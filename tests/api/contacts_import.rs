@@ -1,54 +1,13 @@
 //! Bulk contacts: CSV imports in the background (counts, rejected lines, a crash in the
 //! middle), and CSV exports (a round trip, a segment's members).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::campaigns::eventually;
-use crate::helpers::{Resp, TestApp};
-
-/// POSTs `body` to /contacts/import as `content_type`.
-fn send_csv(app: &TestApp, key: &str, content_type: &str, body: &str) -> Resp {
-    let path = "/contacts/import";
-    let result = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .post(&format!("{}{path}", app.base))
-        .set("Authorization", &format!("Bearer {key}"))
-        .set("Content-Type", content_type)
-        .send_string(body);
-    Resp::of("POST", path, result)
-}
-
-/// Starts an import and answers its id.
-pub(crate) fn import(app: &TestApp, key: &str, csv: &str) -> String {
-    let r = send_csv(app, key, "text/csv", csv);
-    assert_eq!(r.status, 202, "{}", r.text);
-    let v = r.json();
-    assert!(
-        ["QUEUED", "RUNNING", "COMPLETED"].contains(&v["status"].as_str().unwrap()),
-        "{v}"
-    );
-    v["id"].as_str().unwrap().to_owned()
-}
-
-fn status(app: &TestApp, key: &str, id: &str) -> Value {
-    let r = app.get(&format!("/contacts/imports/{id}"), key);
-    assert_eq!(r.status, 200, "{}", r.text);
-    r.json()
-}
-
-/// Waits (with a deadline) for the import to end, and answers its last status.
-pub(crate) fn finished(app: &TestApp, key: &str, id: &str) -> Value {
-    let v = eventually(
-        120,
-        || status(app, key, id),
-        |v| ["COMPLETED", "FAILED"].contains(&v["status"].as_str().unwrap_or_default()),
-    );
-    assert_eq!(v["status"], "COMPLETED", "{v}");
-    v
-}
+use crate::support::app::TestApp;
+use crate::support::campaign::eventually;
+use crate::support::imports::{finished, import, send_csv, status};
 
 /// Every contact as (email, subscribed, data), sorted by email.
 fn contacts(app: &TestApp, key: &str) -> Vec<(String, bool, Value)> {
@@ -148,7 +107,7 @@ fn an_import_counts_good_rows_and_lists_malformed_ones_by_line() {
 
 #[test]
 fn an_import_killed_in_the_middle_completes_after_a_restart_applying_each_row_once() {
-    let mut app = TestApp::spawn_with(&[("MAILROOM__LIMITS__IMPORT_SLICE_ROWS", "25")]);
+    let mut app = TestApp::spawn_with(|s| s.limits.import_slice_rows = 25);
     let p = app.create_project("Crash");
     let rows = 20_000;
     let mut csv = String::from("email,n:number\n");
@@ -295,7 +254,7 @@ fn an_export_of_many_pages_lists_every_contact_once() {
 
 #[test]
 fn an_import_past_max_import_bytes_gets_413() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_IMPORT_BYTES", "1000")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_import_bytes = 1000);
     let p = app.create_project("Big");
     let mut csv = String::from("email\n");
     for n in 0..100 {
@@ -426,7 +385,7 @@ fn an_import_lists_the_first_thousand_rejected_rows_and_counts_the_rest() {
 
 #[test]
 fn an_import_past_max_running_imports_gets_409_naming_the_limit() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_RUNNING_IMPORTS", "0")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_running_imports = 0);
     let p = app.create_project("Busy");
     let r = send_csv(&app, &p.secret, "text/csv", "email\na@example.com\n");
     assert_eq!(

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use mailroom_testkit::{Received, SmtpServer};
 use serde_json::{json, Value};
 
-use crate::campaigns::{eventually, header_of, html_of, id, rig, text_of};
-use crate::helpers::{Project, TestApp};
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{eventually, header_of, html_of, id, rig, text_of};
 
 const FROM: &str = "hello@acme.test";
 
@@ -168,7 +168,7 @@ const NEWSLETTER: &str = "<h1>What is new at Acme in March</h1>\
 
 #[test]
 fn every_email_has_a_text_alternative_first_and_its_html_as_a_document() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -223,7 +223,7 @@ fn every_email_has_a_text_alternative_first_and_its_html_as_a_document() {
 
 #[test]
 fn a_send_with_its_own_text_has_exactly_that_text_rendered_as_its_text_part() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -260,7 +260,7 @@ fn a_send_with_its_own_text_has_exactly_that_text_rendered_as_its_text_part() {
 
 #[test]
 fn a_templates_text_is_its_emails_text_part_unless_the_send_gives_its_own() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let t = created(
         &app,
         &p,
@@ -313,7 +313,7 @@ fn a_templates_text_is_its_emails_text_part_unless_the_send_gives_its_own() {
 
 #[test]
 fn a_tracked_campaign_email_has_its_open_pixel_inside_the_body_and_a_text_part_with_its_links() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     app.upsert(
         &p.secret,
         json!({"email": "ada@example.com", "subscribed": true}),
@@ -345,7 +345,7 @@ fn spamassassin_finds_nothing_in_a_transactional_a_tracked_campaign_or_a_workflo
     if !spamassassin_here() {
         return;
     }
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let prefs = tempfile::tempdir().expect("a temp dir");
     let prefs = prefs.path().join("user_prefs");
 

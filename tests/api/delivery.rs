@@ -8,56 +8,10 @@ use mailroom_testkit::{Auth, SmtpServer, Stage, TlsMode};
 use serde_json::json;
 
 use crate::dns::TestDns;
-use crate::helpers::{Project, TestApp};
-
-const DOMAIN: &str = "acme.test";
-
-/// A server whose DNS is `dns`, with a project whose domain is verified there.
-pub(crate) fn verified_app(dns: &TestDns, env: &[(&str, &str)]) -> (TestApp, Project) {
-    let ns = dns.addr();
-    let mut env = env.to_vec();
-    env.push(("MAILROOM__DNS__NAMESERVERS", ns.as_str()));
-    let app = TestApp::spawn_with(&env);
-    let p = app.create_project("Acme");
-    let r = app.post("/domains", &p.secret, json!({"domain": DOMAIN}));
-    assert_eq!(r.status, 201, "{}", r.text);
-    let d = r.json();
-    for rec in d["records"].as_array().unwrap() {
-        if rec["purpose"] == "OWNERSHIP" || rec["purpose"] == "DKIM" {
-            dns.set_txt(
-                rec["name"].as_str().unwrap(),
-                &[rec["value"].as_str().unwrap()],
-            );
-        }
-    }
-    let v = app.post(
-        &format!("/domains/{}/verify", d["id"].as_str().unwrap()),
-        &p.secret,
-        json!({}),
-    );
-    assert_eq!(v.json()["status"], "VERIFIED", "{}", v.text);
-    (app, p)
-}
-
-/// A server that sends through `smtp`, unpaced, retrying quickly, with a verified domain.
-pub(crate) fn app_with(
-    dns: &TestDns,
-    smtp: &SmtpServer,
-    extra: &[(&str, &str)],
-) -> (TestApp, Project) {
-    let port = smtp.port().to_string();
-    let mut env = vec![
-        ("MAILROOM__MAIL__TRANSPORT", "smtp"),
-        ("MAILROOM__SMTP__HOST", "127.0.0.1"),
-        ("MAILROOM__SMTP__PORT", port.as_str()),
-        ("MAILROOM__SENDING__RATE_PER_SECOND", "0"),
-        ("MAILROOM__SENDING__RETRY_BASE_MS", "50"),
-        ("MAILROOM__SMTP__TIMEOUT_MS", "2000"),
-        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0"),
-    ];
-    env.extend_from_slice(extra);
-    verified_app(dns, &env)
-}
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{control, email_record, eventually, rcpts};
+use crate::support::relay::{app_with, verified_app, verify_domain};
+use crate::support::settings::SmtpTls;
 
 /// A header's value, with folded continuation lines joined.
 fn header(raw: &str, name: &str) -> Option<String> {
@@ -119,7 +73,7 @@ fn wait() -> Duration {
 #[test]
 fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signature() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     app.upsert(
         &p.secret,
         json!({"email": "ada@example.com", "data": {"name": "Ada", "plan": "free"}}),
@@ -167,7 +121,7 @@ fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signatur
 #[test]
 fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -206,7 +160,7 @@ fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
 #[test]
 fn an_attachment_arrives_as_a_mime_part_with_its_filename() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -230,7 +184,7 @@ fn an_attachment_arrives_as_a_mime_part_with_its_filename() {
 fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[451, 451]);
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -250,7 +204,7 @@ fn a_server_that_answers_451_twice_gets_the_email_on_the_third_attempt() {
 fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.script(&[550]);
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let c = app.upsert(&p.secret, json!({"email": "dead@example.com"}));
     assert_eq!(c["subscribed"], true);
     let r = app.post(
@@ -281,7 +235,7 @@ fn a_550_bounces_the_email_and_unsubscribes_the_contact() {
 #[test]
 fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     app.upsert(
         &p.secret,
         json!({"email": "out@example.com", "subscribed": false}),
@@ -308,22 +262,35 @@ fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
         Some("News for in@example.com"),
         "the template's subject and from are used"
     );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(smtp.received().len(), 1);
+    control(&app, &p, &smtp, "control@example.com");
+    let got = smtp.received();
+    assert_eq!(rcpts(&got), ["control@example.com", "in@example.com"]);
 }
 
 #[test]
 fn the_relay_going_away_and_coming_back_loses_nothing() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let addr = smtp.addr();
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "20")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.sending.max_attempts = 20);
     smtp.stop();
     drop(smtp);
+    let mut ids = Vec::new();
     for i in 0..5 {
         let r = app.post("/v1/send", &p.secret, json!({"to": format!("u{i}@example.com"), "from": "a@acme.test", "subject": "s", "body": "b"}));
         assert_eq!(r.status, 200);
+        ids.push(
+            r.json()["data"]["emails"][0]["email"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Every email has tried the missing relay and failed at least once.
+    for id in &ids {
+        let failed_once = |e: &serde_json::Value| e["attempts"].as_u64() >= Some(1);
+        let email = eventually(30, || email_record(&app, &p, id), failed_once);
+        assert!(failed_once(&email), "{email}");
+    }
     let back = SmtpServer::start_on(addr);
     let got = back.wait_for(5, Duration::from_secs(60));
     assert_eq!(got.len(), 5);
@@ -332,7 +299,7 @@ fn the_relay_going_away_and_coming_back_loses_nothing() {
 #[test]
 fn kill_9_right_after_200_acknowledged_sends_still_delivers_all_200_after_a_restart() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (mut app, p) = app_with(&dns, &smtp, &[]);
+    let (mut app, p) = app_with(&dns, &smtp, |_| {});
     std::thread::scope(|s| {
         for t in 0..4 {
             let (app, key) = (&app, &p.secret);
@@ -367,7 +334,7 @@ fn kill_9_right_after_200_acknowledged_sends_still_delivers_all_200_after_a_rest
 #[test]
 fn the_default_file_transport_writes_an_eml_file_per_email() {
     let dns = TestDns::start();
-    let (app, p) = verified_app(&dns, &[("MAILROOM__SENDING__RATE_PER_SECOND", "0")]);
+    let (app, p) = verified_app(&dns, |s| s.sending.rate_per_second = 0);
     let r = app.post(
         "/v1/send",
         &p.secret,
@@ -391,7 +358,7 @@ fn the_default_file_transport_writes_an_eml_file_per_email() {
 #[test]
 fn an_idempotent_replay_answers_the_first_reply_and_sends_once() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let body =
         json!({"to": "once@example.com", "from": "a@acme.test", "subject": "s", "body": "b"})
             .to_string();
@@ -411,8 +378,12 @@ fn an_idempotent_replay_answers_the_first_reply_and_sends_once() {
     let clash = app.request_with("POST", "/v1/send", Some(&p.secret), Some(&other), &key);
     assert_eq!((clash.status, clash.code().as_str()), (409, "CONFLICT"));
     smtp.wait_for(1, wait());
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(smtp.received().len(), 1, "sent once");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        rcpts(&smtp.received()),
+        ["control@example.com", "once@example.com"],
+        "sent once"
+    );
 }
 
 /// Queues one email to `to` and answers its id.
@@ -441,14 +412,10 @@ fn starttls_delivers_over_tls_to_a_relay_whose_ca_is_in_tls_ca_file() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(TlsMode::Starttls));
     let dir = tempfile::tempdir().unwrap();
     let ca = ca_file(&smtp, &dir);
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__TLS", "starttls"),
-            ("MAILROOM__SMTP__TLS_CA_FILE", ca.as_str()),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.tls = SmtpTls::Starttls;
+        s.smtp.tls_ca_file = ca;
+    });
     let id = send_one(&app, &p, "tls@example.com");
     let got = smtp.wait_for(1, wait());
     assert_eq!(got.len(), 1);
@@ -463,15 +430,11 @@ fn implicit_tls_delivers_over_tls_checking_the_certificate_against_tls_server_na
     let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(TlsMode::Implicit));
     let dir = tempfile::tempdir().unwrap();
     let ca = ca_file(&smtp, &dir);
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__TLS", "tls"),
-            ("MAILROOM__SMTP__TLS_CA_FILE", ca.as_str()),
-            ("MAILROOM__SMTP__TLS_SERVER_NAME", "localhost"),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.tls = SmtpTls::Tls;
+        s.smtp.tls_ca_file = ca;
+        s.smtp.tls_server_name = "localhost".into();
+    });
     let ids: Vec<String> = (0..3)
         .map(|i| send_one(&app, &p, &format!("tls{i}@example.com")))
         .collect();
@@ -486,14 +449,10 @@ fn implicit_tls_delivers_over_tls_checking_the_certificate_against_tls_server_na
 #[test]
 fn starttls_to_a_relay_that_does_not_offer_it_sends_nothing_in_clear() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__TLS", "starttls"),
-            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.tls = SmtpTls::Starttls;
+        s.sending.max_attempts = 2;
+    });
     let id = send_one(&app, &p, "secret@example.com");
     let email = email_when(&app, &p, &id, "FAILED");
     assert_eq!(email["status"], "FAILED", "{email}");
@@ -508,22 +467,21 @@ fn starttls_to_a_relay_that_does_not_offer_it_sends_nothing_in_clear() {
 
 #[test]
 fn a_relay_whose_certificate_is_not_trusted_gets_nothing_and_the_error_names_the_certificate() {
-    for (mode, tls) in [(TlsMode::Implicit, "tls"), (TlsMode::Starttls, "starttls")] {
+    for (mode, tls) in [
+        (TlsMode::Implicit, SmtpTls::Tls),
+        (TlsMode::Starttls, SmtpTls::Starttls),
+    ] {
         let (dns, smtp) = (TestDns::start(), SmtpServer::start_tls(mode));
-        let (app, p) = app_with(
-            &dns,
-            &smtp,
-            &[
-                ("MAILROOM__SMTP__TLS", tls),
-                ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
-            ],
-        );
+        let (app, p) = app_with(&dns, &smtp, |s| {
+            s.smtp.tls = tls;
+            s.sending.max_attempts = 2;
+        });
         let id = send_one(&app, &p, "nobody@example.com");
         let email = email_when(&app, &p, &id, "FAILED");
-        assert_eq!(email["status"], "FAILED", "{tls}: {email}");
+        assert_eq!(email["status"], "FAILED", "{tls:?}: {email}");
         let error = email["lastError"].as_str().unwrap_or_default();
-        assert!(error.contains("certificate"), "{tls}: {error}");
-        assert!(smtp.received().is_empty(), "{tls}: nothing was sent");
+        assert!(error.contains("certificate"), "{tls:?}: {error}");
+        assert!(smtp.received().is_empty(), "{tls:?}: nothing was sent");
     }
 }
 
@@ -533,16 +491,12 @@ fn an_email_in_an_smtp_attempt_reads_sending_and_then_its_outcome() {
     // A relay that accepts the connection and never greets: the attempt stays under
     // way until smtp.timeout_ms.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = silent.local_addr().unwrap().port().to_string();
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__PORT", port.as_str()),
-            ("MAILROOM__SMTP__TIMEOUT_MS", "1500"),
-            ("MAILROOM__SENDING__MAX_ATTEMPTS", "1"),
-        ],
-    );
+    let port = silent.local_addr().unwrap().port();
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.port = port;
+        s.smtp.timeout_ms = 1500;
+        s.sending.max_attempts = 1;
+    });
     let id = send_one(&app, &p, "slow@example.com");
     let during = email_when(&app, &p, &id, "SENDING");
     assert_eq!(during["status"], "SENDING", "{during}");
@@ -561,14 +515,10 @@ fn an_email_in_an_smtp_attempt_reads_sending_and_then_its_outcome() {
 #[test]
 fn mail_whose_domain_stops_being_verified_waits_instead_of_leaving_unsigned() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SENDING__RETRY_BASE_MS", "1500"),
-            ("MAILROOM__SENDING__MAX_ATTEMPTS", "3"),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.sending.retry_base_ms = 1500;
+        s.sending.max_attempts = 3;
+    });
     smtp.script(&[451]);
     let r = app.post(
         "/v1/send",
@@ -612,16 +562,12 @@ fn mail_whose_domain_stops_being_verified_waits_instead_of_leaving_unsigned() {
 fn a_relay_that_hangs_at_login_times_out_and_the_email_is_retried_not_bounced() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.auth(Auth::Hang);
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__USERNAME", "mailroom"),
-            ("MAILROOM__SMTP__PASSWORD", "secret"),
-            ("MAILROOM__SMTP__TIMEOUT_MS", "300"),
-            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.username = "mailroom".into();
+        s.smtp.password = "secret".into();
+        s.smtp.timeout_ms = 300;
+        s.sending.max_attempts = 2;
+    });
     let id = send_one(&app, &p, "ada@example.com");
     let email = email_when(&app, &p, &id, "FAILED");
     assert_eq!(email["status"], "FAILED", "{email}");
@@ -645,15 +591,11 @@ fn a_relay_that_hangs_at_login_times_out_and_the_email_is_retried_not_bounced() 
 fn a_refused_relay_login_is_retried_and_never_bounces_the_recipient() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     smtp.auth(Auth::Refuse);
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[
-            ("MAILROOM__SMTP__USERNAME", "mailroom"),
-            ("MAILROOM__SMTP__PASSWORD", "wrong"),
-            ("MAILROOM__SENDING__MAX_ATTEMPTS", "2"),
-        ],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| {
+        s.smtp.username = "mailroom".into();
+        s.smtp.password = "wrong".into();
+        s.sending.max_attempts = 2;
+    });
     app.upsert(
         &p.secret,
         json!({"email": "ada@example.com", "subscribed": true}),
@@ -683,7 +625,7 @@ fn a_refused_relay_login_is_retried_and_never_bounces_the_recipient() {
 #[test]
 fn a_full_project_mailbox_during_delivery_still_sends_each_email_once() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__ACTORS__MAILBOX_CAPACITY", "2")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.actors.mailbox_capacity = 2);
     let mut ids = Vec::new();
     for i in 0..40 {
         let to: Vec<String> = (0..5).map(|j| format!("r{i}-{j}@example.com")).collect();
@@ -740,7 +682,7 @@ fn wal_bytes(app: &TestApp) -> u64 {
 fn a_sends_attachments_are_stored_once_and_reach_every_recipient() {
     use base64::Engine;
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let file = "attachment line\n".repeat(65_536); // 1 MiB
     let content = base64::engine::general_purpose::STANDARD.encode(&file);
     let to: Vec<String> = (0..50).map(|i| format!("r{i}@example.com")).collect();
@@ -772,7 +714,7 @@ fn a_sends_attachments_are_stored_once_and_reach_every_recipient() {
 #[test]
 fn replays_of_send_and_track_are_byte_for_byte_the_first_answer() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let send =
         json!({"to": "once@example.com", "from": "a@acme.test", "subject": "s", "body": "b"})
             .to_string();
@@ -795,7 +737,7 @@ fn replays_of_send_and_track_are_byte_for_byte_the_first_answer() {
 #[test]
 fn sixty_emails_paced_at_14_per_second_never_put_15_in_one_second() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__RATE_PER_SECOND", "14")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.sending.rate_per_second = 14);
     for batch in 0..3 {
         let to: Vec<String> = (0..20)
             .map(|i| format!("r{batch}-{i}@example.com"))
@@ -829,6 +771,55 @@ fn sixty_emails_paced_at_14_per_second_never_put_15_in_one_second() {
     );
 }
 
+#[test]
+fn two_projects_are_paced_each_at_its_own_rate_at_the_same_time() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let (app, a) = app_with(&dns, &smtp, |s| s.sending.rate_per_second = 14);
+    let b = app.create_project("Beta");
+    verify_domain(&app, &dns, &b, "beta.test");
+    for (p, from, tag) in [(&a, "a@acme.test", "a"), (&b, "b@beta.test", "b")] {
+        let to: Vec<String> = (0..42).map(|i| format!("{tag}-{i}@example.com")).collect();
+        let r = app.post(
+            "/v1/send",
+            &p.secret,
+            json!({"to": to, "from": from, "subject": "s", "body": "b"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let got = smtp.wait_for(84, Duration::from_secs(60));
+    assert_eq!(got.len(), 84);
+    // The most arrivals within one second of any arrival, of the mail `of` picks.
+    let busiest_second = |of: &dyn Fn(&str) -> bool| {
+        let mut at: Vec<_> = got
+            .iter()
+            .filter(|m| of(&m.rcpt_to[0]))
+            .map(|m| m.at)
+            .collect();
+        at.sort();
+        (0..at.len())
+            .map(|i| {
+                at[i..]
+                    .iter()
+                    .take_while(|t| t.duration_since(at[i]) < Duration::from_secs(1))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let a_most = busiest_second(&|r| r.starts_with("a-"));
+    let b_most = busiest_second(&|r| r.starts_with("b-"));
+    assert!(
+        a_most <= 14 && b_most <= 14,
+        "per project: {a_most}, {b_most}"
+    );
+    // Paced apart, not as one: both went out in the same seconds.
+    let both = busiest_second(&|_| true);
+    assert!(
+        both > 14,
+        "at most {both} in any second: the projects shared one pace"
+    );
+}
+
 /// The contact of `email`, as the API shows it.
 fn contact_of(app: &TestApp, p: &Project, email: &str) -> serde_json::Value {
     let list = app
@@ -840,7 +831,7 @@ fn contact_of(app: &TestApp, p: &Project, email: &str) -> serde_json::Value {
 #[test]
 fn only_the_recipients_own_refusal_is_a_bounce() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "2")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.sending.max_attempts = 2);
     let subscribe = |email: &str| {
         app.upsert(&p.secret, json!({"email": email, "subscribed": true}));
     };
@@ -896,7 +887,7 @@ fn only_the_recipients_own_refusal_is_a_bounce() {
 #[test]
 fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[("MAILROOM__SENDING__MAX_ATTEMPTS", "3")]);
+    let (app, p) = app_with(&dns, &smtp, |s| s.sending.max_attempts = 3);
     app.upsert(
         &p.secret,
         json!({"email": "ada@example.com", "subscribed": true}),
@@ -934,11 +925,7 @@ fn a_relay_that_refuses_our_sender_or_data_is_a_relay_fault_retried_and_counted(
 #[test]
 fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(
-        &dns,
-        &smtp,
-        &[("MAILROOM__SENDING__RETRY_BASE_MS", "3600000")],
-    );
+    let (app, p) = app_with(&dns, &smtp, |s| s.sending.retry_base_ms = 3600000);
     smtp.script(&[451]);
     let id = send_one(&app, &p, "later@example.com");
     let mut email = json!(null);
@@ -957,7 +944,7 @@ fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
     assert_eq!(smtp.count(), 0, "the retry is an hour away");
     let moved = app.post(
         "/admin/clock/advance",
-        crate::helpers::ADMIN_TOKEN,
+        crate::support::app::ADMIN_TOKEN,
         json!({"ms": 3_600_000}),
     );
     assert_eq!(moved.status, 200, "{}", moved.text);
@@ -981,7 +968,7 @@ fn a_retry_due_in_an_hour_goes_out_when_the_clock_is_moved_past_it() {
 #[test]
 fn after_data_only_an_address_or_mailbox_status_is_a_bounce() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
-    let (app, p) = app_with(&dns, &smtp, &[]);
+    let (app, p) = app_with(&dns, &smtp, |_| {});
     let table = [
         ("550 5.1.1 No such user", "BOUNCED", false),
         ("552 5.2.2 Mailbox full", "BOUNCED", false),

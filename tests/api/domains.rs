@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Project, TestApp};
+use crate::support::app::{Project, TestApp};
 use mailroom_testkit::TestDns;
 
 fn add_domain(app: &TestApp, p: &Project, domain: &str) -> Value {
@@ -68,7 +68,7 @@ fn wait_for_status(app: &TestApp, p: &Project, id: &str, status: &str) -> Value 
 
 #[test]
 fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let p = app.create_project("Acme");
     let r = app.post(
         "/domains",
@@ -112,7 +112,7 @@ fn adding_a_domain_answers_201_with_the_records_to_publish_and_no_private_key() 
 
 #[test]
 fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
@@ -142,7 +142,7 @@ fn a_domain_is_verified_by_post_verify_once_its_records_are_published() {
 
 #[test]
 fn the_spf_record_is_advice_and_does_not_block_verification() {
-    let app = TestApp::spawn_with_dns(&[("MAILROOM__DOMAINS__SPF_INCLUDE", "ip4:192.0.2.7")]);
+    let app = TestApp::spawn_with_dns(|s| s.domains.spf_include = "ip4:192.0.2.7".into());
     let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.net");
@@ -159,7 +159,7 @@ fn the_spf_record_is_advice_and_does_not_block_verification() {
 
 #[test]
 fn the_background_recheck_verifies_a_domain_and_fails_it_when_its_records_disappear() {
-    let app = TestApp::spawn_with_dns(&[("MAILROOM__DOMAINS__RECHECK_SECONDS", "1")]);
+    let app = TestApp::spawn_with_dns(|s| s.domains.recheck_seconds = 1);
     let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.org");
@@ -182,7 +182,7 @@ fn the_background_recheck_verifies_a_domain_and_fails_it_when_its_records_disapp
 
 #[test]
 fn a_dkim_record_with_another_key_fails_the_domain() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
@@ -203,7 +203,7 @@ fn a_dkim_record_with_another_key_fails_the_domain() {
 
 #[test]
 fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let dns = app.dns();
     let (a, b) = (app.create_project("A"), app.create_project("B"));
     let first = add_domain(&app, &a, "example.com");
@@ -238,7 +238,7 @@ fn adding_the_same_domain_twice_gives_409_but_another_project_may_add_it() {
 
 #[test]
 fn another_project_cannot_see_verify_or_delete_a_domain() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let (a, b) = (app.create_project("A"), app.create_project("B"));
     let d = add_domain(&app, &a, "example.com");
     let id = d["id"].as_str().unwrap();
@@ -264,7 +264,7 @@ fn another_project_cannot_see_verify_or_delete_a_domain() {
 
 #[test]
 fn deleting_a_domain_answers_204_and_then_it_is_gone_and_can_be_added_again() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
     let id = d["id"].as_str().unwrap();
@@ -286,7 +286,7 @@ fn deleting_a_domain_answers_204_and_then_it_is_gone_and_can_be_added_again() {
 
 #[test]
 fn domains_list_newest_first_in_pages_and_filter_by_status() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let p = app.create_project("Acme");
     for d in ["a.example", "b.example", "c.example"] {
         add_domain(&app, &p, d);
@@ -326,7 +326,7 @@ fn domains_list_newest_first_in_pages_and_filter_by_status() {
 
 #[test]
 fn invalid_domain_names_and_bad_bodies_are_refused() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let p = app.create_project("Acme");
     for bad in [
         "not a domain",
@@ -380,7 +380,7 @@ fn invalid_domain_names_and_bad_bodies_are_refused() {
 
 #[test]
 fn an_idn_domain_is_stored_and_published_as_punycode() {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let dns = app.dns();
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "Bücher.example");
@@ -397,10 +397,10 @@ fn an_idn_domain_is_stored_and_published_as_punycode() {
 fn a_domain_check_that_dns_does_not_answer_changes_nothing_and_does_not_hang() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__DNS__NAMESERVERS", &addr),
-        ("MAILROOM__DNS__TIMEOUT_MS", "300"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.dns.nameservers = vec![addr.to_string()];
+        s.dns.timeout_ms = 300;
+    });
     let p = app.create_project("Acme");
     let d = add_domain(&app, &p, "example.com");
     let started = Instant::now();

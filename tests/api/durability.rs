@@ -2,11 +2,11 @@
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 #[test]
 fn kill_9_right_after_500_acknowledged_upserts_loses_none_of_them() {
-    let mut app = TestApp::spawn_with(&[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")]);
+    let mut app = TestApp::spawn_with(|s| s.limits.requests_per_minute = 0);
     let p = app.create_project("Acme");
     std::thread::scope(|s| {
         for t in 0..4 {
@@ -56,7 +56,7 @@ fn an_idempotent_send_replays_its_first_answer_after_kill_9_and_sends_nothing_mo
         crate::dns::TestDns::start(),
         mailroom_testkit::SmtpServer::start(),
     );
-    let (mut app, p) = crate::delivery::app_with(&dns, &smtp, &[]);
+    let (mut app, p) = crate::support::relay::app_with(&dns, &smtp, |_| {});
     let body = json!({"to": "ada@example.com", "from": "a@acme.test", "subject": "Once",
                       "body": "<p>Once</p>"})
     .to_string();
@@ -100,7 +100,7 @@ fn an_idempotent_send_replays_its_first_answer_after_kill_9_and_sends_nothing_mo
     let ids: std::collections::BTreeSet<String> = got
         .iter()
         .filter(|m| m.rcpt_to == ["ada@example.com"])
-        .map(|m| crate::campaigns::header_of(&m.text(), "Message-ID").unwrap_or_default())
+        .map(|m| crate::support::campaign::header_of(&m.text(), "Message-ID").unwrap_or_default())
         .collect();
     assert_eq!(ids.len(), 1, "one email to ada, not two: {ids:?}");
     assert!(
@@ -130,21 +130,21 @@ const RECIPIENTS: usize = 2_000;
 #[test]
 fn sigterm_during_a_2000_recipient_campaign_exits_zero_and_after_a_restart_each_recipient_gets_exactly_one_email(
 ) {
-    use crate::campaigns::{create, data, eventually, header_of, id};
+    use crate::support::campaign::{create, data, eventually, header_of, id};
     // Unpaced, so that many emails (`sending.max_in_flight`) are in an SMTP attempt at
     // once when the signal comes: those are the ones a stop that does not wait for
     // their outcomes sends twice.
-    let (_dns, smtp, mut app, p) = crate::campaigns::rig(&[
-        ("MAILROOM__SENDING__MAX_IN_FLIGHT", "32"),
-        ("MAILROOM__SERVER__SHUTDOWN_TIMEOUT_SECONDS", "20"),
-        ("MAILROOM__LOG__LEVEL", "info"),
-    ]);
+    let (_dns, smtp, mut app, p) = crate::support::campaign::rig(|s| {
+        s.sending.max_in_flight = 32;
+        s.server.shutdown_timeout_seconds = 20;
+        s.log.level = "info".into();
+    });
     let mut csv = String::from("email\n");
     for i in 0..RECIPIENTS {
         csv.push_str(&format!("r{i}@example.com\n"));
     }
-    let import = crate::contacts_import::import(&app, &p.secret, &csv);
-    crate::contacts_import::finished(&app, &p.secret, &import);
+    let import = crate::support::imports::import(&app, &p.secret, &csv);
+    crate::support::imports::finished(&app, &p.secret, &import);
     let cid = id(&create(&app, &p, json!({"name": "Big"})));
     let r = app.post(&format!("/campaigns/{cid}/send"), &p.secret, json!({}));
     data(&r, 200);

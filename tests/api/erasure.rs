@@ -6,32 +6,18 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_actors::store::{SledStore, Store};
 use mailroom_testkit::SmtpServer;
 use serde_json::{json, Value};
 
-use crate::campaigns::{self, advance, control, count, data, id, rig};
-use crate::helpers::{Project, TestApp};
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{self as campaigns, advance, control, count, data, id, rig};
+use crate::support::store::store_copies_of;
 
 const FROM: &str = "hello@acme.test";
 /// Distinctive, so that any copy of it in the store is found.
 const VICTIM: &str = "zelda.erasure.q7x@example.com";
 const KEEP: &str = "keeper.q7x@example.com";
 const HOUR_MS: i64 = 3_600_000;
-
-/// Every key and value in the store that holds `needle`, read with the server stopped.
-pub(crate) fn store_copies_of(data_dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let store = SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store");
-    let mut found = Vec::new();
-    for kv in store.scan(b"", None, false) {
-        let (k, v) = kv.expect("read the store");
-        let has = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle.as_bytes());
-        if has(&k) || has(&v) {
-            found.push(String::from_utf8_lossy(&k).into_owned());
-        }
-    }
-    found
-}
 
 /// A contact with everything a contact can leave behind: events, a workflow execution
 /// waiting for an event, a STATIC segment membership, a transactional email (sent with
@@ -124,7 +110,7 @@ fn mails_to(smtp: &SmtpServer, to: &str) -> usize {
 
 #[test]
 fn deleting_a_contact_erases_its_address_from_every_key_and_value_of_the_store() {
-    let (_dns, smtp, mut app, p) = rig(&[]);
+    let (_dns, smtp, mut app, p) = rig(|_| {});
     let (contact, cid) = a_contact_with_a_history(&app, &p, &smtp);
     let sent_before = mails_to(&smtp, VICTIM);
     assert_eq!(
@@ -170,7 +156,7 @@ fn deleting_a_contact_erases_its_address_from_every_key_and_value_of_the_store()
 
 #[test]
 fn an_erasure_queued_in_slices_finishes_after_a_kill_9_mid_way() {
-    let (_dns, smtp, mut app, p) = rig(&[("MAILROOM__ERASURE__SLICE", "1")]);
+    let (_dns, smtp, mut app, p) = rig(|s| s.erasure.slice = 1);
     let (contact, _) = a_contact_with_a_history(&app, &p, &smtp);
 
     let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
@@ -221,7 +207,7 @@ fn an_erasure_queued_in_slices_finishes_after_a_kill_9_mid_way() {
 #[test]
 fn an_email_waiting_in_the_outbox_is_cancelled_by_the_delete_and_never_sent() {
     // A retry a minute away, on the moved clock: the email waits in the outbox.
-    let (_dns, smtp, app, p) = rig(&[("MAILROOM__SENDING__RETRY_BASE_MS", "60000")]);
+    let (_dns, smtp, app, p) = rig(|s| s.sending.retry_base_ms = 60000);
     smtp.refuse(
         mailroom_testkit::Stage::RcptTo,
         &format!("451 4.2.1 mailbox of <{VICTIM}> busy, try later"),

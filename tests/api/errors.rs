@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 /// On a new connection: the server may close one that carried a request it refused.
 fn assert_alive(app: &TestApp) {
@@ -196,7 +196,7 @@ fn json_nested_ten_thousand_deep_gets_400_and_the_server_lives() {
 
 #[test]
 fn a_body_over_the_configured_maximum_gets_413() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_BODY_BYTES", "1024")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_body_bytes = 1024);
     let p = app.create_project("Acme");
     let body = json!({"email": "a@example.com", "data": {"pad": "x".repeat(2000)}}).to_string();
     let r = app.request("POST", "/contacts", Some(&p.secret), Some(&body));
@@ -224,10 +224,10 @@ fn a_bad_query_string_gets_400() {
 
 #[test]
 fn a_full_project_mailbox_answers_503_with_retry_after() {
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__ACTORS__MAILBOX_CAPACITY", "1"),
-        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.actors.mailbox_capacity = 1;
+        s.limits.requests_per_minute = 0;
+    });
     let p = app.create_project("Acme");
     let statuses = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 fn track(app: &TestApp, key: &str, email: &str, event: &str) -> Value {
     let r = app.post("/v1/track", key, json!({"email": email, "event": event}));

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 use mailroom_testkit::{Received, SmtpServer, Stage, TestDns};
 use serde_json::{json, Value};
 
-use crate::campaigns::{advance, control, eventually, header_of, id, rig};
-use crate::delivery::verified_app;
-use crate::helpers::{Project, Resp, TestApp};
+use crate::support::app::{Project, Resp, TestApp};
+use crate::support::campaign::{advance, control, eventually, header_of, id, rig};
+use crate::support::relay::verified_app;
+use crate::support::settings::Settings;
 
 /// A sender on the rig's verified domain.
 const FROM: &str = "hello@acme.test";
@@ -409,12 +410,11 @@ fn start_workflow(app: &TestApp, p: &Project) {
 #[test]
 fn repeated_kill_9_under_a_mixed_load_loses_no_acknowledged_write_and_sends_each_email_once_or_twice_in_flight(
 ) {
-    let in_flight = IN_FLIGHT.to_string();
-    let (_dns, smtp, mut app, p) = rig(&[
+    let (_dns, smtp, mut app, p) = rig(|s| {
         // Paced, so that the campaign is still going out at the first kill.
-        ("MAILROOM__SENDING__RATE_PER_SECOND", "150"),
-        ("MAILROOM__SENDING__MAX_IN_FLIGHT", in_flight.as_str()),
-    ]);
+        s.sending.rate_per_second = 150;
+        s.sending.max_in_flight = IN_FLIGHT as _;
+    });
     let seed = std::env::var("FAULTS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -554,10 +554,11 @@ struct Relay {
 }
 
 impl Relay {
-    fn start(extra: &[(&str, &str)]) -> Relay {
-        let mut env = vec![("MAILROOM__SENDING__MAX_ATTEMPTS", "100")];
-        env.extend_from_slice(extra);
-        let (dns, smtp, app, p) = rig(&env);
+    fn start(configure: impl FnOnce(&mut Settings)) -> Relay {
+        let (dns, smtp, app, p) = rig(|s| {
+            s.sending.max_attempts = 100;
+            configure(s);
+        });
         Relay {
             app,
             p,
@@ -660,7 +661,7 @@ fn api_keeps_answering(app: &TestApp, p: &Project, tag: &str) {
 
 #[test]
 fn a_relay_that_refuses_with_4xx_for_a_while_delays_each_email_and_then_delivers_it_exactly_once() {
-    let relay = Relay::start(&[]);
+    let relay = Relay::start(|_| {});
     let smtp = &relay.smtp;
     for (tag, stage, reply) in [
         ("mail", Stage::MailFrom, "451 4.3.0 Try again later"),
@@ -682,7 +683,7 @@ fn a_relay_that_refuses_with_4xx_for_a_while_delays_each_email_and_then_delivers
 #[test]
 fn a_relay_that_hangs_mid_data_times_out_and_every_email_arrives_once_the_hang_ends() {
     // Every hung attempt ends at smtp.timeout_ms and is retried.
-    let relay = Relay::start(&[("MAILROOM__SMTP__TIMEOUT_MS", "1000")]);
+    let relay = Relay::start(|s| s.smtp.timeout_ms = 1000);
     let smtp = &relay.smtp;
     relay.ride_out(
         "hang",
@@ -695,7 +696,7 @@ fn a_relay_that_hangs_mid_data_times_out_and_every_email_arrives_once_the_hang_e
 #[test]
 fn a_relay_that_drops_connections_on_accept_or_after_its_greeting_loses_no_email_and_doubles_none()
 {
-    let relay = Relay::start(&[]);
+    let relay = Relay::start(|_| {});
     let smtp = &relay.smtp;
     relay.ride_out(
         "drop",
@@ -747,13 +748,10 @@ fn a_dns_server_that_stops_answering_gets_answers_within_the_timeout_and_checks_
     for d in ["warm.test", "cold.test", "later.test"] {
         dns.add_mail_domain(d);
     }
-    let (app, p) = verified_app(
-        &dns,
-        &[
-            ("MAILROOM__DNS__TIMEOUT_MS", "300"),
-            ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0"),
-        ],
-    );
+    let (app, p) = verified_app(&dns, |s| {
+        s.dns.timeout_ms = 300;
+        s.limits.requests_per_minute = 0;
+    });
     let domains = app.get("/domains", &p.secret).json();
     let domain = domains["domains"][0]["id"]
         .as_str()
@@ -959,10 +957,7 @@ fn a_full_disk_answers_writes_with_503_keeps_reads_and_health_up_and_writes_resu
         return;
     };
     // Declared after the disk, so dropped (killed) before it is unmounted.
-    let mut app = TestApp::start(
-        disk.dir.clone(),
-        &[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")],
-    );
+    let mut app = TestApp::start(disk.dir.clone(), |s| s.limits.requests_per_minute = 0);
     let p = app.create_project("Acme");
     let mut contacts: Vec<String> = Vec::new();
     let mut events: Vec<String> = Vec::new();
@@ -1040,6 +1035,33 @@ fn a_full_disk_answers_writes_with_503_keeps_reads_and_health_up_and_writes_resu
         }
     }
 
+    // A keyed /v1/track refused with 503 keeps no idempotency record: sent again with
+    // the same key once space is back, it is recorded, once.
+    let keyed = json!({"email": "before-0@example.com", "event": "keyed"}).to_string();
+    let mut refused_key = None;
+    for i in 0..50 {
+        let key = format!("full-{i}");
+        let r = app.request_with(
+            "POST",
+            "/v1/track",
+            Some(&p.secret),
+            Some(&keyed),
+            &[("Idempotency-Key", key.as_str())],
+        );
+        match r.status {
+            503 => {
+                refused_key = Some(key);
+                break;
+            }
+            200 => events.push(event_of(&r)),
+            other => panic!(
+                "a keyed track with the disk full answered {other}: {}",
+                r.text
+            ),
+        }
+    }
+    let refused_key = refused_key.expect("a keyed track with the disk full got a 503");
+
     // Space comes back: so do writes.
     std::fs::remove_file(&filler).expect("remove the filler");
     let after = json!({"email": "after@example.com"});
@@ -1069,6 +1091,27 @@ fn a_full_disk_answers_writes_with_503_keeps_reads_and_health_up_and_writes_resu
     );
     assert_eq!(r.status, 200, "{}", r.text);
     events.push(event_of(&r));
+    let retry = |app: &TestApp| {
+        app.request_with(
+            "POST",
+            "/v1/track",
+            Some(&p.secret),
+            Some(&keyed),
+            &[("Idempotency-Key", refused_key.as_str())],
+        )
+    };
+    let applied = retry(&app);
+    assert_eq!(
+        applied.status, 200,
+        "the retry after a 503: {}",
+        applied.text
+    );
+    let replayed = retry(&app);
+    assert_eq!(
+        replayed.text, applied.text,
+        "a later replay answers the retry's answer"
+    );
+    events.push(event_of(&applied));
 
     // And everything acknowledged survives a kill -9.
     app.restart();

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Resp, TestApp, ADMIN_TOKEN};
+use crate::support::app::{Resp, TestApp, ADMIN_TOKEN};
 
 /// An answer with what differs between any two requests taken out.
 fn shape(r: &Resp) -> (u16, Value) {

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 #[test]
 fn a_contacts_data_is_bounded_after_every_call_merged_into_it() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_DATA_BYTES", "300")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_data_bytes = 300);
     let p = app.create_project("Acme");
     let half = "x".repeat(120);
     app.upsert(
@@ -55,7 +55,7 @@ fn a_contacts_data_is_bounded_after_every_call_merged_into_it() {
 
 #[test]
 fn a_project_at_its_contact_limit_refuses_new_contacts_and_keeps_updating_old_ones() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_CONTACTS", "2")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_contacts = 2);
     let p = app.create_project("Acme");
     app.upsert(&p.secret, json!({"email": "a@example.com"}));
     app.upsert(&p.secret, json!({"email": "b@example.com"}));
@@ -94,12 +94,12 @@ fn a_project_at_its_contact_limit_refuses_new_contacts_and_keeps_updating_old_on
 
 #[test]
 fn domains_segments_tracked_segments_and_templates_have_limits() {
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__LIMITS__MAX_DOMAINS", "1"),
-        ("MAILROOM__LIMITS__MAX_SEGMENTS", "2"),
-        ("MAILROOM__LIMITS__MAX_TRACKED_SEGMENTS", "1"),
-        ("MAILROOM__LIMITS__MAX_TEMPLATES", "1"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.limits.max_domains = 1;
+        s.limits.max_segments = 2;
+        s.limits.max_tracked_segments = 1;
+        s.limits.max_templates = 1;
+    });
     let p = app.create_project("Acme");
     assert_eq!(
         app.post("/domains", &p.secret, json!({"domain": "one.example"}))
@@ -155,10 +155,10 @@ fn domains_segments_tracked_segments_and_templates_have_limits() {
 
 #[test]
 fn the_public_key_spends_a_budget_of_its_own() {
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "5"),
-        ("MAILROOM__LIMITS__PUBLIC_REQUESTS_PER_MINUTE", "3"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.limits.requests_per_minute = 5;
+        s.limits.public_requests_per_minute = 3;
+    });
     let p = app.create_project("Acme");
     let track = || {
         app.post(
@@ -217,7 +217,7 @@ fn public_and_secret_keys_keep_apart_idempotency_keys() {
 
 #[test]
 fn all_of_a_projects_contact_data_together_is_bounded() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_PROJECT_DATA_BYTES", "500")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_project_data_bytes = 500);
     let p = app.create_project("Acme");
     let chunk = "x".repeat(280);
     let a = app.upsert(

@@ -9,11 +9,11 @@ use mailroom_testkit::SmtpServer;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-use crate::campaigns::{
+use crate::support::app::{Project, Resp, TestApp, ADMIN_TOKEN};
+use crate::support::campaign::{
     advance, contact_of, contacts, count, create, email_id_of, email_record, eventually, header_of,
     html_of, id, link_path, rig, send_and_settle, stats, visit,
 };
-use crate::helpers::{Project, Resp, TestApp, ADMIN_TOKEN};
 
 const DAY_MS: i64 = 86_400_000;
 /// `links.unsubscribe_valid_days` as config/default.toml sets it.
@@ -97,7 +97,7 @@ fn unsubscribe(app: &TestApp, path: &str) -> Resp {
 #[test]
 fn a_disabled_projects_click_link_shows_its_target_and_its_pixel_records_nothing_while_its_unsubscribe_link_works(
 ) {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &["ada@example.com".to_owned()], true);
     let (_, mail) = campaign_links(&app, &p, &smtp, 1).remove(0);
 
@@ -139,7 +139,7 @@ fn a_disabled_projects_click_link_shows_its_target_and_its_pixel_records_nothing
 
 #[test]
 fn after_rotate_keys_old_clicks_stop_and_old_unsubscribe_links_work_until_their_days_run_out() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let people = ["ada@example.com".to_owned(), "bob@example.com".to_owned()];
     contacts(&app, &p, &people, true);
     let mut old = campaign_links(&app, &p, &smtp, 2);
@@ -191,7 +191,7 @@ fn after_rotate_keys_old_clicks_stop_and_old_unsubscribe_links_work_until_their_
 
 #[test]
 fn a_link_token_shows_no_id_in_clear_text() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &["ada@example.com".to_owned()], true);
     let cid = id(&create(
         &app,
@@ -232,16 +232,7 @@ fn a_link_token_shows_no_id_in_clear_text() {
 
 #[test]
 fn an_unsubscribe_window_shorter_than_the_laws_30_days_stops_start_up_with_a_clear_message() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let out = std::process::Command::new(crate::helpers::bin())
-        .args(["serve", "--config"])
-        .arg(crate::helpers::test_config())
-        .env("MAILROOM__STORAGE__PATH", dir.path())
-        .env("MAILROOM__LINKS__UNSUBSCRIBE_VALID_DAYS", "29")
-        .output()
-        .expect("run mailroom");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = crate::support::app::refused_start(|s| s.links.unsubscribe_valid_days = 29);
     assert!(
         stderr.contains("links.unsubscribe_valid_days") && stderr.contains("at least 30"),
         "{stderr}"
@@ -285,7 +276,7 @@ fn events_named(app: &TestApp, p: &Project, name: &str) -> Value {
 
 #[test]
 fn the_unsubscribe_page_names_the_sender_and_a_masked_address_under_a_strict_csp() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let (paths, _) = unsubscribe_paths(
         &app,
         &p,
@@ -315,7 +306,7 @@ fn the_unsubscribe_page_names_the_sender_and_a_masked_address_under_a_strict_csp
 
 #[test]
 fn a_tenants_from_name_with_html_shows_as_text_on_the_unsubscribe_pages() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let (paths, _) = unsubscribe_paths(
         &app,
         &p,
@@ -343,7 +334,7 @@ fn a_tenants_from_name_with_html_shows_as_text_on_the_unsubscribe_pages() {
 #[test]
 fn unsubscribing_then_resubscribing_brings_the_contact_back_with_its_event_and_takes_back_the_campaigns_count(
 ) {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let (paths, cid) = unsubscribe_paths(&app, &p, &smtp, &["ada@example.com"], json!({}));
     let subscribed_before = count(&events_named(&app, &p, "contact.subscribed"), "total");
     let done = visit(&app, "POST", &paths[0], Some("List-Unsubscribe=One-Click"));
@@ -400,7 +391,7 @@ fn unsubscribing_then_resubscribing_brings_the_contact_back_with_its_event_and_t
 
 #[test]
 fn an_unsubscribe_link_resubscribes_no_one_but_a_contact_it_unsubscribed_itself() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let (paths, _) = unsubscribe_paths(
         &app,
         &p,
@@ -447,12 +438,12 @@ fn an_unsubscribe_link_resubscribes_no_one_but_a_contact_it_unsubscribed_itself(
 
 #[test]
 fn an_unsubscribe_link_of_one_project_leaves_the_same_address_in_another_project_subscribed() {
-    let (_dns, smtp, app, a) = crate::campaigns::rig(&[]);
+    let (_dns, smtp, app, a) = crate::support::campaign::rig(|_| {});
     let b = app.create_project("Other");
     let r = app.request(
         "POST",
         &format!("/admin/projects/{}/domains/trust", b.id),
-        Some(crate::helpers::ADMIN_TOKEN),
+        Some(crate::support::app::ADMIN_TOKEN),
         Some(r#"{"domain": "acme.test"}"#),
     );
     assert_eq!(r.status, 200, "{}", r.text);
@@ -474,11 +465,13 @@ fn an_unsubscribe_link_of_one_project_leaves_the_same_address_in_another_project
     let r = app.post(&format!("/campaigns/{cid}/send"), &b.secret, json!({}));
     assert_eq!(r.status, 200, "{}", r.text);
     let got = smtp.wait_for(1, std::time::Duration::from_secs(20));
-    let html = crate::campaigns::html_of(&got[0].text());
-    let link = crate::campaigns::link_path(&html, "/unsubscribe/").expect("an unsubscribe link");
-    let r = crate::campaigns::visit(&app, "POST", &link, Some("List-Unsubscribe=One-Click"));
+    let html = crate::support::campaign::html_of(&got[0].text());
+    let link =
+        crate::support::campaign::link_path(&html, "/unsubscribe/").expect("an unsubscribe link");
+    let r =
+        crate::support::campaign::visit(&app, "POST", &link, Some("List-Unsubscribe=One-Click"));
     assert_eq!(r.status, 200, "{}", r.text);
-    let subscribed = |p: &crate::helpers::Project| {
+    let subscribed = |p: &crate::support::app::Project| {
         app.get("/contacts?search=ada@", &p.secret).json()["contacts"][0]["subscribed"].clone()
     };
     assert_eq!(subscribed(&b), false, "B's ada left through B's link");

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use mailroom_testkit::Stage;
 use serde_json::{json, Value};
 
-use crate::campaigns::{advance, eventually, rig};
-use crate::helpers::{bin, test_config, Project, TestApp};
+use crate::support::app::{bin, test_config, Project, TestApp};
+use crate::support::campaign::{advance, eventually, rig};
+use crate::support::metrics::metric;
+use crate::support::settings::LogFormat;
 
 /// The server's log (the harness sends its stderr to a file beside the data directory).
 fn log_of(app: &TestApp) -> String {
@@ -31,7 +33,7 @@ fn log_when(app: &TestApp, secs: u64, done: impl Fn(&str) -> bool) -> String {
 
 #[test]
 fn the_start_up_summary_names_the_url_in_emails_and_the_first_command_without_colour_codes() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LOG__LEVEL", "info")]);
+    let app = TestApp::spawn_with(|s| s.log.level = "info".into());
     let log = log_of(&app);
     let ready = log
         .lines()
@@ -59,11 +61,11 @@ fn the_start_up_summary_names_the_url_in_emails_and_the_first_command_without_co
 
 #[test]
 fn log_format_json_writes_json_lines_and_the_access_log_keeps_keys_and_queries_out() {
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__LOG__LEVEL", "info"),
-        ("MAILROOM__LOG__FORMAT", "json"),
-        ("MAILROOM__LOG__ACCESS", "true"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.log.level = "info".into();
+        s.log.format = LogFormat::Json;
+        s.log.access = true;
+    });
     let p = app.create_project("Acme");
     let r = app.get("/contacts?limit=5&email=ada%40example.com", &p.secret);
     assert_eq!(r.status, 200, "{}", r.text);
@@ -99,7 +101,7 @@ fn log_format_json_writes_json_lines_and_the_access_log_keeps_keys_and_queries_o
 
 #[test]
 fn the_access_log_is_off_by_default() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LOG__LEVEL", "info")]);
+    let app = TestApp::spawn_with(|s| s.log.level = "info".into());
     let r = app.request("GET", "/health", None, None);
     let id = r.header("x-request-id").expect("a request id").to_owned();
     app.request("GET", "/health", None, None);
@@ -108,11 +110,12 @@ fn the_access_log_is_off_by_default() {
 
 #[test]
 fn a_public_url_that_does_not_answer_is_a_warning_and_does_not_hold_up_the_start() {
-    let app = TestApp::spawn_with(&[
+    let app = TestApp::spawn_with(|s| {
         // The discard port: nothing listens there.
-        ("MAILROOM__SERVER__PUBLIC_URL", "http://127.0.0.1:9"),
-        ("MAILROOM__SERVER__PUBLIC_URL_CHECK_MS", "1000"),
-    ]);
+        s.server.public_url = "http://127.0.0.1:9".into();
+        //127.0.0.1:9"),
+        s.server.public_url_check_ms = 1000;
+    });
     assert_eq!(app.request("GET", "/health", None, None).status, 200);
     let log = log_when(&app, 20, |log| log.contains("server.public_url does not"));
     let warning = log
@@ -231,7 +234,7 @@ fn fifty_unknown_methods_leave_metrics_as_they_were() {
 
 #[test]
 fn metrics_can_be_disabled() {
-    let app = TestApp::spawn_with(&[("MAILROOM__METRICS__ENABLED", "false")]);
+    let app = TestApp::spawn_with(|s| s.metrics.enabled = false);
     assert_eq!(app.request("GET", "/metrics", None, None).status, 404);
 }
 
@@ -343,15 +346,6 @@ fn a_method_a_path_does_not_take_answers_405_with_the_allowed_methods() {
     assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
 }
 
-/// The value of one series (`name` or `name{label="value"}`) in /metrics; 0 when absent.
-pub(crate) fn metric(app: &TestApp, series: &str) -> f64 {
-    let text = app.request("GET", "/metrics", None, None).text;
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// Waits (up to 30 s) until `series` reaches `at_least`; its last value.
 fn metric_reaches(app: &TestApp, series: &str, at_least: f64) -> f64 {
     eventually(30, || metric(app, series), |v: &f64| *v >= at_least)
@@ -378,10 +372,10 @@ fn fault(class: &str) -> String {
 
 #[test]
 fn metrics_count_emails_sent_bounced_and_failed_and_relay_faults_by_class() {
-    let (_dns, smtp, app, p) = rig(&[
-        ("MAILROOM__SENDING__MAX_ATTEMPTS", "1"),
-        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
-    ]);
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.sending.max_attempts = 1;
+        s.metrics.scan_interval_ms = 0;
+    });
     let text = app.request("GET", "/metrics", None, None).text;
     for class in [
         "connect",
@@ -443,11 +437,11 @@ fn metrics_count_emails_sent_bounced_and_failed_and_relay_faults_by_class() {
 
 #[test]
 fn metrics_show_the_outbox_depth_and_the_age_of_its_oldest_email_on_the_moved_clock() {
-    let (_dns, smtp, app, p) = rig(&[
-        ("MAILROOM__SENDING__MAX_ATTEMPTS", "100"),
-        ("MAILROOM__SENDING__RETRY_BASE_MS", "600000"),
-        ("MAILROOM__METRICS__SCAN_INTERVAL_MS", "0"),
-    ]);
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.sending.max_attempts = 100;
+        s.sending.retry_base_ms = 600000;
+        s.metrics.scan_interval_ms = 0;
+    });
     assert_eq!(metric(&app, "mailroom_outbox_depth"), 0.0);
     smtp.keep_refusing(Stage::RcptTo, "451 4.3.0 Try again later");
     send_to(&app, &p, "a@example.com");
@@ -474,7 +468,7 @@ fn metrics_show_the_outbox_depth_and_the_age_of_its_oldest_email_on_the_moved_cl
 
 #[test]
 fn metrics_show_workflow_executions_timers_pending_and_dns_cache_hits() {
-    let (dns, _smtp, app, p) = rig(&[]);
+    let (dns, _smtp, app, p) = rig(|_| {});
     let r = app.post(
         "/workflows",
         &p.secret,

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::helpers::bin;
+use crate::support::app::bin;
 
 /// The `sh` blocks of the README's "Walkthrough" section, in order.
 fn walkthrough() -> Vec<String> {

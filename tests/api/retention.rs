@@ -4,11 +4,11 @@
 
 use serde_json::{json, Value};
 
-use crate::campaigns::{
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{
     advance, contacts, count, create, data, emails, eventually, id, rig, send_and_settle,
 };
-use crate::erasure::store_copies_of;
-use crate::helpers::{Project, TestApp};
+use crate::support::store::store_copies_of;
 
 const DAY_MS: i64 = 24 * 3_600_000;
 
@@ -123,11 +123,11 @@ fn events_past_their_retention_leave_every_listing_while_event_names_keep_their_
 #[test]
 fn an_email_loses_its_content_after_its_content_retention_and_its_record_later_while_campaign_stats_stay(
 ) {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     contacts(&app, &p, &emails("r", 3), true);
     let cid = id(&create(&app, &p, json!({})));
     let (got, before) = send_and_settle(&app, &p, &smtp, &cid, 3);
-    let email = crate::campaigns::email_id_of(&String::from_utf8_lossy(&got[0].data));
+    let email = crate::support::campaign::email_id_of(&String::from_utf8_lossy(&got[0].data));
     let read = || app.get(&format!("/emails/{email}"), &p.secret);
     let fresh = data(&read(), 200);
     assert_eq!(fresh["contentRemoved"], false, "{fresh}");
@@ -176,7 +176,7 @@ fn sent_with_text(app: &TestApp, p: &Project, text: &str) -> String {
 
 #[test]
 fn an_emails_own_text_part_goes_with_its_content_after_the_content_retention() {
-    let (_dns, _smtp, mut app, p) = rig(&[]);
+    let (_dns, _smtp, mut app, p) = rig(|_| {});
     let old = sent_with_text(&app, &p, "Old text r9k2");
     advance(&app, 31 * DAY_MS);
     let read = || data(&app.get(&format!("/emails/{old}"), &p.secret), 200);
@@ -263,12 +263,12 @@ fn an_idempotency_key_past_its_retention_is_removed_and_takes_another_body() {
 fn a_finished_import_record_goes_after_the_emails_retention_and_its_contacts_stay() {
     let app = TestApp::spawn();
     let p = app.create_project("Acme");
-    let old = crate::contacts_import::import(&app, &p.secret, "email\nold@example.com\n");
-    crate::contacts_import::finished(&app, &p.secret, &old);
+    let old = crate::support::imports::import(&app, &p.secret, "email\nold@example.com\n");
+    crate::support::imports::finished(&app, &p.secret, &old);
     advance(&app, 181 * DAY_MS);
     // The control: an import that finished after the move stays.
-    let new = crate::contacts_import::import(&app, &p.secret, "email\nnew@example.com\n");
-    crate::contacts_import::finished(&app, &p.secret, &new);
+    let new = crate::support::imports::import(&app, &p.secret, "email\nnew@example.com\n");
+    crate::support::imports::finished(&app, &p.secret, &new);
     let path = |id: &str| format!("/contacts/imports/{id}");
     let r = eventually(30, || app.get(&path(&old), &p.secret), |r| r.status == 404);
     assert_eq!(r.status, 404, "the old import's record went: {}", r.text);

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::delivery::verified_app;
 use crate::dns::TestDns;
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
+use crate::support::relay::verified_app;
 
-fn first_error(r: &crate::helpers::Resp) -> (String, String, String) {
+fn first_error(r: &crate::support::app::Resp) -> (String, String, String) {
     let e = &r.json()["error"]["errors"][0];
     let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
     (s("field"), s("code"), s("message"))
@@ -103,7 +103,7 @@ fn self_including_extending_and_macro_templates_are_refused_at_save_with_their_l
 #[test]
 fn a_send_that_would_loop_a_trillion_times_is_refused_while_others_are_served() {
     let dns = TestDns::start();
-    let (app, p) = verified_app(&dns, &[("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")]);
+    let (app, p) = verified_app(&dns, |s| s.limits.requests_per_minute = 0);
     let other = app.create_project("Other");
     let items: Vec<u32> = (0..10_000).collect();
     app.upsert(
@@ -173,7 +173,7 @@ fn a_send_that_would_loop_a_trillion_times_is_refused_while_others_are_served() 
 #[test]
 fn a_template_that_grows_its_output_without_bound_is_refused_at_send() {
     let dns = TestDns::start();
-    let (app, p) = verified_app(&dns, &[]);
+    let (app, p) = verified_app(&dns, |_| {});
     let body = format!("{{{{ note{} }}}}", " | json_encode".repeat(6));
     let r = app.post(
         "/v1/send",

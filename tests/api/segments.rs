@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_over_filter_budget, Project, TestApp};
+use crate::support::app::{assert_over_filter_budget, Project, TestApp};
 
 fn iso_days_ago(days: i64) -> String {
     let t = std::time::SystemTime::now()
@@ -870,7 +870,7 @@ fn n_conditions(n: usize) -> Value {
 
 #[test]
 fn a_filter_past_the_evaluation_budget_gets_422_too_big_before_anything_is_written() {
-    let app = TestApp::spawn_with(&[("MAILROOM__LIMITS__MAX_FILTER_EVALUATIONS", "10")]);
+    let app = TestApp::spawn_with(|s| s.limits.max_filter_evaluations = 10);
     let p = app.create_project("Acme");
     for (email, k0) in [
         ("a@example.com", json!(1.0)),

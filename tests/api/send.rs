@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 #[test]
 fn an_unverified_from_gets_422_unverified_domain_with_a_suggestion() {

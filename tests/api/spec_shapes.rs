@@ -8,8 +8,8 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::campaigns::{eventually, header_of, html_of, id, rig};
-use crate::helpers::{Resp, TestApp};
+use crate::support::app::{Resp, TestApp};
+use crate::support::campaign::{eventually, header_of, html_of, id, rig};
 
 const FROM: &str = "hello@acme.test";
 
@@ -35,7 +35,7 @@ fn has(codes: &[(String, String)], field: &str, code: &str) -> bool {
 
 #[test]
 fn a_segment_campaign_created_with_audience_type_reaches_exactly_the_segment() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     for (email, plan) in [
         ("pro1@example.com", "pro"),
         ("pro2@example.com", "pro"),
@@ -101,7 +101,7 @@ fn a_segment_campaign_created_with_audience_type_reaches_exactly_the_segment() {
 
 #[test]
 fn audience_type_is_required_type_is_its_alias_and_the_two_must_agree() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     let body = |extra: Value| {
         let mut b = json!({"name": "c", "subject": "s", "body": "<p>b</p>", "from": FROM});
         for (k, v) in extra.as_object().unwrap() {
@@ -272,7 +272,7 @@ fn a_near_miss_of_a_known_field_is_refused_with_the_field_it_meant() {
 
 #[test]
 fn every_field_of_the_specifications_send_track_verify_and_contact_shapes_has_its_effect() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let attachment = base64::engine::general_purpose::STANDARD.encode("hello, file");
     // POST /v1/send with every field of the specification's table.
     let r = app.post(
@@ -388,7 +388,7 @@ fn every_field_of_the_specifications_send_track_verify_and_contact_shapes_has_it
 
 #[test]
 fn a_markdown_body_is_sent_as_html_and_other_body_types_are_refused() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let r = app.post(
         "/v1/send",
         &p.secret,

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::support::app::TestApp;
 
 fn create(app: &TestApp, key: &str, body: serde_json::Value) -> serde_json::Value {
     let r = app.post("/templates", key, body);

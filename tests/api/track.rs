@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Resp, TestApp};
+use crate::support::app::{Resp, TestApp};
 
 fn track(app: &TestApp, key: &str, body: Value) -> Value {
     let r = app.post("/v1/track", key, body);

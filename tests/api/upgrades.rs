@@ -16,8 +16,11 @@ use mailroom_actors::project::executions::finished_counter;
 use mailroom_actors::store::{codec, keys, Batch, SledStore, Store};
 use serde_json::{json, Map, Value};
 
-use crate::campaigns::{self, data, email_id_of, eventually, id, rig, send_and_settle};
-use crate::helpers::{mailroom, Project, TestApp};
+use crate::support::app::{mailroom, Project, TestApp};
+use crate::support::campaign::{
+    self as campaigns, data, email_id_of, eventually, id, rig, send_and_settle,
+};
+use crate::support::settings::Settings;
 
 /// Fields a server changes by itself (a re-check of a domain, how long ago something
 /// was), left out of the recorded answers.
@@ -25,12 +28,13 @@ const VOLATILE: &[&str] = &["lastCheckedAt"];
 
 /// The restored servers keep every record whatever its age: the fixtures get older
 /// while retention counts from the real clock.
-const KEEP_EVERYTHING: &[(&str, &str)] = &[
-    ("MAILROOM__RETENTION__EMAIL_CONTENT_DAYS", "0"),
-    ("MAILROOM__RETENTION__EMAILS_DAYS", "0"),
-    ("MAILROOM__RETENTION__EVENTS_DAYS", "0"),
-    ("MAILROOM__RETENTION__EXECUTIONS_DAYS", "0"),
-];
+/// Retention off: the fixture's records are years old by the server's clock.
+fn keep_everything(s: &mut Settings) {
+    s.retention.email_content_days = 0;
+    s.retention.emails_days = 0;
+    s.retention.events_days = 0;
+    s.retention.executions_days = 0;
+}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -162,7 +166,7 @@ fn every_fixture_layout_restores_into_a_server_that_reads_back_every_kind_of_rec
             (Some(layout.into()), Some(keys::FORMAT.into())),
             "{answer}"
         );
-        let app = TestApp::start(dir, KEEP_EVERYTHING);
+        let app = TestApp::start(dir, keep_everything);
         assert_reads_back(&app, &manifest, &format!("layout {layout}"));
     }
 }
@@ -247,7 +251,7 @@ fn a_layout_5_backup_is_migrated_by_restore_recounting_ended_executions_and_read
             "the workflow's one ended execution is counted"
         );
     }
-    let app = TestApp::start(dir, KEEP_EVERYTHING);
+    let app = TestApp::start(dir, keep_everything);
     assert_reads_back(&app, &manifest, "layout 5");
 }
 
@@ -270,7 +274,7 @@ fn a_data_directory_of_layout_5_is_migrated_when_the_server_starts_on_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = restored_and_marked(tmp.path(), 5);
     let manifest = every_fixture().pop().unwrap().2;
-    let mut app = TestApp::start(dir.clone(), KEEP_EVERYTHING);
+    let mut app = TestApp::start(dir.clone(), keep_everything);
     assert_reads_back(&app, &manifest, "layout 5 at start");
     app.kill9();
     assert!(
@@ -304,7 +308,7 @@ fn a_data_directory_of_a_newer_layout_is_refused_naming_both_layouts_and_left_as
 #[test]
 #[ignore]
 fn generate_the_fixture_of_the_current_layout() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let Project { secret, .. } = &p;
     for (email, plan, subscribed) in [
         ("ada@example.com", "pro", true),
@@ -384,7 +388,7 @@ fn generate_the_fixture_of_the_current_layout() {
 }
 
 /// The record of a 201: some resources answer `{success, data}`, others the record.
-fn data_or_plain(r: &crate::helpers::Resp) -> Value {
+fn data_or_plain(r: &crate::support::app::Resp) -> Value {
     assert_eq!(r.status, 201, "{}", r.text);
     match r.json() {
         v if v["success"] == true => data(r, 201),

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Project, TestApp};
+use crate::support::app::{Project, TestApp};
 
 struct World {
     app: TestApp,
@@ -14,7 +14,7 @@ struct World {
 /// Zones: personal providers, a disposable service, an alias service, an IDN domain, a
 /// company domain, one without MX, one with a null MX; everything else is NXDOMAIN.
 fn world() -> World {
-    let app = TestApp::spawn_with_dns(&[]);
+    let app = TestApp::spawn_with_dns(|_| {});
     let dns = app.dns();
     for d in [
         "gmail.com",
@@ -245,10 +245,10 @@ fn answers_are_cached_for_their_ttl_and_negative_answers_too() {
 fn a_nameserver_that_never_answers_gives_a_result_within_the_timeout() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();
-    let app = TestApp::spawn_with(&[
-        ("MAILROOM__DNS__NAMESERVERS", &addr),
-        ("MAILROOM__DNS__TIMEOUT_MS", "300"),
-    ]);
+    let app = TestApp::spawn_with(|s| {
+        s.dns.nameservers = vec![addr.to_string()];
+        s.dns.timeout_ms = 300;
+    });
     let p = app.create_project("Acme");
     let started = Instant::now();
     let r = app.post("/v1/verify", &p.secret, json!({"email": "ada@gmail.com"}));

@@ -11,8 +11,8 @@ use std::net::TcpListener;
 use mailroom_testkit::{HookServer, Received, SmtpServer};
 use serde_json::{json, Value};
 
-use crate::campaigns::{advance, control, email_id_of, eventually, header_of, id, rig};
-use crate::helpers::{Project, Resp, TestApp};
+use crate::support::app::{Project, Resp, TestApp};
+use crate::support::campaign::{advance, control, email_id_of, eventually, header_of, id, rig};
 
 /// A sender on the rig's verified domain.
 const FROM: &str = "hello@acme.test";
@@ -374,7 +374,7 @@ fn a_workflow_is_created_with_its_defaults_listed_newest_first_patched_and_delet
 
 #[test]
 fn a_pro_contact_gets_the_second_email_three_days_later_and_a_free_contact_exits_after_the_first() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let welcome = template(&app, &p, "Welcome", "Welcome aboard");
     let tips = template(&app, &p, "Tips", "Pro tips");
     let wid = enabled_workflow(
@@ -553,7 +553,7 @@ fn a_pro_contact_gets_the_second_email_three_days_later_and_a_free_contact_exits
 
 #[test]
 fn without_reentry_a_contact_enters_a_workflow_once_however_often_the_event_comes() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let hello = template(&app, &p, "Welcome", "Welcome, once");
     let wid = enabled_workflow(
         &app,
@@ -582,7 +582,7 @@ fn without_reentry_a_contact_enters_a_workflow_once_however_often_the_event_come
 
 #[test]
 fn with_reentry_a_contact_has_one_running_execution_at_a_time_and_a_new_one_after_it_ends() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     let wid = enabled_workflow(
         &app,
         &p,
@@ -641,7 +641,7 @@ fn with_reentry_a_contact_has_one_running_execution_at_a_time_and_a_new_one_afte
 
 #[test]
 fn a_disabled_workflow_starts_nothing_until_it_is_enabled() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let hello = template(&app, &p, "Hello", "Hello from a workflow");
     let w = create_workflow(
         &app,
@@ -710,7 +710,7 @@ fn purchase_workflow(app: &TestApp, p: &Project, on_event: &str, on_timeout: &st
 
 #[test]
 fn a_wait_for_event_goes_to_next_when_the_event_comes_for_that_contact() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let thanks = template(&app, &p, "Thanks", "Thanks for your purchase");
     let nudge = template(&app, &p, "Nudge", "Still thinking it over?");
     let wid = purchase_workflow(&app, &p, &thanks, &nudge);
@@ -756,7 +756,7 @@ fn a_wait_for_event_goes_to_next_when_the_event_comes_for_that_contact() {
 
 #[test]
 fn a_wait_for_event_goes_to_timeout_next_when_the_timeout_passes_first() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let thanks = template(&app, &p, "Thanks", "Thanks for your purchase");
     let nudge = template(&app, &p, "Nudge", "Still thinking it over?");
     let wid = purchase_workflow(&app, &p, &thanks, &nudge);
@@ -885,7 +885,7 @@ fn update_contact_changes_the_contact_and_the_segment_entry_it_causes_starts_ano
 
 #[test]
 fn a_system_event_such_as_contact_subscribed_triggers_a_workflow() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let thanks = template(&app, &p, "Subscribed", "Thanks for subscribing");
     let wid = enabled_workflow(
         &app,
@@ -916,7 +916,7 @@ fn a_system_event_such_as_contact_subscribed_triggers_a_workflow() {
 #[test]
 fn a_webhook_step_posts_the_contact_and_the_execution_with_its_headers_and_keeps_the_status() {
     let hook = HookServer::start(200);
-    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let (_dns, _smtp, app, p) = rig(|s| s.workflows.allow_private_webhooks = true);
     let wid = enabled_workflow(
         &app,
         &p,
@@ -996,7 +996,7 @@ fn a_webhook_step_posts_the_contact_and_the_execution_with_its_headers_and_keeps
 #[test]
 fn a_webhook_answered_with_500_fails_the_step_and_the_execution_with_the_status_kept() {
     let hook = HookServer::start(500);
-    let (_dns, smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let (_dns, smtp, app, p) = rig(|s| s.workflows.allow_private_webhooks = true);
     let after = template(&app, &p, "After", "After the webhook");
     let wid = enabled_workflow(
         &app,
@@ -1033,7 +1033,7 @@ fn a_webhook_answered_with_500_fails_the_step_and_the_execution_with_the_status_
 #[test]
 fn webhooks_to_loopback_private_and_link_local_addresses_are_refused_without_the_flag() {
     let hook = HookServer::start(200);
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let after = template(&app, &p, "After", "After the webhook");
     let targets = [
         hook.url("/hooks"),
@@ -1088,7 +1088,7 @@ fn webhooks_to_loopback_private_and_link_local_addresses_are_refused_without_the
 
 #[test]
 fn a_failing_step_fails_its_execution_with_the_reason_while_other_executions_go_on() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let never = template(&app, &p, "Never", "After a refused webhook");
     let hello = template(&app, &p, "Hello", "Hello there");
     let failing = enabled_workflow(
@@ -1411,7 +1411,7 @@ fn an_unknown_workflow_or_execution_is_404() {
 
 #[test]
 fn deleting_a_workflow_cancels_its_waiting_executions() {
-    let (_dns, smtp, app, p) = rig(&[]);
+    let (_dns, smtp, app, p) = rig(|_| {});
     let later = template(&app, &p, "Later", "An hour later");
     let same_time = template(&app, &p, "Witness", "Also an hour later");
     let wid = enabled_workflow(
@@ -1469,7 +1469,7 @@ fn deleting_a_workflow_cancels_its_waiting_executions() {
 
 #[test]
 fn kill_9_during_a_delay_still_sends_the_email_after_it_once_after_a_restart() {
-    let (_dns, smtp, mut app, p) = rig(&[]);
+    let (_dns, smtp, mut app, p) = rig(|_| {});
     let later = template(&app, &p, "Later", "Eight seconds later");
     let wid = enabled_workflow(
         &app,
@@ -1551,7 +1551,7 @@ fn live(app: &TestApp, p: &Project, wid: &str) -> u64 {
 
 #[test]
 fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_entry_cap() {
-    let (_dns, _smtp, app, p) = rig(&[]);
+    let (_dns, _smtp, app, p) = rig(|_| {});
     let (on, off) = subscription_loop(&app, &p);
     app.upsert(
         &p.secret,
@@ -1584,13 +1584,13 @@ fn workflows_that_trigger_each_other_through_contact_events_stop_at_the_daily_en
 fn fifty_contacts_looping_through_two_workflows_each_stop_at_the_daily_entry_cap_despite_pruning() {
     const CAP: u64 = 10;
     const CONTACTS: u64 = 50;
-    let (_dns, _smtp, app, p) = rig(&[
-        ("MAILROOM__WORKFLOWS__MAX_ENTRIES_PER_DAY", "10"),
+    let (_dns, _smtp, app, p) = rig(|s| {
+        s.workflows.max_entries_per_day = 10;
         // Pruning runs many times over while the loops go: it used to drop the index
         // entries that the cap counted, and the loops went on for ever.
-        ("MAILROOM__WORKFLOWS__MAX_FINISHED_EXECUTIONS", "20"),
-        ("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "1000000"),
-    ]);
+        s.workflows.max_finished_executions = 20;
+        s.limits.requests_per_minute = 1000000;
+    });
     let (on, off) = subscription_loop(&app, &p);
     let contacts: Vec<String> = (0..CONTACTS)
         .map(|i| {
@@ -1720,7 +1720,7 @@ fn a_webhook_to_a_closed_port_fails_saying_could_not_connect_without_the_address
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let (_dns, _smtp, app, p) = rig(&[("MAILROOM__WORKFLOWS__ALLOW_PRIVATE_WEBHOOKS", "true")]);
+    let (_dns, _smtp, app, p) = rig(|s| s.workflows.allow_private_webhooks = true);
     let wid = enabled_workflow(
         &app,
         &p,

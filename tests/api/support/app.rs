@@ -1,4 +1,5 @@
-//! The harness: `TestApp::spawn()` starts the server binary and returns a client for it.
+//! The harness: `TestApp::spawn()` starts the server binary and returns a client for it;
+//! `TestApp::spawn_with(|s| ...)` with settings of its own (`support::settings`).
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -8,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use mailroom_testkit::TestDns;
 use serde_json::{json, Value};
+
+use super::settings::{self, Settings};
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdefghijklmnop";
 
@@ -23,7 +26,8 @@ pub struct TestApp {
     pub base: String,
     pub data_dir: PathBuf,
     child: Option<Child>,
-    env: Vec<(String, String)>,
+    /// The settings file the server runs with (see `support::settings`).
+    settings: PathBuf,
     agent: ureq::Agent,
     /// The DNS server the app asks, for apps started with `spawn_with_dns`.
     dns: Option<TestDns>,
@@ -107,23 +111,26 @@ impl Resp {
 
 impl TestApp {
     pub fn spawn() -> TestApp {
-        Self::spawn_with(&[])
+        Self::spawn_with(|_| {})
     }
 
-    pub fn spawn_with(env: &[(&str, &str)]) -> TestApp {
+    /// Starts a server on a new data directory with the test settings as `configure`
+    /// leaves them (`|s| s.limits.max_contacts = 2`).
+    pub fn spawn_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let mut app = Self::start(tmp.path().join("data"), env);
+        let mut app = Self::start(tmp.path().join("data"), configure);
         app._tmp = Some(tmp);
         app
     }
 
     /// Starts a DNS server on loopback and an app whose `dns.nameservers` is it.
-    pub fn spawn_with_dns(env: &[(&str, &str)]) -> TestApp {
+    pub fn spawn_with_dns(configure: impl FnOnce(&mut Settings)) -> TestApp {
         let dns = TestDns::start();
         let addr = dns.addr();
-        let mut all = vec![("MAILROOM__DNS__NAMESERVERS", addr.as_str())];
-        all.extend_from_slice(env);
-        let mut app = Self::spawn_with(&all);
+        let mut app = Self::spawn_with(|s| {
+            s.dns.nameservers = vec![addr];
+            configure(s);
+        });
         app.dns = Some(dns);
         app
     }
@@ -133,22 +140,36 @@ impl TestApp {
         self.dns.as_ref().expect("started with spawn_with_dns")
     }
 
-    pub fn start(data_dir: PathBuf, env: &[(&str, &str)]) -> TestApp {
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+    /// Starts a server on `data_dir` (which may hold data already). Its settings are
+    /// written beside it (`<data_dir>.toml`), where `restart` finds them again.
+    pub fn start(data_dir: PathBuf, configure: impl FnOnce(&mut Settings)) -> TestApp {
+        let settings = data_dir.with_extension("toml");
+        settings::write(&settings, &data_dir, configure);
+        let mut app = TestApp {
+            base: String::new(),
+            data_dir,
+            child: None,
+            settings,
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(30))
+                .build(),
+            dns: None,
+            _tmp: None,
+        };
+        app.launch();
+        app
+    }
+
+    /// Runs the binary on the written settings and waits for the address it listens on.
+    fn launch(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(data_dir.with_extension("log"))
+            .open(self.data_dir.with_extension("log"))
             .expect("server log file");
         let mut child = Command::new(bin())
             .args(["serve", "--config"])
-            .arg(test_config())
-            .env("MAILROOM__STORAGE__PATH", &data_dir)
-            .env("MAILROOM__MAIL__FILE_DIR", data_dir.join("outbox"))
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .arg(&self.settings)
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
@@ -165,27 +186,17 @@ impl TestApp {
                 line.clear();
             }
         });
-        let base = match rx.recv_timeout(Duration::from_secs(30)) {
+        self.base = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(base) => base,
             Err(_) => {
                 let _ = child.kill();
                 let mut log = String::new();
-                let _ = std::fs::File::open(data_dir.with_extension("log"))
+                let _ = std::fs::File::open(self.data_dir.with_extension("log"))
                     .and_then(|mut f| f.read_to_string(&mut log));
                 panic!("the server did not start; its log:\n{log}");
             }
         };
-        TestApp {
-            base,
-            data_dir,
-            child: Some(child),
-            env,
-            agent: ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(30))
-                .build(),
-            dns: None,
-            _tmp: None,
-        }
+        self.child = Some(child);
     }
 
     /// `kill -9`: no shutdown, no flush.
@@ -199,14 +210,7 @@ impl TestApp {
     /// Starts a new server on the same data directory and settings.
     pub fn restart(&mut self) {
         self.kill9();
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut next = Self::start(self.data_dir.clone(), &env);
-        self.base = std::mem::take(&mut next.base);
-        self.child = next.child.take();
+        self.launch();
     }
 
     /// Sends SIGTERM and waits up to `limit` for the server to exit; its exit status, or
@@ -352,9 +356,25 @@ pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .arg("--config")
         .arg(test_config())
-        .env("MAILROOM__STORAGE__PATH", data)
+        .arg("--data-dir")
+        .arg(data)
         .output()
         .expect("run mailroom")
+}
+
+/// The error output of a server that refuses to start with these settings (it must
+/// exit unsuccessfully).
+pub fn refused_start(configure: impl FnOnce(&mut Settings)) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("settings.toml");
+    settings::write(&file, &dir.path().join("data"), configure);
+    let out = Command::new(bin())
+        .args(["serve", "--config"])
+        .arg(&file)
+        .output()
+        .expect("run mailroom");
+    assert!(!out.status.success(), "the server started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A 422 that refuses a filter past `limits.max_filter_evaluations`, naming `field`.
