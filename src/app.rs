@@ -354,9 +354,9 @@ fn start_delivery(
     mailroom_actors::mailer::mime::warm_up();
     let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
         .map(|_| {
-            let t = transport.clone();
+            let (t, metrics) = (transport.clone(), registry.metrics().clone());
             Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                MailerActor::new(t.clone())
+                MailerActor::new(t.clone(), metrics.clone())
             })
         })
         .collect();
@@ -403,10 +403,8 @@ fn start_campaigns(
     registry: Registry,
     executors: Arc<Executors>,
 ) -> Result<Arc<Campaigns>, Failure> {
+    // Each runner resumes its share of the SENDING campaigns as it starts.
     let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
-    campaigns
-        .resume()
-        .map_err(|e| Failure::caused("resuming sending campaigns", e))?;
     campaigns.watch();
     mailroom_actors::project::erasure_runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact erasures", e))?;

@@ -84,6 +84,7 @@ impl AppState {
         resolver: Arc<Resolver>,
         campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     ) -> Self {
+        let engine_metrics = registry.metrics().clone();
         AppState {
             registry,
             projects,
@@ -105,7 +106,11 @@ impl AppState {
             templates: std::sync::Arc::new(mailroom_actors::render::TemplateCache::new(
                 settings.templates.limits(),
             )),
-            email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
+            email_verifier: EmailVerifier::new(
+                resolver.clone(),
+                settings.dns.cache_size,
+                engine_metrics,
+            ),
             resolver,
             spf_include: settings.domains.spf_include.clone(),
             campaigns,

@@ -5,7 +5,7 @@
 //! `AsyncSmtpConnection`, keeping idle connections for reuse. TLS (`tls.rs`) is laid
 //! over that same socket, so every mode keeps TCP_NODELAY.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lettre::address::Envelope;
@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 
 use super::messages::Delivery;
 use super::tls::{SmtpSecurity, TlsStream};
-use crate::metrics::RelayFault;
+use crate::metrics::{Metrics, RelayFault};
 
 pub struct SmtpPool {
     host: String,
@@ -28,6 +28,8 @@ pub struct SmtpPool {
     max_idle: usize,
     idle: Mutex<Vec<AsyncSmtpConnection>>,
     hello: ClientId,
+    /// Where relay faults are counted, by class.
+    metrics: Arc<Metrics>,
 }
 
 impl SmtpPool {
@@ -38,6 +40,7 @@ impl SmtpPool {
         credentials: Option<(String, String)>,
         max_idle: usize,
         timeout: Duration,
+        metrics: Arc<Metrics>,
     ) -> Self {
         SmtpPool {
             host,
@@ -48,13 +51,14 @@ impl SmtpPool {
             max_idle: max_idle.max(1),
             idle: Mutex::new(Vec::new()),
             hello: ClientId::Domain("mailroom.localhost".into()),
+            metrics,
         }
     }
 
     /// A connection ready for MAIL FROM; a failure is counted by its class.
     async fn connect(&self) -> Result<AsyncSmtpConnection, Delivery> {
         let fail = |class: RelayFault, e: String| {
-            fault(
+            self.fault(
                 class,
                 Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port)),
             )
@@ -119,7 +123,7 @@ impl SmtpPool {
                 .map_err(|_| fail(RelayFault::Timeout, "SMTP AUTH timed out".into()))?
                 .map_err(|e| {
                     tracing::error!(error = %e, "the relay refused our SMTP login; check smtp.username and smtp.password");
-                    fault(RelayFault::Auth, Delivery::RelayFault(format!("relay authentication failed: {e}")))
+                    self.fault(RelayFault::Auth, Delivery::RelayFault(format!("relay authentication failed: {e}")))
                 })?;
         }
         Ok(conn)
@@ -154,7 +158,7 @@ impl SmtpPool {
             }
             Ok(Err(Stop::Client(why))) => {
                 self.give_back(conn);
-                fault(RelayFault::Other, Delivery::Transient(why))
+                self.fault(RelayFault::Other, Delivery::Transient(why))
             }
             Ok(Err(Stop::Reply(stage, e))) => {
                 let answered = e.is_permanent() || e.is_transient();
@@ -169,12 +173,50 @@ impl SmtpPool {
                     // first command, so nothing of this email went out): one fresh try.
                     return Box::pin(self.send(envelope, bytes)).await;
                 }
-                classify(stage, &e)
+                self.classify(stage, &e)
             }
-            Err(_) => fault(
+            Err(_) => self.fault(
                 RelayFault::Timeout,
                 Delivery::Transient("SMTP transaction timed out".into()),
             ),
+        }
+    }
+
+    /// Counts a fault of `class` and answers `d`.
+    fn fault(&self, class: RelayFault, d: Delivery) -> Delivery {
+        self.metrics.relay_fault(class);
+        d
+    }
+
+    /// What a reply at `stage` means for the email. Every outcome but the recipient's
+    /// own answer (accepted, or refused for good) is counted as a relay fault.
+    fn classify(&self, stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
+        let text = e.to_string();
+        if !e.is_permanent() {
+            return self.fault(
+                refusal_class(e, RelayFault::Other),
+                Delivery::Transient(text),
+            );
+        }
+        let status = enhanced_status(&text);
+        let refused = |d| self.fault(RelayFault::Refused5xx, d);
+        match stage {
+            // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
+            // every refusal to it): that is the relay's verdict on us, not on the address.
+            Stage::RcptTo if status.is_some_and(about_us) => refused(Delivery::RelayFault(
+                format!("the relay refused us at RCPT TO: {text}"),
+            )),
+            Stage::RcptTo => Delivery::Permanent(text),
+            Stage::Message if status.is_some_and(about_recipient) => Delivery::Permanent(text),
+            Stage::Message => refused(Delivery::Failed(format!(
+                "the relay refused this message: {text}"
+            ))),
+            Stage::MailFrom => refused(Delivery::RelayFault(format!(
+                "the relay refused our sender (MAIL FROM): {text}"
+            ))),
+            Stage::Data => refused(Delivery::RelayFault(format!(
+                "the relay refused DATA: {text}"
+            ))),
         }
     }
 }
@@ -234,38 +276,6 @@ async fn transaction(
     Ok(())
 }
 
-/// What a reply at `stage` means for the email. Every outcome but the recipient's
-/// own answer (accepted, or refused for good) is counted as a relay fault.
-fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
-    let text = e.to_string();
-    if !e.is_permanent() {
-        return fault(
-            refusal_class(e, RelayFault::Other),
-            Delivery::Transient(text),
-        );
-    }
-    let status = enhanced_status(&text);
-    let refused = |d| fault(RelayFault::Refused5xx, d);
-    match stage {
-        // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
-        // every refusal to it): that is the relay's verdict on us, not on the address.
-        Stage::RcptTo if status.is_some_and(about_us) => refused(Delivery::RelayFault(format!(
-            "the relay refused us at RCPT TO: {text}"
-        ))),
-        Stage::RcptTo => Delivery::Permanent(text),
-        Stage::Message if status.is_some_and(about_recipient) => Delivery::Permanent(text),
-        Stage::Message => refused(Delivery::Failed(format!(
-            "the relay refused this message: {text}"
-        ))),
-        Stage::MailFrom => refused(Delivery::RelayFault(format!(
-            "the relay refused our sender (MAIL FROM): {text}"
-        ))),
-        Stage::Data => refused(Delivery::RelayFault(format!(
-            "the relay refused DATA: {text}"
-        ))),
-    }
-}
-
 /// A 4xx or 5xx reply by its class; anything else (a broken connection) as `otherwise`.
 fn refusal_class(e: &lettre::transport::smtp::Error, otherwise: RelayFault) -> RelayFault {
     if e.is_transient() {
@@ -275,12 +285,6 @@ fn refusal_class(e: &lettre::transport::smtp::Error, otherwise: RelayFault) -> R
     } else {
         otherwise
     }
-}
-
-/// Counts a fault of `class` and answers `d`.
-fn fault(class: RelayFault, d: Delivery) -> Delivery {
-    class.count();
-    d
 }
 
 /// The enhanced status code (RFC 3463) that opens a reply's text, as in
