@@ -590,7 +590,13 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
             Hit::Click => s.clicked += 1,
         })?;
     }
-    if let Ok(to) = EmailAddress::parse(&e.to) {
+    // The hit is counted whatever the address; an erased contact gets no event.
+    let to = super::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
+        tracing::error!(project = %p, email = %email_id, error = %err,
+            "the hit is counted without its event");
+        None
+    });
+    if let Some(to) = to {
         let name = match hit {
             Hit::Open => "email.open",
             Hit::Click => "email.click",

@@ -529,7 +529,12 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             Some("email.bounce")
         }
     };
-    let to = EmailAddress::parse(&email.to.email).ok();
+    // The outcome is written whatever the address: losing it would send the email again.
+    let to = super::erasure_record::recipient_of(&email.to.email).unwrap_or_else(|e| {
+        tracing::error!(project = %p, email = %email.id, error = %e,
+            "the email's outcome is recorded without its event");
+        None
+    });
     if email.status != EmailStatus::Queued {
         release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
         if let Some(c) = email.campaign_id {
