@@ -25,6 +25,7 @@ pub mod send;
 pub mod templates;
 pub mod track;
 pub mod validate;
+mod value_de;
 pub mod verify;
 pub mod wire;
 pub mod workflows;
