@@ -64,6 +64,7 @@ pub struct Executors {
     /// Executions whose step panicked, and how often in a row: each panic holds the
     /// execution back longer before it runs again.
     panics: Mutex<HashMap<(ProjectId, ExecutionId), u32>>,
+    /// The pool's actors, held so that their supervisors may restart them.
     workers: std::sync::OnceLock<Vec<actix::Addr<Worker>>>,
 }
 
