@@ -50,6 +50,9 @@ pub struct Application {
     drain: Arc<Drain>,
     /// How long the stop may take, requests and drain together.
     shutdown_timeout: Duration,
+    /// Held while serving: a supervisor restarts its actor only while an address of it
+    /// lives.
+    _supervised: (actix::Addr<Dispatcher>, actix::Addr<Scheduler>),
 }
 
 impl Application {
@@ -102,7 +105,7 @@ impl Application {
             settings.tracking.enabled,
             settings.links.unsubscribe_valid_days,
         ));
-        start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
+        let dispatcher = start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
         let resolver = Resolver::new(&DnsConfig {
             nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)
                 .map_err(|e| Failure::caused("the DNS settings", e))?,
@@ -121,7 +124,7 @@ impl Application {
             ),
             settings.workflows.executor(),
         );
-        let campaigns = start_campaigns(
+        let (campaigns, scheduler) = start_campaigns(
             &settings,
             store.clone(),
             clock.clone(),
@@ -206,6 +209,7 @@ impl Application {
             public_url_check,
             drain,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_seconds),
+            _supervised: (dispatcher, scheduler),
         })
     }
 
@@ -332,7 +336,7 @@ fn start_delivery(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: Registry,
-) -> Result<(), Failure> {
+) -> Result<actix::Addr<Dispatcher>, Failure> {
     use crate::config::MailTransport;
     let transport = match settings.mail.transport {
         MailTransport::File => TransportConfig::File {
@@ -354,9 +358,9 @@ fn start_delivery(
     mailroom_actors::mailer::mime::warm_up();
     let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
         .map(|_| {
-            let t = transport.clone();
+            let (t, metrics) = (transport.clone(), registry.metrics().clone());
             Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                MailerActor::new(t.clone())
+                MailerActor::new(t.clone(), metrics.clone())
             })
         })
         .collect();
@@ -381,17 +385,19 @@ fn start_delivery(
         retry_base_ms: settings.sending.retry_base_ms,
         max_in_flight: settings.sending.max_in_flight.max(1),
     };
-    Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-        Dispatcher::new(
-            store.clone(),
-            clock.clone(),
-            registry.clone(),
-            mailers.clone(),
-            dkim.clone(),
-            config,
-        )
-    });
-    Ok(())
+    Ok(Supervisor::start_in_arbiter(
+        &Arbiter::new().handle(),
+        move |_| {
+            Dispatcher::new(
+                store.clone(),
+                clock.clone(),
+                registry.clone(),
+                mailers.clone(),
+                dkim.clone(),
+                config,
+            )
+        },
+    ))
 }
 
 /// The campaign runners (resuming every campaign that was sending) and the Scheduler
@@ -402,11 +408,9 @@ fn start_campaigns(
     clock: Arc<dyn Clock>,
     registry: Registry,
     executors: Arc<Executors>,
-) -> Result<Arc<Campaigns>, Failure> {
+) -> Result<(Arc<Campaigns>, actix::Addr<Scheduler>), Failure> {
+    // Each runner resumes its share of the SENDING campaigns as it starts.
     let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
-    campaigns
-        .resume()
-        .map_err(|e| Failure::caused("resuming sending campaigns", e))?;
     campaigns.watch();
     mailroom_actors::project::erasure_runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact erasures", e))?;
@@ -423,10 +427,10 @@ fn start_campaigns(
         })
     });
     let timers = registry.timers().clone();
-    Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
+    let scheduler = Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
         Scheduler::new(timers.clone(), store.clone(), clock.clone(), fire.clone())
     });
-    Ok(campaigns)
+    Ok((campaigns, scheduler))
 }
 
 /// `mailroom serve`: applies the CLI flags (the last layer), then runs to completion.

@@ -328,6 +328,7 @@ pub struct Campaigns {
     pub batch_size: usize,
     pub queue_ahead: u64,
     pub progress_log_seconds: u64,
+    pub runners: usize,
 }
 
 impl Campaigns {
@@ -336,6 +337,7 @@ impl Campaigns {
             batch_size: self.batch_size.clamp(1, 10_000),
             queue_ahead: self.queue_ahead.max(1),
             progress_every: std::time::Duration::from_secs(self.progress_log_seconds.max(1)),
+            runners: self.runners.clamp(1, 64),
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod dns;
 pub mod domain;
 pub mod error;
+pub mod faults;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;

@@ -1,6 +1,7 @@
-//! What the engine counts for the operator: process-wide counters that the edge reads
-//! into `/metrics`. Globals, because what counts (the SMTP pool, the verifier's
-//! cache, a project's write) has no registry at hand, and a counter is one atomic add.
+//! What the engine counts for the operator, read by the edge into `/metrics`. One
+//! `Metrics` per engine: the Registry makes it and hands an `Arc` of it to whoever
+//! counts (the project actors' writes, the mailers, the verifier, the purge), so two
+//! engines in one process count their own work only.
 //!
 //! Each label takes a small fixed set of values (the enums here), never an id, so a
 //! tenant cannot grow the series.
@@ -27,24 +28,55 @@ impl Counter {
     }
 }
 
-/// Emails written to the outbox (a send, a campaign's batch, a workflow step).
-pub static EMAILS_QUEUED: Counter = Counter::new();
-/// Emails the relay accepted.
-pub static EMAILS_SENT: Counter = Counter::new();
-/// Emails given up (past the attempts, or refused for their content).
-pub static EMAILS_FAILED: Counter = Counter::new();
-/// Emails the recipient's side refused for good.
-pub static EMAILS_BOUNCED: Counter = Counter::new();
-/// Emails a campaign's cancel took out of the outbox.
-pub static EMAILS_CANCELLED: Counter = Counter::new();
-/// Batches the store applied: one per write message (a send, a bounce, a track), so
-/// a rate of this against requests shows a write that takes more than one.
-pub static STORE_BATCHES: Counter = Counter::new();
-/// Emails rendered for a send, a campaign or a workflow (a replay renders none).
-pub static EMAILS_RENDERED: Counter = Counter::new();
-/// Address verifications answered from the DNS cache, and those that asked DNS.
-pub static DNS_CACHE_HITS: Counter = Counter::new();
-pub static DNS_CACHE_MISSES: Counter = Counter::new();
+/// The engine's counters, from zero when it starts.
+#[derive(Default)]
+pub struct Metrics {
+    /// Emails written to the outbox (a send, a campaign's batch, a workflow step).
+    pub emails_queued: Counter,
+    /// Emails the relay accepted.
+    pub emails_sent: Counter,
+    /// Emails given up (past the attempts, or refused for their content).
+    pub emails_failed: Counter,
+    /// Emails the recipient's side refused for good.
+    pub emails_bounced: Counter,
+    /// Emails a campaign's cancel took out of the outbox.
+    pub emails_cancelled: Counter,
+    /// Emails rendered for a send, a campaign or a workflow (a replay renders none).
+    pub emails_rendered: Counter,
+    /// Address verifications answered from the DNS cache, and those that asked DNS.
+    pub dns_cache_hits: Counter,
+    pub dns_cache_misses: Counter,
+    relay_faults: [Counter; 7],
+    executions: [Counter; 5],
+    retention_removed: [Counter; 7],
+}
+
+impl Metrics {
+    pub fn relay_fault(&self, class: RelayFault) {
+        self.relay_faults[class as usize].add(1);
+    }
+
+    pub fn relay_faults(&self, class: RelayFault) -> u64 {
+        self.relay_faults[class as usize].get()
+    }
+
+    pub fn execution(&self, m: ExecutionMove) {
+        self.executions[m.slot()].add(1);
+    }
+
+    pub fn executions(&self, m: ExecutionMove) -> u64 {
+        self.executions[m.slot()].get()
+    }
+
+    /// Records of `kind` the retention purge removed.
+    pub fn removed(&self, kind: crate::retention::Kind, n: u64) {
+        self.retention_removed[kind as usize].add(n);
+    }
+
+    pub fn removed_total(&self, kind: crate::retention::Kind) -> u64 {
+        self.retention_removed[kind as usize].get()
+    }
+}
 
 /// Why an attempt to hand an email to the relay did not end in the recipient's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,17 +119,7 @@ impl RelayFault {
             RelayFault::Other => "other",
         }
     }
-
-    pub fn count(self) {
-        RELAY_FAULTS[self as usize].add(1);
-    }
-
-    pub fn total(self) -> u64 {
-        RELAY_FAULTS[self as usize].get()
-    }
 }
-
-static RELAY_FAULTS: [Counter; 7] = [const { Counter::new() }; 7];
 
 /// What happened to workflow executions: `Started`, or the final status they reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,14 +152,4 @@ impl ExecutionMove {
     fn slot(self) -> usize {
         Self::ALL.iter().position(|m| *m == self).unwrap_or(0)
     }
-
-    pub fn count(self) {
-        EXECUTIONS[self.slot()].add(1);
-    }
-
-    pub fn total(self) -> u64 {
-        EXECUTIONS[self.slot()].get()
-    }
 }
-
-static EXECUTIONS: [Counter; 5] = [const { Counter::new() }; 5];

@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::validate::json_type;
+use super::value_de::{DeError, JsonType, ValueDe};
 use super::AppState;
 use mailroom_actors::near_miss;
 
@@ -116,7 +117,7 @@ pub fn parse<T: DeserializeOwned + ToSchema>(buf: &[u8]) -> Result<T, ApiError> 
             let (errors, _) = every_error::<T>(body);
             // What only the bytes show (a duplicate key) does not fail again as a Value.
             let mut errors = if errors.is_empty() {
-                vec![field_error(e.path(), e.inner())]
+                vec![bytes_error(e.path(), e.inner())]
             } else {
                 errors
             };
@@ -257,7 +258,7 @@ fn every_error<T: DeserializeOwned + ToSchema>(mut body: Value) -> (Vec<FieldErr
         errors
     };
     loop {
-        let e = match serde_path_to_error::deserialize::<_, T>(&body) {
+        let e = match serde_path_to_error::deserialize::<_, T>(ValueDe(&body)) {
             Ok(rest) => return (in_order(errors), Some(rest)),
             Err(e) => e,
         };
@@ -346,47 +347,44 @@ fn dotted(path: &serde_path_to_error::Path) -> Vec<String> {
         .collect()
 }
 
-/// Turns serde's words into zod's: `Required`, `Expected string, received number`, or the
+/// A field error in zod's words: `Required`, `Expected string, received number`, or the
 /// code and message a wire type raised.
-fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> FieldError {
+fn field_error(path: &serde_path_to_error::Path, e: &DeError) -> FieldError {
     let mut parts = dotted(path);
-    let text = e.to_string();
-    // serde_json appends the position; the field path says more.
-    let text = text
-        .rfind(" at line ")
-        .map_or(text.as_str(), |at| &text[..at]);
-    let (code, message) = if let Some(rest) = text.strip_prefix("missing field `") {
-        parts.push(rest.trim_end_matches('`').to_owned());
-        (FieldCode::InvalidType, REQUIRED.to_owned())
-    } else if let Some(rest) = text.strip_prefix("invalid type: ") {
-        let (got, expected) = rest
-            .split_once(", expected ")
-            .unwrap_or((rest, "another type"));
-        let got = json_word(got);
+    let (code, message) = match e {
+        DeError::Missing(field) => {
+            parts.push((*field).to_owned());
+            (FieldCode::InvalidType, REQUIRED.to_owned())
+        }
         // As before typed parsing: null stands for a missing value.
-        let message = if got == "null" {
-            REQUIRED.to_owned()
-        } else {
-            format!("Expected {}, received {got}", expected_word(expected))
-        };
-        (FieldCode::InvalidType, message)
-    } else if let Some(rest) = text.strip_prefix("unknown variant ") {
-        // `x`, expected one of `A`, `B`: the value is the client's, so it is cut short.
-        let (_, allowed) = rest.split_once(", expected ").unwrap_or(("", rest));
-        let allowed = allowed.trim_start_matches("one of ").replace('`', "'");
-        (
-            FieldCode::InvalidEnumValue,
-            format!("Expected {}", allowed.replace(", ", " | ")),
-        )
-    } else if let Some((code, message)) = text
-        .split_once(FIELD_CODE_SEPARATOR)
-        .and_then(|(c, m)| Some((FieldCode::parse(c)?, m)))
-    {
-        (code, message.to_owned())
-    } else if text.starts_with("invalid value") || text.starts_with("invalid length") {
-        (FieldCode::InvalidType, text.to_owned())
-    } else {
-        (FieldCode::Custom, text.to_owned())
+        DeError::WrongType {
+            got: JsonType::Null,
+            ..
+        } => (FieldCode::InvalidType, REQUIRED.to_owned()),
+        DeError::WrongType { got, expected } => (
+            FieldCode::InvalidType,
+            format!(
+                "Expected {}, received {}",
+                expected_word(expected),
+                got.word()
+            ),
+        ),
+        DeError::UnknownVariant { allowed } => {
+            let allowed: Vec<String> = allowed.iter().map(|v| format!("'{v}'")).collect();
+            (
+                FieldCode::InvalidEnumValue,
+                format!("Expected {}", allowed.join(" | ")),
+            )
+        }
+        DeError::InvalidValue(text) => (FieldCode::InvalidType, text.clone()),
+        // A wire type's own error says its code first (`field_de_error`).
+        DeError::Custom(text) => match text
+            .split_once(FIELD_CODE_SEPARATOR)
+            .and_then(|(c, m)| Some((FieldCode::parse(c)?, m)))
+        {
+            Some((code, message)) => (code, message.to_owned()),
+            None => (FieldCode::Custom, text.clone()),
+        },
     };
     let field = if parts.is_empty() {
         "body".to_owned()
@@ -396,7 +394,24 @@ fn field_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> Field
     FieldError::new(field, code, message)
 }
 
-/// What serde expected, in JSON's words (`a string` is `string`, `u64` a `number`).
+/// What only the bytes show (a duplicate key): serde_json's words, without the position
+/// (the field path says more).
+fn bytes_error(path: &serde_path_to_error::Path, e: &serde_json::Error) -> FieldError {
+    let text = e.to_string();
+    let text = text
+        .rfind(" at line ")
+        .map_or(text.as_str(), |at| &text[..at]);
+    let parts = dotted(path);
+    let field = if parts.is_empty() {
+        "body".to_owned()
+    } else {
+        parts.join(".")
+    };
+    FieldError::new(field, FieldCode::Custom, text)
+}
+
+/// What the visitor expected (its `expecting`, the one part serde gives only in words),
+/// in JSON's words: `a string` is `string`, `u64` a `number`.
 fn expected_word(expected: &str) -> &str {
     let e = expected.trim_start_matches("a ").trim_start_matches("an ");
     match e.split([' ', '`']).next().unwrap_or("") {
@@ -406,18 +421,5 @@ fn expected_word(expected: &str) -> &str {
         "sequence" | "array" => "array",
         "map" | "struct" | "object" => "object",
         _ => e,
-    }
-}
-
-/// serde's name for what it found, in JSON's words.
-fn json_word(got: &str) -> &'static str {
-    match got.split([' ', '`']).next().unwrap_or("") {
-        "integer" | "floating" => "number",
-        "string" => "string",
-        "boolean" => "boolean",
-        "null" | "unit" => "null",
-        "sequence" => "array",
-        "map" => "object",
-        _ => "another type",
     }
 }

@@ -22,7 +22,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
 use mailroom_actors::mailer::outbox;
-use mailroom_actors::metrics::{self as engine, Counter, ExecutionMove, RelayFault};
+use mailroom_actors::metrics::{ExecutionMove, Metrics as Engine, RelayFault};
 use mailroom_actors::retention::Kind as RetentionKind;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
@@ -37,7 +37,7 @@ pub struct Metrics {
     latency: HistogramVec,
     mailbox: IntGaugeVec,
     /// Counters the engine keeps, each caught up with its engine count on render.
-    counted: Vec<(IntCounter, &'static Counter)>,
+    counted: Vec<(IntCounter, Count)>,
     relay_faults: IntCounterVec,
     executions: IntCounterVec,
     retention_removed: IntCounterVec,
@@ -50,6 +50,9 @@ pub struct Metrics {
     /// store was last scanned.
     rendering: Mutex<Option<Instant>>,
 }
+
+/// Reads one of the engine's counts.
+type Count = fn(&AppState) -> u64;
 
 fn counter(name: &str, help: &str) -> IntCounter {
     IntCounter::new(name, help).expect("valid metric")
@@ -94,66 +97,66 @@ impl Metrics {
             &["actor", "stat"],
         )
         .expect("valid metric");
-        let counted = vec![
+        let counted: Vec<(IntCounter, Count)> = vec![
             (
                 counter(
                     "mailroom_emails_queued_total",
                     "Emails written to the outbox",
                 ),
-                &engine::EMAILS_QUEUED,
+                |s| s.registry.metrics().emails_queued.get(),
             ),
             (
                 counter("mailroom_emails_sent_total", "Emails the relay accepted"),
-                &engine::EMAILS_SENT,
+                |s| s.registry.metrics().emails_sent.get(),
             ),
             (
                 counter(
                     "mailroom_emails_failed_total",
                     "Emails given up (past sending.max_attempts, or refused for their content)",
                 ),
-                &engine::EMAILS_FAILED,
+                |s| s.registry.metrics().emails_failed.get(),
             ),
             (
                 counter(
                     "mailroom_emails_bounced_total",
                     "Emails the recipient's side refused for good",
                 ),
-                &engine::EMAILS_BOUNCED,
+                |s| s.registry.metrics().emails_bounced.get(),
             ),
             (
                 counter(
                     "mailroom_emails_cancelled_total",
                     "Emails a campaign's cancel took out of the outbox",
                 ),
-                &engine::EMAILS_CANCELLED,
+                |s| s.registry.metrics().emails_cancelled.get(),
             ),
             (
                 counter(
                     "mailroom_store_batches_total",
                     "Atomic batches the store applied (one per write: a send, a bounce, an unsubscribe)",
                 ),
-                &engine::STORE_BATCHES,
+                |s| s.store.batches_applied(),
             ),
             (
                 counter(
                     "mailroom_emails_rendered_total",
                     "Emails rendered for a send, a campaign or a workflow step",
                 ),
-                &engine::EMAILS_RENDERED,
+                |s| s.registry.metrics().emails_rendered.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_hits_total",
                     "Address verifications answered from the DNS cache",
                 ),
-                &engine::DNS_CACHE_HITS,
+                |s| s.registry.metrics().dns_cache_hits.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_misses_total",
                     "Address verifications that asked DNS",
                 ),
-                &engine::DNS_CACHE_MISSES,
+                |s| s.registry.metrics().dns_cache_misses.get(),
             ),
         ];
         let relay_faults = IntCounterVec::new(
@@ -251,22 +254,26 @@ impl Metrics {
                 .set(value as i64);
         }
         let mut scanned = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
-        for (c, engine_total) in &self.counted {
-            catch_up(c, engine_total.get());
+        for (c, count) in &self.counted {
+            catch_up(c, count(state));
         }
+        let engine: &Engine = state.registry.metrics();
         for f in RelayFault::ALL {
             catch_up(
                 &self.relay_faults.with_label_values(&[f.as_str()]),
-                f.total(),
+                engine.relay_faults(f),
             );
         }
         for m in ExecutionMove::ALL {
-            catch_up(&self.executions.with_label_values(&[m.as_str()]), m.total());
+            catch_up(
+                &self.executions.with_label_values(&[m.as_str()]),
+                engine.executions(m),
+            );
         }
         for k in RetentionKind::ALL {
             catch_up(
                 &self.retention_removed.with_label_values(&[k.as_str()]),
-                k.total(),
+                engine.removed_total(k),
             );
         }
         self.timers_pending

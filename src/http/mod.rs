@@ -25,6 +25,7 @@ pub mod send;
 pub mod templates;
 pub mod track;
 pub mod validate;
+mod value_de;
 pub mod verify;
 pub mod wire;
 pub mod workflows;
@@ -84,6 +85,7 @@ impl AppState {
         resolver: Arc<Resolver>,
         campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     ) -> Self {
+        let engine_metrics = registry.metrics().clone();
         AppState {
             registry,
             projects,
@@ -105,7 +107,11 @@ impl AppState {
             templates: std::sync::Arc::new(mailroom_actors::render::TemplateCache::new(
                 settings.templates.limits(),
             )),
-            email_verifier: EmailVerifier::new(resolver.clone(), settings.dns.cache_size),
+            email_verifier: EmailVerifier::new(
+                resolver.clone(),
+                settings.dns.cache_size,
+                engine_metrics,
+            ),
             resolver,
             spf_include: settings.domains.spf_include.clone(),
             campaigns,

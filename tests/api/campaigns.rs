@@ -1234,3 +1234,39 @@ fn an_email_in_an_attempt_when_its_campaign_is_cancelled_is_not_retried_after() 
         "nothing of the cancelled campaign"
     );
 }
+
+/// The fault hook (debug builds only) panics the campaign's runner once, right after
+/// its first batch was queued: the supervisor restarts the runner, which resumes the
+/// campaign from its stored cursor, so every recipient gets one email.
+#[test]
+fn a_campaign_whose_runner_panicked_after_a_batch_reaches_every_recipient_exactly_once() {
+    let (_dns, smtp, app, p) = rig(&[
+        ("MAILROOM_FAULT_PANIC_ONCE", "campaign_batch"),
+        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "4"),
+    ]);
+    let mut audience = emails("r", 10);
+    contacts(&app, &p, &audience, true);
+    let cid = id(&create(&app, &p, json!({})));
+    let (_, s) = send_and_settle(&app, &p, &smtp, &cid, 10);
+    assert!(
+        app.log().contains("injected fault at campaign_batch"),
+        "the runner panicked after its first batch"
+    );
+    assert_eq!(
+        (count(&s, "totalRecipients"), count(&s, "sent")),
+        (10, 10),
+        "{s}"
+    );
+    control(&app, &p, &smtp, "control@example.com");
+    let copies = tally(&smtp.received());
+    audience.push("control@example.com".into());
+    audience.sort();
+    assert!(
+        copies.keys().eq(audience.iter()),
+        "the audience and the control address: {copies:?}"
+    );
+    assert!(
+        copies.values().all(|&n| n == 1),
+        "one email each: {copies:?}"
+    );
+}

@@ -1736,3 +1736,38 @@ fn a_webhook_to_a_closed_port_fails_saying_could_not_connect_without_the_address
     assert_eq!(hook_entry["error"], "could not connect", "{failed}");
     assert!(hook_entry["statusCode"].is_null(), "{failed}");
 }
+
+/// The fault hook (debug builds only) panics the executor once, after the SEND_EMAIL
+/// step queued its email and before the step's end was written: the supervisor restarts
+/// the executor, the step runs again, and its idempotency key keeps it to one email.
+#[test]
+fn an_execution_whose_executor_panicked_after_its_send_completes_with_one_email() {
+    let (_dns, smtp, app, p) = rig(&[("MAILROOM_FAULT_PANIC_ONCE", "workflow_step")]);
+    let hello = template(&app, &p, "Hello", "Hello once");
+    let wid = enabled_workflow(
+        &app,
+        &p,
+        "Once",
+        "signup",
+        false,
+        json!([send_step("send", &hello, json!(null))]),
+    );
+    let ada = track(&app, &p, "ada@example.com", "signup");
+    let done = execution_when(&app, &p, &wid, &ada, "COMPLETED");
+    assert!(
+        app.log().contains("injected fault at workflow_step"),
+        "the executor panicked in the step"
+    );
+    assert_eq!(
+        trail(&done),
+        tuples(&[("send", "SEND_EMAIL", "COMPLETED")]),
+        "{done}"
+    );
+    wait_mail(&smtp, "ada@example.com", "Hello once");
+    control(&app, &p, &smtp, "control@example.com");
+    assert_eq!(
+        mails(&smtp, "ada@example.com", "Hello once"),
+        1,
+        "exactly one copy"
+    );
+}

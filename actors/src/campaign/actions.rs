@@ -124,10 +124,7 @@ pub async fn send(
         )
         .await?;
     Ok(match started {
-        Started::Scheduled(c, timer) => {
-            registry.timers().arm(timer);
-            c
-        }
+        Started::Scheduled(c) => c,
         Started::Sending(c) => {
             runner.start(p, id);
             c

@@ -5,14 +5,21 @@
 //! campaign's emails wait in the outbox, so the outbox stays small and a cancel has
 //! something to drop.
 //!
-//! Start-up resumes every campaign that was SENDING (`resume`), from its durable
-//! cursor; a scheduled one starts when its timer fires (`fire`). A clean stop parks a
+//! The runners are a pool of supervised actors (`campaigns.runners`); each campaign
+//! goes to one of them by its id. A runner resumes every campaign of its own that was
+//! SENDING when it starts (at start-up, and after a panic restarted it), from its
+//! durable cursor; a scheduled one starts when its timer fires (`fire`). A clean stop parks a
 //! runner between two batches (see `shutdown`): its cursor is durable there.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use actix::{
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, Message, Supervised,
+    Supervisor, WrapFuture,
+};
 use serde_json::Map;
 
 use super::audience;
@@ -35,6 +42,8 @@ pub struct RunnerConfig {
     pub queue_ahead: u64,
     /// How often a sending campaign logs its progress.
     pub progress_every: Duration,
+    /// Supervised runner actors; each runs the campaigns that hash to it.
+    pub runners: usize,
 }
 
 impl Default for RunnerConfig {
@@ -43,6 +52,7 @@ impl Default for RunnerConfig {
             batch_size: 500,
             queue_ahead: 5_000,
             progress_every: Duration::from_secs(5),
+            runners: 2,
         }
     }
 }
@@ -60,25 +70,165 @@ const PAUSE: Duration = Duration::from_millis(250);
 /// How often a campaign that has queued everyone looks at its stats (to log them; its
 /// end comes with its last email's outcome, not from this look).
 const DRAIN_POLL: Duration = Duration::from_secs(1);
+/// The longest a runner that panicked waits before it resumes its campaigns.
+const PANIC_BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// One campaign runner: a supervised actor that runs the SENDING campaigns that hash to
+/// it, each as a future of its own. A campaign whose run panics stops the actor; its
+/// supervisor restarts it, and the restarted runner resumes every campaign of its own
+/// from the store (their cursors are durable at each batch), after a backoff that
+/// doubles with each panic in a row.
+struct Runner {
+    campaigns: Arc<Campaigns>,
+    index: usize,
+    running: HashSet<CampaignId>,
+    /// Panics since a campaign last ran to its end.
+    panics: u32,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Run {
+    p: ProjectId,
+    id: CampaignId,
+}
+
+/// Start whatever SENDING campaign of this runner's is not running.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Resume;
+
+impl Actor for Runner {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let wait = match self.panics {
+            0 => Duration::ZERO,
+            n => (Duration::from_secs(1) * 2u32.saturating_pow(n - 1)).min(PANIC_BACKOFF_MAX),
+        };
+        ctx.run_later(wait, |act, ctx| act.resume(ctx));
+    }
+}
+
+impl Supervised for Runner {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!(
+            runner = self.index,
+            campaigns = self.running.len(),
+            "a campaign runner restarts after a panic; its campaigns resume from the store"
+        );
+        // Restarting dropped the campaigns' futures.
+        self.running.clear();
+    }
+}
+
+impl Runner {
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        match self.campaigns.sending_of(self.index) {
+            Ok(found) => {
+                for (p, id) in found {
+                    if self.begin(p, id, ctx) {
+                        self.campaigns.log_resume(p, id);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "looking for sending campaigns"),
+        }
+    }
+
+    /// Runs a campaign unless it runs already; answers whether it started it.
+    fn begin(&mut self, p: ProjectId, id: CampaignId, ctx: &mut Context<Self>) -> bool {
+        if !self.running.insert(id) {
+            return false;
+        }
+        let me = self.campaigns.clone();
+        let run = async move {
+            let run = std::panic::AssertUnwindSafe(me.run(p, id));
+            futures_util::FutureExt::catch_unwind(run).await.is_ok()
+        };
+        ctx.spawn(run.into_actor(self).map(move |ended, act, ctx| {
+            if ended {
+                act.running.remove(&id);
+                act.panics = 0;
+            } else {
+                tracing::error!(project = %p, campaign = %id, "a campaign runner panicked; it restarts");
+                act.panics = act.panics.saturating_add(1);
+                ctx.stop();
+            }
+        }));
+        true
+    }
+}
+
+impl Handler<Run> for Runner {
+    type Result = ();
+
+    fn handle(&mut self, msg: Run, ctx: &mut Self::Context) {
+        self.begin(msg.p, msg.id, ctx);
+    }
+}
+
+impl Handler<Resume> for Runner {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Resume, ctx: &mut Self::Context) {
+        self.resume(ctx);
+    }
+}
 
 pub struct Campaigns {
     registry: Registry,
     config: RunnerConfig,
-    running: Mutex<HashSet<CampaignId>>,
+    /// The runner actors; a campaign always goes to the same one (`runner_of`). Held
+    /// here also because a supervisor restarts its actor only while an address lives.
+    runners: OnceLock<Vec<Addr<Runner>>>,
 }
 
 impl Campaigns {
+    /// Starts `config.runners` supervised runners, each resuming the SENDING campaigns
+    /// that are its own from the store. Must be called inside a running actix System.
     pub fn new(registry: Registry, config: RunnerConfig) -> Arc<Self> {
-        Arc::new(Campaigns {
+        let me = Arc::new(Campaigns {
             registry,
             config,
-            running: Mutex::new(HashSet::new()),
-        })
+            runners: OnceLock::new(),
+        });
+        let runners = (0..config.runners.max(1))
+            .map(|index| {
+                let campaigns = me.clone();
+                Supervisor::start(move |_| Runner {
+                    campaigns,
+                    index,
+                    running: HashSet::new(),
+                    panics: 0,
+                })
+            })
+            .collect();
+        let _ = me.runners.set(runners);
+        me
     }
 
-    /// Starts a runner for every campaign that was SENDING; answers how many.
-    pub fn resume(self: &Arc<Self>) -> Result<usize> {
-        let mut n = 0;
+    fn runners(&self) -> &[Addr<Runner>] {
+        self.runners.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// The runner that runs campaign `id`.
+    fn runner_of(&self, id: CampaignId) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        id.hash(&mut h);
+        (h.finish() as usize) % self.config.runners.max(1)
+    }
+
+    /// Asks every runner to start any SENDING campaign of its own it does not run.
+    pub fn resume(&self) {
+        for r in self.runners() {
+            r.do_send(Resume);
+        }
+    }
+
+    /// The SENDING campaigns of runner `index`, from the store.
+    fn sending_of(&self, index: usize) -> Result<Vec<(ProjectId, CampaignId)>> {
+        let mut out = Vec::new();
         for kv in self
             .registry
             .store()
@@ -86,16 +236,12 @@ impl Campaigns {
         {
             let (k, _) = kv?;
             if let Some((p, id)) = keys::parse_sending_campaign(&k) {
-                if self.start(p, id) {
-                    self.log_resume(p, id);
-                    n += 1;
+                if self.runner_of(id) == index {
+                    out.push((p, id));
                 }
             }
         }
-        if n > 0 {
-            tracing::info!(campaigns = n, "resuming sending campaigns");
-        }
-        Ok(n)
+        Ok(out)
     }
 
     /// Where a campaign picks up after a restart (or after its runner was lost).
@@ -127,22 +273,12 @@ impl Campaigns {
         Ok(n)
     }
 
-    /// Runs a SENDING campaign until it is SENT or stopped (once: a second call while
-    /// it runs does nothing, and answers false).
-    pub fn start(self: &Arc<Self>, p: ProjectId, id: CampaignId) -> bool {
-        if !self.running().insert(id) {
-            return false;
+    /// Runs a SENDING campaign until it is SENT or stopped, on its runner (once: a
+    /// second call while it runs does nothing).
+    pub fn start(&self, p: ProjectId, id: CampaignId) {
+        if let Some(r) = self.runners().get(self.runner_of(id)) {
+            r.do_send(Run { p, id });
         }
-        let me = self.clone();
-        actix::spawn(async move {
-            me.run(p, id).await;
-            me.running().remove(&id);
-        });
-        true
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashSet<CampaignId>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A scheduled campaign's timer fell due.
@@ -206,9 +342,7 @@ impl Campaigns {
         actix::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(60)).await;
-                if let Err(e) = me.resume() {
-                    tracing::warn!(error = %e, "looking for sending campaigns");
-                }
+                me.resume();
             }
         });
     }
@@ -279,6 +413,7 @@ impl Campaigns {
                 )
                 .await?;
             registry.outbox_signal().notify_one();
+            registry.faults().hit(crate::faults::Point::CampaignBatch);
             match after {
                 Some(next) => c = next,
                 // Cancelled, or another runner queued it: reread.
@@ -378,6 +513,7 @@ impl Campaigns {
         let store = self.registry.store().clone();
         let table = self.registry.contacts(p);
         let (content, marketing) = (content.clone(), marketing.clone());
+        let metrics = self.registry.metrics().clone();
         self.registry
             .renders()
             .run(move || {
@@ -408,7 +544,7 @@ impl Campaigns {
                     };
                     let one = sending::plan(&content, &Map::new(), vec![r], Some(&marketing))
                         .and_then(|(jobs, _)| {
-                            sending::render(&content, jobs, Some(&marketing), false)
+                            sending::render(&metrics, &content, jobs, Some(&marketing), false)
                         });
                     match one {
                         Ok(rendered) => {

@@ -41,14 +41,16 @@ pub struct MailerActor {
     config: TransportConfig,
     transport: Option<Arc<Transport>>,
     signers: mime::Signers,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl MailerActor {
-    pub fn new(config: TransportConfig) -> Self {
+    pub fn new(config: TransportConfig, metrics: Arc<crate::metrics::Metrics>) -> Self {
         MailerActor {
             config,
             transport: None,
             signers: mime::Signers::default(),
+            metrics,
         }
     }
 
@@ -68,6 +70,7 @@ impl MailerActor {
                 credentials.clone(),
                 *pool_size,
                 *timeout,
+                self.metrics.clone(),
             ))),
             TransportConfig::File { dir } => Transport::File(dir.clone()),
         }));

@@ -5,7 +5,7 @@
 //! `AsyncSmtpConnection`, keeping idle connections for reuse. TLS (`tls.rs`) is laid
 //! over that same socket, so every mode keeps TCP_NODELAY.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lettre::address::Envelope;
@@ -13,11 +13,12 @@ use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, AsyncTokioStream};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use lettre::transport::smtp::response::{Code, Severity};
 use tokio::net::TcpStream;
 
 use super::messages::Delivery;
 use super::tls::{SmtpSecurity, TlsStream};
-use crate::metrics::RelayFault;
+use crate::metrics::{Metrics, RelayFault};
 
 pub struct SmtpPool {
     host: String,
@@ -28,6 +29,8 @@ pub struct SmtpPool {
     max_idle: usize,
     idle: Mutex<Vec<AsyncSmtpConnection>>,
     hello: ClientId,
+    /// Where relay faults are counted, by class.
+    metrics: Arc<Metrics>,
 }
 
 impl SmtpPool {
@@ -38,6 +41,7 @@ impl SmtpPool {
         credentials: Option<(String, String)>,
         max_idle: usize,
         timeout: Duration,
+        metrics: Arc<Metrics>,
     ) -> Self {
         SmtpPool {
             host,
@@ -48,13 +52,14 @@ impl SmtpPool {
             max_idle: max_idle.max(1),
             idle: Mutex::new(Vec::new()),
             hello: ClientId::Domain("mailroom.localhost".into()),
+            metrics,
         }
     }
 
     /// A connection ready for MAIL FROM; a failure is counted by its class.
     async fn connect(&self) -> Result<AsyncSmtpConnection, Delivery> {
         let fail = |class: RelayFault, e: String| {
-            fault(
+            self.fault(
                 class,
                 Delivery::Transient(format!("connecting to {}:{}: {e}", self.host, self.port)),
             )
@@ -119,7 +124,7 @@ impl SmtpPool {
                 .map_err(|_| fail(RelayFault::Timeout, "SMTP AUTH timed out".into()))?
                 .map_err(|e| {
                     tracing::error!(error = %e, "the relay refused our SMTP login; check smtp.username and smtp.password");
-                    fault(RelayFault::Auth, Delivery::RelayFault(format!("relay authentication failed: {e}")))
+                    self.fault(RelayFault::Auth, Delivery::RelayFault(format!("relay authentication failed: {e}")))
                 })?;
         }
         Ok(conn)
@@ -154,7 +159,7 @@ impl SmtpPool {
             }
             Ok(Err(Stop::Client(why))) => {
                 self.give_back(conn);
-                fault(RelayFault::Other, Delivery::Transient(why))
+                self.fault(RelayFault::Other, Delivery::Transient(why))
             }
             Ok(Err(Stop::Reply(stage, e))) => {
                 let answered = e.is_permanent() || e.is_transient();
@@ -169,13 +174,126 @@ impl SmtpPool {
                     // first command, so nothing of this email went out): one fresh try.
                     return Box::pin(self.send(envelope, bytes)).await;
                 }
-                classify(stage, &e)
+                self.classify(stage, &e)
             }
-            Err(_) => fault(
+            Err(_) => self.fault(
                 RelayFault::Timeout,
                 Delivery::Transient("SMTP transaction timed out".into()),
             ),
         }
+    }
+
+    /// Counts a fault of `class` and answers `d`.
+    fn fault(&self, class: RelayFault, d: Delivery) -> Delivery {
+        self.metrics.relay_fault(class);
+        d
+    }
+
+    /// What a reply at `stage` means for the email. Every outcome but the recipient's
+    /// own answer (accepted, or refused for good) is counted as a relay fault.
+    fn classify(&self, stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
+        let Some(r) = Refusal::of(e) else {
+            // No reply: the connection broke, or the reply did not parse.
+            return self.fault(RelayFault::Other, Delivery::Transient(e.to_string()));
+        };
+        if !r.is_permanent() {
+            return self.fault(RelayFault::Refused4xx, Delivery::Transient(r.text));
+        }
+        let refused = |d| self.fault(RelayFault::Refused5xx, d);
+        let text = &r.text;
+        match stage {
+            // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
+            // every refusal to it): that is the relay's verdict on us, not on the address.
+            Stage::RcptTo if r.status.is_some_and(EnhancedStatus::is_about_us) => refused(
+                Delivery::RelayFault(format!("the relay refused us at RCPT TO: {text}")),
+            ),
+            Stage::RcptTo => Delivery::Permanent(r.text),
+            Stage::Message if r.status.is_some_and(EnhancedStatus::is_about_recipient) => {
+                Delivery::Permanent(r.text)
+            }
+            Stage::Message => refused(Delivery::Failed(format!(
+                "the relay refused this message: {text}"
+            ))),
+            Stage::MailFrom => refused(Delivery::RelayFault(format!(
+                "the relay refused our sender (MAIL FROM): {text}"
+            ))),
+            Stage::Data => refused(Delivery::RelayFault(format!(
+                "the relay refused DATA: {text}"
+            ))),
+        }
+    }
+}
+
+/// A relay's negative reply: lettre's reply code, and the enhanced status that opens
+/// the reply's own text (lettre keeps that text as the error's source).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    code: Code,
+    status: Option<EnhancedStatus>,
+    /// The whole error as shown in `lastError` and the log, e.g.
+    /// "permanent error (550): 5.1.1 No such user".
+    text: String,
+}
+
+impl Refusal {
+    /// The refusal in `e`, when the relay answered 4xx or 5xx.
+    fn of(e: &lettre::transport::smtp::Error) -> Option<Refusal> {
+        let code = e.status()?;
+        let reply = std::error::Error::source(e).map(ToString::to_string);
+        Some(Refusal {
+            code,
+            status: reply.as_deref().and_then(EnhancedStatus::opening),
+            text: e.to_string(),
+        })
+    }
+
+    fn is_permanent(&self) -> bool {
+        self.code.severity == Severity::PermanentNegativeCompletion
+    }
+}
+
+/// An enhanced mail system status code (RFC 3463), such as 5.1.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EnhancedStatus {
+    class: u8,
+    subject: u16,
+    detail: u16,
+}
+
+impl EnhancedStatus {
+    /// The status that opens a reply's text, as in "5.1.1 No such user".
+    fn opening(reply: &str) -> Option<EnhancedStatus> {
+        let word = reply.split_whitespace().next()?;
+        let mut parts = word.split('.');
+        let class = parts.next()?.parse().ok()?;
+        let subject = parts.next()?.parse().ok()?;
+        let detail = parts.next()?.parse().ok()?;
+        match parts.next() {
+            None if matches!(class, 2 | 4 | 5) => Some(EnhancedStatus {
+                class,
+                subject,
+                detail,
+            }),
+            _ => None,
+        }
+    }
+
+    /// 5.1.x (addressing) and 5.2.x (mailbox) describe the recipient, except a bad
+    /// sender (5.1.7, 5.1.8) and a message too large for the system (5.2.3).
+    fn is_about_recipient(self) -> bool {
+        match (self.class, self.subject, self.detail) {
+            (5, 1, d) => d != 7 && d != 8,
+            (5, 2, d) => d != 3,
+            _ => false,
+        }
+    }
+
+    /// Security and policy (5.7.x) and a bad sender (5.1.7, 5.1.8) describe us.
+    fn is_about_us(self) -> bool {
+        matches!(
+            (self.class, self.subject, self.detail),
+            (5, 7, _) | (5, 1, 7) | (5, 1, 8)
+        )
     }
 }
 
@@ -234,38 +352,6 @@ async fn transaction(
     Ok(())
 }
 
-/// What a reply at `stage` means for the email. Every outcome but the recipient's
-/// own answer (accepted, or refused for good) is counted as a relay fault.
-fn classify(stage: Stage, e: &lettre::transport::smtp::Error) -> Delivery {
-    let text = e.to_string();
-    if !e.is_permanent() {
-        return fault(
-            refusal_class(e, RelayFault::Other),
-            Delivery::Transient(text),
-        );
-    }
-    let status = enhanced_status(&text);
-    let refused = |d| fault(RelayFault::Refused5xx, d);
-    match stage {
-        // Relays often refuse a relay, a sender or a policy at RCPT TO (Postfix delays
-        // every refusal to it): that is the relay's verdict on us, not on the address.
-        Stage::RcptTo if status.is_some_and(about_us) => refused(Delivery::RelayFault(format!(
-            "the relay refused us at RCPT TO: {text}"
-        ))),
-        Stage::RcptTo => Delivery::Permanent(text),
-        Stage::Message if status.is_some_and(about_recipient) => Delivery::Permanent(text),
-        Stage::Message => refused(Delivery::Failed(format!(
-            "the relay refused this message: {text}"
-        ))),
-        Stage::MailFrom => refused(Delivery::RelayFault(format!(
-            "the relay refused our sender (MAIL FROM): {text}"
-        ))),
-        Stage::Data => refused(Delivery::RelayFault(format!(
-            "the relay refused DATA: {text}"
-        ))),
-    }
-}
-
 /// A 4xx or 5xx reply by its class; anything else (a broken connection) as `otherwise`.
 fn refusal_class(e: &lettre::transport::smtp::Error, otherwise: RelayFault) -> RelayFault {
     if e.is_transient() {
@@ -277,53 +363,32 @@ fn refusal_class(e: &lettre::transport::smtp::Error, otherwise: RelayFault) -> R
     }
 }
 
-/// Counts a fault of `class` and answers `d`.
-fn fault(class: RelayFault, d: Delivery) -> Delivery {
-    class.count();
-    d
-}
-
-/// The enhanced status code (RFC 3463) that opens a reply's text, as in
-/// "permanent error (550): 5.1.1 No such user" -> (5, 1, 1).
-fn enhanced_status(text: &str) -> Option<(u8, u16, u16)> {
-    let reply = text.split_once("): ").map_or(text, |(_, r)| r);
-    let word = reply.split_whitespace().next()?;
-    let mut parts = word.split('.');
-    let class = parts.next()?.parse().ok()?;
-    let subject = parts.next()?.parse().ok()?;
-    let detail = parts.next()?.parse().ok()?;
-    match parts.next() {
-        None if matches!(class, 2 | 4 | 5) => Some((class, subject, detail)),
-        _ => None,
-    }
-}
-
-/// 5.1.x (addressing) and 5.2.x (mailbox) describe the recipient, except a bad sender
-/// (5.1.7, 5.1.8) and a message too large for the system (5.2.3).
-fn about_recipient(s: (u8, u16, u16)) -> bool {
-    matches!(s, (5, 1, d) if d != 7 && d != 8) || matches!(s, (5, 2, d) if d != 3)
-}
-
-/// Security and policy (5.7.x) and a bad sender (5.1.7, 5.1.8) describe us.
-fn about_us(s: (u8, u16, u16)) -> bool {
-    matches!(s, (5, 7, _) | (5, 1, 7) | (5, 1, 8))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn enhanced_statuses_say_whose_fault_a_refusal_is() {
-        let s = |t: &str| enhanced_status(t);
-        assert_eq!(
-            s("permanent error (550): 5.1.1 No such user"),
-            Some((5, 1, 1))
-        );
-        assert_eq!(s("permanent error (554): Relay access denied 5.1.1"), None);
-        assert_eq!(s("permanent error (550): host 5.1.22.3 said no"), None);
-        assert!(about_recipient((5, 1, 1)) && about_recipient((5, 2, 2)));
-        assert!(!about_recipient((5, 2, 3)) && !about_recipient((5, 1, 8)));
-        assert!(about_us((5, 7, 1)) && about_us((5, 1, 8)) && !about_us((5, 1, 1)));
+        let s = EnhancedStatus::opening;
+        let status = |class, subject, detail| {
+            Some(EnhancedStatus {
+                class,
+                subject,
+                detail,
+            })
+        };
+        assert_eq!(s("5.1.1 No such user"), status(5, 1, 1));
+        assert_eq!(s("Relay access denied 5.1.1"), None);
+        assert_eq!(s("host 5.1.22.3 said no"), None);
+        assert_eq!(s("5.1.22.3 said no"), None);
+        let about = |t: &str| {
+            let st = s(t).unwrap();
+            (st.is_about_recipient(), st.is_about_us())
+        };
+        assert_eq!(about("5.1.1 x"), (true, false));
+        assert_eq!(about("5.2.2 x"), (true, false));
+        assert_eq!(about("5.2.3 x"), (false, false));
+        assert_eq!(about("5.1.8 x"), (false, true));
+        assert_eq!(about("5.7.1 x"), (false, true));
     }
 }

@@ -145,19 +145,48 @@ impl ProjectActor {
                 now,
                 limits: &self.limits,
                 starts: &self.starts,
+                metrics: self.starts.metrics(),
             },
             &mut self.counts,
         )
     }
 
-    /// Turns an applied write into a reply that resolves when it is durable.
+    /// Turns an applied write into a reply that resolves when it is durable, arming the
+    /// timers the write noted then (the one place timers of writes are armed).
     fn after_flush<T: Send + 'static>(&self, result: Result<T>) -> ResponseFuture<Result<T>> {
         let durable = self.store.durable();
+        let noted = self.starts.take_noted();
+        let timers = self.starts.timers().clone();
         Box::pin(async move {
-            let value = result?;
+            if result.is_err() && noted.is_empty() {
+                return result;
+            }
+            // A failed flush arms nothing: what did reach the store is loaded at the
+            // next start, like every timer.
             durable.await?;
-            Ok(value)
+            for t in noted {
+                timers.arm(t);
+            }
+            result
         })
+    }
+
+    /// For a write nobody waits on: asks for a flush, and arms its noted timers once it
+    /// is done.
+    fn flush_soon(&self) {
+        let durable = self.store.durable();
+        let noted = self.starts.take_noted();
+        if noted.is_empty() {
+            return;
+        }
+        let timers = self.starts.timers().clone();
+        actix::spawn(async move {
+            if durable.await.is_ok() {
+                for t in noted {
+                    timers.arm(t);
+                }
+            }
+        });
     }
 }
 
@@ -394,8 +423,8 @@ impl Handler<RecordDelivery> for ProjectActor {
         let (ctx, counts) = self.ctx();
         let result = sending::record(&ctx, counts, msg);
         // Nobody waits for this write, but it should reach the log soon: asking for a
-        // flush (and dropping the wait) schedules one.
-        drop(self.store.durable());
+        // flush schedules one.
+        self.flush_soon();
         result
     }
 }
@@ -409,7 +438,7 @@ impl<T: Send + 'static> Handler<super::apply::Apply<T>> for ProjectActor {
         if msg.durable {
             return self.after_flush(result);
         }
-        drop(self.store.durable());
+        self.flush_soon();
         Box::pin(async move { result })
     }
 }

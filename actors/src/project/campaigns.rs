@@ -217,8 +217,8 @@ pub fn delete(ctx: &WriteCtx, id: CampaignId) -> Result<()> {
 
 /// What `send` made of a campaign.
 pub enum Started {
-    /// Waiting for its time; arm this timer once the write is durable.
-    Scheduled(Campaign, Timer),
+    /// Waiting for its time (its timer is armed once the write is durable).
+    Scheduled(Campaign),
     /// Sending now; start its runner once the write is durable.
     Sending(Campaign),
 }
@@ -267,7 +267,8 @@ pub fn send(ctx: &WriteCtx, id: CampaignId, at: Option<Timestamp>) -> Result<Sta
             batch.put(t.key(), Vec::new());
             put(&mut batch, p, &c)?;
             store.apply(batch)?;
-            Ok(Started::Scheduled(c, t))
+            ctx.starts.arm_after_write(t);
+            Ok(Started::Scheduled(c))
         }
         None => {
             start(&mut batch, p, &mut c, now)?;
@@ -373,7 +374,7 @@ pub fn cancel(
         attempts.forget(&dropped);
         return Err(e);
     }
-    crate::metrics::EMAILS_CANCELLED.add(cancelled);
+    ctx.metrics.emails_cancelled.add(cancelled);
     Ok((c, dropped))
 }
 
@@ -538,7 +539,7 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
     }
     put(&mut batch, p, &c)?;
     store.apply(batch)?;
-    crate::metrics::EMAILS_QUEUED.add(queued);
+    ctx.metrics.emails_queued.add(queued);
     Ok(Some(c))
 }
 
@@ -589,7 +590,13 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
             Hit::Click => s.clicked += 1,
         })?;
     }
-    if let Ok(to) = EmailAddress::parse(&e.to) {
+    // The hit is counted whatever the address; an erased contact gets no event.
+    let to = super::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
+        tracing::error!(project = %p, email = %email_id, error = %err,
+            "the hit is counted without its event");
+        None
+    });
+    if let Some(to) = to {
         let name = match hit {
             Hit::Open => "email.open",
             Hit::Click => "email.click",

@@ -93,7 +93,6 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
     for (a, n) in attachments {
         sending::release_attachments(store, batch, p, Some(a), n)?;
     }
-    crate::metrics::EMAILS_CANCELLED.add(dropped.len() as u64);
     let cursor = match finished {
         true => None,
         false => Some(last.unwrap_or_else(|| ctx.erasure.cursor.clone())),

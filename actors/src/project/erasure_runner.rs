@@ -35,6 +35,10 @@ pub async fn delete_contact(registry: &Registry, p: ProjectId, c: ContactId) -> 
         )
         .await?;
     attempts.forget(&progress.dropped);
+    registry
+        .metrics()
+        .emails_cancelled
+        .add(progress.dropped.len() as u64);
     if progress.done {
         return Ok(Erased::Done);
     }
@@ -90,5 +94,9 @@ async fn slice(registry: &Registry, p: ProjectId, c: ContactId) -> Result<bool> 
         )
         .await?;
     attempts.forget(&progress.dropped);
+    registry
+        .metrics()
+        .emails_cancelled
+        .add(progress.dropped.len() as u64);
     Ok(progress.done)
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::starts::{Starts, MAX_ENTRIES_PER_DAY};
 use crate::error::Result;
+use crate::metrics::{ExecutionMove, Metrics};
 use crate::model::{
     ContactId, ExecStatus, Execution, ExecutionId, HistoryEntry, ProjectId, WorkflowId,
 };
@@ -187,13 +188,13 @@ pub fn start(
             }
             e.status = ExecStatus::Waiting;
             e.wait = Some(wait);
-            starts.timers().arm(timer);
+            starts.arm_after_write(timer);
         }
         None => batch.put(keys::ready(p, e.id), Vec::new()),
     }
     put(batch, p, &e)?;
     // Counted as the batch is made: a store batch is applied whole or the process stops.
-    crate::metrics::ExecutionMove::Started.count();
+    starts.metrics().execution(ExecutionMove::Started);
     Ok(e)
 }
 
@@ -218,17 +219,18 @@ pub fn clear_wait(batch: &mut Batch, p: ProjectId, e: &mut Execution) {
 }
 
 /// Moves an execution on to `next` (RUNNING, queued to run) or, with none, ends it
-/// COMPLETED; `entry` goes into its history.
+/// COMPLETED at the time of `entry`, which goes into its history.
 pub fn go_on(
     store: &dyn Store,
+    metrics: &Metrics,
     batch: &mut Batch,
     p: ProjectId,
     e: &mut Execution,
     entry: HistoryEntry,
     next: Option<String>,
-    now: i64,
 ) -> Result<()> {
     clear_wait(batch, p, e);
+    let now = entry.at;
     e.history.push(entry);
     match next {
         Some(step) => {
@@ -236,7 +238,7 @@ pub fn go_on(
             e.current = Some(step);
             batch.put(keys::ready(p, e.id), Vec::new());
         }
-        None => end(store, batch, p, e, ExecStatus::Completed, now)?,
+        None => end(store, metrics, batch, p, e, ExecStatus::Completed, now)?,
     }
     put(batch, p, e)
 }
@@ -249,6 +251,7 @@ pub fn finished_counter(w: WorkflowId) -> String {
 /// Ends an execution with `status` (the caller writes the record), and counts it.
 pub fn end(
     store: &dyn Store,
+    metrics: &Metrics,
     batch: &mut Batch,
     p: ProjectId,
     e: &mut Execution,
@@ -259,7 +262,7 @@ pub fn end(
     e.status = status;
     e.completed_at = Some(now);
     batch.delete(keys::ready(p, e.id));
-    crate::metrics::ExecutionMove::Ended(status).count();
+    metrics.execution(ExecutionMove::Ended(status));
     super::counters::add_to_counter(store, batch, p, &finished_counter(e.workflow_id), 1)
 }
 
@@ -300,7 +303,16 @@ mod tests {
     ) {
         let mut batch = Batch::new();
         let mut e = start(store, starts, &mut batch, p, t, c, now).unwrap();
-        end(store, &mut batch, p, &mut e, ExecStatus::Completed, now).unwrap();
+        end(
+            store,
+            &Metrics::default(),
+            &mut batch,
+            p,
+            &mut e,
+            ExecStatus::Completed,
+            now,
+        )
+        .unwrap();
         put(&mut batch, p, &e).unwrap();
         store.apply(batch).unwrap();
     }
@@ -348,7 +360,10 @@ mod tests {
     fn two_engines_in_one_process_each_apply_their_own_daily_cap() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
-        let (strict, lenient) = (Starts::new(2), Starts::new(5));
+        let (strict, lenient) = (
+            Starts::new(2, Default::default()),
+            Starts::new(5, Default::default()),
+        );
         let now = 1_000_000;
         let p = ProjectId::new();
         let (strict_contact, lenient_contact) = (ContactId::new(), ContactId::new());
@@ -371,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn a_waiting_execution_arms_the_timer_of_its_own_engine_only() {
+    fn a_waiting_execution_notes_its_timer_for_its_own_engine_only_and_arms_none_yet() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
         let (mine, other) = (Starts::default(), Starts::default());
@@ -393,7 +408,12 @@ mod tests {
             0,
         );
         assert_eq!(e.unwrap().status, ExecStatus::Waiting);
-        assert_eq!(mine.timers().len(), 1);
-        assert_eq!(other.timers().len(), 0);
+        assert_eq!(
+            mine.timers().len(),
+            0,
+            "not armed before the batch is durable"
+        );
+        assert_eq!(mine.take_noted().len(), 1);
+        assert_eq!(other.take_noted().len(), 0);
     }
 }

@@ -7,8 +7,8 @@
 //!
 //! The registry is also the engine's context: the settings a feature reads at run time
 //! (slice sizes, the re-entry cap, template limits) and what features share (timers,
-//! attempts, link keys) live here rather than in statics, so that two engines in one
-//! process keep their own.
+//! attempts, link keys, the counters behind `/metrics`) live here rather than in
+//! statics, so that two engines in one process keep their own.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -23,7 +23,9 @@ use super::{ActorShared, ContactTable, ProjectActor};
 use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::faults::Faults;
 use crate::mailer::attempts::Attempts;
+use crate::metrics::Metrics;
 use crate::model::ProjectId;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
@@ -97,6 +99,8 @@ struct Inner {
     links: OnceLock<Arc<Links>>,
     /// The gate a clean stop closes (see `shutdown`).
     drain: Arc<Drain>,
+    /// Test faults (debug builds only, see `faults`).
+    faults: Faults,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -125,9 +129,10 @@ impl Registry {
                 retention: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads, config.templates),
-                starts: Starts::new(config.max_entries_per_day),
+                starts: Starts::new(config.max_entries_per_day, Arc::default()),
                 links: OnceLock::new(),
                 drain: Arc::default(),
+                faults: Faults::from_env(),
             }),
         }
     }
@@ -144,7 +149,7 @@ impl Registry {
                     mailbox_capacity: self.inner.config.mailbox_capacity,
                     outbox: self.inner.outbox.clone(),
                     limits: self.inner.config.tenant,
-                    starts: self.inner.starts.clone(),
+                    starts: self.inner.starts.for_actor(),
                 };
                 let table = Arc::new(ContactTable::default());
                 let actor_table = table.clone();
@@ -231,6 +236,10 @@ impl Registry {
         &self.inner.attempts
     }
 
+    pub fn faults(&self) -> &Faults {
+        &self.inner.faults
+    }
+
     pub fn drain(&self) -> &Arc<Drain> {
         &self.inner.drain
     }
@@ -243,6 +252,11 @@ impl Registry {
     /// the executors' wake-up).
     pub fn starts(&self) -> &Starts {
         &self.inner.starts
+    }
+
+    /// The engine's counters: this engine's work only.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        self.inner.starts.metrics()
     }
 
     /// Records one slice of a contact's erasure handles (config `erasure.slice`).

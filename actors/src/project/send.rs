@@ -222,12 +222,13 @@ pub async fn send(registry: &Registry, project: ProjectId, spec: SendSpec) -> Re
         let content = spec.content.clone();
         let (marketing, test) = (spec.marketing.clone(), spec.test);
         let (jobs, steps) = sending::plan(&content, &spec.data, recipients, marketing.as_ref())?;
+        let metrics = registry.metrics().clone();
         let rendered = if steps <= INLINE_STEPS {
-            sending::render(&content, jobs, marketing.as_ref(), test)?
+            sending::render(&metrics, &content, jobs, marketing.as_ref(), test)?
         } else {
             registry
                 .renders()
-                .run(move || sending::render(&content, jobs, marketing.as_ref(), test))
+                .run(move || sending::render(&metrics, &content, jobs, marketing.as_ref(), test))
                 .await??
         };
         match registry

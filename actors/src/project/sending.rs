@@ -14,7 +14,7 @@ use crate::campaign::links::{LinkTarget, Links};
 use crate::campaign::token::Issue;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::model::{
     Attachment, Campaign, CampaignId, CampaignStats, CampaignStatus, Contact, ContactId, DataPatch,
     EmailAddress, EmailId, EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
@@ -197,6 +197,7 @@ pub fn plan(
 
 /// Renders each planned email, with its marketing links; never on an actor's thread.
 pub fn render(
+    metrics: &Metrics,
     content: &Compiled,
     jobs: Vec<Job>,
     marketing: Option<&Marketing>,
@@ -204,7 +205,7 @@ pub fn render(
 ) -> Result<Vec<Rendered>> {
     jobs.into_iter()
         .map(|Job { recipient, vars }| {
-            metrics::EMAILS_RENDERED.add(1);
+            metrics.emails_rendered.add(1);
             let parts = content.render_parts_charged(vars)?;
             let (mut subject, mut html) = (parts.subject, parts.body);
             if test {
@@ -349,7 +350,7 @@ pub fn queue(
         .iter()
         .filter(|e| e.email_id.is_some())
         .count();
-    metrics::EMAILS_QUEUED.add(queued as u64);
+    ctx.metrics.emails_queued.add(queued as u64);
     Ok(Queued::Done(receipt))
 }
 
@@ -528,7 +529,12 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             Some("email.bounce")
         }
     };
-    let to = EmailAddress::parse(&email.to.email).ok();
+    // The outcome is written whatever the address: losing it would send the email again.
+    let to = super::erasure_record::recipient_of(&email.to.email).unwrap_or_else(|e| {
+        tracing::error!(project = %p, email = %email.id, error = %e,
+            "the email's outcome is recorded without its event");
+        None
+    });
     if email.status != EmailStatus::Queued {
         release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
         if let Some(c) = email.campaign_id {
@@ -571,9 +577,9 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     }
     *counts = unit.apply(ctx)?;
     match email.status {
-        EmailStatus::Sent => metrics::EMAILS_SENT.add(1),
-        EmailStatus::Bounced => metrics::EMAILS_BOUNCED.add(1),
-        EmailStatus::Failed => metrics::EMAILS_FAILED.add(1),
+        EmailStatus::Sent => ctx.metrics.emails_sent.add(1),
+        EmailStatus::Bounced => ctx.metrics.emails_bounced.add(1),
+        EmailStatus::Failed => ctx.metrics.emails_failed.add(1),
         _ => {}
     }
     Ok(())

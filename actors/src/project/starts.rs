@@ -1,12 +1,18 @@
 //! What the event path needs to start and wake workflow executions: the re-entry cap,
-//! the scheduler's timers and the executors' wake-up. The Registry carries one, and
-//! every writer reaches it through the write context, so two engines in one process
-//! (two tests, two `Application`s) each keep their own.
+//! the scheduler's timers, the executors' wake-up and the engine's counters. The
+//! Registry carries one, and every writer reaches it through the write context, so two
+//! engines in one process (two tests, two `Application`s) each keep their own.
+//!
+//! A write that makes a timer notes it here (`arm_after_write`) rather than arming it:
+//! the project's actor arms what its write noted once that write is durable, so the
+//! Scheduler never fires a timer whose key a crash could still take back. Each actor
+//! has its own note list (`for_actor`), so one actor's flush never arms another's.
 
 use std::sync::{Arc, Mutex};
 
+use crate::metrics::Metrics;
 use crate::model::{ExecutionId, ProjectId};
-use crate::scheduler::Timers;
+use crate::scheduler::{Timer, Timers};
 
 /// Executions of one workflow one contact may start within a day (re-entry) when the
 /// configuration says nothing (`workflows.max_entries_per_day`).
@@ -17,24 +23,54 @@ pub struct Starts {
     max_entries_per_day: u32,
     timers: Arc<Timers>,
     ready: Arc<Ready>,
+    metrics: Arc<Metrics>,
+    /// Timers of writes not yet durable, armed by the actor that made them.
+    noted: Arc<Mutex<Vec<Timer>>>,
 }
 
 impl Starts {
     /// A cap of 0 would shut re-entry workflows entirely; at least one entry a day.
-    pub fn new(max_entries_per_day: u32) -> Self {
+    pub fn new(max_entries_per_day: u32, metrics: Arc<Metrics>) -> Self {
         Starts {
             max_entries_per_day: max_entries_per_day.max(1),
             timers: Arc::default(),
             ready: Arc::default(),
+            metrics,
+            noted: Arc::default(),
         }
+    }
+
+    /// The same engine's starts with a note list of its own, for one project actor.
+    pub fn for_actor(&self) -> Starts {
+        Starts {
+            noted: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Notes a timer whose key is in the batch being written; armed once it is durable.
+    pub fn arm_after_write(&self, timer: Timer) {
+        self.noted().push(timer);
+    }
+
+    /// Takes the timers the writes so far noted (the actor, right after a write).
+    pub fn take_noted(&self) -> Vec<Timer> {
+        std::mem::take(&mut *self.noted())
+    }
+
+    fn noted(&self) -> std::sync::MutexGuard<'_, Vec<Timer>> {
+        self.noted.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn max_entries_per_day(&self) -> u32 {
         self.max_entries_per_day
     }
 
-    /// Durable timers in memory (see `scheduler`); executions that begin waiting arm
-    /// theirs here.
+    /// Durable timers in memory (see `scheduler`).
     pub fn timers(&self) -> &Arc<Timers> {
         &self.timers
     }
@@ -46,7 +82,7 @@ impl Starts {
 
 impl Default for Starts {
     fn default() -> Self {
-        Starts::new(MAX_ENTRIES_PER_DAY)
+        Starts::new(MAX_ENTRIES_PER_DAY, Arc::default())
     }
 }
 

@@ -49,7 +49,7 @@ pub fn on_events(
             let step = e.current.clone().unwrap_or_default();
             let next = e.wait.as_ref().and_then(|w| w.next.clone());
             let entry = executions::entry(&step, "WAIT_FOR_EVENT", "COMPLETED", now);
-            executions::go_on(store, batch, p, &mut e, entry, next, now)?;
+            executions::go_on(store, starts.metrics(), batch, p, &mut e, entry, next)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }

@@ -274,7 +274,15 @@ pub fn delete(ctx: &WriteCtx, id: WorkflowId) -> Result<()> {
     for (k, mut e) in all_executions(store, p, id)? {
         batch.delete(k);
         if !e.status.is_final() {
-            executions::end(store, &mut batch, p, &mut e, ExecStatus::Cancelled, now)?;
+            executions::end(
+                store,
+                ctx.metrics,
+                &mut batch,
+                p,
+                &mut e,
+                ExecStatus::Cancelled,
+                now,
+            )?;
             cancelled += 1;
         }
         batch.delete(keys::execution(p, e.id));
@@ -375,10 +383,10 @@ pub fn step_done(
     };
     let mut batch = Batch::new();
     match end.next {
-        Ok(next) => executions::go_on(store, &mut batch, p, &mut e, end.entry, next, now)?,
+        Ok(next) => executions::go_on(store, ctx.metrics, &mut batch, p, &mut e, end.entry, next)?,
         Err(status) => {
             e.history.push(end.entry);
-            executions::end(store, &mut batch, p, &mut e, status, now)?;
+            executions::end(store, ctx.metrics, &mut batch, p, &mut e, status, now)?;
         }
     }
     trim(&mut e, bounds.max_history);
@@ -427,11 +435,11 @@ pub fn update_contact(
 }
 
 /// DELAY and WAIT_FOR_EVENT: the execution waits (its timer, and for an event its
-/// entry in the waiting index). Answers the timer to arm once this is durable.
-pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<Option<Timer>> {
+/// entry in the waiting index), its timer armed once this write is durable.
+pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<()> {
     let (store, p) = (ctx.store, ctx.project);
     let Some(mut e) = running_at(store, p, x, step)? else {
-        return Ok(None);
+        return Ok(());
     };
     let mut batch = Batch::new();
     let timer = executions::timer(p, x, wait.due);
@@ -444,7 +452,8 @@ pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<Op
     e.wait = Some(wait);
     executions::put(&mut batch, p, &e)?;
     store.apply(batch)?;
-    Ok(Some(timer))
+    ctx.starts.arm_after_write(timer);
+    Ok(())
 }
 
 /// A waiting execution's timer fell due: a DELAY is over, or a wait timed out (then
@@ -471,7 +480,7 @@ pub fn timer_fired(ctx: &WriteCtx, t: Timer, bounds: Bounds) -> Result<bool> {
                 None => ("DELAY", "COMPLETED", w.next.clone()),
             };
             let entry = executions::entry(&step, kind, status, now);
-            executions::go_on(store, &mut batch, p, &mut e, entry, next, now)?;
+            executions::go_on(store, ctx.metrics, &mut batch, p, &mut e, entry, next)?;
             trim(&mut e, bounds.max_history);
             executions::put(&mut batch, p, &e)?;
             if e.status.is_final() {

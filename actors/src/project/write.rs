@@ -7,6 +7,7 @@ use super::limits::TenantLimits;
 use super::membership::Audience;
 use super::starts::Starts;
 use super::table::ContactTable;
+use crate::metrics::Metrics;
 use crate::model::{ProjectId, Timestamp};
 use crate::store::Store;
 
@@ -20,4 +21,6 @@ pub struct WriteCtx<'a> {
     pub limits: &'a TenantLimits,
     /// Where the events of a write start and wake workflow executions.
     pub starts: &'a Starts,
+    /// The engine's counters (what `/metrics` shows).
+    pub metrics: &'a Metrics,
 }

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::metrics::Counter;
 use crate::model::{ProjectId, Timestamp};
 use crate::project::apply::Apply;
 use crate::project::write::WriteCtx;
@@ -93,14 +92,7 @@ impl Kind {
             Kind::Imports => "contact_imports",
         }
     }
-
-    /// Records of this kind removed since start-up.
-    pub fn total(self) -> u64 {
-        REMOVED[self as usize].get()
-    }
 }
-
-static REMOVED: [Counter; 7] = [const { Counter::new() }; 7];
 
 /// The background purge. Rings `wake` to run it now (the clock moved).
 pub struct Purger {
@@ -159,7 +151,7 @@ impl Purger {
             }
         }
         for kind in Kind::ALL {
-            REMOVED[kind as usize].add(totals[kind as usize]);
+            self.registry.metrics().removed(kind, totals[kind as usize]);
         }
         if totals.iter().any(|n| *n > 0) {
             let [events, emails, contents, executions, idempotency, audiences, imports] = totals;

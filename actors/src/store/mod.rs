@@ -84,6 +84,12 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a batch atomically. It is visible at once and durable after `durable()`.
     fn apply(&self, batch: Batch) -> Result<()>;
 
+    /// Batches applied since the store opened (`/metrics`): one per write message, so
+    /// a rate of this against requests shows a write that takes more than one.
+    fn batches_applied(&self) -> u64 {
+        0
+    }
+
     /// Resolves once every write applied before this call is on disk. Calls made at
     /// about the same time share one flush (group commit).
     fn durable(&self) -> Durable;

@@ -52,6 +52,8 @@ pub struct SledStore {
     commits: GroupCommit,
     mover: Arc<Mover>,
     mover_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Batches applied since it opened (`/metrics`), this store's own.
+    batches: crate::metrics::Counter,
 }
 
 /// The log side: the writes not yet in the log file (as log bytes, and as ops for the
@@ -306,6 +308,7 @@ impl SledStore {
             commits,
             mover,
             mover_thread: Mutex::new(Some(mover_thread)),
+            batches: Default::default(),
         });
         Ok((store, layout))
     }
@@ -468,8 +471,12 @@ impl Store for SledStore {
         self.merged(prefix, after, false, synced)
     }
 
+    fn batches_applied(&self) -> u64 {
+        self.batches.get()
+    }
+
     fn apply(&self, batch: Batch) -> Result<()> {
-        crate::metrics::STORE_BATCHES.add(1);
+        self.batches.add(1);
         let ops = batch.into_ops();
         let mut record = Vec::new();
         wal::encode_record(&ops, &mut record)?;

@@ -36,14 +36,21 @@ pub struct Verification {
 pub struct EmailVerifier {
     resolver: Arc<Resolver>,
     cache: FactsCache,
+    /// The engine's counters (cache hits and misses).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl EmailVerifier {
-    pub fn new(resolver: Arc<Resolver>, cache_size: usize) -> Self {
+    pub fn new(
+        resolver: Arc<Resolver>,
+        cache_size: usize,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Self {
         lists::warm();
         EmailVerifier {
             resolver,
             cache: FactsCache::new(cache_size),
+            metrics,
         }
     }
 
@@ -90,8 +97,8 @@ impl EmailVerifier {
     ) -> DomainFacts {
         let cached = self.cache.get(domain);
         let counter = match cached {
-            Some(_) => &crate::metrics::DNS_CACHE_HITS,
-            None => &crate::metrics::DNS_CACHE_MISSES,
+            Some(_) => &self.metrics.dns_cache_hits,
+            None => &self.metrics.dns_cache_misses,
         };
         counter.add(1);
         let facts = match cached {

@@ -1,4 +1,5 @@
-//! The WorkflowExecutor pool: `workers` tasks that run executions step by step.
+//! The WorkflowExecutor pool: `workers` supervised actors that run executions step by
+//! step (`workflows.executors`).
 //!
 //! Work comes from the ready queue in the store (`keys::READY`): an execution goes in
 //! when it starts (in the batch of the event that triggered it), when its timer falls
@@ -10,10 +11,13 @@
 //! (execution, step), so it sends once too. A clean stop parks an execution between two
 //! steps (see `shutdown`); its queue entry stays, and the next start runs it on.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Supervised, Supervisor, WrapFuture,
+};
 use serde_json::{json, Map, Value};
 
 use super::webhook::WebhookClient;
@@ -46,6 +50,8 @@ const SEND_KEY_TTL_MS: i64 = 30 * 86_400_000;
 const STEPS_PER_TURN: usize = 100;
 /// How often the feeder reads the whole ready queue.
 const FULL_SCAN: Duration = Duration::from_secs(1);
+/// The longest an execution whose step keeps panicking waits before it runs again.
+const PANIC_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 pub struct Executors {
     registry: Registry,
@@ -55,6 +61,94 @@ pub struct Executors {
     claimed: Mutex<HashSet<(ProjectId, ExecutionId)>>,
     /// Rung when a worker is done with an execution.
     free: tokio::sync::Notify,
+    /// Executions whose step panicked, and how often in a row: each panic holds the
+    /// execution back longer before it runs again.
+    panics: Mutex<HashMap<(ProjectId, ExecutionId), u32>>,
+    /// The pool's actors, held so that their supervisors may restart them.
+    workers: std::sync::OnceLock<Vec<actix::Addr<Worker>>>,
+}
+
+type Job = (ProjectId, ExecutionId);
+
+/// One executor of the pool: a supervised actor that runs one execution at a time. A
+/// step that fails for a passing reason runs again shortly; a step that panics stops
+/// the actor, and its supervisor restarts it (`restarting`): the execution it held is
+/// handed back to the queue, after a backoff, and runs on from its stored step.
+struct Worker {
+    executors: Arc<Executors>,
+    jobs: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Job>>>,
+    /// The execution being run, for the restart to hand back.
+    current: Arc<Mutex<Option<Job>>>,
+}
+
+impl Actor for Worker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.next(ctx);
+    }
+}
+
+impl Supervised for Worker {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        let job = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        tracing::warn!(job = ?job, "a workflow executor restarts after a panic");
+        if let Some((p, x)) = job {
+            self.executors.after_panic(p, x);
+        }
+    }
+}
+
+impl Worker {
+    /// Takes the next execution and runs its turn, then the next one.
+    fn next(&mut self, ctx: &mut Context<Self>) {
+        let (me, jobs, current) = (
+            self.executors.clone(),
+            self.jobs.clone(),
+            self.current.clone(),
+        );
+        let turn = async move {
+            let (p, x) = jobs.lock().await.recv().await?;
+            *current.lock().unwrap_or_else(|p| p.into_inner()) = Some((p, x));
+            let run = std::panic::AssertUnwindSafe(me.run(p, x));
+            let ran = futures_util::FutureExt::catch_unwind(run).await;
+            let ran = match ran {
+                Ok(Ok(again)) => {
+                    me.panics().remove(&(p, x));
+                    again
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    true
+                }
+                // The claim stays with `current`, for `restarting` to hand back.
+                Err(_) => return Some(Err(())),
+            };
+            current.lock().unwrap_or_else(|p| p.into_inner()).take();
+            me.claimed().remove(&(p, x));
+            if ran {
+                me.requeue(p, x);
+            } else {
+                // A worker is free: the feeder may hand out what waits.
+                me.free.notify_one();
+            }
+            Some(Ok(()))
+        };
+        ctx.spawn(turn.into_actor(self).map(|turn, act, ctx| match turn {
+            Some(Ok(())) => act.next(ctx),
+            Some(Err(())) => {
+                tracing::error!("a workflow step panicked; its executor restarts");
+                ctx.stop();
+            }
+            // The feeder is gone (the system stops): nothing more comes.
+            None => {}
+        }));
+    }
 }
 
 impl Executors {
@@ -72,41 +166,23 @@ impl Executors {
             config,
             claimed: Mutex::new(HashSet::new()),
             free: tokio::sync::Notify::new(),
+            panics: Mutex::default(),
+            workers: std::sync::OnceLock::new(),
         });
         let (tx, rx) = tokio::sync::mpsc::channel::<(ProjectId, ExecutionId)>(1024);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        for _ in 0..config.workers.max(1) {
-            let (me, rx) = (me.clone(), rx.clone());
-            actix::spawn(async move {
-                loop {
-                    let job = rx.lock().await.recv().await;
-                    let Some((p, x)) = job else { return };
-                    // A panic in a step must not take the worker (and the execution's
-                    // claim) with it: it counts as a failure that may pass.
-                    let run = std::panic::AssertUnwindSafe(me.run(p, x));
-                    let again = match futures_util::FutureExt::catch_unwind(run).await {
-                        Ok(Ok(again)) => again,
-                        Ok(Err(e)) => {
-                            tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                            true
-                        }
-                        Err(_) => {
-                            tracing::error!(project = %p, execution = %x, "a workflow step panicked; it runs again in a minute");
-                            tokio::time::sleep(Duration::from_secs(60)).await;
-                            true
-                        }
-                    };
-                    me.claimed().remove(&(p, x));
-                    if again {
-                        me.requeue(p, x);
-                    } else {
-                        // A worker is free: the feeder may hand out what waits.
-                        me.free.notify_one();
-                    }
-                }
-            });
-        }
+        let workers = (0..config.workers.max(1))
+            .map(|_| {
+                let (me, jobs) = (me.clone(), rx.clone());
+                Supervisor::start(move |_| Worker {
+                    executors: me,
+                    jobs,
+                    current: Arc::default(),
+                })
+            })
+            .collect();
+        // A supervisor restarts its actor only while someone holds its address.
+        let _ = me.workers.set(workers);
         let feeder = me.clone();
         actix::spawn(async move { feeder.feed(tx).await });
         me
@@ -119,6 +195,29 @@ impl Executors {
 
     fn claimed(&self) -> std::sync::MutexGuard<'_, HashSet<(ProjectId, ExecutionId)>> {
         self.claimed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn panics(&self) -> std::sync::MutexGuard<'_, HashMap<Job, u32>> {
+        self.panics.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands an execution whose step panicked back to the queue: after a second, then
+    /// twice as long at each panic in a row, up to `PANIC_BACKOFF_MAX`, so a step that
+    /// always panics neither spins nor holds a worker.
+    fn after_panic(self: &Arc<Self>, p: ProjectId, x: ExecutionId) {
+        let n = {
+            let mut panics = self.panics();
+            let n = panics.entry((p, x)).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        };
+        let wait = (Duration::from_secs(1) * 2u32.saturating_pow(n - 1)).min(PANIC_BACKOFF_MAX);
+        let me = self.clone();
+        actix::spawn(async move {
+            tokio::time::sleep(wait).await;
+            me.claimed().remove(&(p, x));
+            me.requeue(p, x);
+        });
     }
 
     /// Hands the durable entries of the ready queue to the workers, one worker per
@@ -345,16 +444,12 @@ impl Executors {
         wait: Wait,
     ) -> Result<Option<Execution>> {
         let step = step.to_owned();
-        let timer = self
-            .registry
+        self.registry
             .send(
                 p,
                 Apply::durable(move |ctx, _| workflows::wait(ctx, x, &step, wait)),
             )
             .await?;
-        if let Some(t) = timer {
-            self.registry.timers().arm(t);
-        }
         Ok(None)
     }
 
@@ -372,6 +467,9 @@ impl Executors {
         match &step.kind {
             StepKind::SendEmail { template_id } => {
                 let result = self.send(p, e, step, *template_id).await?;
+                self.registry
+                    .faults()
+                    .hit(crate::faults::Point::WorkflowStep);
                 self.done(
                     p,
                     x,
