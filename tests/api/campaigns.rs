@@ -1240,10 +1240,10 @@ fn an_email_in_an_attempt_when_its_campaign_is_cancelled_is_not_retried_after() 
 /// campaign from its stored cursor, so every recipient gets one email.
 #[test]
 fn a_campaign_whose_runner_panicked_after_a_batch_reaches_every_recipient_exactly_once() {
-    let (_dns, smtp, app, p) = rig(&[
-        ("MAILROOM_FAULT_PANIC_ONCE", "campaign_batch"),
-        ("MAILROOM__CAMPAIGNS__BATCH_SIZE", "4"),
-    ]);
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.panic_once("campaign_batch");
+        s.campaigns.batch_size = 4;
+    });
     let mut audience = emails("r", 10);
     contacts(&app, &p, &audience, true);
     let cid = id(&create(&app, &p, json!({})));

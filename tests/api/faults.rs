@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::support::app::{Project, Resp, TestApp};
 use crate::support::campaign::{advance, control, eventually, header_of, id, rig};
 use crate::support::relay::verified_app;
-use crate::support::settings::Settings;
+use crate::support::settings::Setup;
 
 /// A sender on the rig's verified domain.
 const FROM: &str = "hello@acme.test";
@@ -554,7 +554,7 @@ struct Relay {
 }
 
 impl Relay {
-    fn start(configure: impl FnOnce(&mut Settings)) -> Relay {
+    fn start(configure: impl FnOnce(&mut Setup)) -> Relay {
         let (dns, smtp, app, p) = rig(|s| {
             s.sending.max_attempts = 100;
             configure(s);

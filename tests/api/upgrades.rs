@@ -20,7 +20,7 @@ use crate::support::app::{mailroom, Project, TestApp};
 use crate::support::campaign::{
     self as campaigns, data, email_id_of, eventually, id, rig, send_and_settle,
 };
-use crate::support::settings::Settings;
+use crate::support::settings::Setup;
 
 /// Fields a server changes by itself (a re-check of a domain, how long ago something
 /// was), left out of the recorded answers.
@@ -29,7 +29,7 @@ const VOLATILE: &[&str] = &["lastCheckedAt"];
 /// The restored servers keep every record whatever its age: the fixtures get older
 /// while retention counts from the real clock.
 /// Retention off: the fixture's records are years old by the server's clock.
-fn keep_everything(s: &mut Settings) {
+fn keep_everything(s: &mut Setup) {
     s.retention.email_content_days = 0;
     s.retention.emails_days = 0;
     s.retention.events_days = 0;

@@ -1742,7 +1742,7 @@ fn a_webhook_to_a_closed_port_fails_saying_could_not_connect_without_the_address
 /// the executor, the step runs again, and its idempotency key keeps it to one email.
 #[test]
 fn an_execution_whose_executor_panicked_after_its_send_completes_with_one_email() {
-    let (_dns, smtp, app, p) = rig(&[("MAILROOM_FAULT_PANIC_ONCE", "workflow_step")]);
+    let (_dns, smtp, app, p) = rig(|s| s.panic_once("workflow_step"));
     let hello = template(&app, &p, "Hello", "Hello once");
     let wid = enabled_workflow(
         &app,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use mailroom_testkit::TestDns;
 use serde_json::{json, Value};
 
-use super::settings::{self, Settings};
+use super::settings::{self, Setup};
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdefghijklmnop";
 
@@ -28,6 +28,8 @@ pub struct TestApp {
     child: Option<Child>,
     /// The settings file the server runs with (see `support::settings`).
     settings: PathBuf,
+    /// What its process needs in the environment besides (the armed faults).
+    env: Vec<(String, String)>,
     agent: ureq::Agent,
     /// The DNS server the app asks, for apps started with `spawn_with_dns`.
     dns: Option<TestDns>,
@@ -116,7 +118,7 @@ impl TestApp {
 
     /// Starts a server on a new data directory with the test settings as `configure`
     /// leaves them (`|s| s.limits.max_contacts = 2`).
-    pub fn spawn_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    pub fn spawn_with(configure: impl FnOnce(&mut Setup)) -> TestApp {
         let tmp = tempfile::tempdir().expect("temp dir");
         let mut app = Self::start(tmp.path().join("data"), configure);
         app._tmp = Some(tmp);
@@ -124,7 +126,7 @@ impl TestApp {
     }
 
     /// Starts a DNS server on loopback and an app whose `dns.nameservers` is it.
-    pub fn spawn_with_dns(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    pub fn spawn_with_dns(configure: impl FnOnce(&mut Setup)) -> TestApp {
         let dns = TestDns::start();
         let addr = dns.addr();
         let mut app = Self::spawn_with(|s| {
@@ -142,14 +144,15 @@ impl TestApp {
 
     /// Starts a server on `data_dir` (which may hold data already). Its settings are
     /// written beside it (`<data_dir>.toml`), where `restart` finds them again.
-    pub fn start(data_dir: PathBuf, configure: impl FnOnce(&mut Settings)) -> TestApp {
+    pub fn start(data_dir: PathBuf, configure: impl FnOnce(&mut Setup)) -> TestApp {
         let settings = data_dir.with_extension("toml");
-        settings::write(&settings, &data_dir, configure);
+        let env = settings::write(&settings, &data_dir, configure);
         let mut app = TestApp {
             base: String::new(),
             data_dir,
             child: None,
             settings,
+            env,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(30))
                 .build(),
@@ -170,6 +173,7 @@ impl TestApp {
         let mut child = Command::new(bin())
             .args(["serve", "--config"])
             .arg(&self.settings)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
@@ -364,13 +368,14 @@ pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
 
 /// The error output of a server that refuses to start with these settings (it must
 /// exit unsuccessfully).
-pub fn refused_start(configure: impl FnOnce(&mut Settings)) -> String {
+pub fn refused_start(configure: impl FnOnce(&mut Setup)) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("settings.toml");
-    settings::write(&file, &dir.path().join("data"), configure);
+    let env = settings::write(&file, &dir.path().join("data"), configure);
     let out = Command::new(bin())
         .args(["serve", "--config"])
         .arg(&file)
+        .envs(env)
         .output()
         .expect("run mailroom");
     assert!(!out.status.success(), "the server started");

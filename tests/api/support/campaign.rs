@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::app::{Project, Resp, TestApp, ADMIN_TOKEN};
 use super::relay::app_with;
-use super::settings::Settings;
+use super::settings::Setup;
 
 /// A sender on the rig's verified domain.
 pub const FROM: &str = "hello@acme.test";
@@ -22,7 +22,7 @@ pub const MISSING_ID: &str = "01a20f54-f3c0-75ee-88c4-81dc155616f1";
 /// A test SMTP server and a server that sends through it (unpaced unless `extra` says
 /// otherwise) with `acme.test` verified. The DNS server is returned to live as long as
 /// the app.
-pub fn rig(configure: impl FnOnce(&mut Settings)) -> (TestDns, SmtpServer, TestApp, Project) {
+pub fn rig(configure: impl FnOnce(&mut Setup)) -> (TestDns, SmtpServer, TestApp, Project) {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let (app, p) = app_with(&dns, &smtp, configure);
     (dns, smtp, app, p)

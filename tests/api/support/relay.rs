@@ -5,13 +5,13 @@ use mailroom_testkit::{SmtpServer, TestDns};
 use serde_json::json;
 
 use super::app::{Project, TestApp};
-use super::settings::{self, Settings};
+use super::settings::{self, Setup};
 
 /// The domain the fixtures verify.
 pub const DOMAIN: &str = "acme.test";
 
 /// A server whose DNS is `dns`, with a project whose domain is verified there.
-pub fn verified_app(dns: &TestDns, configure: impl FnOnce(&mut Settings)) -> (TestApp, Project) {
+pub fn verified_app(dns: &TestDns, configure: impl FnOnce(&mut Setup)) -> (TestApp, Project) {
     let ns = dns.addr();
     let app = TestApp::spawn_with(|s| {
         s.dns.nameservers = vec![ns];
@@ -47,7 +47,7 @@ pub fn verify_domain(app: &TestApp, dns: &TestDns, p: &Project, domain: &str) {
 pub fn app_with(
     dns: &TestDns,
     smtp: &SmtpServer,
-    configure: impl FnOnce(&mut Settings),
+    configure: impl FnOnce(&mut Setup),
 ) -> (TestApp, Project) {
     let port = smtp.port();
     verified_app(dns, |s| {

@@ -3,6 +3,7 @@
 //! (`TestApp::spawn_with(|s| s.limits.max_contacts = 2)`), and written to a file that the
 //! binary reads with `--config`. A misspelt or mistyped setting does not compile.
 
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
 pub use mailroom::config::{LogFormat, MailTransport, Settings, SmtpTls};
@@ -14,14 +15,59 @@ pub fn base() -> Settings {
     Settings::load(Some(&test_config())).expect("config/test.toml loads")
 }
 
-/// Writes to `file` the settings of a server on `data_dir`, as `configure` leaves them.
-pub fn write(file: &Path, data_dir: &Path, configure: impl FnOnce(&mut Settings)) {
-    let mut s = base();
+/// What a test sets up for its server: the server's settings (a `Setup` derefs to them,
+/// so `|s| s.limits.max_contacts = 2` reads as plain settings), and the faults that a
+/// debug build injects (not settings: an operator has no such key).
+pub struct Setup {
+    settings: Settings,
+    panic_once: Vec<&'static str>,
+}
+
+impl Setup {
+    /// Arms the engine's fault hook (`actors/src/faults.rs`): the server panics once at
+    /// `point` (`workflow_step`, `campaign_batch`).
+    pub fn panic_once(&mut self, point: &'static str) {
+        self.panic_once.push(point);
+    }
+}
+
+impl Deref for Setup {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl DerefMut for Setup {
+    fn deref_mut(&mut self) -> &mut Settings {
+        &mut self.settings
+    }
+}
+
+/// Writes to `file` the settings of a server on `data_dir`, as `configure` leaves them,
+/// and answers the environment the server process needs besides (the armed faults).
+pub fn write(
+    file: &Path,
+    data_dir: &Path,
+    configure: impl FnOnce(&mut Setup),
+) -> Vec<(String, String)> {
+    let mut s = Setup {
+        settings: base(),
+        panic_once: Vec::new(),
+    };
     s.storage.path = data_dir.to_owned();
     s.mail.file_dir = data_dir.join("outbox");
     configure(&mut s);
-    let text = toml::to_string(&s).expect("settings serialize as TOML");
+    let text = toml::to_string(&s.settings).expect("settings serialize as TOML");
     std::fs::write(file, text).expect("write the test settings");
+    let mut env = Vec::new();
+    if !s.panic_once.is_empty() {
+        env.push((
+            "MAILROOM_FAULT_PANIC_ONCE".to_owned(),
+            s.panic_once.join(","),
+        ));
+    }
+    env
 }
 
 /// A server that sends through the SMTP server on loopback at `port`, unpaced, retrying
