@@ -25,9 +25,6 @@ use crate::store::{keys, Store};
 
 pub type Row = Arc<[u8]>;
 
-/// The most rows a load reserves room for up front (the rest grow as they come).
-const MAX_RESERVE: u64 = 16 << 20;
-
 #[derive(Default)]
 pub struct ContactTable {
     inner: RwLock<Rows>,
@@ -162,15 +159,43 @@ impl Rows {
         Self::repoint(&mut self.by_email, email_hash, last, s);
     }
 
-    fn reserve(&mut self, n: usize) {
-        self.rows.reserve(n);
+    /// Builds both indexes over `rows` (a load), one on each of two threads: they only
+    /// read the rows. The store holds one contact per id and per email; should two rows
+    /// share an email anyway, the later one has it, as a put would leave it.
+    fn index_all(&mut self) -> Result<()> {
         let (rows, hasher) = (&self.rows, &self.hasher);
-        self.by_id.reserve(n, |&x| {
-            head(&rows[x as usize]).map_or(0, |h| hasher.hash_one(h.id.as_bytes()))
+        let build = |key: &(dyn Fn(&Head) -> u64 + Sync), unique: bool| {
+            let mut t = HashTable::with_capacity(rows.len());
+            let rehash = |&x: &u32| head(&rows[x as usize]).map_or(0, |h| key(&h));
+            for (s, row) in rows.iter().enumerate() {
+                let Some(h) = head(row) else {
+                    return Err(crate::error::Error::storage(
+                        "a stored contact that does not decode",
+                    ));
+                };
+                let hash = key(&h);
+                if !unique {
+                    let same =
+                        |&x: &u32| head(&rows[x as usize]).is_some_and(|o| o.email == h.email);
+                    if let Ok(e) = t.find_entry(hash, same) {
+                        e.remove();
+                    }
+                }
+                t.insert_unique(hash, s as u32, rehash);
+            }
+            Ok(t)
+        };
+        let by_id = |h: &Head| hasher.hash_one(h.id.as_bytes());
+        let by_email = |h: &Head| hasher.hash_one(h.email);
+        let (ids, emails) = std::thread::scope(|s| {
+            let ids = s.spawn(|| build(&by_id, true));
+            let emails = build(&by_email, false);
+            (ids.join(), emails)
         });
-        self.by_email.reserve(n, |&x| {
-            head(&rows[x as usize]).map_or(0, |h| hasher.hash_one(h.email))
-        });
+        self.by_id =
+            ids.map_err(|_| crate::error::Error::Internal("indexing panicked".into()))??;
+        self.by_email = emails?;
+        Ok(())
     }
 
     /// Heap bytes the table holds: what the operator's log line reports.
@@ -219,32 +244,18 @@ impl ContactTable {
 
     fn fill(rows: &mut Rows, store: &dyn Store, p: ProjectId) -> Result<()> {
         let started = std::time::Instant::now();
-        // The project's counter says how many rows to expect: room for all of them at
-        // once, instead of growing (and rehashing both indexes) twenty times on the way.
-        // Bounded, since a damaged counter must not ask for any size it likes.
-        let expected = super::counters::Counts::load(store, p).map_or(0, |c| c.contacts);
-        rows.reserve(expected.min(MAX_RESERVE) as usize);
-        // The time outside the store's scan, apart: the log says where a load goes.
-        let mut indexing = std::time::Duration::ZERO;
-        for kv in store.scan(&keys::contacts(p), None, false) {
-            let (_, v) = kv?;
-            let t = std::time::Instant::now();
-            let Some(h) = head(&v) else {
-                return Err(crate::error::Error::storage(
-                    "a stored contact that does not decode",
-                ));
-            };
-            let (id, email) = (h.id, h.email.to_owned());
-            rows.insert(id, &email, Arc::from(v));
-            indexing += t.elapsed();
-        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        rows.rows = super::table_load::read(store, &keys::contacts(p), threads)?;
+        let read = started.elapsed();
+        rows.index_all()?;
         rows.loaded = true;
         if rows.rows.len() >= 10_000 {
             tracing::info!(
                 project = %p,
                 contacts = rows.rows.len(),
                 millis = started.elapsed().as_millis() as u64,
-                indexing_millis = indexing.as_millis() as u64,
+                read_millis = read.as_millis() as u64,
+                threads,
                 table_bytes = rows.heap_bytes() as u64,
                 "loaded the project's contacts into memory"
             );
@@ -390,5 +401,35 @@ mod tests {
             assert_eq!(t.get(c.id).unwrap().map(|x| x.id), want);
         }
         assert_eq!(t.rows().len(), model.len());
+    }
+
+    #[tokio::test]
+    async fn a_load_from_the_store_finds_every_contact_by_id_and_by_email() {
+        use crate::store::{Batch, SledConfig, SledStore};
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), SledConfig::default()).unwrap();
+        let p = ProjectId::new();
+        let people: Vec<Contact> = (0..2_000)
+            .map(|i| contact(&format!("p{i}@example.com")))
+            .collect();
+        let mut b = Batch::new();
+        for c in &people {
+            b.put(keys::contact(p, c.id), c.encode().unwrap());
+        }
+        store.apply(b).unwrap();
+        store.durable().await.unwrap();
+        let t = ContactTable::default();
+        t.ensure_loaded(&*store, p).unwrap();
+        assert_eq!(t.len(), people.len());
+        for c in &people {
+            assert_eq!(t.id_by_email(c.email.as_str()), Some(c.id));
+            assert_eq!(t.get(c.id).unwrap().map(|x| x.email), Some(c.email.clone()));
+        }
+        t.remove(&people[0]);
+        assert_eq!(t.id_by_email(people[0].email.as_str()), None);
+        assert_eq!(
+            t.id_by_email(people[1_999].email.as_str()),
+            Some(people[1_999].id)
+        );
     }
 }
