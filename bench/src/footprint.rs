@@ -21,6 +21,8 @@ pub fn run(
     smtp_connections: usize,
     contacts: u64,
     connections: usize,
+    restarts: usize,
+    compare: Option<&Path>,
 ) {
     let smtp = SmtpServer::start();
     smtp.count_only();
@@ -47,8 +49,31 @@ pub fn run(
     let log = server.data_dir().with_file_name("restart.log");
     let mut env = env;
     env.push(("MAILROOM__LOG__LEVEL".into(), "info".into()));
+    restart_and_load(rt, &mut server, bin, &env, &log, contacts);
+    members::count(rt, &server, contacts);
+    // A/B on the same data: each further restart alternates `compare` and `bin`.
+    for i in 0..restarts {
+        let which = match (compare, i % 2) {
+            (Some(other), 0) => other,
+            _ => bin,
+        };
+        println!("footprint: restart {} with {}", i + 2, which.display());
+        restart_and_load(rt, &mut server, which, &env, &log, contacts);
+    }
+}
+
+/// Restarts the server with `bin` on its data and times the first request that needs
+/// the project; prints the times, RSS and the server's own load line.
+fn restart_and_load(
+    rt: &tokio::runtime::Runtime,
+    server: &mut Server,
+    bin: &Path,
+    env: &[(String, String)],
+    log: &Path,
+    contacts: u64,
+) {
     let restarted = Instant::now();
-    server.restart(bin, &env, &log);
+    server.restart(bin, env, log);
     let listening = restarted.elapsed();
     std::thread::sleep(Duration::from_secs(1));
     let idle = server.rss_kib();
@@ -67,7 +92,7 @@ pub fn run(
     );
     let answered = first.elapsed();
     let loaded = server.rss_kib();
-    let logged = std::fs::read_to_string(&log)
+    let logged = std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .find(|l| l.contains("loaded the project's contacts into memory"))
@@ -82,5 +107,4 @@ pub fn run(
         (loaded.saturating_sub(idle) * 1024) as f64 / contacts as f64
     );
     println!("footprint: server log: {}", logged.trim());
-    members::count(rt, &server, contacts);
 }

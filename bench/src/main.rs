@@ -74,6 +74,13 @@ pub struct Args {
     /// every other upsert (the data set grows).
     #[arg(long, default_value_t = 0)]
     soak_contacts: u64,
+    /// Further restarts of the `footprint` scenario on the same data, each timing the
+    /// project's load again; they alternate --compare-bin and the server binary.
+    #[arg(long, default_value_t = 0)]
+    restarts: usize,
+    /// Another server binary for the `footprint` restarts (an A/B of the load time).
+    #[arg(long)]
+    compare_bin: Option<PathBuf>,
     /// Hours the soak moves the server's clock after each 30-s sample, with retention
     /// shortened to a day; 0 = the real clock and the default retention.
     #[arg(long, default_value_t = 0)]
@@ -183,6 +190,8 @@ fn main() {
             args.smtp_connections,
             args.contacts,
             args.connections,
+            args.restarts,
+            args.compare_bin.as_deref(),
         );
     }
     if wanted("import") {
