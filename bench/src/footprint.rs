@@ -14,16 +14,10 @@ use serde_json::json;
 use crate::server::Server;
 use crate::{client, members, setup};
 
-pub fn run(
-    rt: &tokio::runtime::Runtime,
-    bin: &Path,
-    dns: &TestDns,
-    smtp_connections: usize,
-    contacts: u64,
-    connections: usize,
-    restarts: usize,
-    compare: Option<&Path>,
-) {
+pub fn run(rt: &tokio::runtime::Runtime, bin: &Path, dns: &TestDns, args: &crate::Args) {
+    let (contacts, restarts) = (args.contacts, args.restarts);
+    let (smtp_connections, connections) = (args.smtp_connections, args.connections);
+    let compare = args.compare_bin.as_deref();
     let smtp = SmtpServer::start();
     smtp.count_only();
     let env = setup::env(dns, &smtp, 0, smtp_connections);

@@ -183,16 +183,7 @@ fn main() {
         );
     }
     if wanted("footprint") {
-        footprint::run(
-            &rt,
-            &bin,
-            &dns,
-            args.smtp_connections,
-            args.contacts,
-            args.connections,
-            args.restarts,
-            args.compare_bin.as_deref(),
-        );
+        footprint::run(&rt, &bin, &dns, &args);
     }
     if wanted("import") {
         let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
