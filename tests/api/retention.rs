@@ -323,13 +323,16 @@ fn a_reentry_window_record_goes_once_its_day_is_over_and_the_contact_enters_agai
     );
     assert_eq!(r.status, 201, "{}", r.text);
     let wid = id(&r.json());
-    let executions = || {
+    let list = || {
         let r = app.get(&format!("/workflows/{wid}/executions"), &p.secret);
         assert_eq!(r.status, 200, "{}", r.text);
-        r.json()["total"].as_u64().unwrap_or_default()
+        r.json()
     };
+    let executions = || list()["total"].as_u64().unwrap_or_default();
     track(&app, &p, "ada@example.com", "signup");
-    assert_eq!(eventually(30, executions, |n| *n == 1), 1);
+    // A contact re-enters only once its last execution ended.
+    let ended = eventually(30, list, |l| l["executions"][0]["status"] == "EXITED");
+    assert_eq!(ended["total"], 1, "{ended}");
     let before = removed_metric(&app, "workflow_entry_windows");
 
     advance(&app, DAY_MS + 1);
