@@ -48,7 +48,7 @@ pub struct Metrics {
     pub dns_cache_misses: Counter,
     relay_faults: [Counter; 7],
     executions: [Counter; 5],
-    retention_removed: [Counter; 7],
+    retention_removed: [Counter; crate::retention::Kind::ALL.len()],
 }
 
 impl Metrics {

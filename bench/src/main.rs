@@ -10,6 +10,7 @@
 
 mod campaign;
 mod client;
+mod footprint;
 mod import;
 mod members;
 mod report;
@@ -42,7 +43,8 @@ pub struct Args {
     /// campaign (a campaign to --recipients drains, /v1/track beside it), workflows
     /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
     /// for --soak-minutes, sampled every 30 s), import (--contacts rows through POST
-    /// /contacts/import, timed to COMPLETED).
+    /// /contacts/import, timed to COMPLETED), footprint (--contacts through POST /contacts,
+    /// then a restart: RSS per contact and the project's load time).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -59,7 +61,7 @@ pub struct Args {
     /// client's connection count in the reference figure.
     #[arg(long, default_value_t = 32)]
     smtp_connections: usize,
-    /// Contacts loaded for the `members` scenario, and rows of the `import` one.
+    /// Contacts loaded for the `members` and `footprint` scenarios, and rows of the `import` one.
     #[arg(long, default_value_t = 100_000)]
     contacts: u64,
     /// Subscribed contacts the `campaign` scenario sends to.
@@ -72,6 +74,17 @@ pub struct Args {
     /// every other upsert (the data set grows).
     #[arg(long, default_value_t = 0)]
     soak_contacts: u64,
+    /// Further restarts of the `footprint` scenario on the same data, each timing the
+    /// project's load again; they alternate --compare-bin and the server binary.
+    #[arg(long, default_value_t = 0)]
+    restarts: usize,
+    /// Another server binary for the `footprint` restarts (an A/B of the load time).
+    #[arg(long)]
+    compare_bin: Option<PathBuf>,
+    /// Hours the soak moves the server's clock after each 30-s sample, with retention
+    /// shortened to a day; 0 = the real clock and the default retention.
+    #[arg(long, default_value_t = 0)]
+    soak_clock_hours: u64,
 }
 
 fn main() {
@@ -166,7 +179,11 @@ fn main() {
             args.smtp_connections,
             args.soak_minutes,
             args.soak_contacts,
+            args.soak_clock_hours,
         );
+    }
+    if wanted("footprint") {
+        footprint::run(&rt, &bin, &dns, &args);
     }
     if wanted("import") {
         let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));

@@ -128,7 +128,7 @@ pub fn post_many(
     took
 }
 
-fn member(i: u64) -> String {
+pub fn member(i: u64) -> String {
     let plan = if i.is_multiple_of(3) { "pro" } else { "free" };
     format!(
         r#"{{"email":"m{i}@bench.example.com","subscribed":{},"data":{{"plan":"{plan}","n":{i}}}}}"#,
@@ -137,7 +137,6 @@ fn member(i: u64) -> String {
 }
 
 pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connections: usize) {
-    let addr = server.addr();
     let started = Instant::now();
     load_contacts(rt, server, contacts, connections, member);
     println!(
@@ -145,6 +144,12 @@ pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connect
         started.elapsed().as_secs_f64(),
         server.peak_rss_kib() / 1024
     );
+    count(rt, server, contacts);
+}
+
+/// Makes a two-condition segment and times GET /segments/{id}, which counts its members.
+pub fn count(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64) {
+    let addr = server.addr();
     let filters = json!({"name": "Pro subscribers", "filters": {"operator": "AND", "conditions": [
         {"field": "data.plan", "operator": "equals", "value": "pro"},
         {"field": "subscribed", "operator": "equals", "value": true}]}});

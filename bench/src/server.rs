@@ -42,34 +42,30 @@ impl Server {
         );
         let keys: serde_json::Value =
             serde_json::from_slice(&created.stdout).expect("project JSON");
-        let mut child = Command::new(bin)
-            .arg("serve")
-            .env("MAILROOM__STORAGE__PATH", &data)
-            .env("MAILROOM__MAIL__FILE_DIR", data.join("outbox"))
-            .env("MAILROOM__SERVER__PORT", "0")
-            .env("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")
-            .env("MAILROOM__LOG__LEVEL", "warn")
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start mailroom serve");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("server exited before listening")
-                .expect("read stdout");
-            if let Some(url) = line.strip_prefix("mailroom listening on http://") {
-                break url.parse().expect("socket address");
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let (child, addr) = spawn(bin, &data, env, None);
         Server {
             child,
             addr,
             secret_key: keys["secretKey"].as_str().unwrap_or_default().to_owned(),
             _dir: dir,
         }
+    }
+
+    /// Stops the server with SIGTERM (it drains and flushes the store), waits for it, and
+    /// starts `bin` again on the same data directory, its log (stderr) written to `log`.
+    pub fn restart(&mut self, bin: &Path, env: &[(String, String)], log: &Path) {
+        self.stop();
+        let (child, addr) = spawn(bin, &self.data_dir(), env, Some(log));
+        self.child = child;
+        self.addr = addr;
+    }
+
+    /// SIGTERM, then waits for the exit.
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -118,4 +114,41 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `mailroom serve` on `data` and reads its port from stdout.
+fn spawn(
+    bin: &Path,
+    data: &Path,
+    env: &[(String, String)],
+    log: Option<&Path>,
+) -> (Child, SocketAddr) {
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path).expect("server log file")),
+        None => Stdio::inherit(),
+    };
+    let mut child = Command::new(bin)
+        .arg("serve")
+        .env("MAILROOM__STORAGE__PATH", data)
+        .env("MAILROOM__MAIL__FILE_DIR", data.join("outbox"))
+        .env("MAILROOM__SERVER__PORT", "0")
+        .env("MAILROOM__LIMITS__REQUESTS_PER_MINUTE", "0")
+        .env("MAILROOM__LOG__LEVEL", "warn")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("start mailroom serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .expect("read stdout");
+        if let Some(url) = line.strip_prefix("mailroom listening on http://") {
+            break url.parse().expect("socket address");
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
 }

@@ -245,7 +245,7 @@ const PAGE_CSP: &str =
 
 /// A campaign with `fields` sent to each of `to` (subscribed); each recipient's
 /// unsubscribe path, in the order of `to`, and the campaign's id.
-fn unsubscribe_paths(
+pub(crate) fn unsubscribe_paths(
     app: &TestApp,
     p: &Project,
     smtp: &SmtpServer,

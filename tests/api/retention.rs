@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 
 use crate::support::app::{Project, TestApp};
 use crate::support::campaign::{
-    advance, contacts, count, create, data, emails, eventually, id, rig, send_and_settle,
+    advance, contact_of, contacts, count, create, data, emails, eventually, id, rig,
+    send_and_settle, stats, visit,
 };
 use crate::support::store::store_copies_of;
 
@@ -275,4 +276,72 @@ fn a_finished_import_record_goes_after_the_emails_retention_and_its_contacts_sta
     assert_eq!(app.get(&path(&new), &p.secret).status, 200);
     assert_eq!(app.get("/contacts", &p.secret).json()["total"], 2);
     assert!(removed_metric(&app, "contact_imports") >= 1);
+}
+
+#[test]
+fn a_campaigns_unsubscribe_markers_go_after_the_emails_retention_and_its_count_stays_as_it_was() {
+    let (_dns, smtp, app, p) = rig(|_| {});
+    let (paths, cid) =
+        crate::links::unsubscribe_paths(&app, &p, &smtp, &["ada@example.com"], json!({}));
+    let one_click = Some("List-Unsubscribe=One-Click");
+    let r = visit(&app, "POST", &paths[0], one_click);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let unsubscribed = |s: &Value| count(s, "unsubscribed");
+    let s = eventually(30, || stats(&app, &p, &cid), |s| unsubscribed(s) == 1);
+    assert_eq!(unsubscribed(&s), 1, "{s}");
+
+    advance(&app, 181 * DAY_MS);
+    let removed = eventually(
+        30,
+        || removed_metric(&app, "campaign_unsubscribes"),
+        |n| *n >= 1,
+    );
+    assert!(removed >= 1, "the campaign's unsubscribe marker went");
+    assert_eq!(unsubscribed(&stats(&app, &p, &cid)), 1, "the count stays");
+
+    // The old link still works both ways, but the campaign's count is closed: it is
+    // neither taken back nor counted a second time.
+    let back = visit(&app, "POST", &format!("{}/resubscribe", paths[0]), Some(""));
+    assert_eq!(back.status, 200, "{}", back.text);
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], true);
+    assert_eq!(unsubscribed(&stats(&app, &p, &cid)), 1);
+    let again = visit(&app, "POST", &paths[0], one_click);
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(contact_of(&app, &p, "ada@example.com")["subscribed"], false);
+    assert_eq!(unsubscribed(&stats(&app, &p, &cid)), 1);
+}
+
+#[test]
+fn a_reentry_window_record_goes_once_its_day_is_over_and_the_contact_enters_again() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let r = app.post(
+        "/workflows",
+        &p.secret,
+        json!({"name": "Again", "enabled": true, "triggerEvent": "signup", "allowReentry": true,
+               "steps": [{"id": "end", "type": "EXIT", "config": {}, "next": null}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let wid = id(&r.json());
+    let list = || {
+        let r = app.get(&format!("/workflows/{wid}/executions"), &p.secret);
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json()
+    };
+    let executions = || list()["total"].as_u64().unwrap_or_default();
+    track(&app, &p, "ada@example.com", "signup");
+    // A contact re-enters only once its last execution ended.
+    let ended = eventually(30, list, |l| l["executions"][0]["status"] == "EXITED");
+    assert_eq!(ended["total"], 1, "{ended}");
+    let before = removed_metric(&app, "workflow_entry_windows");
+
+    advance(&app, DAY_MS + 1);
+    let removed = eventually(
+        30,
+        || removed_metric(&app, "workflow_entry_windows"),
+        |n| *n > before,
+    );
+    assert_eq!(removed, before + 1, "the day-old window record went");
+    track(&app, &p, "ada@example.com", "signup");
+    assert_eq!(eventually(30, executions, |n| *n == 2), 2);
 }

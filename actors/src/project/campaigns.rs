@@ -647,7 +647,10 @@ pub fn unsubscribe(
     }
     if let Some(id) = campaign {
         let key = keys::campaign_unsubscribed(p, id, contact);
-        if load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
+        let closed = store
+            .get(&keys::campaign_unsubscribes_closed(p, id))?
+            .is_some();
+        if !closed && load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
             unit.batch.put(key, Vec::new());
             campaign_stats::update(store, &mut unit.batch, p, id, |s| s.unsubscribed += 1)?;
         }

@@ -104,9 +104,15 @@ impl Entries {
         }
     }
 
+    /// Whether the window began a day or more before `now`: the record then counts as
+    /// none (retention removes it).
+    pub fn is_over(self, now: i64) -> bool {
+        now.saturating_sub(self.since) >= DAY_MS
+    }
+
     /// The window as it stands at `now`: a new, empty one once a day has passed.
     pub fn at(self, now: i64) -> Self {
-        match now.saturating_sub(self.since) >= DAY_MS {
+        match self.is_over(now) {
             true => Entries {
                 since: now,
                 count: 0,

@@ -31,6 +31,7 @@ pub mod send;
 pub mod sending;
 pub mod starts;
 pub mod table;
+mod table_load;
 pub mod templates;
 pub mod track;
 pub mod triggers;

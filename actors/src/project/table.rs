@@ -7,13 +7,21 @@
 //! scan). Rows are shared (`Arc`), so a count copies the row pointers under a short read
 //! lock and evaluates without holding it: a long count never stalls the actor's writes.
 //!
-//! Memory is about 250 bytes a contact (a million contacts: ~250 MB).
+//! Footprint: a row is its stored bytes behind an `Arc` (16 bytes of counts), one
+//! 16-byte pointer in `rows`, and a 4-byte slot number in each of two hash indexes (plus
+//! a control byte each, at most 7/8 full). The indexes hold no keys of their own: the id
+//! and the email are read back from the row when a lookup compares, so an email is kept
+//! once, in its row. About 40 bytes a contact beyond the row's bytes and its `Arc`; the
+//! row is the id, the email, the data as JSON text and two timestamps. Measured: 149
+//! bytes a contact in all at 1M with small data (docs/performance.md, 2026-11-25).
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use hashbrown::{DefaultHashBuilder, HashTable};
+
 use crate::error::Result;
-use crate::model::{Contact, ContactId, ContactRef, ProjectId};
+use crate::model::{Contact, ContactId, ProjectId};
 use crate::store::{keys, Store};
 
 pub type Row = Arc<[u8]>;
@@ -23,39 +31,185 @@ pub struct ContactTable {
     inner: RwLock<Rows>,
 }
 
+/// The fields an index compares: the first two of the stored form (see `Stored` in
+/// model/contact.rs), decoded without reading the rest.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    id: ContactId,
+    email: &'a str,
+}
+
+fn head(row: &[u8]) -> Option<Head<'_>> {
+    crate::store::codec::decode_borrowed(row).ok()
+}
+
 #[derive(Default)]
 struct Rows {
     loaded: bool,
     rows: Vec<Row>,
-    /// Where each contact's row is in `rows`.
-    by_id: HashMap<ContactId, usize>,
-    by_email: HashMap<Box<str>, ContactId>,
+    /// Slots in `rows`, found by the hash of the row's id.
+    by_id: HashTable<u32>,
+    /// Slots in `rows`, found by the hash of the row's email.
+    by_email: HashTable<u32>,
+    /// Seeded at random per table, so nobody can choose emails that collide.
+    hasher: DefaultHashBuilder,
 }
 
 impl Rows {
-    fn insert(&mut self, id: ContactId, email: &str, row: Row) {
-        match self.by_id.get(&id) {
-            Some(&i) => self.rows[i] = row,
-            None => {
-                self.by_id.insert(id, self.rows.len());
-                self.rows.push(row);
-                self.by_email.insert(email.into(), id);
-            }
+    fn id_hash(&self, id: ContactId) -> u64 {
+        self.hasher.hash_one(id.as_bytes())
+    }
+
+    fn email_hash(&self, email: &str) -> u64 {
+        self.hasher.hash_one(email)
+    }
+
+    fn slot_of_id(&self, id: ContactId) -> Option<usize> {
+        let rows = &self.rows;
+        self.by_id
+            .find(self.id_hash(id), |&s| {
+                head(&rows[s as usize]).is_some_and(|h| h.id == id)
+            })
+            .map(|&s| s as usize)
+    }
+
+    fn slot_of_email(&self, email: &str) -> Option<usize> {
+        let rows = &self.rows;
+        self.by_email
+            .find(self.email_hash(email), |&s| {
+                head(&rows[s as usize]).is_some_and(|h| h.email == email)
+            })
+            .map(|&s| s as usize)
+    }
+
+    /// Points the index entry at `from` for `hash` to `to` instead.
+    fn repoint(table: &mut HashTable<u32>, hash: u64, from: usize, to: usize) {
+        if let Some(s) = table.find_mut(hash, |&s| s as usize == from) {
+            *s = to as u32;
         }
     }
 
-    fn remove(&mut self, id: ContactId, email: &str) {
-        let Some(i) = self.by_id.remove(&id) else {
+    fn unindex(table: &mut HashTable<u32>, hash: u64, slot: usize) {
+        if let Ok(e) = table.find_entry(hash, |&s| s as usize == slot) {
+            e.remove();
+        }
+    }
+
+    fn insert(&mut self, id: ContactId, email: &str, row: Row) {
+        if let Some(s) = self.slot_of_id(id) {
+            let old = std::mem::replace(&mut self.rows[s], row);
+            match head(&old) {
+                Some(h) if h.email == email => {}
+                h => {
+                    if let Some(h) = h {
+                        let hash = self.email_hash(h.email);
+                        Self::unindex(&mut self.by_email, hash, s);
+                    }
+                    self.index_email(email, s);
+                }
+            }
+            return;
+        }
+        let s = self.rows.len();
+        self.rows.push(row);
+        let (rows, hasher) = (&self.rows, &self.hasher);
+        self.by_id
+            .insert_unique(self.hasher.hash_one(id.as_bytes()), s as u32, |&x| {
+                head(&rows[x as usize]).map_or(0, |h| hasher.hash_one(h.id.as_bytes()))
+            });
+        self.index_email(email, s);
+    }
+
+    /// Points `email` at slot `s`. An email names one contact: an entry that still
+    /// points it elsewhere goes first.
+    fn index_email(&mut self, email: &str, s: usize) {
+        let (rows, hasher) = (&self.rows, &self.hasher);
+        let hash = hasher.hash_one(email);
+        let stale =
+            |&x: &u32| x as usize != s && head(&rows[x as usize]).is_some_and(|h| h.email == email);
+        if let Ok(e) = self.by_email.find_entry(hash, stale) {
+            e.remove();
+        }
+        self.by_email.insert_unique(hash, s as u32, |&x| {
+            head(&rows[x as usize]).map_or(0, |h| hasher.hash_one(h.email))
+        });
+    }
+
+    fn remove(&mut self, id: ContactId) {
+        let Some(s) = self.slot_of_id(id) else {
             return;
         };
-        self.by_email.remove(email);
-        self.rows.swap_remove(i);
-        // The last row moved into the hole: point its id at the new place.
-        if let Some(moved) = self.rows.get(i) {
-            if let Ok(c) = ContactRef::decode(moved) {
-                self.by_id.insert(c.id, i);
-            }
+        let hash = self.id_hash(id);
+        Self::unindex(&mut self.by_id, hash, s);
+        if let Some(h) = head(&self.rows[s]) {
+            let hash = self.email_hash(h.email);
+            Self::unindex(&mut self.by_email, hash, s);
         }
+        let last = self.rows.len() - 1;
+        self.rows.swap_remove(s);
+        if s == last {
+            return;
+        }
+        // The last row moved into the hole: point its index entries at the new place.
+        let Some((id_hash, email_hash)) =
+            head(&self.rows[s]).map(|h| (self.id_hash(h.id), self.email_hash(h.email)))
+        else {
+            return;
+        };
+        Self::repoint(&mut self.by_id, id_hash, last, s);
+        Self::repoint(&mut self.by_email, email_hash, last, s);
+    }
+
+    /// Builds both indexes over `rows` (a load), one on each of two threads: they only
+    /// read the rows. The store holds one contact per id and per email; should two rows
+    /// share an email anyway, the later one has it, as a put would leave it.
+    fn index_all(&mut self) -> Result<()> {
+        let (rows, hasher) = (&self.rows, &self.hasher);
+        let build = |key: &(dyn Fn(&Head) -> u64 + Sync), unique: bool| {
+            let mut t = HashTable::with_capacity(rows.len());
+            let rehash = |&x: &u32| head(&rows[x as usize]).map_or(0, |h| key(&h));
+            for (s, row) in rows.iter().enumerate() {
+                let Some(h) = head(row) else {
+                    return Err(crate::error::Error::storage(
+                        "a stored contact that does not decode",
+                    ));
+                };
+                let hash = key(&h);
+                if !unique {
+                    let same =
+                        |&x: &u32| head(&rows[x as usize]).is_some_and(|o| o.email == h.email);
+                    if let Ok(e) = t.find_entry(hash, same) {
+                        e.remove();
+                    }
+                }
+                t.insert_unique(hash, s as u32, rehash);
+            }
+            Ok(t)
+        };
+        let by_id = |h: &Head| hasher.hash_one(h.id.as_bytes());
+        let by_email = |h: &Head| hasher.hash_one(h.email);
+        let (ids, emails) = std::thread::scope(|s| {
+            let ids = s.spawn(|| build(&by_id, true));
+            let emails = build(&by_email, false);
+            (ids.join(), emails)
+        });
+        self.by_id =
+            ids.map_err(|_| crate::error::Error::Internal("indexing panicked".into()))??;
+        self.by_email = emails?;
+        Ok(())
+    }
+
+    /// Heap bytes the table holds: what the operator's log line reports.
+    fn heap_bytes(&self) -> usize {
+        // An Arc<[u8]> is its two counts and the bytes, in jemalloc's 16-byte classes.
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|r| (16 + r.len()).div_ceil(16) * 16)
+            .sum();
+        rows + self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.by_id.allocation_size()
+            + self.by_email.allocation_size()
     }
 }
 
@@ -91,18 +245,19 @@ impl ContactTable {
 
     fn fill(rows: &mut Rows, store: &dyn Store, p: ProjectId) -> Result<()> {
         let started = std::time::Instant::now();
-        for kv in store.scan(&keys::contacts(p), None, false) {
-            let (_, v) = kv?;
-            let c = ContactRef::decode(&v)?;
-            let (id, email) = (c.id, c.email.to_owned());
-            rows.insert(id, &email, Arc::from(v));
-        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        rows.rows = super::table_load::read(store, &keys::contacts(p), threads)?;
+        let read = started.elapsed();
+        rows.index_all()?;
         rows.loaded = true;
         if rows.rows.len() >= 10_000 {
             tracing::info!(
                 project = %p,
                 contacts = rows.rows.len(),
                 millis = started.elapsed().as_millis() as u64,
+                read_millis = read.as_millis() as u64,
+                threads,
+                table_bytes = rows.heap_bytes() as u64,
                 "loaded the project's contacts into memory"
             );
         }
@@ -110,13 +265,15 @@ impl ContactTable {
     }
 
     pub fn id_by_email(&self, email: &str) -> Option<ContactId> {
-        self.read().by_email.get(email).copied()
+        let rows = self.read();
+        let s = rows.slot_of_email(email)?;
+        head(&rows.rows[s]).map(|h| h.id)
     }
 
     pub fn get(&self, id: ContactId) -> Result<Option<Contact>> {
         let row = {
             let rows = self.read();
-            rows.by_id.get(&id).map(|&i| rows.rows[i].clone())
+            rows.slot_of_id(id).map(|s| rows.rows[s].clone())
         };
         row.map(|r| Contact::decode(&r)).transpose()
     }
@@ -124,10 +281,7 @@ impl ContactTable {
     pub fn by_email(&self, email: &str) -> Result<Option<Contact>> {
         let row = {
             let rows = self.read();
-            rows.by_email
-                .get(email)
-                .and_then(|id| rows.by_id.get(id))
-                .map(|&i| rows.rows[i].clone())
+            rows.slot_of_email(email).map(|s| rows.rows[s].clone())
         };
         row.map(|r| Contact::decode(&r)).transpose()
     }
@@ -139,7 +293,7 @@ impl ContactTable {
     }
 
     pub fn remove(&self, contact: &Contact) {
-        self.write().remove(contact.id, contact.email.as_str());
+        self.write().remove(contact.id);
     }
 
     /// Every row at this moment, for a count that runs without the lock.
@@ -153,6 +307,11 @@ impl ContactTable {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Heap bytes the table holds now.
+    pub fn heap_bytes(&self) -> usize {
+        self.read().heap_bytes()
     }
 }
 
@@ -187,6 +346,7 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t.by_email("a@example.com").unwrap(), None);
         assert_eq!(t.get(c.id).unwrap().unwrap().email, c.email);
+        assert_eq!(t.by_email("c@example.com").unwrap().unwrap().id, c.id);
         assert_eq!(t.by_email("b@example.com").unwrap().unwrap().id, b.id);
     }
 
@@ -199,5 +359,78 @@ mod tests {
         t.put(&a, &a.encode().unwrap());
         assert_eq!(t.len(), 1);
         assert!(!t.get(a.id).unwrap().unwrap().subscribed);
+    }
+
+    #[test]
+    fn a_contact_put_with_another_email_is_found_by_the_new_one_only() {
+        let t = ContactTable::default();
+        let mut a = contact("old@example.com");
+        t.put(&a, &a.encode().unwrap());
+        a.email = EmailAddress::parse("new@example.com").unwrap();
+        t.put(&a, &a.encode().unwrap());
+        assert_eq!(t.id_by_email("old@example.com"), None);
+        assert_eq!(t.id_by_email("new@example.com"), Some(a.id));
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn thousands_of_puts_and_removes_agree_with_a_plain_map() {
+        let t = ContactTable::default();
+        let mut model = std::collections::HashMap::new();
+        let people: Vec<Contact> = (0..3_000)
+            .map(|i| contact(&format!("p{i}@example.com")))
+            .collect();
+        for (i, c) in people.iter().enumerate() {
+            t.put(c, &c.encode().unwrap());
+            model.insert(c.email.as_str().to_owned(), c.id);
+            // Every third contact goes again, from all over the table.
+            if i % 3 == 2 {
+                let gone = &people[(i * 7) % (i + 1)];
+                t.remove(gone);
+                model.remove(gone.email.as_str());
+            }
+        }
+        assert_eq!(t.len(), model.len());
+        for c in &people {
+            let want = model.get(c.email.as_str()).copied();
+            assert_eq!(
+                t.id_by_email(c.email.as_str()),
+                want,
+                "{}",
+                c.email.as_str()
+            );
+            assert_eq!(t.get(c.id).unwrap().map(|x| x.id), want);
+        }
+        assert_eq!(t.rows().len(), model.len());
+    }
+
+    #[tokio::test]
+    async fn a_load_from_the_store_finds_every_contact_by_id_and_by_email() {
+        use crate::store::{Batch, SledConfig, SledStore};
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), SledConfig::default()).unwrap();
+        let p = ProjectId::new();
+        let people: Vec<Contact> = (0..2_000)
+            .map(|i| contact(&format!("p{i}@example.com")))
+            .collect();
+        let mut b = Batch::new();
+        for c in &people {
+            b.put(keys::contact(p, c.id), c.encode().unwrap());
+        }
+        store.apply(b).unwrap();
+        store.durable().await.unwrap();
+        let t = ContactTable::default();
+        t.ensure_loaded(&*store, p).unwrap();
+        assert_eq!(t.len(), people.len());
+        for c in &people {
+            assert_eq!(t.id_by_email(c.email.as_str()), Some(c.id));
+            assert_eq!(t.get(c.id).unwrap().map(|x| x.email), Some(c.email.clone()));
+        }
+        t.remove(&people[0]);
+        assert_eq!(t.id_by_email(people[0].email.as_str()), None);
+        assert_eq!(
+            t.id_by_email(people[1_999].email.as_str()),
+            Some(people[1_999].id)
+        );
     }
 }

@@ -58,7 +58,7 @@ pub fn purge(
 }
 
 /// A scan bound just below `key`, so a scan "after" it starts at `key` itself.
-fn prefix_before(key: &[u8]) -> Vec<u8> {
+pub(super) fn prefix_before(key: &[u8]) -> Vec<u8> {
     let mut k = key.to_vec();
     match k.last_mut() {
         Some(b) if *b > 0 => {

@@ -48,6 +48,25 @@ pub fn audiences(store: &dyn Store, p: ProjectId) -> Result<bool> {
         .is_some())
 }
 
+/// Whether the project has any campaign unsubscribe marker (an ended campaign's may go).
+pub fn unsubscribes(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    let prefix = keys::campaign_unsubscribed_all(p);
+    Ok(store
+        .scan(&prefix, None, false)
+        .next()
+        .transpose()?
+        .is_some())
+}
+
+/// Whether the project has any workflow entry window record.
+pub fn entries(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    Ok(store
+        .scan(&keys::all_entries(p), None, false)
+        .next()
+        .transpose()?
+        .is_some())
+}
+
 /// Whether the project has any import record at all (finished ones are what may go).
 pub fn imports(store: &dyn Store, p: ProjectId) -> Result<bool> {
     Ok(store

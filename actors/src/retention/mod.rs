@@ -10,9 +10,11 @@
 pub mod audiences;
 mod due;
 pub mod emails;
+pub mod entries;
 pub mod events;
 pub mod executions;
 pub mod imports;
+pub mod unsubscribes;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,10 +70,12 @@ pub enum Kind {
     IdempotencyKeys,
     CampaignAudiences,
     Imports,
+    CampaignUnsubscribes,
+    EntryWindows,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Events,
         Kind::Emails,
         Kind::EmailContents,
@@ -79,6 +83,8 @@ impl Kind {
         Kind::IdempotencyKeys,
         Kind::CampaignAudiences,
         Kind::Imports,
+        Kind::CampaignUnsubscribes,
+        Kind::EntryWindows,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -90,6 +96,8 @@ impl Kind {
             Kind::IdempotencyKeys => "idempotency_keys",
             Kind::CampaignAudiences => "campaign_audience_chunks",
             Kind::Imports => "contact_imports",
+            Kind::CampaignUnsubscribes => "campaign_unsubscribes",
+            Kind::EntryWindows => "workflow_entry_windows",
         }
     }
 }
@@ -138,7 +146,7 @@ impl Purger {
     /// One purge of every project; totals in the log.
     pub async fn run_once(&mut self) {
         let started = Instant::now();
-        let mut totals = [0u64; 7];
+        let mut totals = [0u64; 9];
         let prefix = keys::PROJECTS;
         let projects: Vec<ProjectId> = self
             .store
@@ -154,7 +162,8 @@ impl Purger {
             self.registry.metrics().removed(kind, totals[kind as usize]);
         }
         if totals.iter().any(|n| *n > 0) {
-            let [events, emails, contents, executions, idempotency, audiences, imports] = totals;
+            let [events, emails, contents, executions, idempotency, audiences, imports, unsubscribes, windows] =
+                totals;
             tracing::info!(
                 events,
                 emails,
@@ -163,16 +172,19 @@ impl Purger {
                 idempotency_keys = idempotency,
                 campaign_audience_chunks = audiences,
                 contact_imports = imports,
+                campaign_unsubscribes = unsubscribes,
+                workflow_entry_windows = windows,
                 duration_ms = started.elapsed().as_millis() as u64,
                 "retention purge: removed {events} events, {emails} emails, {contents} email contents, \
                  {executions} executions, {idempotency} idempotency keys, {audiences} campaign audience chunks, \
-                 {imports} contact imports in {} ms",
+                 {imports} contact imports, {unsubscribes} campaign unsubscribe markers, \
+                 {windows} workflow entry windows in {} ms",
                 started.elapsed().as_millis()
             );
         }
     }
 
-    async fn project(&mut self, p: ProjectId, totals: &mut [u64; 7]) -> Result<()> {
+    async fn project(&mut self, p: ProjectId, totals: &mut [u64; 9]) -> Result<()> {
         let c = self.config;
         let now = Timestamp::from(self.clock.now());
         let max = c.slice_keys.max(1);
@@ -237,6 +249,23 @@ impl Purger {
             totals[Kind::CampaignAudiences as usize] += self
                 .slices(p, None, move |ctx, after| {
                     audiences::purge(ctx.store, ctx.project, before, after, max)
+                })
+                .await?
+                .0;
+        }
+        if let Some(before) = records.filter(|_| due::unsubscribes(store, p).unwrap_or(true)) {
+            totals[Kind::CampaignUnsubscribes as usize] += self
+                .slices(p, None, move |ctx, after| {
+                    unsubscribes::purge(ctx.store, ctx.project, before, after, max)
+                })
+                .await?
+                .0;
+        }
+        // A window record past its day counts as none whatever the settings: always.
+        if due::entries(store, p).unwrap_or(true) {
+            totals[Kind::EntryWindows as usize] += self
+                .slices(p, None, move |ctx, after| {
+                    entries::purge(ctx.store, ctx.project, ctx.now.millis(), after, max)
                 })
                 .await?
                 .0;

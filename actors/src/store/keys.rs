@@ -278,6 +278,22 @@ pub fn campaign_unsubscribed(p: ProjectId, c: CampaignId, contact: ContactId) ->
     in_project(p, b"/cpu/", &[c.as_bytes(), contact.as_bytes()])
 }
 
+/// Every campaign's unsubscribe markers of the project.
+pub fn campaign_unsubscribed_all(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/cpu/", &[])
+}
+
+/// A campaign's unsubscribe markers, for the retention purge.
+pub fn campaign_unsubscribes(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpu/", &[c.as_bytes()])
+}
+
+/// Present once retention removed a campaign's unsubscribe markers: its count is closed
+/// (retention/unsubscribes.rs).
+pub fn campaign_unsubscribes_closed(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpx/", &[c.as_bytes()])
+}
+
 /// A contact an unsubscribe link unsubscribed; its value is the contact's `updatedAt`
 /// then, so a resubscribe link undoes only that change (not a later bounce or an API
 /// write).
@@ -387,6 +403,10 @@ pub fn execution_of(p: ProjectId, w: WorkflowId, c: ContactId, x: ExecutionId) -
 /// A contact's entries into one re-entry workflow within the current day window
 /// (`executions::Entries`): what the daily cap counts. Apart from the executions'
 /// index, so that pruning ended executions cannot reset it; deleted with the workflow.
+pub fn all_entries(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/wxd/", &[])
+}
+
 pub fn entries_of(p: ProjectId, w: WorkflowId) -> Vec<u8> {
     in_project(p, b"/wxd/", &[w.as_bytes()])
 }
