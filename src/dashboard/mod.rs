@@ -1,0 +1,89 @@
+//! The web dashboard at `/app`: pages rendered on the server (maud), a few lines of
+//! plain JavaScript for the live parts, one stylesheet. Pages reach the engine through
+//! the same functions and messages as the API handlers in `crate::http`, and resolve
+//! the project from the session alone, never from a form or a path.
+
+mod assets;
+mod auth;
+mod chart;
+mod error;
+mod layout;
+mod overview;
+pub mod session;
+mod sign_in;
+
+use actix_web::http::header;
+use actix_web::middleware::DefaultHeaders;
+use actix_web::web::{self, ServiceConfig};
+use actix_web::HttpResponse;
+
+pub use auth::{Posted, Signed};
+pub use error::PageError;
+
+/// The dashboard's part of the shared state.
+pub struct Dashboard {
+    pub enabled: bool,
+    pub sessions: session::Sessions,
+    /// How long a session lasts from its sign-in.
+    pub lifetime_ms: i64,
+    /// `Secure` on the cookies even when the request did not come over https (a TLS
+    /// proxy in front that does not say so).
+    pub secure_cookie: bool,
+}
+
+impl Dashboard {
+    pub fn new(settings: &crate::config::DashboardSettings) -> Self {
+        Dashboard {
+            enabled: settings.enabled,
+            sessions: session::Sessions::default(),
+            lifetime_ms: i64::from(settings.session_minutes.max(1)).saturating_mul(60_000),
+            secure_cookie: settings.secure_cookie,
+        }
+    }
+}
+
+/// What every dashboard answer carries: no inline script or style runs, no other
+/// origin is reached, nothing frames the page, and nothing is cached but the assets.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
+
+pub fn scope() -> impl actix_web::dev::HttpServiceFactory {
+    web::scope("/app")
+        .wrap(
+            DefaultHeaders::new()
+                .add((header::CONTENT_SECURITY_POLICY, CSP))
+                .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+                .add((header::REFERRER_POLICY, "no-referrer"))
+                .add((header::X_FRAME_OPTIONS, "DENY"))
+                .add((header::CACHE_CONTROL, "no-store")),
+        )
+        .configure(routes)
+}
+
+fn routes(cfg: &mut ServiceConfig) {
+    cfg.route("", web::get().to(home))
+        .route("/", web::get().to(home))
+        .route("/static/{name}", web::get().to(assets::serve))
+        .route("/sign-in", web::get().to(sign_in::form))
+        .route("/sign-in", web::post().to(sign_in::submit))
+        .route("/sign-out", web::post().to(sign_in::sign_out))
+        .route("/projects", web::get().to(sign_in::projects))
+        .route("/projects", web::post().to(sign_in::pick))
+        .route("/overview", web::get().to(overview::page))
+        .default_service(web::to(not_found));
+}
+
+async fn home(_: Signed) -> HttpResponse {
+    see_other("/app/overview")
+}
+
+async fn not_found(_: Signed) -> Result<HttpResponse, PageError> {
+    Err(PageError::NotFound)
+}
+
+/// A redirect after a form (303: the browser follows it with a GET).
+pub fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, to))
+        .finish()
+}
