@@ -81,8 +81,18 @@ impl ResponseError for PageError {
             }
         }
         let status = self.status_code();
+        let fields = match self {
+            PageError::Api(ApiError::Engine(mailroom_actors::Error::Validation(f))) => f.clone(),
+            _ => Vec::new(),
+        };
         let body = html! {
             p role="alert" { (self.to_string()) }
+            @if !fields.is_empty() {
+                ul.error {
+                    @for f in &fields { li { code { (f.field) } ": " (f.message) " (" (f.code.as_str()) ")" } }
+                }
+                p { "Go back, correct the form and send it again." }
+            }
             p { a href="/app/overview" { "Back to the overview" } }
         };
         let title = status.canonical_reason().unwrap_or("Error");

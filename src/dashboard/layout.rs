@@ -8,7 +8,13 @@ use super::assets;
 use super::auth::Signed;
 
 /// The pages in the navigation: (path, label).
-const NAV: &[(&str, &str)] = &[("/app/overview", "Overview")];
+const NAV: &[(&str, &str)] = &[
+    ("/app/overview", "Overview"),
+    ("/app/contacts", "Contacts"),
+    ("/app/segments", "Segments"),
+    ("/app/templates", "Templates"),
+    ("/app/campaigns", "Campaigns"),
+];
 
 fn head(title: &str) -> Markup {
     html! {

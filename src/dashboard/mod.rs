@@ -5,12 +5,17 @@
 
 mod assets;
 mod auth;
+mod campaigns;
 mod chart;
+mod contacts;
 mod error;
+mod imports;
 mod layout;
 mod overview;
+mod segments;
 pub mod session;
 mod sign_in;
+mod templates;
 
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;
@@ -70,6 +75,34 @@ fn routes(cfg: &mut ServiceConfig) {
         .route("/projects", web::get().to(sign_in::projects))
         .route("/projects", web::post().to(sign_in::pick))
         .route("/overview", web::get().to(overview::page))
+        .route("/contacts", web::get().to(contacts::list))
+        .route("/contacts/import", web::get().to(imports::form))
+        .route("/contacts/import", web::post().to(imports::start))
+        .route("/contacts/export", web::get().to(contacts::export))
+        .route("/contacts/imports/{id}", web::get().to(imports::show))
+        .route(
+            "/contacts/imports/{id}/progress",
+            web::get().to(imports::progress),
+        )
+        .route("/contacts/{id}", web::get().to(contacts::show))
+        .route("/contacts/{id}", web::post().to(contacts::edit))
+        .route("/contacts/{id}/delete", web::post().to(contacts::delete))
+        .route("/segments", web::get().to(segments::list))
+        .route("/segments", web::post().to(segments::create))
+        .route("/segments/count", web::post().to(segments::count))
+        .route("/segments/preview", web::post().to(segments::preview))
+        .route("/templates", web::get().to(templates::list))
+        .route("/templates", web::post().to(templates::create))
+        .route("/templates/preview", web::post().to(templates::preview))
+        .route("/templates/{id}", web::get().to(templates::show))
+        .route("/templates/{id}", web::post().to(templates::update))
+        .route("/campaigns", web::get().to(campaigns::list))
+        .route("/campaigns", web::post().to(campaigns::create))
+        .route("/campaigns/{id}", web::get().to(campaigns::show))
+        .route("/campaigns/{id}/stats", web::get().to(campaigns::stats))
+        .route("/campaigns/{id}/test", web::post().to(campaigns::test))
+        .route("/campaigns/{id}/send", web::post().to(campaigns::send))
+        .route("/campaigns/{id}/cancel", web::post().to(campaigns::cancel))
         .default_service(web::to(not_found));
 }
 

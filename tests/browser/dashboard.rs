@@ -3,7 +3,7 @@
 use crate::browser::{available, run, Browser};
 use crate::helpers::{TestApp, ADMIN_TOKEN};
 
-async fn sign_in(b: &Browser, key: &str) {
+pub async fn sign_in(b: &Browser, key: &str) {
     b.goto("/app/sign-in").await;
     b.fill("#key", key).await;
     b.click("form[action='/app/sign-in'] button[type=submit]")

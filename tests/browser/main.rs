@@ -7,4 +7,5 @@
 mod helpers;
 
 mod browser;
+mod campaign;
 mod dashboard;

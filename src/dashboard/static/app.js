@@ -68,3 +68,33 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-live]").forEach(live);
   document.querySelectorAll("button[data-copy]").forEach(copy);
 });
+
+// <form data-upload="/app/...">: shown only with script; sends the picked file as
+// text/csv with the form's CSRF token in a header, then opens the page it answers.
+function upload(form) {
+  form.hidden = false;
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const file = form.querySelector("input[type=file]").files[0];
+    if (!file) { return; }
+    const token = form.querySelector("input[name=csrf]").value;
+    const res = await fetch(form.dataset.upload, {
+      method: "POST", body: file, credentials: "same-origin",
+      headers: { "Content-Type": "text/csv", "X-CSRF-Token": token, Accept: "application/json" },
+    });
+    if (res.ok) {
+      const data = await res.json();
+      window.location.assign(data.location);
+    } else {
+      const p = document.createElement("p");
+      p.className = "error";
+      p.setAttribute("role", "alert");
+      p.textContent = "The import was refused (" + res.status + "). " + (await res.text()).slice(0, 500);
+      form.append(p);
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("form[data-upload]").forEach(upload);
+});
