@@ -14,6 +14,10 @@ const NAV: &[(&str, &str)] = &[
     ("/app/segments", "Segments"),
     ("/app/templates", "Templates"),
     ("/app/campaigns", "Campaigns"),
+    ("/app/workflows", "Workflows"),
+    ("/app/events", "Events"),
+    ("/app/domains", "Domains"),
+    ("/app/settings", "Settings"),
 ];
 
 fn head(title: &str) -> Markup {

@@ -8,14 +8,18 @@ mod auth;
 mod campaigns;
 mod chart;
 mod contacts;
+mod domains;
 mod error;
+mod events;
 mod imports;
 mod layout;
 mod overview;
 mod segments;
 pub mod session;
+mod settings;
 mod sign_in;
 mod templates;
+mod workflows;
 
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;
@@ -103,6 +107,18 @@ fn routes(cfg: &mut ServiceConfig) {
         .route("/campaigns/{id}/test", web::post().to(campaigns::test))
         .route("/campaigns/{id}/send", web::post().to(campaigns::send))
         .route("/campaigns/{id}/cancel", web::post().to(campaigns::cancel))
+        .route("/workflows", web::get().to(workflows::list))
+        .route("/workflows/{id}", web::get().to(workflows::show))
+        .route(
+            "/workflows/{id}/enabled",
+            web::post().to(workflows::set_enabled),
+        )
+        .route("/events", web::get().to(events::list))
+        .route("/domains", web::get().to(domains::list))
+        .route("/domains", web::post().to(domains::create))
+        .route("/domains/{id}/verify", web::post().to(domains::verify))
+        .route("/settings", web::get().to(settings::page))
+        .route("/settings/rotate", web::post().to(settings::rotate))
         .default_service(web::to(not_found));
 }
 

@@ -234,3 +234,28 @@ fn an_admin_session_sees_the_project_it_picked_and_no_other() {
     let page = v.get("/app/overview");
     assert!(page.text.contains("Beta") && !page.text.contains("Alpha"));
 }
+
+#[test]
+fn a_project_session_reaches_none_of_another_projects_records() {
+    let app = TestApp::spawn();
+    let a = app.create_project("Alpha");
+    let b = app.create_project("Beta");
+    let theirs = app.upsert(&b.secret, serde_json::json!({"email": "secret@beta.test"}));
+    let id = theirs["id"].as_str().unwrap();
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&a.secret).status, 303);
+    let page = v.get(&format!("/app/contacts/{id}"));
+    assert_eq!(page.status, 404, "{}", page.text);
+    assert!(!page.text.contains("secret@beta.test"));
+    let csrf = hidden(&v.get("/app/contacts").text, "csrf");
+    let r = v.post(&format!("/app/contacts/{id}/delete"), &[("csrf", &csrf)]);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(
+        app.get(&format!("/contacts/{id}"), &b.secret).status,
+        200,
+        "still there"
+    );
+    let export = v.get("/app/contacts/export");
+    assert_eq!(export.status, 200);
+    assert!(!export.text.contains("secret@beta.test"), "{}", export.text);
+}

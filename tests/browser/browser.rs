@@ -135,6 +135,19 @@ impl Browser {
         }
     }
 
+    /// Waits until the page's path satisfies `ok` (a form's answer has loaded).
+    pub async fn until_path(&self, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let path = self.path().await;
+            if ok(&path) {
+                return path;
+            }
+            assert!(Instant::now() < deadline, "still at {path}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn path(&self) -> String {
         self.client
             .current_url()

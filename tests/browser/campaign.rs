@@ -101,8 +101,8 @@ fn a_campaign_built_in_the_dashboard_reaches_its_segment_over_smtp() {
         assert!(html.contains("Hi P3"), "{html}");
         b.screenshot("templates").await;
         b.click("#template-form button:not(.secondary)").await;
-        b.find("#template-form").await;
-        assert!(b.path().await.starts_with("/app/templates/"));
+        b.until_path(|p| p.starts_with("/app/templates/")).await;
+        assert_eq!(b.text("main h1").await, "Welcome");
 
         // A campaign for the segment: create, test send, send, and live stats.
         b.goto("/app/campaigns").await;

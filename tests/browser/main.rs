@@ -9,3 +9,4 @@ mod helpers;
 mod browser;
 mod campaign;
 mod dashboard;
+mod pages;
