@@ -2,7 +2,7 @@
 //! (its data, and its events, emails included, as a timeline), edit and delete.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{ContactId, DataMap, DataPatch, PageRequest};
+use mailroom_actors::model::{ContactId, DataMap, DataPatch, EmailAddress, PageRequest};
 use mailroom_actors::project::erasure_runner;
 use mailroom_actors::project::event_queries::{self, EventFilter};
 use mailroom_actors::project::messages::PatchContact;
@@ -22,13 +22,89 @@ const PAGE: usize = 50;
 /// The longest search, as the API's.
 const MAX_SEARCH_LEN: usize = 254;
 
+/// Matches counted at most for a search; past it the page says "more than".
+const COUNT_CAP: u64 = 1000;
+
 #[derive(Deserialize)]
 pub struct ListQuery {
     #[serde(default)]
     search: String,
     #[serde(default)]
     subscribed: String,
+    /// The newest-first cursor of the whole list.
     cursor: Option<String>,
+    /// The email after which a search's page starts.
+    after: Option<String>,
+}
+
+/// One page of the list: the contacts, how many match, and the next page's query.
+struct Listed {
+    items: Vec<mailroom_actors::model::Contact>,
+    count: String,
+    next: Option<Vec<(&'static str, String)>>,
+}
+
+/// The list reads a page, never the whole project: without a search, newest first with
+/// the counters' totals; with one, through the email index by prefix (a substring
+/// search would read every contact).
+async fn listed(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    search: String,
+    subscribed: Option<bool>,
+    q: &ListQuery,
+) -> Result<Listed, PageError> {
+    let store = state.store.clone();
+    if search.is_empty() {
+        let page = PageRequest::parse(Some(&PAGE.to_string()), q.cursor.as_deref())?;
+        let filter = ContactFilter {
+            subscribed,
+            search: None,
+        };
+        let page = blocking(move || queries::list_contacts(&*store, p, &filter, &page)).await?;
+        let next = page
+            .next_cursor
+            .map(|c| vec![("subscribed", q.subscribed.clone()), ("cursor", c)]);
+        return Ok(Listed {
+            items: page.items,
+            count: format!("{} contacts", page.total),
+            next,
+        });
+    }
+    if let Some(after) = &q.after {
+        EmailAddress::parse(after).map_err(|_| PageError::BadForm)?;
+    }
+    let after = q.after.clone();
+    let prefix = search.clone();
+    let page = blocking(move || {
+        queries::contacts_by_email_prefix(
+            &*store,
+            p,
+            &prefix,
+            subscribed,
+            after.as_deref(),
+            PAGE,
+            COUNT_CAP,
+        )
+    })
+    .await?;
+    let count = if page.more {
+        format!("more than {} contacts match", page.matched)
+    } else {
+        format!("{} contacts match", page.matched)
+    };
+    let next = page.next_after.map(|a| {
+        vec![
+            ("search", search),
+            ("subscribed", q.subscribed.clone()),
+            ("after", a),
+        ]
+    });
+    Ok(Listed {
+        items: page.items,
+        count,
+        next,
+    })
 }
 
 pub async fn list(
@@ -37,7 +113,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let q = q.into_inner();
-    let search = q.search.trim().to_owned();
+    let search = q.search.trim().to_lowercase();
     if search.chars().count() > MAX_SEARCH_LEN {
         return Err(Error::field("search", FieldCode::TooBig, "search is too long").into());
     }
@@ -46,27 +122,15 @@ pub async fn list(
         "no" => Some(false),
         _ => None,
     };
-    let filter = ContactFilter {
-        subscribed,
-        search: (!search.is_empty()).then(|| search.clone()),
-    };
-    let page = PageRequest::parse(Some(&PAGE.to_string()), q.cursor.as_deref())?;
-    let store = state.store.clone();
-    let p = signed.project;
-    let page = blocking(move || queries::list_contacts(&*store, p, &filter, &page)).await?;
-    let next = page.next_cursor.as_ref().map(|c| {
-        serde_urlencoded::to_string([
-            ("search", search.as_str()),
-            ("subscribed", q.subscribed.as_str()),
-            ("cursor", c.as_str()),
-        ])
-        .unwrap_or_default()
-    });
+    let page = listed(&state, signed.project, search.clone(), subscribed, &q).await?;
+    let next = page
+        .next
+        .map(|pairs| serde_urlencoded::to_string(pairs).unwrap_or_default());
     let body = html! {
         p { a href="/app/contacts/import" { "Import a CSV" } " · " a href="/app/contacts/export" download { "Export all as CSV" } }
         form.row method="get" action="/app/contacts" role="search" {
             div {
-                label for="search" { "Email contains" }
+                label for="search" { "Email starts with" }
                 input #search type="search" name="search" value=(search) maxlength="254";
             }
             div {
@@ -79,7 +143,7 @@ pub async fn list(
             }
             button type="submit" { "Search" }
         }
-        p #contacts-count { (page.total) " contacts" @if !search.is_empty() || subscribed.is_some() { " match" } }
+        p #contacts-count { (page.count) }
         table {
             caption.visually-hidden { "Contacts" }
             thead { tr { th scope="col" { "Email" } th scope="col" { "Subscribed" } th scope="col" { "Created" } } }
@@ -94,7 +158,7 @@ pub async fn list(
             }
         }
         nav.pager aria-label="Pages" {
-            @if q.cursor.is_some() { a href="/app/contacts" { "First page" } }
+            @if q.cursor.is_some() || q.after.is_some() { a href="/app/contacts" { "First page" } }
             @if let Some(next) = next { a rel="next" href={ "/app/contacts?" (next) } { "Next page" } }
         }
     };

@@ -125,7 +125,7 @@ fn document(form: &FilterForm) -> Result<FilterDocument, ApiError> {
         let operator = if form.match_ == "OR" { "OR" } else { "AND" };
         json!({"operator": operator, "conditions": conditions})
     };
-    Ok(body::parse::<FilterDocument>(doc.to_string().as_bytes())?)
+    body::parse::<FilterDocument>(doc.to_string().as_bytes())
 }
 
 fn builder(signed: &Signed, form: &FilterForm) -> Markup {

@@ -72,6 +72,9 @@ fn a_campaign_built_in_the_dashboard_reaches_its_segment_over_smtp() {
         b.goto("/app/contacts?search=person0001").await;
         assert_eq!(b.text("#contacts-count").await, "1 contacts match");
         b.screenshot("contacts").await;
+        b.click("main table a").await;
+        assert_eq!(b.text("main h1").await, "person0001@example.com");
+        b.screenshot("contact").await;
 
         // A segment of the pro plan, its count live as the filter is typed.
         b.goto("/app/segments").await;
@@ -117,6 +120,7 @@ fn a_campaign_built_in_the_dashboard_reaches_its_segment_over_smtp() {
             .expect("pick the segment");
         b.click("#campaign-form button").await;
         assert_eq!(b.text("#status").await, "DRAFT");
+        b.screenshot("campaign-draft").await;
         let campaign_page = b.path().await;
 
         b.fill("#test-email", "tester@example.com").await;

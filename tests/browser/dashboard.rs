@@ -28,7 +28,6 @@ fn signing_in_with_a_secret_key_shows_the_projects_overview_until_signing_out() 
         assert_eq!(b.text("#contacts-total").await, "1");
         assert_eq!(b.text("#outbox-depth").await, "0");
         b.find("figure.chart svg polyline").await;
-        b.screenshot("overview").await;
 
         b.click("header form[action='/app/sign-out'] button").await;
         b.find("#key").await;
@@ -72,6 +71,8 @@ fn a_wrong_key_is_refused_with_a_message() {
     let app = TestApp::spawn();
     run(async {
         let b = Browser::start(&app.base).await;
+        b.goto("/app/sign-in").await;
+        b.screenshot("sign-in").await;
         sign_in(&b, "sk_not_a_real_key").await;
         let alert = b.text("p[role=alert]").await;
         assert!(alert.contains("neither"), "{alert}");
