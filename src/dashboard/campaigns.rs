@@ -140,7 +140,6 @@ pub async fn show(
     let action = |what: &str| format!("/app/campaigns/{id}/{what}");
     let body = html! {
         dl {
-            dt { "Status" } dd #status { (c.status.as_str()) }
             dt { "From" } dd { (c.from.as_str()) }
             dt { "Audience" } dd { (c.audience.as_str()) @if let Some(s) = c.segment_id { " (" a href="/app/segments" { (s) } ")" } }
             @if let Some(at) = c.scheduled_at { dt { "Scheduled for" } dd { (at.to_iso()) } }
@@ -149,7 +148,7 @@ pub async fn show(
         section #stats data-poll={ "/app/campaigns/" (id) "/stats" } data-poll-ms="1000"
             data-state=(if v["done"] == json!(true) { "done" } else { "polling" }) aria-live="polite" aria-labelledby="stats-title" {
             h2 #stats-title { "Stats" }
-            p { "Status: " strong data-field="status" { (c.status.as_str()) } }
+            p { "Status: " strong #status data-field="status" { (c.status.as_str()) } }
             dl.stats {
                 (stat(&v, "totalRecipients", "Recipients"))
                 (stat(&v, "queued", "Queued"))

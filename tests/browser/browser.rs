@@ -115,8 +115,17 @@ impl Browser {
         self.find(css).await.click().await.expect("click");
     }
 
+    /// The element's text, once it is on the page (read again if the page changed under
+    /// the read, as it does while a form's answer loads).
     pub async fn text(&self, css: &str) -> String {
-        self.find(css).await.text().await.expect("text")
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match self.find(css).await.text().await {
+                Ok(text) => return text,
+                Err(e) => assert!(Instant::now() < deadline, "reading {css}: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Waits until the element's text satisfies `ok`, and answers it.

@@ -73,7 +73,8 @@ fn a_campaign_built_in_the_dashboard_reaches_its_segment_over_smtp() {
         assert_eq!(b.text("#contacts-count").await, "1 contacts match");
         b.screenshot("contacts").await;
         b.click("main table a").await;
-        assert_eq!(b.text("main h1").await, "person0001@example.com");
+        b.until_text("main h1", |t| t == "person0001@example.com")
+            .await;
         b.screenshot("contact").await;
 
         // A segment of the pro plan, its count live as the filter is typed.

@@ -54,7 +54,7 @@ fn the_admin_signs_in_and_sees_only_the_project_it_picked() {
     run(async {
         let b = Browser::start(&app.base).await;
         sign_in(&b, ADMIN_TOKEN).await;
-        assert_eq!(b.path().await, "/app/projects");
+        b.until_path(|p| p == "/app/projects").await;
         b.screenshot("projects").await;
         b.click("button[aria-label='Open Beta']").await;
         assert_eq!(b.text("header .project strong").await, "Beta");

@@ -38,11 +38,11 @@ fn workflows_show_their_steps_as_a_graph_and_are_disabled_and_enabled_from_the_l
         b.goto("/app/workflows").await;
         assert_eq!(b.text("td.enabled").await, "yes");
         b.click("button[aria-label='Disable Onboarding']").await;
-        assert_eq!(b.text("strong.enabled").await, "no");
+        b.until_text("strong.enabled", |t| t == "no").await;
         let after = app.get("/workflows", &p.secret).json();
         assert_eq!(after["workflows"][0]["enabled"], false, "{after}");
         b.click("button[aria-label='Enable Onboarding']").await;
-        assert_eq!(b.text("strong.enabled").await, "yes");
+        b.until_text("strong.enabled", |t| t == "yes").await;
         assert_eq!(
             b.client
                 .find_all(fantoccini::Locator::Css("figure svg rect"))
@@ -66,7 +66,8 @@ fn workflows_show_their_steps_as_a_graph_and_are_disabled_and_enabled_from_the_l
         b.goto("/app/events").await;
         b.fill("#name", "signup").await;
         b.click("form[role=search] button").await;
-        assert_eq!(b.text("#events-count").await, "1 events named signup");
+        b.until_text("#events-count", |t| t == "1 events named signup")
+            .await;
         b.screenshot("events").await;
         b.close().await;
     });
