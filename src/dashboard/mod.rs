@@ -100,6 +100,7 @@ fn routes(cfg: &mut ServiceConfig) {
         .route("/templates/preview", web::post().to(templates::preview))
         .route("/templates/{id}", web::get().to(templates::show))
         .route("/templates/{id}", web::post().to(templates::update))
+        .route("/templates/{id}/test", web::post().to(templates::test))
         .route("/campaigns", web::get().to(campaigns::list))
         .route("/campaigns", web::post().to(campaigns::create))
         .route("/campaigns/{id}", web::get().to(campaigns::show))

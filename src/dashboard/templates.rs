@@ -5,6 +5,7 @@ use actix_web::{web, HttpResponse};
 use mailroom_actors::model::{EmailAddress, Template, TemplateId};
 use mailroom_actors::project::contacts::find_id_by_email;
 use mailroom_actors::project::queries;
+use mailroom_actors::project::send::{send_request, SendRequest};
 use mailroom_actors::project::sending::variables;
 use mailroom_actors::project::templates as stored;
 use mailroom_actors::{Error, FieldCode, Resource};
@@ -34,6 +35,9 @@ pub struct TemplateForm {
     /// The contact whose variables the preview uses.
     #[serde(default)]
     contact: String,
+    /// The template being edited, for the preview without script to come back to.
+    #[serde(default)]
+    id: String,
 }
 
 impl TemplateForm {
@@ -45,6 +49,7 @@ impl TemplateForm {
             kind: t.kind.as_str().to_owned(),
             from: t.from.as_ref().map(|e| e.to_string()).unwrap_or_default(),
             contact: String::new(),
+            id: t.id.to_string(),
         }
     }
 
@@ -67,6 +72,7 @@ fn editor(signed: &Signed, action: &str, f: &TemplateForm) -> Markup {
     html! {
         form #template-form method="post" action=(action) data-live="/app/templates/preview" data-live-target="preview" {
             (csrf(signed))
+            @if !f.id.is_empty() { input type="hidden" name="id" value=(f.id); }
             label for="name" { "Name" }
             input #name type="text" name="name" value=(f.name) required maxlength="200";
             label for="kind" { "Type" }
@@ -133,12 +139,71 @@ pub async fn show(
     let id = template_id(&id)?;
     let t = stored::load(&*state.store, signed.project, id)?
         .ok_or(Error::NotFound(Resource::Template))?;
-    let body = editor(
-        &signed,
-        &format!("/app/templates/{id}"),
-        &TemplateForm::of(&t),
-    );
+    let body = html! {
+        (editor(&signed, &format!("/app/templates/{id}"), &TemplateForm::of(&t)))
+        h2 { "Test send" }
+        p.muted { "Sends the saved template as POST /v1/send does (the address becomes a contact if it is not one)." }
+        form #test-form method="post" action={ "/app/templates/" (id) "/test" } {
+            (csrf(&signed))
+            label for="test-email" { "Send one email to" }
+            input #test-email type="email" name="email" required;
+            @if t.from.is_none() {
+                label for="test-from" { "From (the template has none; an address of a verified domain)" }
+                input #test-from type="email" name="from" required;
+            }
+            button type="submit" class="secondary" { "Send a test" }
+        }
+    };
     Ok(layout::page(&signed, "/app/templates", &t.name, body))
+}
+
+#[derive(Deserialize)]
+pub struct TestForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    from: String,
+}
+
+/// One email of the saved template, through the engine's send (its rules, its queue).
+pub async fn test(
+    Posted(signed, form): Posted<TestForm>,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let id = template_id(&id)?;
+    let address = |field: &str, raw: &str| {
+        EmailAddress::parse(raw.trim())
+            .map_err(|_| Error::field(field, FieldCode::InvalidString, "Invalid email"))
+    };
+    let to = address("email", &form.email)?;
+    let from = match form.from.trim() {
+        "" => None,
+        raw => Some((address("from", raw)?, None)),
+    };
+    let shown = to.to_string();
+    let request = SendRequest {
+        recipients: vec![(to, None)],
+        template: Some(id),
+        subject: None,
+        body: None,
+        text: None,
+        from,
+        from_name: None,
+        reply_to: None,
+        subscribed: None,
+        data: serde_json::Map::new(),
+        headers: Vec::new(),
+        attachments: Vec::new(),
+        idempotency: None,
+        execution: None,
+    };
+    send_request(&state.registry, &state.templates, signed.project, request).await?;
+    let body = html! {
+        p.ok role="status" #test-sent { "A test was queued to " (shown) "." }
+        p { a href={ "/app/templates/" (id) } { "Back to the template" } }
+    };
+    Ok(layout::page(&signed, "/app/templates", "Test sent", body))
 }
 
 pub async fn create(
@@ -203,6 +268,10 @@ pub async fn preview(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let rendered = render(&state, &signed, &form).await;
+    let action = match form.id.parse::<TemplateId>() {
+        Ok(id) => format!("/app/templates/{id}"),
+        Err(_) => "/app/templates".to_owned(),
+    };
     let wants_json = req
         .headers()
         .get(actix_web::http::header::ACCEPT)
@@ -225,7 +294,7 @@ pub async fn preview(
             }
             Err(e) => p.error role="alert" { (super::segments::error_text(e)) },
         }
-        (editor(&signed, "/app/templates", &form))
+        (editor(&signed, &action, &form))
     };
     Ok(layout::page(&signed, "/app/templates", "Preview", body))
 }

@@ -259,3 +259,72 @@ fn a_project_session_reaches_none_of_another_projects_records() {
     assert_eq!(export.status, 200);
     assert!(!export.text.contains("secret@beta.test"), "{}", export.text);
 }
+
+#[test]
+fn without_script_the_segment_count_and_the_template_preview_come_back_as_pages() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    app.upsert(
+        &p.secret,
+        serde_json::json!({"email": "ada@example.com", "data": {"plan": "pro", "first": "Ada"}}),
+    );
+    app.upsert(
+        &p.secret,
+        serde_json::json!({"email": "bob@example.com", "data": {"plan": "free"}}),
+    );
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let csrf = hidden(&v.get("/app/segments").text, "csrf");
+    let r = v.post(
+        "/app/segments/preview",
+        &[
+            ("csrf", &csrf),
+            ("name", "Pro"),
+            ("match_", "AND"),
+            ("field0", "data.plan"),
+            ("op0", "equals"),
+            ("value0", "pro"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text.contains(r#"<strong id="preview-count">1</strong>"#),
+        "{}",
+        r.text
+    );
+
+    let r = v.post(
+        "/app/templates/preview",
+        &[
+            ("csrf", &csrf),
+            ("subject", "Hi {{first}}"),
+            ("body", "<p>{{plan}}</p>"),
+            ("contact", "ada@example.com"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text
+            .contains(r#"<strong id="preview-subject">Hi Ada</strong>"#),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.contains("&lt;p&gt;pro&lt;/p&gt;"),
+        "the HTML shown as text: {}",
+        r.text
+    );
+
+    // A bad filter is the API's 422 message, on the page.
+    let r = v.post(
+        "/app/segments",
+        &[
+            ("csrf", &csrf),
+            ("name", "Bad"),
+            ("field0", "data.plan"),
+            ("op0", "triggered"),
+        ],
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("filters"), "{}", r.text);
+}
