@@ -1,6 +1,7 @@
 //! A headless Chromium behind a chromedriver of the test's own, on a free port.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,7 +48,10 @@ impl Browser {
     /// Starts chromedriver and a Chromium session; `base` is the app's URL.
     pub async fn start(base: &str) -> Browser {
         let port = free_port();
+        // A process group of its own, which Chromium joins: a test that fails (and so
+        // never ends its session) still takes the whole browser down with the group.
         let driver = Command::new(CHROMEDRIVER)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -178,16 +182,19 @@ impl Browser {
         std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
     }
 
-    pub async fn close(mut self) {
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
+    /// Ends chromedriver and every Chromium process it started (its process group).
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.wait();
     }
 }
