@@ -328,3 +328,53 @@ fn without_script_the_segment_count_and_the_template_preview_come_back_as_pages(
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(r.text.contains("filters"), "{}", r.text);
 }
+
+#[test]
+fn the_cookie_is_secure_behind_https_and_the_dashboard_can_be_turned_off() {
+    let app = TestApp::spawn();
+    let r = app.request_with(
+        "GET",
+        "/app/sign-in",
+        None,
+        None,
+        &[("X-Forwarded-Proto", "https")],
+    );
+    let cookie = r.header("set-cookie").unwrap_or_default().to_owned();
+    assert!(cookie.contains("; Secure"), "{cookie}");
+
+    let off = TestApp::spawn_with(&[("MAILROOM__DASHBOARD__ENABLED", "false")]);
+    let r = off.request("GET", "/app/sign-in", None, None);
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.code(), "RESOURCE_NOT_FOUND");
+}
+
+#[test]
+fn editing_a_contact_replaces_its_data_and_subscription_through_the_engine() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let c = app.upsert(
+        &p.secret,
+        serde_json::json!({"email": "ada@example.com", "data": {"plan": "pro", "old": 1}}),
+    );
+    let id = c["id"].as_str().unwrap();
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let page = v.get(&format!("/app/contacts/{id}"));
+    let csrf = hidden(&page.text, "csrf");
+    // The checkbox left out: unsubscribed; `old` left out of the object: removed.
+    let r = v.post(
+        &format!("/app/contacts/{id}"),
+        &[("csrf", &csrf), ("data", r#"{"plan": "team"}"#)],
+    );
+    assert_eq!(r.status, 303, "{}", r.text);
+    let after = app.get(&format!("/contacts/{id}"), &p.secret).json();
+    assert_eq!(after["subscribed"], false, "{after}");
+    assert_eq!(after["data"], serde_json::json!({"plan": "team"}));
+
+    let r = v.post(
+        &format!("/app/contacts/{id}"),
+        &[("csrf", &csrf), ("data", "[1]")],
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("data must be a JSON object"), "{}", r.text);
+}
