@@ -33,6 +33,7 @@ pub struct Settings {
     pub campaigns: Campaigns,
     pub admin: Admin,
     pub metrics: Metrics,
+    pub dashboard: DashboardSettings,
     pub log: Log,
     pub control: Control,
     pub clock: ClockSettings,
@@ -373,6 +374,13 @@ impl Admin {
 )]
 pub struct ShortAdminToken {
     len: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DashboardSettings {
+    pub enabled: bool,
+    pub session_minutes: u32,
+    pub secure_cookie: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod dashboard;
 pub mod export;
 pub mod failure;
 pub mod http;

@@ -6,7 +6,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::model::{
-    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, SegmentId, Timestamp,
+    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ProjectId, SegmentId,
+    Timestamp,
 };
 use mailroom_actors::project::campaign_stats;
 use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
@@ -276,6 +277,16 @@ pub async fn create(
     Body(req): Body<CreateCampaignRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let c = create_in(&state, p.id, req).await?;
+    Ok(envelope::created(view(&c)))
+}
+
+/// POST /campaigns for project `p` (the dashboard's form sends its request here too).
+pub async fn create_in(
+    state: &AppState,
+    p: ProjectId,
+    req: CreateCampaignRequest,
+) -> Result<Campaign, ApiError> {
     let audience_filter = req
         .audience_filter
         .as_ref()
@@ -305,8 +316,7 @@ pub async fn create(
         updated_at: now,
         progress: Default::default(),
     };
-    let c = actions::create(&state.registry, p.id, campaign).await?;
-    Ok(envelope::created(view(&c)))
+    Ok(actions::create(&state.registry, p, campaign).await?)
 }
 
 #[utoipa::path(get, path = "/campaigns/{id}", tag = "Campaigns",
@@ -384,15 +394,26 @@ pub async fn send(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
+    let c = send_in(&state, p.id, id, &body).await?;
+    Ok(envelope::ok(view(&c)))
+}
+
+/// POST /campaigns/{id}/send for project `p`, its optional body as sent (the
+/// dashboard's send and schedule buttons go through it too).
+pub async fn send_in(
+    state: &AppState,
+    p: ProjectId,
+    id: CampaignId,
+    body: &[u8],
+) -> Result<Campaign, ApiError> {
     // The body is optional: none at all sends now.
     let at = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
-        let req: SendCampaignRequest = super::body::parse(&body)?;
+        let req: SendCampaignRequest = super::body::parse(body)?;
         req.scheduled_at.map(|at| Timestamp::from(at.0))
     };
-    let c = actions::send(&state.registry, &state.campaigns, p.id, id, at).await?;
-    Ok(envelope::ok(view(&c)))
+    Ok(actions::send(&state.registry, &state.campaigns, p, id, at).await?)
 }
 
 #[utoipa::path(post, path = "/campaigns/{id}/cancel", tag = "Campaigns",

@@ -144,19 +144,28 @@ pub async fn export(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    export_of(p.id, req, state).await
+}
+
+/// The export of project `p` (the dashboard's export link answers with it too).
+pub async fn export_of(
+    p: ProjectId,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let source = match q.get("segmentId") {
         None => Source::All,
         Some(raw) => {
             let id: SegmentId = path_id(raw, Resource::Segment)?;
             let store = state.store.clone();
-            let table = state.registry.contacts(p.id);
+            let table = state.registry.contacts(p);
             let max = state.limits.max_filter_evaluations;
             Source::Segment(Arc::new(Mutex::new(
                 blocking(move || {
-                    let segment = segment_queries::get_segment(&*store, p.id, id)?
+                    let segment = segment_queries::get_segment(&*store, p, id)?
                         .ok_or(Error::NotFound(Resource::Segment))?;
-                    MemberPages::new(&*store, &table, p.id, segment, max)
+                    MemberPages::new(&*store, &table, p, segment, max)
                 })
                 .await?,
             )))
@@ -164,14 +173,14 @@ pub async fn export(
     };
     let state = state.into_inner();
     // The first page is read before answering, so a failure there is still an error status.
-    let first = source.page(&state, p.id, None).await?;
+    let first = source.page(&state, p, None).await?;
     let head = web::Bytes::from(csv_chunk(true, &first.items)?);
     let start = first.next_cursor.map(|c| (c, source));
     let rest = futures_util::stream::unfold(start, move |next| {
         let state = state.clone();
         async move {
             let (cursor, source) = next?;
-            let chunk = match source.page(&state, p.id, Some(cursor)).await {
+            let chunk = match source.page(&state, p, Some(cursor)).await {
                 Ok(page) => csv_chunk(false, &page.items).map(|b| (b, page.next_cursor)),
                 Err(e) => Err(e),
             };

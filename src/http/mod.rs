@@ -2,7 +2,7 @@
 
 mod access;
 pub mod admin;
-mod admin_guard;
+pub(crate) mod admin_guard;
 pub mod auth;
 pub mod body;
 pub mod campaigns;
@@ -73,6 +73,8 @@ pub struct AppState {
     pub hits: links::HitLimit,
     /// `log.access`: a log line per request.
     pub access_log: bool,
+    /// The web dashboard's sessions and settings.
+    pub dashboard: crate::dashboard::Dashboard,
 }
 
 impl AppState {
@@ -117,6 +119,7 @@ impl AppState {
             campaigns,
             hits: Default::default(),
             access_log: settings.log.access,
+            dashboard: crate::dashboard::Dashboard::new(&settings.dashboard),
         }
     }
 }
@@ -173,6 +176,7 @@ fn resource(path: &str) -> actix_web::Resource {
 
 pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
     let access_log = state.access_log;
+    let dashboard = state.dashboard.enabled;
     cfg.app_data(state).service(
         web::scope("")
             .wrap(from_fn(metrics::middleware))
@@ -303,6 +307,11 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                 resource("/admin/projects/{id}/{action}")
                     .route(web::post().to(admin::project_action)),
             )
+            .configure(|cfg| {
+                if dashboard {
+                    cfg.service(crate::dashboard::scope());
+                }
+            })
             .default_service(web::to(not_found)),
     );
 }

@@ -157,7 +157,7 @@ fn now(state: &AppState) -> i64 {
 }
 
 /// Answers records with their member counts, computed off the async thread.
-async fn with_counts(
+pub async fn with_counts(
     state: &AppState,
     p: mailroom_actors::model::ProjectId,
     segments: Vec<Segment>,
@@ -239,6 +239,15 @@ pub async fn create(
     Body(req): Body<CreateSegmentRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Created().json(create_in(&state, p.id, req).await?))
+}
+
+/// POST /segments for project `p` (the dashboard's form sends its request here too).
+pub async fn create_in(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    req: CreateSegmentRequest,
+) -> Result<SegmentView, ApiError> {
     let mut errors = Vec::new();
     let kind = req.kind.unwrap_or(SegmentKind::Dynamic);
     let filters = match (kind, &req.filters) {
@@ -262,7 +271,7 @@ pub async fn create(
         (SegmentKind::Dynamic, Some(doc)) => filters(doc, state.limits.max_data_bytes, &mut errors),
     };
     reject_any(errors)?;
-    within_budget(&state, p.id, filters.as_ref()).await?;
+    within_budget(state, p, filters.as_ref()).await?;
     let msg = CreateSegment {
         name: req.name.0,
         description: req.description.map(Text::into_string),
@@ -270,8 +279,33 @@ pub async fn create(
         filters,
         track_membership: req.track_membership.unwrap_or(false),
     };
-    let segment = state.registry.send(p.id, msg).await?;
-    Ok(HttpResponse::Created().json(one(&state, p.id, segment).await?))
+    let segment = state.registry.send(p, msg).await?;
+    one(state, p, segment).await
+}
+
+/// How many contacts a filter not yet saved matches (the dashboard's live count): the
+/// filter parsed and bounded as a segment's, counted as a segment's members are.
+pub async fn count_filter(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    doc: &FilterDocument,
+) -> Result<u64, ApiError> {
+    let mut errors = Vec::new();
+    let filter = filters(doc, state.limits.max_data_bytes, &mut errors);
+    reject_any(errors)?;
+    within_budget(state, p, filter.as_ref()).await?;
+    let now = Timestamp::from(state.clock.now());
+    let draft = Segment {
+        id: SegmentId::new(),
+        name: "draft".into(),
+        description: None,
+        kind: SegmentKind::Dynamic,
+        filters: filter,
+        track_membership: false,
+        created_at: now,
+        updated_at: now,
+    };
+    Ok(one(state, p, draft).await?.member_count)
 }
 
 #[utoipa::path(get, path = "/segments/{id}", tag = "Segments",

@@ -127,6 +127,16 @@ pub async fn create(
     Body(req): Body<CreateTemplateRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let t = create_in(&state, p.id, req).await?;
+    Ok(HttpResponse::Created().json(TemplateView::from(&t)))
+}
+
+/// POST /templates for project `p` (the dashboard's editor saves through it too).
+pub async fn create_in(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    req: CreateTemplateRequest,
+) -> Result<Template, ApiError> {
     let (subject, body) = (req.subject.into_string(), req.body.into_string());
     let text = req.text.map(Text::into_string);
     state
@@ -149,8 +159,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let t = state.registry.send(p.id, CreateTemplate(template)).await?;
-    Ok(HttpResponse::Created().json(TemplateView::from(&t)))
+    Ok(state.registry.send(p, CreateTemplate(template)).await?)
 }
 
 #[utoipa::path(get, path = "/templates", tag = "Templates",
@@ -177,16 +186,8 @@ pub async fn list(
         ),
         None => None,
     };
-    let store = state.store.clone();
     let limit = page.limit();
-    // Templates are few per project: one scan gives the page, the total and the position.
-    let all: Vec<Template> = blocking(move || {
-        store
-            .scan(&keys::templates(p.id), None, true)
-            .map(|kv| stored::decode(&*store, p.id, &kv?.1))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await?;
+    let all = all_templates(&state, p.id).await?;
     let matching: Vec<&Template> = all
         .iter()
         .filter(|t| kind.is_none_or(|k| t.kind == k))
@@ -215,6 +216,22 @@ pub async fn list(
     }))
 }
 
+/// Every template of `p`, newest first. Templates are few per project: one scan gives
+/// a page, the total and the position.
+pub async fn all_templates(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+) -> Result<Vec<Template>, ApiError> {
+    let store = state.store.clone();
+    blocking(move || {
+        store
+            .scan(&keys::templates(p), None, true)
+            .map(|kv| stored::decode(&*store, p, &kv?.1))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+}
+
 #[utoipa::path(get, path = "/templates/{id}", tag = "Templates",
     responses((status = 200, body = TemplateView), (status = 404)), security(("bearer" = [])))]
 pub async fn get(
@@ -236,6 +253,17 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
+    let t = update_in(&state, p.id, id, req).await?;
+    Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
+}
+
+/// PATCH /templates/{id} for project `p` (the dashboard's editor saves through it too).
+pub async fn update_in(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    id: TemplateId,
+    req: UpdateTemplateRequest,
+) -> Result<Template, ApiError> {
     let patch = TemplatePatch::from(req);
     // Subject and body compile as separate templates, so each given one is checked on
     // its own (an empty one stands in for the other).
@@ -250,12 +278,9 @@ pub async fn update(
             )
             .await?;
     }
-    let t = state
-        .registry
-        .send(p.id, UpdateTemplate { id, patch })
-        .await?;
+    let t = state.registry.send(p, UpdateTemplate { id, patch }).await?;
     state.templates.invalidate(id);
-    Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
+    Ok(t)
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "Templates",

@@ -242,6 +242,18 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
+    let w = update_in(&state, p.id, id, req).await?;
+    Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
+}
+
+/// PATCH /workflows/{id} for project `p` (the dashboard's enable and disable buttons
+/// go through it too).
+pub async fn update_in(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    id: WorkflowId,
+    req: UpdateWorkflowRequest,
+) -> Result<Workflow, ApiError> {
     let steps = req.steps.as_ref().map(parse_steps).transpose()?;
     let patch = WorkflowPatch {
         name: req.name.map(Text::into_string),
@@ -251,14 +263,13 @@ pub async fn update(
         allow_reentry: req.allow_reentry,
         steps,
     };
-    let w = state
+    Ok(state
         .registry
         .send(
-            p.id,
+            p,
             Apply::durable(move |ctx, _| stored::update(ctx, id, patch)),
         )
-        .await?;
-    Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
+        .await?)
 }
 
 #[utoipa::path(delete, path = "/workflows/{id}", tag = "Workflows",

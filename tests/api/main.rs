@@ -8,6 +8,7 @@ mod campaigns;
 mod cli;
 mod contacts;
 mod contacts_import;
+mod dashboard;
 mod deliverability;
 mod delivery;
 mod dns;

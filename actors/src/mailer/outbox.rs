@@ -31,6 +31,17 @@ pub fn depth(store: &dyn Store) -> Result<Depth> {
     Ok(d)
 }
 
+/// How many of one project's emails wait in the outbox: its keys are grouped by project
+/// (`keys::outbox_of`), so this walks that project's queue only.
+pub fn depth_of(store: &dyn Store, p: crate::model::ProjectId) -> Result<u64> {
+    let mut n = 0;
+    for kv in store.scan(&keys::outbox_of(p), None, false) {
+        kv?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// When an email's id was made, in milliseconds since the epoch.
 fn made_at(id: EmailId) -> i64 {
     id.as_uuid()

@@ -81,3 +81,121 @@ pub fn list_contacts(
         total,
     })
 }
+
+/// A page of `contacts_by_email_prefix`.
+#[derive(Debug, Clone, Default)]
+pub struct PrefixPage {
+    /// In email order.
+    pub items: Vec<Contact>,
+    /// The email to pass as `after` for the next page.
+    pub next_after: Option<String>,
+    /// How many contacts match, counted up to the cap.
+    pub matched: u64,
+    /// Whether there are more matches than `matched` (the count stopped at the cap).
+    pub more: bool,
+}
+
+/// Contacts whose email starts with `prefix` (lowercased), read through the email index
+/// so that only matches are touched (a substring search, as `list_contacts` does, reads
+/// every contact): the page after the email `after`, and the number of matches counted
+/// up to `count_cap`. The dashboard's search, which must stay fast at any project size.
+pub fn contacts_by_email_prefix(
+    store: &dyn Store,
+    p: ProjectId,
+    prefix: &str,
+    subscribed: Option<bool>,
+    after: Option<&str>,
+    limit: usize,
+    count_cap: u64,
+) -> Result<PrefixPage> {
+    let prefix = prefix.trim().to_lowercase();
+    let start = keys::contact_by_email(p, &prefix);
+    let after = after.map(|a| keys::contact_by_email(p, &a.to_lowercase()));
+    let mut out = PrefixPage::default();
+    for kv in store.scan(&start, after.as_deref(), false) {
+        let (_, v) = kv?;
+        let id: ContactId = std::str::from_utf8(&v)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::storage("bad email index entry"))?;
+        let Some(c) = super::contacts::load(store, p, id)? else {
+            continue;
+        };
+        if subscribed.is_some_and(|s| c.subscribed != s) {
+            continue;
+        }
+        if out.matched >= count_cap {
+            out.more = true;
+            break;
+        }
+        out.matched += 1;
+        if out.items.len() < limit {
+            out.items.push(c);
+        } else if out.next_after.is_none() {
+            out.next_after = out.items.last().map(|c| c.email.to_string());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+    use crate::model::{EmailAddress, Timestamp};
+    use crate::store::{Batch, SledStore};
+
+    fn put(store: &dyn Store, p: ProjectId, email: &str, subscribed: bool) {
+        let c = Contact {
+            id: ContactId::new(),
+            email: EmailAddress::parse(email).unwrap(),
+            subscribed,
+            data: Default::default(),
+            created_at: Timestamp::from(0),
+            updated_at: Timestamp::from(0),
+        };
+        let mut batch = Batch::new();
+        batch.put(keys::contact(p, c.id), c.encode().unwrap());
+        batch.put(
+            keys::contact_by_email(p, email),
+            c.id.to_string().into_bytes(),
+        );
+        store.apply(batch).unwrap();
+    }
+
+    fn emails(page: &PrefixPage) -> Vec<String> {
+        page.items.iter().map(|c| c.email.to_string()).collect()
+    }
+
+    #[test]
+    fn a_prefix_search_pages_in_email_order_and_counts_up_to_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let store: &dyn Store = &*store;
+        let (p, other) = (ProjectId::new(), ProjectId::new());
+        for e in [
+            "bob@x.test",
+            "ann@x.test",
+            "anna@x.test",
+            "andy@x.test",
+            "carl@x.test",
+        ] {
+            put(store, p, e, e != "anna@x.test");
+        }
+        put(store, other, "anne@x.test", true);
+
+        let first = contacts_by_email_prefix(store, p, "AN", None, None, 2, 100).unwrap();
+        assert_eq!(emails(&first), ["andy@x.test", "ann@x.test"]);
+        assert_eq!((first.matched, first.more), (3, false));
+        let after = first.next_after.clone().unwrap();
+        let second = contacts_by_email_prefix(store, p, "an", None, Some(&after), 2, 100).unwrap();
+        assert_eq!(emails(&second), ["anna@x.test"]);
+        assert_eq!(second.next_after, None);
+
+        let subscribed =
+            contacts_by_email_prefix(store, p, "an", Some(true), None, 10, 100).unwrap();
+        assert_eq!(emails(&subscribed), ["andy@x.test", "ann@x.test"]);
+        let capped = contacts_by_email_prefix(store, p, "", None, None, 1, 2).unwrap();
+        assert_eq!((capped.matched, capped.more), (2, true));
+        assert!(capped.next_after.is_some());
+    }
+}

@@ -1,0 +1,149 @@
+//! The overview: contacts, the project's outbox, emails per day over two weeks (sent,
+//! opened, clicked, bounced), and the latest events.
+
+use actix_web::{web, HttpResponse};
+use mailroom_actors::mailer::outbox;
+use mailroom_actors::model::{Event, PageRequest, ProjectId, Timestamp};
+use mailroom_actors::project::event_queries::{self, EventFilter};
+use mailroom_actors::project::queries::{self, ContactFilter};
+use mailroom_actors::store::Store;
+use maud::{html, Markup};
+
+use super::auth::{now_ms, Signed};
+use super::chart::{line_chart, Series};
+use super::error::PageError;
+use super::layout;
+use crate::http::{blocking, AppState};
+
+const DAYS: i64 = 14;
+const DAY_MS: i64 = 86_400_000;
+
+/// (event name, label, stylesheet class). A sent email is one the receiving server
+/// accepted: the engine has no later delivery signal than that.
+const SERIES: &[(&str, &str, &str)] = &[
+    ("email.sent", "Sent (delivered)", "s-sent"),
+    ("email.open", "Opened", "s-open"),
+    ("email.click", "Clicked", "s-click"),
+    ("email.bounce", "Bounced", "s-bounce"),
+];
+
+struct Overview {
+    contacts: u64,
+    subscribed: u64,
+    outbox: u64,
+    days: Vec<String>,
+    series: Vec<Vec<u64>>,
+    recent: Vec<Event>,
+}
+
+fn count(
+    store: &dyn Store,
+    p: ProjectId,
+    name: &str,
+    since: i64,
+    until: i64,
+) -> mailroom_actors::error::Result<u64> {
+    let filter = EventFilter {
+        name: Some(name.to_owned()),
+        since: Some(Timestamp::from(since)),
+        until: Some(Timestamp::from(until)),
+        ..Default::default()
+    };
+    Ok(event_queries::list_events(store, p, &filter, &PageRequest::first(1))?.total)
+}
+
+fn load(store: &dyn Store, p: ProjectId, now: i64) -> mailroom_actors::error::Result<Overview> {
+    let contacts =
+        queries::list_contacts(store, p, &ContactFilter::default(), &PageRequest::first(1))?.total;
+    let subscribed = queries::list_contacts(
+        store,
+        p,
+        &ContactFilter {
+            subscribed: Some(true),
+            search: None,
+        },
+        &PageRequest::first(1),
+    )?
+    .total;
+    let today = now - now.rem_euclid(DAY_MS);
+    let starts: Vec<i64> = (0..DAYS).rev().map(|d| today - d * DAY_MS).collect();
+    let days = starts
+        .iter()
+        .map(|s| Timestamp::from(*s).to_iso()[..10].to_owned())
+        .collect();
+    let mut series = Vec::new();
+    for (name, _, _) in SERIES {
+        let mut values = Vec::new();
+        for start in &starts {
+            values.push(count(store, p, name, *start, start + DAY_MS - 1)?);
+        }
+        series.push(values);
+    }
+    let recent =
+        event_queries::list_events(store, p, &EventFilter::default(), &PageRequest::first(10))?
+            .items;
+    Ok(Overview {
+        contacts,
+        subscribed,
+        outbox: outbox::depth_of(store, p)?,
+        days,
+        series,
+        recent,
+    })
+}
+
+pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
+    let store = state.store.clone();
+    let (p, now) = (signed.project, now_ms(&state));
+    let o = blocking(move || load(&*store, p, now)).await?;
+    let series: Vec<Series> = SERIES
+        .iter()
+        .zip(o.series)
+        .map(|((_, label, class), values)| Series {
+            label,
+            class,
+            values,
+        })
+        .collect();
+    let body = html! {
+        section aria-labelledby="numbers" {
+            h2 #numbers { "Now" }
+            dl.stats {
+                div { dt { "Contacts" } dd #contacts-total { (o.contacts) } }
+                div { dt { "Subscribed" } dd { (o.subscribed) } }
+                div { dt { "Emails waiting in the outbox" } dd #outbox-depth { (o.outbox) } }
+            }
+        }
+        section aria-labelledby="emails" {
+            h2 #emails { "Emails per day" }
+            (line_chart("Emails per day, last 14 days (UTC)", &o.days, &series))
+        }
+        section aria-labelledby="recent" {
+            h2 #recent { "Recent events" }
+            (events_table(&o.recent))
+        }
+    };
+    Ok(layout::page(&signed, "/app/overview", "Overview", body))
+}
+
+/// Events as a table: time, name, contact.
+pub fn events_table(events: &[Event]) -> Markup {
+    html! {
+        @if events.is_empty() {
+            p { "No events yet." }
+        } @else {
+            table {
+                thead { tr { th scope="col" { "When" } th scope="col" { "Event" } th scope="col" { "Contact" } } }
+                tbody {
+                    @for e in events {
+                        tr {
+                            td { time datetime=(e.created_at.to_iso()) { (e.created_at.to_iso()) } }
+                            td { (e.name) }
+                            td { a href={ "/app/contacts/" (e.contact_id) } { (e.email) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
