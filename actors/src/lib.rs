@@ -11,6 +11,8 @@ pub mod error;
 pub mod fuzzing;
 pub mod idempotency;
 pub mod json_part;
+#[cfg(test)]
+mod layering;
 pub mod mailer;
 pub mod metrics;
 pub mod model;
