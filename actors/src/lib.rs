@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod clock;
+pub mod codec;
 pub mod dns;
 pub mod domain;
 pub mod error;
