@@ -22,10 +22,7 @@ pub const OLDEST_UPGRADABLE: u32 = 5;
 /// Where an upgrade under way records its progress, so a crash resumes it.
 pub const UPGRADE_PROGRESS_KEY: &[u8] = b"meta/upgrade-progress";
 
-/// An id that can be read back from the 16 bytes it puts in a key.
-pub trait KeyId: Sized {
-    fn from_key_bytes(bytes: [u8; 16]) -> Self;
-}
+pub use crate::model::id::KeyId;
 
 /// Joins the parts of a key.
 fn key<'a>(parts: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
