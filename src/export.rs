@@ -5,7 +5,8 @@
 
 use std::io::Write;
 
-use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Workflow};
+use mailroom_actors::campaign::Campaign;
+use mailroom_actors::model::{Contact, ContactId, Event, ProjectId, Workflow};
 use mailroom_actors::project::templates;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::segment::{Segment, SegmentKind};

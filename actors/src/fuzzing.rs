@@ -17,14 +17,14 @@ use std::sync::{Once, OnceLock};
 
 use serde_json::{json, Map, Value};
 
+use crate::campaign::{Campaign, CampaignStats};
 use crate::domain::{Domain, DomainName};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::email::MAX_EMAIL_LEN;
 use crate::model::{
-    Attachment, Campaign, CampaignStats, Contact, ContactId, ContactRef, EmailAddress, Engagement,
-    Event, EventStats, Execution, OutboundEmail, Project, ProjectId, SegmentId, Template,
-    Timestamp, Workflow,
+    Attachment, Contact, ContactId, ContactRef, EmailAddress, Engagement, Event, EventStats,
+    Execution, OutboundEmail, Project, ProjectId, SegmentId, Template, Timestamp, Workflow,
 };
 use crate::project::executions::Trigger;
 use crate::project::sending;

@@ -4,12 +4,11 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;
+use mailroom_actors::campaign::records::{self as stored, CampaignPatch};
+use mailroom_actors::campaign::stats as campaign_stats;
+use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 use mailroom_actors::model::EmailAddress;
-use mailroom_actors::model::{
-    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, SegmentId, Timestamp,
-};
-use mailroom_actors::project::campaign_stats;
-use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
+use mailroom_actors::model::{CampaignId, SegmentId, Timestamp};
 use mailroom_actors::segment::{FilterDocument, Group};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};

@@ -6,10 +6,10 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 use mailroom_actors::campaign::links::{Link, Resolved};
+use mailroom_actors::campaign::records::{self as campaigns, Hit};
 use mailroom_actors::campaign::unsubscribe::{self, Recipient};
 use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::campaigns::{self, Hit};
 use mailroom_actors::{Error, Resource};
 
 use super::error::ApiError;

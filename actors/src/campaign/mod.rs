@@ -1,13 +1,19 @@
-//! Campaigns beyond their records (which `project::campaigns` writes): the audience,
+//! Campaigns: their records (`model`, written by `records`, counted by `stats`, ended by
+//! `end`), the audience,
 //! the runner that queues a sending campaign in batches, the use cases the HTTP edge
 //! calls, and the signed links of marketing mail.
 
 pub mod actions;
 pub mod audience;
+pub mod end;
 pub mod link_state;
 pub mod links;
+pub mod model;
+pub mod records;
 pub mod runner;
+pub mod stats;
 pub mod token;
 pub mod unsubscribe;
 
+pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 pub use runner::{Campaigns, RunnerConfig};

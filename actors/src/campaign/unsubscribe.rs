@@ -1,9 +1,9 @@
 //! What the unsubscribe page shows a recipient: who sends the mail, and which address
 //! it goes to, partly masked (whoever holds a forwarded email sees the page too).
 
+use crate::campaign::records as campaigns;
 use crate::error::Result;
 use crate::model::{CampaignId, ContactId, EmailAddress, ProjectId};
-use crate::project::campaigns;
 use crate::project::table::ContactTable;
 use crate::store::{codec, keys, Store};
 

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 
 use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
-use super::{campaign_end, campaign_stats, campaigns, sending};
+use super::sending;
+use crate::campaign::{end as campaign_end, records as campaigns, stats as campaign_stats};
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
 use crate::model::{

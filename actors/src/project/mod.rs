@@ -6,9 +6,6 @@
 
 pub mod actor;
 pub mod apply;
-pub mod campaign_end;
-pub mod campaign_stats;
-pub mod campaigns;
 pub mod contacts;
 pub mod counters;
 pub mod erasure;

@@ -6,18 +6,19 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::campaign_end;
-use super::campaign_stats;
 use super::contacts::{self, Counts, PatchContact, Unit, WriteCtx};
 use super::table::ContactTable;
+use crate::campaign::end as campaign_end;
 use crate::campaign::links::{LinkTarget, Links};
+use crate::campaign::stats as campaign_stats;
 use crate::campaign::token::Issue;
+use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::metrics;
 use crate::model::{
-    Attachment, Campaign, CampaignId, CampaignStats, CampaignStatus, Contact, ContactId, DataPatch,
-    EmailAddress, EmailId, EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
+    Attachment, CampaignId, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus,
+    Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
 };
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};

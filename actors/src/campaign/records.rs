@@ -7,19 +7,19 @@
 //! crash the campaign resumes at the first recipient without an email, and no recipient
 //! is queued twice.
 
-use super::campaign_end::{self, finish, OPEN_COUNTER};
-use super::campaign_stats;
-use super::contacts::{self, read_counter, Counts, PatchContact, Unit, WriteCtx};
-use super::counters::add_to_counter;
-use super::events;
-use super::sending::{self, put_email, Rendered, SendSpec};
+use super::end::{self as campaign_end, finish, OPEN_COUNTER};
+use super::stats as campaign_stats;
+use crate::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 use crate::error::{Error, Resource, Result};
 use crate::mailer::attempts::Attempts;
 use crate::model::{
-    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ContactId, DataPatch,
-    EmailAddress, EmailId, EmailStatus, Engagement, Event, Page, PageRequest, ProjectId, SegmentId,
-    Timestamp,
+    CampaignId, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus, Engagement, Event, Page,
+    PageRequest, ProjectId, SegmentId, Timestamp,
 };
+use crate::project::contacts::{self, read_counter, Counts, PatchContact, Unit, WriteCtx};
+use crate::project::counters::add_to_counter;
+use crate::project::events;
+use crate::project::sending::{self, put_email, Rendered, SendSpec};
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
 use crate::store::{codec, keys, paging, Batch, Store};
@@ -70,7 +70,7 @@ fn put(batch: &mut Batch, p: ProjectId, c: &Campaign) -> Result<()> {
 
 fn check_segment(store: &dyn Store, p: ProjectId, id: Option<SegmentId>) -> Result<()> {
     match id {
-        Some(id) if super::segments::load(store, p, id)?.is_none() => {
+        Some(id) if crate::project::segments::load(store, p, id)?.is_none() => {
             Err(Error::NotFound(Resource::Segment))
         }
         _ => Ok(()),
@@ -81,7 +81,11 @@ pub fn create(ctx: &WriteCtx, campaign: Campaign) -> Result<Campaign> {
     let (store, p) = (ctx.store, ctx.project);
     let max = ctx.limits.max_campaigns;
     if read_counter(store, p, OPEN_COUNTER)? >= max {
-        return Err(super::limits::full("campaigns", max, "max_campaigns"));
+        return Err(crate::project::limits::full(
+            "campaigns",
+            max,
+            "max_campaigns",
+        ));
     }
     check_segment(store, p, campaign.segment_id)?;
     let mut batch = Batch::new();

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CampaignId, EmailAddress, SegmentId, Timestamp};
 use crate::error::{Error, Result};
+use crate::model::{CampaignId, EmailAddress, SegmentId, Timestamp};
 use crate::segment::Group;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
