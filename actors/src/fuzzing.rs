@@ -26,7 +26,6 @@ use crate::model::{
     Attachment, Contact, ContactId, ContactRef, EmailAddress, Engagement, Event, EventStats,
     Execution, OutboundEmail, Project, ProjectId, SegmentId, Template, Timestamp, Workflow,
 };
-use crate::project::executions::Trigger;
 use crate::project::sending;
 use crate::render;
 use crate::scheduler::Timer;
@@ -35,6 +34,7 @@ use crate::store::keys::{self, KeyId};
 use crate::store::overlay::Overlay;
 use crate::store::{blocks, codec, wal, Batch, Durable, KvIter, KvPair, Op, Store};
 use crate::verify::{self, lists, typo};
+use crate::workflow::executions::Trigger;
 
 /// The instant filters are evaluated at, and a day, in milliseconds.
 const NOW: i64 = 1_800_000_000_000;

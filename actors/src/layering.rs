@@ -12,6 +12,7 @@ const KNOWN: &[(&str, &str)] = &[
     ("project", "domain"),
     ("project", "mailer"),
     ("project", "retention"),
+    ("project", "workflow"),
     ("project", "segment"),
     ("projects", "campaign"),
 ];

@@ -5,7 +5,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::{ExecStatus, Execution, ExecutionId, Workflow, WorkflowId};
 use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::workflows::{self as stored, WorkflowPatch};
+use mailroom_actors::workflow::records::{self as stored, WorkflowPatch};
 use mailroom_actors::workflow::{steps, StepsDocument};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};

@@ -19,15 +19,16 @@
 //! email is anonymised its outcome records none (the placeholder is no address).
 
 use super::counters::add_to_counter;
+use super::erasure_emails;
 pub use super::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
 use super::events::EVENTS_COUNTER;
-use super::{erasure_emails, executions};
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
 use crate::model::{ContactId, EmailId, Event, ProjectId, WorkflowId};
 use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
+use crate::workflow::executions;
 
 /// What a run did: whether the erasure is over, and the waiting emails it cancelled
 /// (whose marks in `Attempts` the caller forgets once the write is durable).

@@ -14,7 +14,6 @@ pub mod erasure_record;
 pub mod erasure_runner;
 pub mod event_queries;
 pub mod events;
-pub mod executions;
 pub mod import;
 pub mod import_runner;
 pub mod limits;
@@ -30,9 +29,7 @@ pub mod starts;
 pub mod table;
 pub mod templates;
 pub mod track;
-pub mod triggers;
 pub mod unit;
-pub mod workflows;
 pub mod write;
 
 pub use actor::{ActorShared, ProjectActor};

@@ -3,16 +3,16 @@
 //! by the step it expects the execution to be at, so a step that ran twice (a crash, a
 //! timer and an event at once) moves the execution once.
 
-use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
-use super::counters::add_to_counter;
 use super::executions::{self, Trigger};
-use super::limits;
-use super::templates;
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{
     DataPatch, ExecStatus, Execution, ExecutionId, HistoryEntry, Page, PageRequest, ProjectId,
     StepKind, Wait, Workflow, WorkflowId,
 };
+use crate::project::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
+use crate::project::counters::add_to_counter;
+use crate::project::limits;
+use crate::project::templates;
 use crate::scheduler::Timer;
 use crate::store::{codec, keys, paging, Batch, Store};
 
