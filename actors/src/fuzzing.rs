@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::campaign::{Campaign, CampaignStats};
 use crate::domain::{Domain, DomainName};
+use crate::email::sending;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::email::MAX_EMAIL_LEN;
@@ -26,7 +27,6 @@ use crate::model::{
     Attachment, Contact, ContactId, ContactRef, EmailAddress, Engagement, Event, EventStats,
     Execution, OutboundEmail, Project, ProjectId, SegmentId, Template, Timestamp, Workflow,
 };
-use crate::project::sending;
 use crate::render;
 use crate::scheduler::Timer;
 use crate::segment::{Compiled, Condition, ContactSubject, Group, Segment, SegmentKind};

@@ -2,11 +2,11 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
+use mailroom_actors::email::send::{replay, send_request, SendRequest as Request};
+use mailroom_actors::email::sending;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
-use mailroom_actors::project::send::{replay, send_request, SendRequest as Request};
-use mailroom_actors::project::sending;
 use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};

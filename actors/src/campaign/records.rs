@@ -10,6 +10,7 @@
 use super::end::{self as campaign_end, finish, OPEN_COUNTER};
 use super::stats as campaign_stats;
 use crate::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
+use crate::email::sending::{self, put_email, Rendered, SendSpec};
 use crate::error::{Error, Resource, Result};
 use crate::mailer::attempts::Attempts;
 use crate::model::{
@@ -19,7 +20,6 @@ use crate::model::{
 use crate::project::contacts::{self, read_counter, Counts, PatchContact, Unit, WriteCtx};
 use crate::project::counters::add_to_counter;
 use crate::project::events;
-use crate::project::sending::{self, put_email, Rendered, SendSpec};
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
 use crate::store::{codec, keys, paging, Batch, Store};

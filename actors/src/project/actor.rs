@@ -18,9 +18,10 @@ use super::messages::{
 };
 use super::starts::Starts;
 use super::table::ContactTable;
-use super::{segments, sending, templates, track};
+use super::{segments, templates, track};
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
+use crate::email::sending;
 use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::segment::Segment;

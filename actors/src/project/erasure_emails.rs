@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
-use super::sending;
 use crate::campaign::{end as campaign_end, records as campaigns, stats as campaign_stats};
+use crate::email::sending;
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
 use crate::model::{

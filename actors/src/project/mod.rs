@@ -23,8 +23,6 @@ pub mod queries;
 pub mod registry;
 pub mod segment_queries;
 pub mod segments;
-pub mod send;
-pub mod sending;
 pub mod starts;
 pub mod table;
 pub mod templates;

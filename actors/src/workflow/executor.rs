@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::webhook::WebhookClient;
+use crate::email::send::{send_request, SendRequest};
 use crate::error::{Error, Result};
 use crate::idempotency::Claim;
 use crate::model::{
@@ -24,7 +25,6 @@ use crate::model::{
 };
 use crate::project::apply::Apply;
 use crate::project::events::contact_stats;
-use crate::project::send::{send_request, SendRequest};
 use crate::project::Registry;
 use crate::render::TemplateCache;
 use crate::scheduler::Timer;

@@ -2,6 +2,7 @@
 //! from events, the steps' JSON form and graph check, the executor pool, and the
 //! webhook client.
 
+pub mod actions;
 pub mod executions;
 pub mod executor;
 pub mod records;

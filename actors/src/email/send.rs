@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::messages::QueueEmails;
-use super::registry::Registry;
 use super::sending::{self, Marketing, Queued, Receipt, SendSpec};
-use super::templates;
 use crate::domain;
 use crate::error::{Error, FieldCode, FieldError, Result};
 use crate::idempotency::Claim;
 use crate::model::{
     Attachment, EmailAddress, Mailbox, ProjectId, Template, TemplateId, TemplateKind, Timestamp,
 };
+use crate::project::messages::QueueEmails;
+use crate::project::registry::Registry;
+use crate::project::templates;
 use crate::render::{Compiled, TemplateCache};
 
 /// A send as a caller asks for it (/v1/send parses one from its body): the use case

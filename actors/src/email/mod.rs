@@ -1,0 +1,6 @@
+//! Transactional and marketing email as records: a send request rendered and queued
+//! (`send`), the email records, their outbox keys and delivery outcomes (`sending`).
+//! The mailer delivers what is queued here.
+
+pub mod send;
+pub mod sending;
