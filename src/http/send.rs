@@ -490,7 +490,7 @@ pub async fn get_email(
     };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     let content_removed = mailroom_actors::retention::emails::content_removed(&e);
-    let hits = mailroom_actors::campaign::records::engagement(&*state.store, p.id, id)?
+    let hits = mailroom_actors::email::engagement::engagement(&*state.store, p.id, id)?
         .unwrap_or_default();
     Ok(HttpResponse::Ok().json(EmailResponse {
         success: true,

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
-use crate::campaign::{end as campaign_end, records as campaigns, stats as campaign_stats};
+use crate::campaign::{end as campaign_end, stats as campaign_stats};
 use crate::email::sending;
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
@@ -79,7 +79,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
         batch.put(keys::email(p, email.id), email.encode()?);
         // The sender's text part may greet the contact by name, as the HTML may.
         batch.delete(keys::email_text(p, email.id));
-        if let Some(mut e) = campaigns::engagement(store, p, email.id)? {
+        if let Some(mut e) = crate::email::engagement::engagement(store, p, email.id)? {
             e.to = ERASED.into();
             batch.put(keys::engagement(p, email.id), codec::encode(&e)?);
         }
