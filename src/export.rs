@@ -7,12 +7,12 @@ use std::io::Write;
 
 use mailroom_actors::campaign::Campaign;
 use mailroom_actors::model::{Contact, ContactId, Event, ProjectId, Workflow};
-use mailroom_actors::project::templates;
 use mailroom_actors::projects::Projects;
 use mailroom_actors::segment::{Segment, SegmentKind};
 use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::keys;
 use mailroom_actors::store::{blocks, Store};
+use mailroom_actors::template::records as templates;
 use serde::Serialize;
 use serde_json::Value;
 

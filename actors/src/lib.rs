@@ -26,6 +26,7 @@ pub mod scheduler;
 pub mod segment;
 pub mod shutdown;
 pub mod store;
+pub mod template;
 pub mod upgrade;
 pub mod verify;
 pub mod workflow;

@@ -18,8 +18,8 @@ use crate::model::{
 };
 use crate::project::messages::QueueEmails;
 use crate::project::registry::Registry;
-use crate::project::templates;
 use crate::render::{Compiled, TemplateCache};
+use crate::template::records as templates;
 
 /// A send as a caller asks for it (/v1/send parses one from its body): the use case
 /// decides the rest from the stored template and the project's domains.

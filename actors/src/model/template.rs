@@ -39,7 +39,7 @@ pub struct Template {
     pub subject: String,
     pub body: String,
     /// The text/plain part of its emails; None: made from the body. Not in `Stored`: it
-    /// is kept under `keys::template_text` (see `project::templates`).
+    /// is kept under `keys::template_text` (see `template::records`).
     pub text: Option<String>,
     pub kind: TemplateKind,
     pub from: Option<EmailAddress>,

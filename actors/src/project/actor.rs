@@ -18,7 +18,7 @@ use super::messages::{
 };
 use super::starts::Starts;
 use super::table::ContactTable;
-use super::{segments, templates, track};
+use super::{segments, track};
 use crate::clock::Clock;
 use crate::domain::{self, Domain};
 use crate::email::sending;
@@ -26,6 +26,7 @@ use crate::error::Result;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
 use crate::segment::Segment;
 use crate::store::{keys, Store};
+use crate::template::records as templates;
 
 pub struct ProjectActor {
     limits: TenantLimits,

@@ -13,9 +13,9 @@ pub use super::contacts::{PatchContact, UpsertContact, UpsertOutcome};
 pub use super::segments::{
     ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
 };
-pub use super::templates::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 pub use super::track::{Track, TrackOutcome};
 pub use crate::email::sending::{DeliveryOutcome, QueueEmails, QueuedEmail, RecordDelivery};
+pub use crate::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 
 /// Stops the actor so that its supervisor restarts it (and it reloads from the store).
 /// Used by operators' tooling and by the supervision tests.

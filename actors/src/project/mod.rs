@@ -25,7 +25,6 @@ pub mod segment_queries;
 pub mod segments;
 pub mod starts;
 pub mod table;
-pub mod templates;
 pub mod track;
 pub mod unit;
 pub mod write;

@@ -12,9 +12,9 @@ use crate::model::{
 use crate::project::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
 use crate::project::counters::add_to_counter;
 use crate::project::limits;
-use crate::project::templates;
 use crate::scheduler::Timer;
 use crate::store::{codec, keys, paging, Batch, Store};
+use crate::template::records as templates;
 
 pub const WORKFLOWS_COUNTER: &str = "workflows";
 /// Enabled workflows one event name may start: each is an execution written in the
