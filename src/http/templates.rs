@@ -5,7 +5,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
 use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
 use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
-use mailroom_actors::store::keys;
 use mailroom_actors::template::records as stored;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
@@ -180,13 +179,7 @@ pub async fn list(
     let store = state.store.clone();
     let limit = page.limit();
     // Templates are few per project: one scan gives the page, the total and the position.
-    let all: Vec<Template> = blocking(move || {
-        store
-            .scan(&keys::templates(p.id), None, true)
-            .map(|kv| stored::decode(&*store, p.id, &kv?.1))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await?;
+    let all: Vec<Template> = blocking(move || stored::all(&*store, p.id)).await?;
     let matching: Vec<&Template> = all
         .iter()
         .filter(|t| kind.is_none_or(|k| t.kind == k))

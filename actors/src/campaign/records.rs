@@ -38,6 +38,13 @@ pub fn get(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Campaign> 
 }
 
 /// Newest first; the cursor is the id of the last campaign of the previous page.
+/// Every campaign of a project, oldest first, read as the walk goes (an export).
+pub fn each(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Campaign>> + '_ {
+    store
+        .scan(&keys::campaigns(p), None, false)
+        .map(|kv| Campaign::decode(&kv?.1))
+}
+
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Campaign>> {
     let total = read_counter(store, p, CAMPAIGNS_COUNTER)?;
     paging::newest_first(

@@ -23,6 +23,11 @@ pub struct EventFilter {
     pub until: Option<Timestamp>,
 }
 
+/// Every event of a project, newest first, read as the walk goes (an export).
+pub fn each_event(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Event>> + '_ {
+    blocks::iter_rev(store, &keys::events(p), None).map(|entry| Event::decode(&entry?.1))
+}
+
 pub fn get_event(store: &dyn Store, p: ProjectId, id: EventId) -> Result<Option<Event>> {
     blocks::get(store, &keys::events(p), id.as_bytes())?
         .map(|b| Event::decode(&b))

@@ -14,6 +14,13 @@ pub struct ContactFilter {
     pub search: Option<String>,
 }
 
+/// Every contact of a project, oldest first, read as the walk goes (an export).
+pub fn each_contact(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Contact>> + '_ {
+    store
+        .scan(&keys::contacts(p), None, false)
+        .map(|kv| Contact::decode(&kv?.1))
+}
+
 pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
     super::contacts::load(store, p, id)
 }

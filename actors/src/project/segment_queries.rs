@@ -14,6 +14,28 @@ pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Opt
     super::segments::load(store, p, id)
 }
 
+/// Every segment of a project, oldest first, read as the walk goes (an export).
+pub fn each_segment(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Segment>> + '_ {
+    store
+        .scan(&keys::segments(p), None, false)
+        .map(|kv| Segment::decode(&kv?.1))
+}
+
+/// The members of a STATIC segment, by id, oldest first.
+pub fn static_members(
+    store: &dyn Store,
+    p: ProjectId,
+    id: SegmentId,
+) -> impl Iterator<Item = Result<ContactId>> + '_ {
+    let prefix = keys::segment_members(p, id);
+    store
+        .scan(&prefix, None, false)
+        .filter_map(move |kv| match kv {
+            Ok((k, _)) => keys::id_after::<ContactId>(&k, &prefix).map(Ok),
+            Err(e) => Some(Err(e)),
+        })
+}
+
 /// Newest first; the cursor is the id of the last segment of the previous page.
 pub fn list_segments(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Segment>> {
     let total = read_counter(store, p, SEGMENTS_COUNTER)?;

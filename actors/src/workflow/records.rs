@@ -42,6 +42,13 @@ fn parse_cursor<T: std::str::FromStr>(page: &PageRequest) -> Result<Option<T>> {
 }
 
 /// Newest first; the cursor is the id of the last workflow of the previous page.
+/// Every workflow of a project, oldest first, read as the walk goes (an export).
+pub fn each(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Workflow>> + '_ {
+    store
+        .scan(&keys::workflows(p), None, false)
+        .map(|kv| Workflow::decode(&kv?.1))
+}
+
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Workflow>> {
     let total = read_counter(store, p, WORKFLOWS_COUNTER)?;
     paging::newest_first(
