@@ -14,13 +14,10 @@ use actix_web::{web, App, HttpServer};
 use mailroom_actors::campaign::links::Links;
 use mailroom_actors::campaign::Campaigns;
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::domain;
 use mailroom_actors::domain::DomainVerifier;
 use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, NoKey, SmtpSecurity,
-    TransportConfig,
+    Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
 };
-use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::render::TemplateCache;
@@ -360,21 +357,7 @@ fn start_delivery(
             })
         })
         .collect();
-    let dkim_store = store.clone();
-    let dkim: DkimLookup = Arc::new(move |project, from| {
-        let from = EmailAddress::parse(from).map_err(|_| NoKey::BadSender(from.to_owned()))?;
-        let sender = domain::verified_sender(&*dkim_store, project, &from)
-            .map_err(|source| NoKey::Store {
-                domain: from.domain().to_owned(),
-                source,
-            })?
-            .ok_or_else(|| NoKey::Unverified(from.domain().to_owned()))?;
-        Ok(DkimParams {
-            domain: sender.domain,
-            selector: sender.selector,
-            private_key_pem: sender.private_key_pem,
-        })
-    });
+    let dkim = mailroom_actors::mailer::dkim::lookup(store.clone());
     let config = DispatcherConfig {
         rate_per_second: settings.sending.rate_per_second,
         max_attempts: settings.sending.max_attempts.max(1),

@@ -12,6 +12,7 @@
 pub mod actor;
 pub mod attempts;
 pub mod dispatcher;
+pub mod dkim;
 pub mod document;
 pub mod messages;
 pub mod mime;
