@@ -391,9 +391,9 @@ fn start_campaigns(
         .resume()
         .map_err(|e| Failure::caused("resuming sending campaigns", e))?;
     campaigns.watch();
-    mailroom_actors::project::erasure_runner::resume(&registry)
+    mailroom_actors::erasure::runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact erasures", e))?;
-    mailroom_actors::project::import_runner::resume(&registry)
+    mailroom_actors::contact::import_runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact imports", e))?;
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {

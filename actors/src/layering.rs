@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const KNOWN: &[(&str, &str)] = &[
     ("email", "campaign"),
     ("project", "campaign"),
+    ("project", "contact"),
     ("project", "domain"),
     ("project", "email"),
     ("project", "mailer"),

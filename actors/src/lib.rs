@@ -3,10 +3,13 @@
 
 pub mod campaign;
 pub mod clock;
+
 pub mod codec;
+pub mod contact;
 pub mod dns;
 pub mod domain;
 pub mod email;
+pub mod erasure;
 pub mod error;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.

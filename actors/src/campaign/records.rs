@@ -10,6 +10,7 @@
 use super::end::{self as campaign_end, finish, OPEN_COUNTER};
 use super::stats as campaign_stats;
 use crate::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
+use crate::contact::records::{read_counter, WriteCtx};
 use crate::email::sending::{self, put_email, Rendered, SendSpec};
 use crate::error::{Error, Resource, Result};
 use crate::mailer::attempts::Attempts;
@@ -17,7 +18,6 @@ use crate::model::{
     CampaignId, ContactId, EmailAddress, EmailId, EmailStatus, Page, PageRequest, ProjectId,
     SegmentId, Timestamp,
 };
-use crate::project::contacts::{read_counter, WriteCtx};
 use crate::project::counters::add_to_counter;
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;

@@ -4,10 +4,10 @@
 
 use crate::campaign::records::{self as campaigns, load};
 use crate::campaign::stats as campaign_stats;
+use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
 use crate::model::{CampaignId, ContactId, DataPatch, EmailAddress, ProjectId};
 use crate::project::apply::Apply;
-use crate::project::contacts::{self, Counts, PatchContact, Unit, WriteCtx};
 use crate::project::table::ContactTable;
 use crate::project::Registry;
 use crate::store::{codec, keys, Store};

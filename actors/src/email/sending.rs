@@ -11,6 +11,7 @@ use crate::campaign::links::{LinkTarget, Links};
 use crate::campaign::stats as campaign_stats;
 use crate::campaign::token::Issue;
 use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
+use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::metrics;
@@ -18,7 +19,6 @@ use crate::model::{
     Attachment, CampaignId, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus,
     Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
 };
-use crate::project::contacts::{self, Counts, PatchContact, Unit, WriteCtx};
 use crate::project::table::ContactTable;
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};
@@ -482,15 +482,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let mut cancelled = false;
     // The contact was erased while this email was in an attempt: it is not tried
     // again, and the outcome's text (which may quote the address) is not kept.
-    let erased = email.to.email == crate::project::erasure_record::ERASED;
+    let erased = email.to.email == crate::contact::erasure_record::ERASED;
     let outcome = match msg.outcome {
         DeliveryOutcome::Retry { .. } | DeliveryOutcome::Failed { .. } if erased => {
             DeliveryOutcome::Failed {
-                error: crate::project::erasure_record::ERASED_ERROR.into(),
+                error: crate::contact::erasure_record::ERASED_ERROR.into(),
             }
         }
         DeliveryOutcome::Bounced { .. } if erased => DeliveryOutcome::Bounced {
-            error: crate::project::erasure_record::ERASED_ERROR.into(),
+            error: crate::contact::erasure_record::ERASED_ERROR.into(),
         },
         other => other,
     };

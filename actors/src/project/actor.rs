@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
-use super::contacts::read_counter;
-use super::contacts::{self, Counts, WriteCtx};
+use super::counters::read_counter;
+use super::counters::Counts;
 use super::limits::{self, TenantLimits};
 use super::membership::Audience;
 use super::messages::{
@@ -18,8 +18,10 @@ use super::messages::{
 };
 use super::starts::Starts;
 use super::table::ContactTable;
+use super::write::WriteCtx;
 use super::{segments, track};
 use crate::clock::Clock;
+use crate::contact::records as contacts;
 use crate::domain::{self, Domain};
 use crate::email::sending;
 use crate::error::Result;

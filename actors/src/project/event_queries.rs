@@ -3,8 +3,8 @@
 //! by name, or the whole log; `since` and `until` only narrow the range. The log and
 //! both indexes are blocks of several events (`store::blocks`).
 
-use super::contacts::{find_id_by_email, read_counter};
 use super::events::EVENTS_COUNTER;
+use crate::contact::records::{find_id_by_email, read_counter};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,

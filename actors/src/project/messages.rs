@@ -9,11 +9,11 @@ use crate::model::DomainId;
 
 // Each feature owns its messages; they are re-exported here so that callers can name
 // every message of the project actor from one place.
-pub use super::contacts::{PatchContact, UpsertContact, UpsertOutcome};
 pub use super::segments::{
     ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
 };
 pub use super::track::{Track, TrackOutcome};
+pub use crate::contact::records::{PatchContact, UpsertContact, UpsertOutcome};
 pub use crate::email::sending::{DeliveryOutcome, QueueEmails, QueuedEmail, RecordDelivery};
 pub use crate::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 

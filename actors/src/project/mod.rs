@@ -6,20 +6,12 @@
 
 pub mod actor;
 pub mod apply;
-pub mod contacts;
 pub mod counters;
-pub mod erasure;
-pub mod erasure_emails;
-pub mod erasure_record;
-pub mod erasure_runner;
 pub mod event_queries;
 pub mod events;
-pub mod import;
-pub mod import_runner;
 pub mod limits;
 pub mod membership;
 pub mod messages;
-pub mod queries;
 pub mod registry;
 pub mod segment_queries;
 pub mod segments;

@@ -334,7 +334,7 @@ mod tests {
         );
         assert_eq!(reg.contacts(p).len(), 2);
         assert_eq!(reg.call(p, Generation).await.unwrap(), 2, "restarted once");
-        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        let total = crate::contact::records::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(
             total, 2,
             "the restarted actor continued from the stored count"
@@ -361,7 +361,7 @@ mod tests {
             .filter(|o| o.as_ref().unwrap().is_new)
             .count();
         assert_eq!(new, 1);
-        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        let total = crate::contact::records::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(total, 1);
     }
 

@@ -1,6 +1,6 @@
 //! Reading segments: records, exact member counts (evaluated at read time) and members.
 
-use super::contacts::read_counter;
+use super::counters::read_counter;
 use super::segments::{static_member_count, SEGMENTS_COUNTER};
 use super::table::ContactTable;
 use crate::error::{Error, FieldCode, Result};
@@ -145,7 +145,7 @@ fn static_page(
         let Some(id) = keys::id_after::<ContactId>(&k, &prefix) else {
             continue;
         };
-        if let Some(c) = super::contacts::load(store, p, id)? {
+        if let Some(c) = crate::contact::records::load(store, p, id)? {
             items.push(c);
             if items.len() > page.limit() {
                 break;

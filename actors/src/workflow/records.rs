@@ -4,12 +4,12 @@
 //! timer and an event at once) moves the execution once.
 
 use super::executions::{self, Trigger};
+use crate::contact::records::{self as contacts, read_counter, Counts, PatchContact, WriteCtx};
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{
     DataPatch, ExecStatus, Execution, ExecutionId, HistoryEntry, Page, PageRequest, ProjectId,
     StepKind, Wait, Workflow, WorkflowId,
 };
-use crate::project::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
 use crate::project::counters::add_to_counter;
 use crate::project::limits;
 use crate::scheduler::Timer;

@@ -5,7 +5,7 @@ use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId};
 use crate::store::{keys, Store};
 
-use super::contacts::read_counter;
+use super::records::read_counter;
 
 #[derive(Debug, Clone, Default)]
 pub struct ContactFilter {
@@ -22,7 +22,7 @@ pub fn each_contact(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Res
 }
 
 pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
-    super::contacts::load(store, p, id)
+    super::records::load(store, p, id)
 }
 
 /// Newest first. The cursor is the id of the last contact of the previous page, so a

@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
 use crate::campaign::{end as campaign_end, stats as campaign_stats};
+use crate::contact::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
 use crate::email::sending;
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;

@@ -18,13 +18,13 @@
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
 //! email is anonymised its outcome records none (the placeholder is no address).
 
-use super::counters::add_to_counter;
-use super::erasure_emails;
-pub use super::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
-use super::events::EVENTS_COUNTER;
+use super::emails as erasure_emails;
+pub use crate::contact::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
 use crate::error::Result;
 use crate::mailer::attempts::Attempts;
 use crate::model::{ContactId, EmailId, Event, ProjectId, WorkflowId};
+use crate::project::counters::add_to_counter;
+use crate::project::events::EVENTS_COUNTER;
 use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
