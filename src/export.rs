@@ -7,9 +7,10 @@ use std::io::Write;
 
 use mailroom_actors::campaign::records as campaigns;
 use mailroom_actors::contact::queries;
+use mailroom_actors::event::queries as event_queries;
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::project::{event_queries, segment_queries};
 use mailroom_actors::projects::Projects;
+use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::segment::{Segment, SegmentKind};
 use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::Store;

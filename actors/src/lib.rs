@@ -11,6 +11,7 @@ pub mod domain;
 pub mod email;
 pub mod erasure;
 pub mod error;
+pub mod event;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;

@@ -12,7 +12,7 @@ use mailroom_actors::contact::queries::{self, ContactFilter};
 use mailroom_actors::model::{
     Contact, ImportId, Page, PageRequest, ProjectId, SegmentId, Timestamp,
 };
-use mailroom_actors::project::segment_queries::{self, MemberPages};
+use mailroom_actors::segment::queries::{self as segment_queries, MemberPages};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -4,8 +4,8 @@
 use crate::campaign::{AudienceKind, Campaign};
 use crate::error::{Error, Resource, Result};
 use crate::model::{ContactId, ContactRef, ProjectId, SegmentId};
-use crate::project::segments;
 use crate::project::table::ContactTable;
+use crate::segment::records as segments;
 use crate::segment::scan::Matcher;
 use crate::segment::{budget, Compiled, SegmentKind};
 use crate::store::{keys, Store};

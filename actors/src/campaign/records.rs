@@ -75,7 +75,7 @@ fn put(batch: &mut Batch, p: ProjectId, c: &Campaign) -> Result<()> {
 
 fn check_segment(store: &dyn Store, p: ProjectId, id: Option<SegmentId>) -> Result<()> {
     match id {
-        Some(id) if crate::project::segments::load(store, p, id)?.is_none() => {
+        Some(id) if crate::segment::records::load(store, p, id)?.is_none() => {
             Err(Error::NotFound(Resource::Segment))
         }
         _ => Ok(()),

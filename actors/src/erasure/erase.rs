@@ -320,8 +320,8 @@ pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::queries::{list_events, EventFilter};
     use crate::model::{EmailAddress, PageRequest, Timestamp};
-    use crate::project::event_queries::{list_events, EventFilter};
     use crate::project::events;
     use crate::store::SledStore;
 

@@ -19,13 +19,14 @@ use super::messages::{
 use super::starts::Starts;
 use super::table::ContactTable;
 use super::write::WriteCtx;
-use super::{segments, track};
 use crate::clock::Clock;
 use crate::contact::records as contacts;
 use crate::domain::{self, Domain};
 use crate::email::sending;
 use crate::error::Result;
+use crate::event::track;
 use crate::model::{Contact, ProjectId, Template, Timestamp};
+use crate::segment::records as segments;
 use crate::segment::Segment;
 use crate::store::{keys, Store};
 use crate::template::records as templates;

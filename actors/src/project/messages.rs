@@ -9,12 +9,12 @@ use crate::model::DomainId;
 
 // Each feature owns its messages; they are re-exported here so that callers can name
 // every message of the project actor from one place.
-pub use super::segments::{
-    ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
-};
-pub use super::track::{Track, TrackOutcome};
 pub use crate::contact::records::{PatchContact, UpsertContact, UpsertOutcome};
 pub use crate::email::sending::{DeliveryOutcome, QueueEmails, QueuedEmail, RecordDelivery};
+pub use crate::event::track::{Track, TrackOutcome};
+pub use crate::segment::records::{
+    ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
+};
 pub use crate::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 
 /// Stops the actor so that its supervisor restarts it (and it reloads from the store).

@@ -7,17 +7,13 @@
 pub mod actor;
 pub mod apply;
 pub mod counters;
-pub mod event_queries;
 pub mod events;
 pub mod limits;
 pub mod membership;
 pub mod messages;
 pub mod registry;
-pub mod segment_queries;
-pub mod segments;
 pub mod starts;
 pub mod table;
-pub mod track;
 pub mod unit;
 pub mod write;
 

@@ -8,6 +8,8 @@ pub mod budget;
 pub mod eval;
 pub mod filter;
 pub mod model;
+pub mod queries;
+pub mod records;
 pub mod scan;
 pub mod schema;
 

@@ -1,17 +1,17 @@
 //! Reading segments: records, exact member counts (evaluated at read time) and members.
 
-use super::counters::read_counter;
-use super::segments::{static_member_count, SEGMENTS_COUNTER};
-use super::table::ContactTable;
+use super::records::{static_member_count, SEGMENTS_COUNTER};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
+use crate::project::counters::read_counter;
+use crate::project::table::ContactTable;
 use crate::segment::budget;
 use crate::segment::scan::{self, Matcher};
 use crate::segment::{Compiled, Group, Segment, SegmentKind};
 use crate::store::{keys, paging, Store};
 
 pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
-    super::segments::load(store, p, id)
+    super::records::load(store, p, id)
 }
 
 /// Every segment of a project, oldest first, read as the walk goes (an export).

@@ -3,12 +3,12 @@
 //! by name, or the whole log; `since` and `until` only narrow the range. The log and
 //! both indexes are blocks of several events (`store::blocks`).
 
-use super::events::EVENTS_COUNTER;
 use crate::contact::records::{find_id_by_email, read_counter};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
+use crate::project::events::EVENTS_COUNTER;
 use crate::retention::events::purged_counter;
 use crate::store::keys::KeyId;
 use crate::store::{blocks, codec, keys, Store};

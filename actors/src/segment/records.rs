@@ -2,12 +2,12 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
-use super::counters::{add_to_counter, read_counter};
-use super::events;
-use super::membership::{self, Audience};
-use super::write::WriteCtx;
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{ContactId, EmailAddress, Event, ProjectId, SegmentId, Timestamp};
+use crate::project::counters::{add_to_counter, read_counter};
+use crate::project::events;
+use crate::project::membership::{self, Audience};
+use crate::project::write::WriteCtx;
 use crate::segment::{Group, Segment, SegmentKind};
 use crate::store::{keys, Batch, Store};
 use actix::Message;
@@ -57,7 +57,7 @@ pub fn create(
 
 pub fn update(
     store: &dyn Store,
-    starts: &super::starts::Starts,
+    starts: &crate::project::starts::Starts,
     p: ProjectId,
     now: Timestamp,
     audience: &mut Audience,
