@@ -189,7 +189,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     batch.delete(keys::contact_by_email(p, contact.email.as_str()));
     // A deleted contact leaves the STATIC segments it was in.
     for segment in ctx.audience.statics() {
-        crate::segment::records::drop_member(store, &mut batch, p, segment.id, id)?;
+        crate::project::membership::drop_member(store, &mut batch, p, segment.id, id)?;
     }
     next.write_changed(counts, &mut batch, p);
     // The rest of its data goes in slices, from this durable record (`erasure`).
