@@ -98,7 +98,7 @@ mod tests {
             }
         }
         assert!(
-            graph["contacts"].contains("counters"),
+            graph["unit"].contains("counters"),
             "the graph is read: {graph:?}"
         );
     }
