@@ -10,10 +10,6 @@ use std::path::{Path, PathBuf};
 const KNOWN: &[(&str, &str)] = &[
     ("email", "campaign"),
     ("project", "campaign"),
-    ("project", "contact"),
-    ("project", "domain"),
-    ("project", "email"),
-    ("project", "event"),
     ("project", "mailer"),
     ("project", "workflow"),
     ("project", "segment"),

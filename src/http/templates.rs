@@ -4,8 +4,8 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
 use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
-use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::template::records as stored;
+use mailroom_actors::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

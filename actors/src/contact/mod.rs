@@ -3,6 +3,7 @@
 //! record of an erasure under way (the erasure itself is `crate::erasure`).
 
 pub mod erasure_record;
+pub mod handlers;
 pub mod import;
 pub mod import_runner;
 pub mod queries;

@@ -4,5 +4,6 @@
 //! The mailer delivers what is queued here.
 
 pub mod engagement;
+pub mod handlers;
 pub mod send;
 pub mod sending;

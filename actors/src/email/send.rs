@@ -11,12 +11,12 @@ use serde_json::{Map, Value};
 
 use super::sending::{self, Marketing, Queued, Receipt, SendSpec};
 use crate::domain;
+use crate::email::sending::QueueEmails;
 use crate::error::{Error, FieldCode, FieldError, Result};
 use crate::idempotency::Claim;
 use crate::model::{
     Attachment, EmailAddress, Mailbox, ProjectId, Template, TemplateId, TemplateKind, Timestamp,
 };
-use crate::project::messages::QueueEmails;
 use crate::project::registry::Registry;
 use crate::render::{Compiled, TemplateCache};
 use crate::template::records as templates;

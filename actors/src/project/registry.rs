@@ -295,8 +295,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contact::records::UpsertContact;
     use crate::model::{DataPatch, EmailAddress};
-    use crate::project::messages::{Generation, Restart, UpsertContact};
+    use crate::project::messages::{Generation, Restart};
     use crate::store::SledStore;
     use crate::SystemClock;
 

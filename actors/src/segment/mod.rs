@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod eval;
 pub mod filter;
+pub mod handlers;
 pub mod model;
 pub mod queries;
 pub mod records;
