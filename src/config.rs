@@ -290,7 +290,7 @@ impl Workflows {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Erasure {
-    /// Records a contact's erasure handles per slice (`project::erasure`).
+    /// Records a contact's erasure handles per slice (`erasure::erase`).
     pub slice: usize,
 }
 

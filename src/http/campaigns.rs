@@ -1,6 +1,6 @@
 //! The campaign endpoints (API.md section 9), every answer inside `{success, data}`.
 //! Handlers parse and map; the rules are in `mailroom_actors::campaign::actions` and
-//! `project::campaigns`.
+//! `campaign::records`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;

@@ -1,4 +1,4 @@
-//! Bulk contacts: a CSV import that runs in the background (`project::import`), its
+//! Bulk contacts: a CSV import that runs in the background (`contact::import`), its
 //! progress, and a CSV export streamed a page at a time.
 
 use std::sync::{Arc, Mutex};

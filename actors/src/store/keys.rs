@@ -155,7 +155,7 @@ pub fn engagement(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/mx/", &[e.as_bytes()])
 }
 
-/// One send's attachments, stored once for all its emails (see `project::sending`).
+/// One send's attachments, stored once for all its emails (see `email::sending`).
 pub fn attachments(p: ProjectId, id: EmailId) -> Vec<u8> {
     in_project(p, b"/att/", &[id.as_bytes()])
 }
@@ -298,7 +298,7 @@ pub fn parse_sending_campaign(k: &[u8]) -> Option<(ProjectId, CampaignId)> {
     Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
 }
 
-/// Contacts being erased (`project::erasure`), of every project: what start-up resumes.
+/// Contacts being erased (`erasure::erase`), of every project: what start-up resumes.
 /// The value is the erasure's progress.
 pub const ERASURES: &[u8] = b"erasures/";
 
