@@ -10,10 +10,8 @@ use std::path::{Path, PathBuf};
 const KNOWN: &[(&str, &str)] = &[
     ("email", "campaign"),
     ("project", "campaign"),
-    ("project", "mailer"),
     ("project", "workflow"),
     ("project", "segment"),
-    ("projects", "campaign"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

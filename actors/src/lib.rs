@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod json_part;
 #[cfg(test)]
 mod layering;
+pub mod link_state;
 pub mod mailer;
 pub mod metrics;
 pub mod model;

@@ -6,7 +6,6 @@
 pub mod actions;
 pub mod audience;
 pub mod end;
-pub mod link_state;
 pub mod links;
 pub mod model;
 pub mod records;

@@ -13,11 +13,11 @@ use crate::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 use crate::contact::records::{read_counter, WriteCtx};
 use crate::email::sending::{self, put_email, Rendered, SendSpec};
 use crate::error::{Error, Resource, Result};
-use crate::mailer::attempts::Attempts;
 use crate::model::{
     CampaignId, ContactId, EmailAddress, EmailId, EmailStatus, Page, PageRequest, ProjectId,
     SegmentId, Timestamp,
 };
+use crate::project::attempts::Attempts;
 use crate::project::counters::add_to_counter;
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;

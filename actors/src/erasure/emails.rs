@@ -11,10 +11,10 @@ use crate::campaign::{end as campaign_end, stats as campaign_stats};
 use crate::contact::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
 use crate::email::sending;
 use crate::error::Result;
-use crate::mailer::attempts::Attempts;
 use crate::model::{
     CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Timestamp,
 };
+use crate::project::attempts::Attempts;
 use crate::store::{codec, keys, Batch, Store};
 
 pub(super) struct Ctx<'a> {

@@ -21,8 +21,8 @@
 use super::emails as erasure_emails;
 pub use crate::contact::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
 use crate::error::Result;
-use crate::mailer::attempts::Attempts;
 use crate::model::{ContactId, EmailId, Event, ProjectId, WorkflowId};
+use crate::project::attempts::Attempts;
 use crate::project::counters::add_to_counter;
 use crate::project::events::EVENTS_COUNTER;
 use crate::store::blocks::{self, Id};

@@ -6,6 +6,7 @@
 
 pub mod actor;
 pub mod apply;
+pub mod attempts;
 pub mod counters;
 pub mod events;
 pub mod limits;
