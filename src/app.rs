@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
-use mailroom_actors::campaign::links::Links;
 use mailroom_actors::campaign::Campaigns;
 use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::domain::DomainVerifier;
+use mailroom_actors::links::Links;
 use mailroom_actors::mailer::{
     Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
 };

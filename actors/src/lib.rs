@@ -20,6 +20,7 @@ pub mod json_part;
 #[cfg(test)]
 mod layering;
 pub mod link_state;
+pub mod links;
 pub mod mailer;
 pub mod metrics;
 pub mod model;

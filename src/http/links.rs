@@ -5,9 +5,9 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
-use mailroom_actors::campaign::links::{Link, Resolved};
 use mailroom_actors::campaign::unsubscribe::{self, Recipient};
 use mailroom_actors::email::engagement::{self, Hit};
+use mailroom_actors::links::{Link, Resolved};
 use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use mailroom_actors::{Error, Resource};
 

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::campaign::end as campaign_end;
-use crate::campaign::links::{LinkTarget, Links};
 use crate::campaign::stats as campaign_stats;
-use crate::campaign::token::Issue;
 use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
 use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
+use crate::links::token::Issue;
+use crate::links::{LinkTarget, Links};
 use crate::metrics;
 use crate::model::{
     Attachment, CampaignId, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus,

@@ -20,9 +20,9 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
-use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::links::Links;
 use crate::model::ProjectId;
 use crate::project::attempts::Attempts;
 use crate::render::RenderPool;
