@@ -11,16 +11,13 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
-use mailroom_actors::campaign::links::Links;
 use mailroom_actors::campaign::Campaigns;
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::domain;
 use mailroom_actors::domain::DomainVerifier;
+use mailroom_actors::links::Links;
 use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, DkimLookup, DkimParams, MailerActor, NoKey, SmtpSecurity,
-    TransportConfig,
+    Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
 };
-use mailroom_actors::model::EmailAddress;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::projects::Projects;
 use mailroom_actors::render::TemplateCache;
@@ -364,21 +361,7 @@ fn start_delivery(
             })
         })
         .collect();
-    let dkim_store = store.clone();
-    let dkim: DkimLookup = Arc::new(move |project, from| {
-        let from = EmailAddress::parse(from).map_err(|_| NoKey::BadSender(from.to_owned()))?;
-        let sender = domain::verified_sender(&*dkim_store, project, &from)
-            .map_err(|source| NoKey::Store {
-                domain: from.domain().to_owned(),
-                source,
-            })?
-            .ok_or_else(|| NoKey::Unverified(from.domain().to_owned()))?;
-        Ok(DkimParams {
-            domain: sender.domain,
-            selector: sender.selector,
-            private_key_pem: sender.private_key_pem,
-        })
-    });
+    let dkim = mailroom_actors::mailer::dkim::lookup(store.clone());
     let config = DispatcherConfig {
         rate_per_second: settings.sending.rate_per_second,
         max_attempts: settings.sending.max_attempts.max(1),
@@ -412,9 +395,9 @@ fn start_campaigns(
     // Each runner resumes its share of the SENDING campaigns as it starts.
     let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
     campaigns.watch();
-    mailroom_actors::project::erasure_runner::resume(&registry)
+    mailroom_actors::erasure::runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact erasures", e))?;
-    mailroom_actors::project::import_runner::resume(&registry)
+    mailroom_actors::contact::import_runner::resume(&registry)
         .map_err(|e| Failure::caused("resuming contact imports", e))?;
     let runner = campaigns.clone();
     let fire: Fire = Arc::new(move |t: Timer| {

@@ -281,7 +281,7 @@ impl Workflows {
     pub fn executor(&self) -> mailroom_actors::workflow::ExecutorConfig {
         mailroom_actors::workflow::ExecutorConfig {
             workers: self.executors.max(1),
-            bounds: mailroom_actors::project::workflows::Bounds {
+            bounds: mailroom_actors::workflow::records::Bounds {
                 max_history: self.max_history_entries.max(1),
                 max_finished: self.max_finished_executions.max(1),
             },
@@ -291,7 +291,7 @@ impl Workflows {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Erasure {
-    /// Records a contact's erasure handles per slice (`project::erasure`).
+    /// Records a contact's erasure handles per slice (`erasure::erase`).
     pub slice: usize,
 }
 

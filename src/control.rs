@@ -245,7 +245,7 @@ fn apply(
         Request::DomainTrust { project, domain } => {
             projects.get(project).map_err(e)?;
             let msg =
-                mailroom_actors::project::messages::CreateDomain::generate(domain).map_err(e)?;
+                mailroom_actors::domain::messages::CreateDomain::generate(domain).map_err(e)?;
             let d = mailroom_actors::domain::writes::trust(store, project, msg, now).map_err(e)?;
             domain_json(&d, spf_include)
         }

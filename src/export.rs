@@ -5,13 +5,17 @@
 
 use std::io::Write;
 
-use mailroom_actors::model::{Campaign, Contact, ContactId, Event, ProjectId, Workflow};
-use mailroom_actors::project::templates;
+use mailroom_actors::campaign::records as campaigns;
+use mailroom_actors::contact::queries;
+use mailroom_actors::event::queries as event_queries;
+use mailroom_actors::model::ProjectId;
 use mailroom_actors::projects::Projects;
+use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::segment::{Segment, SegmentKind};
 use mailroom_actors::store::backup::{self, Tally};
-use mailroom_actors::store::keys;
-use mailroom_actors::store::{blocks, Store};
+use mailroom_actors::store::Store;
+use mailroom_actors::template::records as templates;
+use mailroom_actors::workflow::records as workflows;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -74,29 +78,23 @@ pub fn write(
         last: std::time::Instant::now(),
     };
     lines.put("project", project_json(&project))?;
-    for kv in store.scan(&keys::contacts(p), None, false) {
-        let c = Contact::decode(&kv.map_err(e)?.1).map_err(e)?;
-        lines.put("contact", ContactView::from(&c))?;
+    for c in queries::each_contact(store, p) {
+        lines.put("contact", ContactView::from(&c.map_err(e)?))?;
     }
-    for kv in store.scan(&keys::templates(p), None, false) {
-        let t = templates::decode(store, p, &kv.map_err(e)?.1).map_err(e)?;
-        lines.put("template", TemplateView::from(&t))?;
+    for t in templates::each(store, p) {
+        lines.put("template", TemplateView::from(&t.map_err(e)?))?;
     }
-    for kv in store.scan(&keys::segments(p), None, false) {
-        let s = Segment::decode(&kv.map_err(e)?.1).map_err(e)?;
-        lines.put("segment", segment(store, p, &s)?)?;
+    for s in segment_queries::each_segment(store, p) {
+        lines.put("segment", segment(store, p, &s.map_err(e)?)?)?;
     }
-    for kv in store.scan(&keys::campaigns(p), None, false) {
-        let c = Campaign::decode(&kv.map_err(e)?.1).map_err(e)?;
-        lines.put("campaign", CampaignView::from(&c))?;
+    for c in campaigns::each(store, p) {
+        lines.put("campaign", CampaignView::from(&c.map_err(e)?))?;
     }
-    for kv in store.scan(&keys::workflows(p), None, false) {
-        let w = Workflow::decode(&kv.map_err(e)?.1).map_err(e)?;
-        lines.put("workflow", WorkflowView::from(&w))?;
+    for w in workflows::each(store, p) {
+        lines.put("workflow", WorkflowView::from(&w.map_err(e)?))?;
     }
-    for entry in blocks::iter_rev(store, &keys::events(p), None) {
-        let ev = Event::decode(&entry.map_err(e)?.1).map_err(e)?;
-        lines.put("event", EventView::from(&ev))?;
+    for ev in event_queries::each_event(store, p) {
+        lines.put("event", EventView::from(&ev.map_err(e)?))?;
     }
     lines
         .out
@@ -114,13 +112,9 @@ fn segment(store: &dyn Store, p: ProjectId, s: &Segment) -> Result<Value, Failur
     if let Value::Object(map) = &mut v {
         map.remove("memberCount");
         if s.kind == SegmentKind::Static {
-            let prefix = keys::segment_members(p, s.id);
             let mut members = Vec::new();
-            for kv in store.scan(&prefix, None, false) {
-                let (k, _) = kv.map_err(Failure::engine)?;
-                if let Some(id) = keys::id_after::<ContactId>(&k, &prefix) {
-                    members.push(Value::String(id.to_string()));
-                }
+            for id in segment_queries::static_members(store, p, s.id) {
+                members.push(Value::String(id.map_err(Failure::engine)?.to_string()));
             }
             map.insert("members".into(), Value::Array(members));
         }

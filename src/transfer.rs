@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::store::{backup, keys};
+use mailroom_actors::store::backup;
+use mailroom_actors::upgrade::KEY_FORMAT;
 use serde_json::Value;
 
 use crate::config::Settings;
@@ -64,7 +65,7 @@ pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failu
     .map_err(Failure::engine)?;
     // Migrated now rather than at the first start, so a backup that cannot be brought
     // up to date fails here, where the operator is looking.
-    if header.key_format != keys::FORMAT {
+    if header.key_format != KEY_FORMAT {
         let s = &settings.storage;
         drop(
             mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice)
@@ -74,7 +75,7 @@ pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failu
     let answer = serde_json::json!({
         "dataDir": dir,
         "backupKeyLayout": header.key_format,
-        "keyLayout": keys::FORMAT,
+        "keyLayout": KEY_FORMAT,
         "records": tally.records,
         "bytes": tally.bytes,
         "backupCreatedAt": mailroom_actors::model::Timestamp::from(header.created_at_ms).to_iso(),

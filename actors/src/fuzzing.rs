@@ -17,17 +17,16 @@ use std::sync::{Once, OnceLock};
 
 use serde_json::{json, Map, Value};
 
+use crate::campaign::{Campaign, CampaignStats};
 use crate::domain::{Domain, DomainName};
+use crate::email::sending;
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::email::MAX_EMAIL_LEN;
 use crate::model::{
-    Attachment, Campaign, CampaignStats, Contact, ContactId, ContactRef, EmailAddress, Engagement,
-    Event, EventStats, Execution, OutboundEmail, Project, ProjectId, SegmentId, Template,
-    Timestamp, Workflow,
+    Attachment, Contact, ContactId, ContactRef, EmailAddress, Engagement, Event, EventStats,
+    Execution, OutboundEmail, Project, ProjectId, SegmentId, Template, Timestamp, Workflow,
 };
-use crate::project::executions::Trigger;
-use crate::project::sending;
 use crate::render;
 use crate::scheduler::Timer;
 use crate::segment::{Compiled, Condition, ContactSubject, Group, Segment, SegmentKind};
@@ -35,6 +34,7 @@ use crate::store::keys::{self, KeyId};
 use crate::store::overlay::Overlay;
 use crate::store::{blocks, codec, wal, Batch, Durable, KvIter, KvPair, Op, Store};
 use crate::verify::{self, lists, typo};
+use crate::workflow::executions::Trigger;
 
 /// The instant filters are evaluated at, and a day, in milliseconds.
 const NOW: i64 = 1_800_000_000_000;

@@ -3,15 +3,25 @@
 
 pub mod campaign;
 pub mod clock;
+
+pub mod codec;
+pub mod contact;
 pub mod dns;
 pub mod domain;
+pub mod email;
+pub mod erasure;
 pub mod error;
+pub mod event;
 pub mod faults;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;
 pub mod idempotency;
 pub mod json_part;
+#[cfg(test)]
+mod layering;
+pub mod link_state;
+pub mod links;
 pub mod mailer;
 pub mod metrics;
 pub mod model;
@@ -24,6 +34,7 @@ pub mod scheduler;
 pub mod segment;
 pub mod shutdown;
 pub mod store;
+pub mod template;
 pub mod upgrade;
 pub mod verify;
 pub mod workflow;

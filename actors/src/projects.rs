@@ -158,7 +158,7 @@ impl Projects {
             project.id.to_string().into_bytes(),
         );
         self.put(&mut batch, &project)?;
-        crate::campaign::link_state::advance(&*self.store, &mut batch, id, now)?;
+        crate::link_state::advance(&*self.store, &mut batch, id, now)?;
         self.store.apply(batch)?;
         self.forget_known_keys();
         Ok(IssuedKeys {

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use mailroom_actors::event::track::Track;
 use mailroom_actors::metrics::ExecutionMove;
 use mailroom_actors::model::workflow::DelayUnit;
 use mailroom_actors::model::{
     DataPatch, EmailAddress, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
 };
 use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::messages::Track;
-use mailroom_actors::project::{workflows, Registry, RegistryConfig};
+use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
 use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::workflow::records as workflows;
 use mailroom_actors::{AdjustableClock, Clock};
 use tokio::sync::mpsc;
 

@@ -3,10 +3,11 @@
 
 use actix_web::{web, HttpResponse};
 use mailroom_actors::campaign::actions;
-use mailroom_actors::model::{Campaign, CampaignId, CampaignStatus, EmailAddress, PageRequest};
-use mailroom_actors::project::campaign_stats;
-use mailroom_actors::project::campaigns as stored;
-use mailroom_actors::project::segment_queries;
+use mailroom_actors::campaign::records as stored;
+use mailroom_actors::campaign::stats as campaign_stats;
+use mailroom_actors::campaign::{Campaign, CampaignStatus};
+use mailroom_actors::model::{CampaignId, EmailAddress, PageRequest};
+use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::{Error, FieldCode};
 use maud::{html, Markup};
 use serde::Deserialize;

@@ -2,11 +2,11 @@
 //! (its data, and its events, emails included, as a timeline), edit and delete.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::contact::queries::{self, ContactFilter};
+use mailroom_actors::contact::records::PatchContact;
+use mailroom_actors::erasure::runner as erasure_runner;
+use mailroom_actors::event::queries::{self as event_queries, EventFilter};
 use mailroom_actors::model::{ContactId, DataMap, DataPatch, EmailAddress, PageRequest};
-use mailroom_actors::project::erasure_runner;
-use mailroom_actors::project::event_queries::{self, EventFilter};
-use mailroom_actors::project::messages::PatchContact;
-use mailroom_actors::project::queries::{self, ContactFilter};
 use mailroom_actors::{Error, FieldCode, Resource};
 use maud::html;
 use serde::Deserialize;

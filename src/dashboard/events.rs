@@ -1,8 +1,8 @@
 //! Events, newest first, filtered by name, paged by cursor.
 
 use actix_web::{web, HttpResponse};
+use mailroom_actors::event::queries::{self as event_queries, EventFilter};
 use mailroom_actors::model::PageRequest;
-use mailroom_actors::project::event_queries::{self, EventFilter};
 use mailroom_actors::{Error, FieldCode};
 use maud::html;
 use serde::Deserialize;

@@ -5,9 +5,9 @@
 
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::contact::import::{self, Import, ImportStatus};
+use mailroom_actors::contact::import_runner;
 use mailroom_actors::model::ImportId;
-use mailroom_actors::project::import::{self, Import, ImportStatus};
-use mailroom_actors::project::import_runner;
 use mailroom_actors::{Error, Resource};
 use maud::html;
 use serde::Serialize;

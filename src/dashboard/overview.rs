@@ -2,10 +2,10 @@
 //! opened, clicked, bounced), and the latest events.
 
 use actix_web::{web, HttpResponse};
+use mailroom_actors::contact::queries::{self, ContactFilter};
+use mailroom_actors::event::queries::{self as event_queries, EventFilter};
 use mailroom_actors::mailer::outbox;
 use mailroom_actors::model::{Event, PageRequest, ProjectId, Timestamp};
-use mailroom_actors::project::event_queries::{self, EventFilter};
-use mailroom_actors::project::queries::{self, ContactFilter};
 use mailroom_actors::store::Store;
 use maud::{html, Markup};
 

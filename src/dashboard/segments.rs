@@ -3,7 +3,7 @@
 //! count follows the form as it is filled in.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::project::segment_queries;
+use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::segment::FilterDocument;
 use maud::{html, Markup};
 use serde::Deserialize;

@@ -2,12 +2,12 @@
 //! (the render pool, with its limits) with a chosen contact's variables.
 
 use actix_web::{web, HttpResponse};
+use mailroom_actors::contact::queries;
+use mailroom_actors::contact::records::find_id_by_email;
+use mailroom_actors::email::send::{send_request, SendRequest};
+use mailroom_actors::email::sending::variables;
 use mailroom_actors::model::{EmailAddress, Template, TemplateId};
-use mailroom_actors::project::contacts::find_id_by_email;
-use mailroom_actors::project::queries;
-use mailroom_actors::project::send::{send_request, SendRequest};
-use mailroom_actors::project::sending::variables;
-use mailroom_actors::project::templates as stored;
+use mailroom_actors::template::records as stored;
 use mailroom_actors::{Error, FieldCode, Resource};
 use maud::{html, Markup};
 use serde::Deserialize;

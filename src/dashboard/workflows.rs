@@ -4,7 +4,7 @@
 
 use actix_web::{web, HttpResponse};
 use mailroom_actors::model::{PageRequest, Step, Workflow, WorkflowId};
-use mailroom_actors::project::workflows as stored;
+use mailroom_actors::workflow::records as stored;
 use mailroom_actors::workflow::steps;
 use maud::{html, Markup};
 use serde::Deserialize;

@@ -1,16 +1,14 @@
 //! The campaign endpoints (API.md section 9), every answer inside `{success, data}`.
 //! Handlers parse and map; the rules are in `mailroom_actors::campaign::actions` and
-//! `project::campaigns`.
+//! `campaign::records`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;
+use mailroom_actors::campaign::records::{self as stored, CampaignPatch};
+use mailroom_actors::campaign::stats as campaign_stats;
+use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 use mailroom_actors::model::EmailAddress;
-use mailroom_actors::model::{
-    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ProjectId, SegmentId,
-    Timestamp,
-};
-use mailroom_actors::project::campaign_stats;
-use mailroom_actors::project::campaigns::{self as stored, CampaignPatch};
+use mailroom_actors::model::{CampaignId, ProjectId, SegmentId, Timestamp};
 use mailroom_actors::segment::{FilterDocument, Group};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};

@@ -2,10 +2,10 @@
 //! bare list object, as Plunk returns them.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::contact::queries::{self, ContactFilter};
+use mailroom_actors::contact::records::{PatchContact, UpsertContact};
+use mailroom_actors::erasure::runner::{self as erasure_runner, Erased};
 use mailroom_actors::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress};
-use mailroom_actors::project::erasure_runner::{self, Erased};
-use mailroom_actors::project::messages::{PatchContact, UpsertContact};
-use mailroom_actors::project::queries::{self, ContactFilter};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

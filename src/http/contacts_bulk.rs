@@ -1,4 +1,4 @@
-//! Bulk contacts: a CSV import that runs in the background (`project::import`), its
+//! Bulk contacts: a CSV import that runs in the background (`contact::import`), its
 //! progress, and a CSV export streamed a page at a time.
 
 use std::sync::{Arc, Mutex};
@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
+use mailroom_actors::contact::import::{self, Import};
+use mailroom_actors::contact::import_runner;
+use mailroom_actors::contact::queries::{self, ContactFilter};
 use mailroom_actors::model::{
     Contact, ImportId, Page, PageRequest, ProjectId, SegmentId, Timestamp,
 };
-use mailroom_actors::project::import::{self, Import};
-use mailroom_actors::project::import_runner;
-use mailroom_actors::project::queries::{self, ContactFilter};
-use mailroom_actors::project::segment_queries::{self, MemberPages};
+use mailroom_actors::segment::queries::{self as segment_queries, MemberPages};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;

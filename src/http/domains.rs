@@ -5,9 +5,9 @@
 //! The actor only checks and writes, and answers once the write is durable.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::domain::messages::DeleteDomain;
 use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
-use mailroom_actors::project::messages::DeleteDomain;
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -2,8 +2,8 @@
 //! Bare records and bare list objects.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::event::queries::{self as event_queries, EventFilter};
 use mailroom_actors::model::{ContactId, EmailAddress, Event, EventId, Timestamp};
-use mailroom_actors::project::event_queries::{self, EventFilter};
 use mailroom_actors::segment::filter::parse_instant;
 use mailroom_actors::{Error, FieldCode, FieldError, Resource};
 use serde::Serialize;

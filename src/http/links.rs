@@ -5,11 +5,10 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
-use mailroom_actors::campaign::links::{Link, Resolved};
 use mailroom_actors::campaign::unsubscribe::{self, Recipient};
+use mailroom_actors::email::engagement::{self, Hit};
+use mailroom_actors::links::{Link, Resolved};
 use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
-use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::campaigns::{self, Hit};
 use mailroom_actors::{Error, Resource};
 
 use super::error::ApiError;
@@ -227,15 +226,7 @@ pub async fn unsubscribe(
         Err(page) => return Ok(page),
     };
     let (contact, campaign) = (v.contact, v.campaign);
-    state
-        .registry
-        .send(
-            v.project,
-            Apply::durable(move |ctx, counts| {
-                campaigns::unsubscribe(ctx, counts, contact, campaign)
-            }),
-        )
-        .await?;
+    unsubscribe::unsubscribe_contact(&state.registry, v.project, contact, campaign).await?;
     let to = v
         .shown
         .address
@@ -255,7 +246,7 @@ pub async fn unsubscribe(
 }
 
 /// POST /unsubscribe/{token}/resubscribe: the confirmation page's button. It undoes only
-/// what an unsubscribe link did (see `campaigns::resubscribe`); anything else is a 409
+/// what an unsubscribe link did (see `unsubscribe::resubscribe`); anything else is a 409
 /// page that sends the recipient to the sender.
 pub async fn resubscribe(
     token: web::Path<String>,
@@ -266,15 +257,8 @@ pub async fn resubscribe(
         Err(page) => return Ok(page),
     };
     let (contact, campaign) = (v.contact, v.campaign);
-    let subscribed = state
-        .registry
-        .send(
-            v.project,
-            Apply::durable(move |ctx, counts| {
-                campaigns::resubscribe(ctx, counts, contact, campaign)
-            }),
-        )
-        .await?;
+    let subscribed =
+        unsubscribe::resubscribe_contact(&state.registry, v.project, contact, campaign).await?;
     if !subscribed {
         return Ok(page(
             StatusCode::CONFLICT,
@@ -322,13 +306,8 @@ pub async fn open(
         tracing::debug!(%email, "open not recorded: the project is disabled or its keys rotated");
     } else if !state.hits.allow(email, false) {
         tracing::debug!(%email, "open not recorded: this email's pixel is fetched too often");
-    } else if let Err(e) = state
-        .registry
-        .send(
-            project,
-            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Hit::Open, None)),
-        )
-        .await
+    } else if let Err(e) =
+        engagement::record(&state.registry, project, email, Hit::Open, None).await
     {
         tracing::warn!(%email, error = %e, "recording an open");
     }
@@ -372,13 +351,8 @@ pub async fn click(
     // A recipient gets where the link goes whatever befalls the bookkeeping.
     if !state.hits.allow(email, true) {
         tracing::debug!(%email, "click not recorded: this email's links are followed too often");
-    } else if let Err(e) = state
-        .registry
-        .send(
-            project,
-            Apply::applied(move |ctx, _| campaigns::engage(ctx, email, Hit::Click, Some(target))),
-        )
-        .await
+    } else if let Err(e) =
+        engagement::record(&state.registry, project, email, Hit::Click, Some(target)).await
     {
         tracing::warn!(%email, error = %e, "recording a click");
     }

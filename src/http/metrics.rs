@@ -273,7 +273,7 @@ impl Metrics {
         for k in RetentionKind::ALL {
             catch_up(
                 &self.retention_removed.with_label_values(&[k.as_str()]),
-                engine.removed_total(k),
+                engine.removed_total(k as usize),
             );
         }
         self.timers_pending

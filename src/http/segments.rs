@@ -4,10 +4,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::error::field_de_error;
 use mailroom_actors::model::{EmailAddress, SegmentId, Timestamp};
-use mailroom_actors::project::messages::{
+use mailroom_actors::segment::queries as segment_queries;
+use mailroom_actors::segment::records::{
     ChangeMembers, CreateSegment, DeleteSegment, UpdateSegment,
 };
-use mailroom_actors::project::segment_queries;
 use mailroom_actors::segment::{slug, FilterDocument, Group, Segment, SegmentKind};
 use mailroom_actors::{Error, FieldCode, FieldError, Resource};
 use serde::{Deserialize, Serialize};

@@ -2,11 +2,11 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
+use mailroom_actors::email::send::{replay, send_request, SendRequest as Request};
+use mailroom_actors::email::sending;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
-use mailroom_actors::project::send::{replay, send_request, SendRequest as Request};
-use mailroom_actors::project::sending;
 use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
@@ -490,7 +490,7 @@ pub async fn get_email(
     };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     let content_removed = mailroom_actors::retention::emails::content_removed(&e);
-    let hits = mailroom_actors::project::campaigns::engagement(&*state.store, p.id, id)?
+    let hits = mailroom_actors::email::engagement::engagement(&*state.store, p.id, id)?
         .unwrap_or_default();
     Ok(HttpResponse::Ok().json(EmailResponse {
         success: true,

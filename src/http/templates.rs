@@ -4,9 +4,8 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
 use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
-use mailroom_actors::project::messages::{CreateTemplate, DeleteTemplate, UpdateTemplate};
-use mailroom_actors::project::templates as stored;
-use mailroom_actors::store::keys;
+use mailroom_actors::template::records as stored;
+use mailroom_actors::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -222,14 +221,9 @@ pub async fn all_templates(
     state: &AppState,
     p: mailroom_actors::model::ProjectId,
 ) -> Result<Vec<Template>, ApiError> {
+    // Templates are few per project: one scan gives the page, the total and the position.
     let store = state.store.clone();
-    blocking(move || {
-        store
-            .scan(&keys::templates(p), None, true)
-            .map(|kv| stored::decode(&*store, p, &kv?.1))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
+    blocking(move || stored::all(&*store, p)).await
 }
 
 #[utoipa::path(get, path = "/templates/{id}", tag = "Templates",

@@ -3,8 +3,8 @@
 //! envelope.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::event::track::Track;
 use mailroom_actors::model::{DataMap, DataPatch, EmailAddress, KeyKind};
-use mailroom_actors::project::messages::Track;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;

@@ -1,11 +1,11 @@
 //! The workflow endpoints (API.md section 10): bare records and bare list objects.
 //! Steps are parsed and their graph checked by `mailroom_actors::workflow::steps`;
-//! the writes run in the project's actor (`project::workflows`).
+//! each write is one call to `mailroom_actors::workflow::actions`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::{ExecStatus, Execution, ExecutionId, Workflow, WorkflowId};
-use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::workflows::{self as stored, WorkflowPatch};
+use mailroom_actors::workflow::actions;
+use mailroom_actors::workflow::records::{self as stored, WorkflowPatch};
 use mailroom_actors::workflow::{steps, StepsDocument};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
@@ -212,10 +212,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let w = state
-        .registry
-        .send(p.id, Apply::durable(move |ctx, _| stored::create(ctx, w)))
-        .await?;
+    let w = actions::create(&state.registry, p.id, w).await?;
     Ok(HttpResponse::Created().json(WorkflowView::from(&w)))
 }
 
@@ -263,13 +260,9 @@ pub async fn update_in(
         allow_reentry: req.allow_reentry,
         steps,
     };
-    Ok(state
-        .registry
-        .send(
-            p,
-            Apply::durable(move |ctx, _| stored::update(ctx, id, patch)),
-        )
-        .await?)
+    actions::update(&state.registry, p, id, patch)
+        .await
+        .map_err(Into::into)
 }
 
 #[utoipa::path(delete, path = "/workflows/{id}", tag = "Workflows",
@@ -281,10 +274,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    state
-        .registry
-        .send(p.id, Apply::durable(move |ctx, _| stored::delete(ctx, id)))
-        .await?;
+    actions::delete(&state.registry, p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

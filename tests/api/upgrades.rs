@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use mailroom_actors::model::{ProjectId, WorkflowId};
 use mailroom_actors::project::counters::read_counter;
-use mailroom_actors::project::executions::finished_counter;
 use mailroom_actors::store::{codec, keys, Batch, SledStore, Store};
+use mailroom_actors::workflow::executions::finished_counter;
 use serde_json::{json, Map, Value};
 
 use crate::support::app::{mailroom, Project, TestApp};

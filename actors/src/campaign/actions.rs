@@ -7,15 +7,14 @@ use std::sync::Arc;
 
 use super::audience;
 use super::runner::Campaigns;
+use crate::campaign::records::{self as campaigns, CampaignPatch, Started};
+use crate::campaign::{Campaign, CampaignStatus};
 use crate::domain;
+use crate::email::send::{self, unverified};
+use crate::email::sending::Marketing;
 use crate::error::{Error, FieldCode, FieldError, Result};
-use crate::model::{
-    Campaign, CampaignId, CampaignStatus, EmailAddress, EmailId, ProjectId, Timestamp,
-};
+use crate::model::{CampaignId, EmailAddress, EmailId, ProjectId, Timestamp};
 use crate::project::apply::Apply;
-use crate::project::campaigns::{self, CampaignPatch, Started};
-use crate::project::send::{self, unverified};
-use crate::project::sending::Marketing;
 use crate::project::Registry;
 use crate::render::TemplateCache;
 

@@ -1,10 +1,11 @@
 //! Who a campaign goes to: the subscribed contacts of the project, of a segment, or
 //! matching the campaign's filter, read from the project's contact table.
 
+use crate::campaign::{AudienceKind, Campaign};
 use crate::error::{Error, Resource, Result};
-use crate::model::{AudienceKind, Campaign, ContactId, ContactRef, ProjectId, SegmentId};
-use crate::project::segments;
+use crate::model::{ContactId, ContactRef, ProjectId, SegmentId};
 use crate::project::table::ContactTable;
+use crate::segment::records as segments;
 use crate::segment::scan::Matcher;
 use crate::segment::{budget, Compiled, SegmentKind};
 use crate::store::{keys, Store};
@@ -19,7 +20,7 @@ enum Source {
 fn source(store: &dyn Store, p: ProjectId, c: &Campaign) -> Result<Source> {
     // A campaign stored before this check (an ALL audience naming a segment) goes to no
     // one rather than to everyone.
-    crate::project::campaigns::check_audience(c)?;
+    crate::campaign::records::check_audience(c)?;
     Ok(match (c.audience, &c.audience_filter, c.segment_id) {
         (AudienceKind::All, _, _) => Source::Contacts(None),
         (AudienceKind::Filtered, Some(g), _) => {

@@ -23,12 +23,14 @@ use actix::{
 use serde_json::Map;
 
 use super::audience;
+use super::{end as campaign_end, stats as campaign_stats};
+use crate::campaign::records::{self as campaigns, QueueBatch};
+use crate::campaign::{Campaign, CampaignStatus};
+use crate::email::sending::{self, Marketing, Recipient, Rendered, SendSpec};
 use crate::error::{Error, Result};
-use crate::model::{Campaign, CampaignId, CampaignStatus, EmailId, Mailbox, ProjectId};
+use crate::model::{CampaignId, EmailId, Mailbox, ProjectId};
 use crate::project::apply::Apply;
-use crate::project::campaigns::{self, QueueBatch};
-use crate::project::sending::{self, Marketing, Recipient, Rendered, SendSpec};
-use crate::project::{campaign_end, campaign_stats, Registry};
+use crate::project::Registry;
 use crate::render::Compiled;
 use crate::scheduler::Timer;
 use crate::shutdown::Work;
@@ -628,7 +630,7 @@ impl Progress {
         due
     }
 
-    fn maybe(&mut self, p: ProjectId, c: &Campaign, s: &crate::model::CampaignStats) {
+    fn maybe(&mut self, p: ProjectId, c: &Campaign, s: &crate::campaign::CampaignStats) {
         let done = s.sent() + s.failed + s.cancelled;
         let first = *self.done_at_start.get_or_insert(done);
         if self.last.elapsed() < self.every {

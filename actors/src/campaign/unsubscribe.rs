@@ -1,10 +1,15 @@
-//! What the unsubscribe page shows a recipient: who sends the mail, and which address
-//! it goes to, partly masked (whoever holds a forwarded email sees the page too).
+//! The unsubscribe link: what its page shows a recipient (who sends the mail, and which
+//! address it goes to, partly masked: whoever holds a forwarded email sees the page
+//! too), and the unsubscribe and resubscribe it makes.
 
+use crate::campaign::records::{self as campaigns, load};
+use crate::campaign::stats as campaign_stats;
+use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
-use crate::model::{CampaignId, ContactId, EmailAddress, ProjectId};
-use crate::project::campaigns;
+use crate::model::{CampaignId, ContactId, DataPatch, EmailAddress, ProjectId};
+use crate::project::apply::Apply;
 use crate::project::table::ContactTable;
+use crate::project::Registry;
 use crate::store::{codec, keys, Store};
 
 /// The sender as the email named it: a campaign's `fromName` and `from`; mail outside a
@@ -63,6 +68,131 @@ fn project_name(store: &dyn Store, project: ProjectId) -> Result<Option<String>>
         Some(b) => Some(codec::decode::<crate::model::Project>(&b)?.name),
         None => None,
     })
+}
+
+/// An unsubscribe link was used: the contact is unsubscribed (once; a second use
+/// changes nothing), and the campaign counts it once.
+pub fn unsubscribe(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<()> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(c) = ctx.table.get(contact)? else {
+        return Ok(());
+    };
+    // The contact's change, the campaign's count and its marker, in one batch.
+    let mut unit = Unit::new(*counts);
+    if c.subscribed {
+        let patch = PatchContact {
+            id: contact,
+            subscribed: Some(false),
+            data: DataPatch::default(),
+            reason: Some("unsubscribe_link".into()),
+            campaign,
+        };
+        let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
+        unit.stage(ctx, &change)?;
+        unit.batch.put(
+            keys::link_unsubscribed(p, contact),
+            ctx.now.millis().to_be_bytes().to_vec(),
+        );
+    }
+    if let Some(id) = campaign {
+        let key = keys::campaign_unsubscribed(p, id, contact);
+        let closed = store
+            .get(&keys::campaign_unsubscribes_closed(p, id))?
+            .is_some();
+        if !closed && load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
+            unit.batch.put(key, Vec::new());
+            campaign_stats::update(store, &mut unit.batch, p, id, |s| s.unsubscribed += 1)?;
+        }
+    }
+    *counts = unit.apply(ctx)?;
+    Ok(())
+}
+
+/// The resubscribe button of the page an unsubscribe link answers: the contact is
+/// subscribed again, but only when an unsubscribe link made the contact's last change
+/// (so a bounce, or a tenant's own unsubscribe, is not undone by whoever holds the
+/// email). A campaign's own unsubscribe is taken back: its count and its marker, so
+/// `stats.unsubscribed` counts recipients who left through its link and stayed away.
+/// Answers whether the contact is subscribed now.
+pub fn resubscribe(
+    ctx: &WriteCtx,
+    counts: &mut Counts,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<bool> {
+    let (store, p) = (ctx.store, ctx.project);
+    let Some(c) = ctx.table.get(contact)? else {
+        return Ok(false);
+    };
+    if c.subscribed {
+        return Ok(true);
+    }
+    let marker = keys::link_unsubscribed(p, contact);
+    let by_link = store
+        .get(&marker)?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+        .is_some_and(|at| i64::from_be_bytes(at) == c.updated_at.millis());
+    if !by_link {
+        return Ok(false);
+    }
+    let mut unit = Unit::new(*counts);
+    let patch = PatchContact {
+        id: contact,
+        subscribed: Some(true),
+        data: DataPatch::default(),
+        reason: Some("resubscribe_link".into()),
+        campaign,
+    };
+    let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
+    unit.stage(ctx, &change)?;
+    unit.batch.delete(marker);
+    if let Some(id) = campaign {
+        let key = keys::campaign_unsubscribed(p, id, contact);
+        if load(store, p, id)?.is_some() && store.get(&key)?.is_some() {
+            unit.batch.delete(key);
+            campaign_stats::update(store, &mut unit.batch, p, id, |s| {
+                s.unsubscribed = s.unsubscribed.saturating_sub(1)
+            })?;
+        }
+    }
+    *counts = unit.apply(ctx)?;
+    Ok(true)
+}
+
+/// The link's unsubscribe, in the project's actor, answered once durable.
+pub async fn unsubscribe_contact(
+    registry: &Registry,
+    p: ProjectId,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<()> {
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, counts| unsubscribe(ctx, counts, contact, campaign)),
+        )
+        .await
+}
+
+/// The page's resubscribe, in the project's actor; answers whether the contact is
+/// subscribed now.
+pub async fn resubscribe_contact(
+    registry: &Registry,
+    p: ProjectId,
+    contact: ContactId,
+    campaign: Option<CampaignId>,
+) -> Result<bool> {
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, counts| resubscribe(ctx, counts, contact, campaign)),
+        )
+        .await
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 use super::queries::find_by_name;
 use super::writes::duplicate;
 use super::{Domain, DomainName};
+use crate::domain::messages::{CreateDomain, TrustDomain};
 use crate::error::{Error, Result};
 use crate::model::ProjectId;
-use crate::project::messages::{CreateDomain, TrustDomain};
 use crate::project::Registry;
 
 /// A name, with its ownership token and a new DKIM key. The key costs tens of

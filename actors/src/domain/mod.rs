@@ -5,6 +5,8 @@
 pub mod add;
 pub mod check;
 pub mod dkim;
+pub mod handlers;
+pub mod messages;
 pub mod name;
 pub mod queries;
 pub mod record;

@@ -62,9 +62,9 @@ pub fn is_verified_sender(
 mod tests {
     use super::*;
     use crate::domain::check::{DomainCheck, RecordState};
+    use crate::domain::messages::CreateDomain;
     use crate::domain::{dkim, writes, DomainName};
     use crate::model::Timestamp;
-    use crate::project::messages::CreateDomain;
     use crate::store::SledStore;
 
     fn add(

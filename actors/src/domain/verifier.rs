@@ -16,9 +16,9 @@ use futures_util::StreamExt;
 use super::check;
 use super::queries::{all_domains, get_domain};
 use crate::dns::Resolver;
+use crate::domain::messages::ApplyDomainCheck;
 use crate::error::{Error, Resource};
 use crate::model::{DomainId, ProjectId};
-use crate::project::messages::ApplyDomainCheck;
 use crate::project::Registry;
 
 /// Domains checked at the same time in one round.

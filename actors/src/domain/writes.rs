@@ -4,9 +4,9 @@
 use super::check::{DomainCheck, RecordState};
 use super::queries::{find_by_name, get_domain};
 use super::record::{Domain, DomainStatus};
+use crate::domain::messages::CreateDomain;
 use crate::error::{Error, Resource, Result};
 use crate::model::{DomainId, ProjectId, Timestamp};
-use crate::project::messages::CreateDomain;
 use crate::store::{keys, Batch, Store};
 
 pub fn create(

@@ -10,8 +10,8 @@
 //! memory, and a restart resumes where the last run stopped.
 
 pub mod actor;
-pub mod attempts;
 pub mod dispatcher;
+pub mod dkim;
 pub mod document;
 pub mod messages;
 pub mod mime;

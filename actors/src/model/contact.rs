@@ -43,7 +43,7 @@ pub struct ContactRef<'a> {
 
 impl<'a> ContactRef<'a> {
     pub fn decode(bytes: &'a [u8]) -> Result<Self> {
-        crate::store::codec::decode_borrowed(bytes)
+        crate::codec::decode_borrowed(bytes)
     }
 }
 
@@ -57,11 +57,11 @@ impl Contact {
             created_at: self.created_at.millis(),
             updated_at: self.updated_at.millis(),
         };
-        crate::store::codec::encode(&stored)
+        crate::codec::encode(&stored)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let s: Stored = crate::store::codec::decode(bytes)?;
+        let s: Stored = crate::codec::decode(bytes)?;
         Self::from_stored(s)
     }
 

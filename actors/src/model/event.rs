@@ -79,7 +79,7 @@ impl Event {
     }
 
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(&Stored {
+        crate::codec::encode(&Stored {
             id: self.id,
             name: self.name.clone(),
             contact_id: self.contact_id,
@@ -91,7 +91,7 @@ impl Event {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let s: Stored = crate::store::codec::decode(bytes)?;
+        let s: Stored = crate::codec::decode(bytes)?;
         Ok(Event {
             id: s.id,
             name: s.name,

@@ -7,6 +7,12 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+/// An id that can be read back from the 16 bytes it puts in a key. It lives with the
+/// ids, below the store, so the store names the model and not the other way round.
+pub trait KeyId: Sized {
+    fn from_key_bytes(bytes: [u8; 16]) -> Self;
+}
+
 macro_rules! id_type {
     ($name:ident) => {
         #[derive(
@@ -30,7 +36,7 @@ macro_rules! id_type {
             }
         }
 
-        impl crate::store::keys::KeyId for $name {
+        impl KeyId for $name {
             fn from_key_bytes(bytes: [u8; 16]) -> Self {
                 $name(Uuid::from_bytes(bytes))
             }

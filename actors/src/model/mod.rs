@@ -1,7 +1,6 @@
 //! Domain types. Each one can only hold a valid value: the HTTP edge parses raw
 //! input into them, and the rest of the engine trusts them.
 
-pub mod campaign;
 pub mod contact;
 pub mod data;
 pub mod email;
@@ -14,7 +13,6 @@ pub mod template;
 pub mod time;
 pub mod workflow;
 
-pub use campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
 pub use contact::{Contact, ContactRef};
 pub use data::{DataMap, DataPatch};
 pub use email::{EmailAddress, EmailError, Flaw};

@@ -103,11 +103,11 @@ pub struct Engagement {
 
 impl OutboundEmail {
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(self)
+        crate::codec::encode(self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        crate::store::codec::decode(bytes).map_err(|e| Error::storage(format!("email record: {e}")))
+        crate::codec::decode(bytes).map_err(|e| Error::storage(format!("email record: {e}")))
     }
 
     pub fn created(&self) -> Timestamp {

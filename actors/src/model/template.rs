@@ -39,7 +39,7 @@ pub struct Template {
     pub subject: String,
     pub body: String,
     /// The text/plain part of its emails; None: made from the body. Not in `Stored`: it
-    /// is kept under `keys::template_text` (see `project::templates`).
+    /// is kept under `keys::template_text` (see `template::records`).
     pub text: Option<String>,
     pub kind: TemplateKind,
     pub from: Option<EmailAddress>,
@@ -87,7 +87,7 @@ fn email(s: Option<String>) -> Result<Option<EmailAddress>> {
 
 impl Template {
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(&Stored {
+        crate::codec::encode(&Stored {
             id: self.id,
             name: self.name.clone(),
             description: self.description.clone(),
@@ -103,7 +103,7 @@ impl Template {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let s: Stored = crate::store::codec::decode(bytes)?;
+        let s: Stored = crate::codec::decode(bytes)?;
         Ok(Template {
             id: s.id,
             name: s.name,

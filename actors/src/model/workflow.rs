@@ -130,11 +130,11 @@ impl Workflow {
     }
 
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(self)
+        crate::codec::encode(self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        crate::store::codec::decode(bytes)
+        crate::codec::decode(bytes)
     }
 
     pub fn created(&self) -> Timestamp {
@@ -226,10 +226,10 @@ pub struct Execution {
 
 impl Execution {
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(self)
+        crate::codec::encode(self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        crate::store::codec::decode(bytes)
+        crate::codec::decode(bytes)
     }
 }

@@ -3,7 +3,7 @@
 
 use actix::Message;
 
-use super::contacts::Counts;
+use super::counters::Counts;
 use super::write::WriteCtx;
 use crate::error::Result;
 

@@ -102,7 +102,7 @@ pub fn append_all(
         keys::counter(p, EVENTS_COUNTER),
         codec::encode_u64(total + events.len() as u64),
     );
-    super::triggers::on_events(store, starts, batch, p, events)
+    crate::workflow::triggers::on_events(store, starts, batch, p, events)
 }
 
 /// One contact's statistics for each of `names` (None where it never triggered).

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
+use super::counters::add_to_counter;
 use super::events;
 use crate::error::Result;
 use crate::model::{
@@ -18,7 +19,7 @@ use crate::model::{
 };
 use crate::segment::scan::{self, Matcher};
 use crate::segment::{Compiled, ContactSubject, Segment, SegmentKind};
-use crate::store::{keys, Store};
+use crate::store::{keys, Batch, Store};
 
 pub struct Entry {
     pub segment: Segment,
@@ -195,4 +196,25 @@ pub fn on_filter_change(
         },
     )?;
     Ok(out)
+}
+
+/// The count of a STATIC segment's members.
+pub fn members_counter(s: SegmentId) -> String {
+    format!("sm/{s}")
+}
+
+/// Removes a deleted contact from a STATIC segment, in the contact's delete batch.
+pub fn drop_member(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    s: SegmentId,
+    c: ContactId,
+) -> Result<()> {
+    let key = keys::segment_member(p, s, c);
+    if store.get(&key)?.is_some() {
+        batch.delete(key);
+        add_to_counter(store, batch, p, &members_counter(s), -1)?;
+    }
+    Ok(())
 }

@@ -1,21 +1,7 @@
-//! The messages a ProjectActor answers, one struct each.
+//! The messages of the actor itself; each feature owns its own messages (and their
+//! handlers), in its folder.
 
 use actix::Message;
-
-use crate::domain::dkim::DkimKey;
-use crate::domain::{Domain, DomainCheck, DomainName};
-use crate::error::Result;
-use crate::model::DomainId;
-
-// Each feature owns its messages; they are re-exported here so that callers can name
-// every message of the project actor from one place.
-pub use super::contacts::{PatchContact, UpsertContact, UpsertOutcome};
-pub use super::segments::{
-    ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
-};
-pub use super::sending::{DeliveryOutcome, QueueEmails, QueuedEmail, RecordDelivery};
-pub use super::templates::{CreateTemplate, DeleteTemplate, UpdateTemplate};
-pub use super::track::{Track, TrackOutcome};
 
 /// Stops the actor so that its supervisor restarts it (and it reloads from the store).
 /// Used by operators' tooling and by the supervision tests.
@@ -27,45 +13,3 @@ pub struct Restart;
 #[derive(Debug, Message)]
 #[rtype(result = "u64")]
 pub struct Generation;
-
-/// Adds a sender domain. The key pair is generated before the message is sent (it
-/// takes a fraction of a second of CPU), so the actor only checks and writes.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Domain>")]
-pub struct CreateDomain {
-    pub name: DomainName,
-    pub token: String,
-    pub key: DkimKey,
-}
-
-impl CreateDomain {
-    /// A new domain with its own DKIM key pair and ownership token. RSA key generation
-    /// takes a fraction of a second of CPU: call it on a blocking thread.
-    pub fn generate(name: DomainName) -> Result<Self> {
-        Ok(CreateDomain {
-            name,
-            token: crate::domain::dkim::ownership_token(),
-            key: crate::domain::dkim::generate()?,
-        })
-    }
-}
-
-/// The operator marks a domain verified without DNS (adding it with `0`'s key if the
-/// project lacks it).
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Domain>")]
-pub struct TrustDomain(pub CreateDomain);
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteDomain {
-    pub id: DomainId,
-}
-
-/// Records the outcome of a DNS check made by the caller.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Domain>")]
-pub struct ApplyDomainCheck {
-    pub id: DomainId,
-    pub check: DomainCheck,
-}

@@ -6,37 +6,17 @@
 
 pub mod actor;
 pub mod apply;
-pub mod campaign_end;
-pub mod campaign_stats;
-pub mod campaigns;
-pub mod contacts;
+pub mod attempts;
 pub mod counters;
-pub mod erasure;
-pub mod erasure_emails;
-pub mod erasure_record;
-pub mod erasure_runner;
-pub mod event_queries;
 pub mod events;
-pub mod executions;
-pub mod import;
-pub mod import_runner;
 pub mod limits;
 pub mod membership;
 pub mod messages;
-pub mod queries;
 pub mod registry;
-pub mod segment_queries;
-pub mod segments;
-pub mod send;
-pub mod sending;
 pub mod starts;
 pub mod table;
 mod table_load;
-pub mod templates;
-pub mod track;
-pub mod triggers;
 pub mod unit;
-pub mod workflows;
 pub mod write;
 
 pub use actor::{ActorShared, ProjectActor};
@@ -120,7 +100,7 @@ mod tests {
             }
         }
         assert!(
-            graph["contacts"].contains("counters"),
+            graph["unit"].contains("counters"),
             "the graph is read: {graph:?}"
         );
     }

@@ -20,13 +20,13 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
-use crate::campaign::links::Links;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
-use crate::mailer::attempts::Attempts;
+use crate::links::Links;
 use crate::metrics::Metrics;
 use crate::model::ProjectId;
+use crate::project::attempts::Attempts;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
 use crate::shutdown::Drain;
@@ -309,8 +309,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contact::records::UpsertContact;
     use crate::model::{DataPatch, EmailAddress};
-    use crate::project::messages::{Generation, Restart, UpsertContact};
+    use crate::project::messages::{Generation, Restart};
     use crate::store::SledStore;
     use crate::SystemClock;
 
@@ -348,7 +349,7 @@ mod tests {
         );
         assert_eq!(reg.contacts(p).len(), 2);
         assert_eq!(reg.call(p, Generation).await.unwrap(), 2, "restarted once");
-        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        let total = crate::contact::records::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(
             total, 2,
             "the restarted actor continued from the stored count"
@@ -375,7 +376,7 @@ mod tests {
             .filter(|o| o.as_ref().unwrap().is_new)
             .count();
         assert_eq!(new, 1);
-        let total = crate::project::contacts::read_counter(&*store, p, "contacts").unwrap();
+        let total = crate::contact::records::read_counter(&*store, p, "contacts").unwrap();
         assert_eq!(total, 1);
     }
 

@@ -2,8 +2,9 @@
 //! only read while it sends. Once it ended (SENT or CANCELLED, its `updated_at`) longer
 //! ago than `emails_days`, they go; the campaign and its stats stay.
 
+use crate::campaign::{Campaign, CampaignStatus};
 use crate::error::Result;
-use crate::model::{Campaign, CampaignStatus, ProjectId};
+use crate::model::ProjectId;
 use crate::store::{keys, Batch, Store};
 
 use super::emails::Slice;

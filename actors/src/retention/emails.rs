@@ -74,7 +74,7 @@ pub fn purge(
             Cut::Content if content_removed(&email) => continue,
             Cut::Content => {
                 // The send's attachments went when its last email ended (see
-                // `project::sending`); the record only stops naming them.
+                // `email::sending`); the record only stops naming them.
                 email.attachments_id = None;
                 email.html.clear();
                 email.headers.clear();

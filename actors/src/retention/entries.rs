@@ -5,8 +5,8 @@
 
 use crate::error::Result;
 use crate::model::ProjectId;
-use crate::project::executions::Entries;
 use crate::store::{codec, keys, Batch, Store};
+use crate::workflow::executions::Entries;
 
 use super::emails::Slice;
 

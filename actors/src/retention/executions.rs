@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::model::{Execution, ExecutionId, ProjectId, WorkflowId};
 use crate::project::counters::add_to_counter;
-use crate::project::{executions, workflows};
 use crate::store::{keys, Batch, Store};
+use crate::workflow::{executions, records as workflows};
 
 use super::emails::Slice;
 

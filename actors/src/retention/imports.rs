@@ -3,9 +3,9 @@
 //! file's chunks already went when it finished. Once it finished longer ago than
 //! `emails_days`, the record goes too (the contacts it wrote stay).
 
+use crate::contact::import::Import;
 use crate::error::Result;
 use crate::model::ProjectId;
-use crate::project::import::Import;
 use crate::store::{codec, keys, Batch, Store};
 
 use super::emails::Slice;

@@ -75,7 +75,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; crate::metrics::RETENTION_KINDS] = [
         Kind::Events,
         Kind::Emails,
         Kind::EmailContents,
@@ -159,7 +159,9 @@ impl Purger {
             }
         }
         for kind in Kind::ALL {
-            self.registry.metrics().removed(kind, totals[kind as usize]);
+            self.registry
+                .metrics()
+                .removed(kind as usize, totals[kind as usize]);
         }
         if totals.iter().any(|n| *n > 0) {
             let [events, emails, contents, executions, idempotency, audiences, imports, unsubscribes, windows] =

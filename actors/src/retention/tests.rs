@@ -1,8 +1,8 @@
 use std::time::{Duration, Instant};
 
 use super::events;
+use crate::event::queries::{event_names, list_events, EventFilter};
 use crate::model::{ContactId, EmailAddress, Event, PageRequest, ProjectId, Timestamp};
-use crate::project::event_queries::{event_names, list_events, EventFilter};
 use crate::project::events::append_all;
 use crate::store::{Batch, SledStore, Store};
 

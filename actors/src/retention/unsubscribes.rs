@@ -6,8 +6,9 @@
 //! campaign) says that later unsubscribes through its old links still unsubscribe the
 //! contact but no longer change the campaign's stats, so none is counted twice.
 
+use crate::campaign::{Campaign, CampaignStatus};
 use crate::error::Result;
-use crate::model::{Campaign, CampaignStatus, ProjectId};
+use crate::model::ProjectId;
 use crate::store::{keys, Batch, Store};
 
 use super::emails::Slice;

@@ -7,7 +7,10 @@
 pub mod budget;
 pub mod eval;
 pub mod filter;
+pub mod handlers;
 pub mod model;
+pub mod queries;
+pub mod records;
 pub mod scan;
 pub mod schema;
 

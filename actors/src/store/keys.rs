@@ -22,10 +22,7 @@ pub const OLDEST_UPGRADABLE: u32 = 5;
 /// Where an upgrade under way records its progress, so a crash resumes it.
 pub const UPGRADE_PROGRESS_KEY: &[u8] = b"meta/upgrade-progress";
 
-/// An id that can be read back from the 16 bytes it puts in a key.
-pub trait KeyId: Sized {
-    fn from_key_bytes(bytes: [u8; 16]) -> Self;
-}
+pub use crate::model::id::KeyId;
 
 /// Joins the parts of a key.
 fn key<'a>(parts: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
@@ -158,7 +155,7 @@ pub fn engagement(p: ProjectId, e: EmailId) -> Vec<u8> {
     in_project(p, b"/mx/", &[e.as_bytes()])
 }
 
-/// One send's attachments, stored once for all its emails (see `project::sending`).
+/// One send's attachments, stored once for all its emails (see `email::sending`).
 pub fn attachments(p: ProjectId, id: EmailId) -> Vec<u8> {
     in_project(p, b"/att/", &[id.as_bytes()])
 }
@@ -317,7 +314,7 @@ pub fn parse_sending_campaign(k: &[u8]) -> Option<(ProjectId, CampaignId)> {
     Some((id_after(&rest[..16], b"")?, id_after(&rest[16..], b"")?))
 }
 
-/// Contacts being erased (`project::erasure`), of every project: what start-up resumes.
+/// Contacts being erased (`erasure::erase`), of every project: what start-up resumes.
 /// The value is the erasure's progress.
 pub const ERASURES: &[u8] = b"erasures/";
 

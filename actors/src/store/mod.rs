@@ -7,7 +7,7 @@
 
 pub mod backup;
 pub mod blocks;
-pub mod codec;
+pub use crate::codec;
 pub mod group_commit;
 pub mod keys;
 pub mod mover;

@@ -39,6 +39,10 @@ pub struct Migration {
     pub step: Step,
 }
 
+/// The key layout this version writes; a backup in another layout is migrated on
+/// restore.
+pub const KEY_FORMAT: u32 = keys::FORMAT;
+
 /// Every migration, oldest first: from `keys::OLDEST_UPGRADABLE` up to `keys::FORMAT`.
 pub const MIGRATIONS: &[Migration] = &[Migration {
     from: 5,

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::*;
 use crate::model::{ContactId, ExecStatus, Execution, ExecutionId, ProjectId, WorkflowId};
 use crate::project::counters::read_counter;
-use crate::project::executions::finished_counter;
+use crate::workflow::executions::finished_counter;
 
 /// One execution of `w` in `status`, with its index entry.
 fn execution(batch: &mut Batch, p: ProjectId, w: WorkflowId, status: ExecStatus) {

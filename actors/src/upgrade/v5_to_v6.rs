@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::Slice;
 use crate::error::Result;
 use crate::model::{ProjectId, WorkflowId};
-use crate::project::executions;
 use crate::store::keys::{self, id_after};
 use crate::store::{codec, Batch, Store};
+use crate::workflow::executions;
 
 /// The workflow being counted, the last index entry counted and the count so far.
 #[derive(Serialize, Deserialize)]

@@ -21,6 +21,7 @@ use actix::{
 use serde_json::{json, Map, Value};
 
 use super::webhook::WebhookClient;
+use crate::email::send::{send_request, SendRequest};
 use crate::error::{Error, Result};
 use crate::idempotency::Claim;
 use crate::model::{
@@ -28,15 +29,14 @@ use crate::model::{
 };
 use crate::project::apply::Apply;
 use crate::project::events::contact_stats;
-use crate::project::executions;
-use crate::project::send::{send_request, SendRequest};
-use crate::project::workflows::{self, Bounds, StepEnd};
 use crate::project::Registry;
 use crate::render::TemplateCache;
 use crate::scheduler::Timer;
 use crate::segment::{Compiled, Condition, ContactSubject};
 use crate::shutdown::Work;
 use crate::store::keys;
+use crate::workflow::executions;
+use crate::workflow::records::{self as workflows, Bounds, StepEnd};
 
 #[derive(Debug, Clone, Copy)]
 pub struct ExecutorConfig {

@@ -1,9 +1,14 @@
-//! Workflows beyond their records (which `project::workflows` writes): the steps'
-//! JSON form and graph check, the executor pool, and the webhook client.
+//! Workflows: their records (`records`), executions and the triggers that start them
+//! from events, the steps' JSON form and graph check, the executor pool, and the
+//! webhook client.
 
+pub mod actions;
+pub mod executions;
 pub mod executor;
+pub mod records;
 pub mod schema;
 pub mod steps;
+pub mod triggers;
 pub mod webhook;
 
 pub use executor::{ExecutorConfig, Executors};

@@ -5,12 +5,12 @@
 //! change causes. A write that changes more (a send, a bounce) prepares its changes
 //! here and stages them in its own unit.
 
-pub use super::counters::{read_counter, Counts};
-use super::limits::json_len;
-pub use super::unit::{Change, Unit};
-pub use super::write::WriteCtx;
 use crate::error::{Error, Resource, Result};
 use crate::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId};
+pub use crate::project::counters::{read_counter, Counts};
+use crate::project::limits::json_len;
+pub use crate::project::unit::{Change, Unit};
+pub use crate::project::write::WriteCtx;
 use crate::store::{codec, keys, Batch, Store};
 use actix::Message;
 use serde_json::{Map, Value};
@@ -55,7 +55,7 @@ pub fn prepare_upsert(
         },
     };
     if before.is_none() && counts.contacts >= ctx.limits.max_contacts {
-        return Err(super::limits::full(
+        return Err(crate::project::limits::full(
             "contacts",
             ctx.limits.max_contacts,
             "max_contacts",
@@ -189,7 +189,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     batch.delete(keys::contact_by_email(p, contact.email.as_str()));
     // A deleted contact leaves the STATIC segments it was in.
     for segment in ctx.audience.statics() {
-        super::segments::drop_member(store, &mut batch, p, segment.id, id)?;
+        crate::project::membership::drop_member(store, &mut batch, p, segment.id, id)?;
     }
     next.write_changed(counts, &mut batch, p);
     // The rest of its data goes in slices, from this durable record (`erasure`).

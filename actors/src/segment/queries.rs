@@ -1,17 +1,39 @@
 //! Reading segments: records, exact member counts (evaluated at read time) and members.
 
-use super::contacts::read_counter;
-use super::segments::{static_member_count, SEGMENTS_COUNTER};
-use super::table::ContactTable;
+use super::records::{static_member_count, SEGMENTS_COUNTER};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId, SegmentId};
+use crate::project::counters::read_counter;
+use crate::project::table::ContactTable;
 use crate::segment::budget;
 use crate::segment::scan::{self, Matcher};
 use crate::segment::{Compiled, Group, Segment, SegmentKind};
 use crate::store::{keys, paging, Store};
 
 pub fn get_segment(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Segment>> {
-    super::segments::load(store, p, id)
+    super::records::load(store, p, id)
+}
+
+/// Every segment of a project, oldest first, read as the walk goes (an export).
+pub fn each_segment(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Segment>> + '_ {
+    store
+        .scan(&keys::segments(p), None, false)
+        .map(|kv| Segment::decode(&kv?.1))
+}
+
+/// The members of a STATIC segment, by id, oldest first.
+pub fn static_members(
+    store: &dyn Store,
+    p: ProjectId,
+    id: SegmentId,
+) -> impl Iterator<Item = Result<ContactId>> + '_ {
+    let prefix = keys::segment_members(p, id);
+    store
+        .scan(&prefix, None, false)
+        .filter_map(move |kv| match kv {
+            Ok((k, _)) => keys::id_after::<ContactId>(&k, &prefix).map(Ok),
+            Err(e) => Some(Err(e)),
+        })
 }
 
 /// Newest first; the cursor is the id of the last segment of the previous page.
@@ -123,7 +145,7 @@ fn static_page(
         let Some(id) = keys::id_after::<ContactId>(&k, &prefix) else {
             continue;
         };
-        if let Some(c) = super::contacts::load(store, p, id)? {
+        if let Some(c) = crate::contact::records::load(store, p, id)? {
             items.push(c);
             if items.len() > page.limit() {
                 break;

@@ -3,18 +3,18 @@
 //! by the step it expects the execution to be at, so a step that ran twice (a crash, a
 //! timer and an event at once) moves the execution once.
 
-use super::contacts::{self, read_counter, Counts, PatchContact, WriteCtx};
-use super::counters::add_to_counter;
 use super::executions::{self, Trigger};
-use super::limits;
-use super::templates;
+use crate::contact::records::{self as contacts, read_counter, Counts, PatchContact, WriteCtx};
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{
     DataPatch, ExecStatus, Execution, ExecutionId, HistoryEntry, Page, PageRequest, ProjectId,
     StepKind, Wait, Workflow, WorkflowId,
 };
+use crate::project::counters::add_to_counter;
+use crate::project::limits;
 use crate::scheduler::Timer;
 use crate::store::{codec, keys, paging, Batch, Store};
+use crate::template::records as templates;
 
 pub const WORKFLOWS_COUNTER: &str = "workflows";
 /// Enabled workflows one event name may start: each is an execution written in the
@@ -42,6 +42,13 @@ fn parse_cursor<T: std::str::FromStr>(page: &PageRequest) -> Result<Option<T>> {
 }
 
 /// Newest first; the cursor is the id of the last workflow of the previous page.
+/// Every workflow of a project, oldest first, read as the walk goes (an export).
+pub fn each(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Workflow>> + '_ {
+    store
+        .scan(&keys::workflows(p), None, false)
+        .map(|kv| Workflow::decode(&kv?.1))
+}
+
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Workflow>> {
     let total = read_counter(store, p, WORKFLOWS_COUNTER)?;
     paging::newest_first(

@@ -7,24 +7,22 @@
 //! crash the campaign resumes at the first recipient without an email, and no recipient
 //! is queued twice.
 
-use super::campaign_end::{self, finish, OPEN_COUNTER};
-use super::campaign_stats;
-use super::contacts::{self, read_counter, Counts, PatchContact, Unit, WriteCtx};
-use super::counters::add_to_counter;
-use super::events;
-use super::sending::{self, put_email, Rendered, SendSpec};
+use super::end::{self as campaign_end, finish, OPEN_COUNTER};
+use super::stats as campaign_stats;
+use crate::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
+use crate::contact::records::{read_counter, WriteCtx};
+use crate::email::sending::{self, put_email, Rendered, SendSpec};
 use crate::error::{Error, Resource, Result};
-use crate::mailer::attempts::Attempts;
 use crate::model::{
-    AudienceKind, Campaign, CampaignId, CampaignStats, CampaignStatus, ContactId, DataPatch,
-    EmailAddress, EmailId, EmailStatus, Engagement, Event, Page, PageRequest, ProjectId, SegmentId,
-    Timestamp,
+    CampaignId, ContactId, EmailAddress, EmailId, EmailStatus, Page, PageRequest, ProjectId,
+    SegmentId, Timestamp,
 };
+use crate::project::attempts::Attempts;
+use crate::project::counters::add_to_counter;
 use crate::scheduler::{Timer, TimerKind};
 use crate::segment::Group;
 use crate::store::{codec, keys, paging, Batch, Store};
 use crate::{FieldCode, FieldError};
-use serde_json::Value;
 
 pub const CAMPAIGNS_COUNTER: &str = "campaigns";
 
@@ -40,6 +38,13 @@ pub fn get(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Campaign> 
 }
 
 /// Newest first; the cursor is the id of the last campaign of the previous page.
+/// Every campaign of a project, oldest first, read as the walk goes (an export).
+pub fn each(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Campaign>> + '_ {
+    store
+        .scan(&keys::campaigns(p), None, false)
+        .map(|kv| Campaign::decode(&kv?.1))
+}
+
 pub fn list(store: &dyn Store, p: ProjectId, page: &PageRequest) -> Result<Page<Campaign>> {
     let total = read_counter(store, p, CAMPAIGNS_COUNTER)?;
     paging::newest_first(
@@ -70,7 +75,7 @@ fn put(batch: &mut Batch, p: ProjectId, c: &Campaign) -> Result<()> {
 
 fn check_segment(store: &dyn Store, p: ProjectId, id: Option<SegmentId>) -> Result<()> {
     match id {
-        Some(id) if super::segments::load(store, p, id)?.is_none() => {
+        Some(id) if crate::segment::records::load(store, p, id)?.is_none() => {
             Err(Error::NotFound(Resource::Segment))
         }
         _ => Ok(()),
@@ -81,7 +86,11 @@ pub fn create(ctx: &WriteCtx, campaign: Campaign) -> Result<Campaign> {
     let (store, p) = (ctx.store, ctx.project);
     let max = ctx.limits.max_campaigns;
     if read_counter(store, p, OPEN_COUNTER)? >= max {
-        return Err(super::limits::full("campaigns", max, "max_campaigns"));
+        return Err(crate::project::limits::full(
+            "campaigns",
+            max,
+            "max_campaigns",
+        ));
     }
     check_segment(store, p, campaign.segment_id)?;
     let mut batch = Batch::new();
@@ -541,171 +550,4 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
     store.apply(batch)?;
     ctx.metrics.emails_queued.add(queued);
     Ok(Some(c))
-}
-
-/// An open or a click on a tracked link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hit {
-    Open,
-    Click,
-}
-
-/// The tracked opens and clicks of an email (zero when none was recorded).
-pub fn engagement(store: &dyn Store, p: ProjectId, email: EmailId) -> Result<Option<Engagement>> {
-    store
-        .get(&keys::engagement(p, email))?
-        .map(|b| codec::decode(&b))
-        .transpose()
-}
-
-/// Records an open or a click: an event every time, the email's counts, and the
-/// campaign's stats the first time for that email. Only the first hit reads the
-/// email's record; every hit writes a few bytes beside it.
-pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) -> Result<()> {
-    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
-    let mut e = match engagement(store, p, email_id)? {
-        Some(e) => e,
-        None => match sending::load_email(store, p, email_id)? {
-            Some(email) => Engagement {
-                campaign_id: email.campaign_id,
-                contact_id: email.contact_id,
-                to: email.to.email,
-                ..Default::default()
-            },
-            None => return Ok(()),
-        },
-    };
-    let (count, first_at) = match hit {
-        Hit::Open => (&mut e.opens, &mut e.opened_at),
-        Hit::Click => (&mut e.clicks, &mut e.clicked_at),
-    };
-    *count = count.saturating_add(1);
-    let first = first_at.is_none();
-    first_at.get_or_insert(now.millis());
-    let mut batch = Batch::new();
-    batch.put(keys::engagement(p, email_id), codec::encode(&e)?);
-    if let (true, Some(c)) = (first, e.campaign_id) {
-        campaign_stats::update(store, &mut batch, p, c, |s| match hit {
-            Hit::Open => s.opened += 1,
-            Hit::Click => s.clicked += 1,
-        })?;
-    }
-    // The hit is counted whatever the address; an erased contact gets no event.
-    let to = super::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
-        tracing::error!(project = %p, email = %email_id, error = %err,
-            "the hit is counted without its event");
-        None
-    });
-    if let Some(to) = to {
-        let name = match hit {
-            Hit::Open => "email.open",
-            Hit::Click => "email.click",
-        };
-        let mut ev = Event::system(name, e.contact_id, &to, now);
-        ev.data
-            .insert("emailId".into(), Value::String(email_id.to_string()));
-        if let Some(c) = e.campaign_id {
-            ev.data
-                .insert("campaignId".into(), Value::String(c.to_string()));
-        }
-        if let Some(url) = url {
-            ev.data.insert("url".into(), Value::String(url));
-        }
-        events::append_all(store, ctx.starts, &mut batch, p, &[ev])?;
-    }
-    store.apply(batch)
-}
-
-/// An unsubscribe link was used: the contact is unsubscribed (once; a second use
-/// changes nothing), and the campaign counts it once.
-pub fn unsubscribe(
-    ctx: &WriteCtx,
-    counts: &mut Counts,
-    contact: ContactId,
-    campaign: Option<CampaignId>,
-) -> Result<()> {
-    let (store, p) = (ctx.store, ctx.project);
-    let Some(c) = ctx.table.get(contact)? else {
-        return Ok(());
-    };
-    // The contact's change, the campaign's count and its marker, in one batch.
-    let mut unit = Unit::new(*counts);
-    if c.subscribed {
-        let patch = PatchContact {
-            id: contact,
-            subscribed: Some(false),
-            data: DataPatch::default(),
-            reason: Some("unsubscribe_link".into()),
-            campaign,
-        };
-        let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
-        unit.stage(ctx, &change)?;
-        unit.batch.put(
-            keys::link_unsubscribed(p, contact),
-            ctx.now.millis().to_be_bytes().to_vec(),
-        );
-    }
-    if let Some(id) = campaign {
-        let key = keys::campaign_unsubscribed(p, id, contact);
-        let closed = store
-            .get(&keys::campaign_unsubscribes_closed(p, id))?
-            .is_some();
-        if !closed && load(store, p, id)?.is_some() && store.get(&key)?.is_none() {
-            unit.batch.put(key, Vec::new());
-            campaign_stats::update(store, &mut unit.batch, p, id, |s| s.unsubscribed += 1)?;
-        }
-    }
-    *counts = unit.apply(ctx)?;
-    Ok(())
-}
-
-/// The resubscribe button of the page an unsubscribe link answers: the contact is
-/// subscribed again, but only when an unsubscribe link made the contact's last change
-/// (so a bounce, or a tenant's own unsubscribe, is not undone by whoever holds the
-/// email). A campaign's own unsubscribe is taken back: its count and its marker, so
-/// `stats.unsubscribed` counts recipients who left through its link and stayed away.
-/// Answers whether the contact is subscribed now.
-pub fn resubscribe(
-    ctx: &WriteCtx,
-    counts: &mut Counts,
-    contact: ContactId,
-    campaign: Option<CampaignId>,
-) -> Result<bool> {
-    let (store, p) = (ctx.store, ctx.project);
-    let Some(c) = ctx.table.get(contact)? else {
-        return Ok(false);
-    };
-    if c.subscribed {
-        return Ok(true);
-    }
-    let marker = keys::link_unsubscribed(p, contact);
-    let by_link = store
-        .get(&marker)?
-        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-        .is_some_and(|at| i64::from_be_bytes(at) == c.updated_at.millis());
-    if !by_link {
-        return Ok(false);
-    }
-    let mut unit = Unit::new(*counts);
-    let patch = PatchContact {
-        id: contact,
-        subscribed: Some(true),
-        data: DataPatch::default(),
-        reason: Some("resubscribe_link".into()),
-        campaign,
-    };
-    let change = contacts::prepare_patch(ctx, unit.counts(), patch)?;
-    unit.stage(ctx, &change)?;
-    unit.batch.delete(marker);
-    if let Some(id) = campaign {
-        let key = keys::campaign_unsubscribed(p, id, contact);
-        if load(store, p, id)?.is_some() && store.get(&key)?.is_some() {
-            unit.batch.delete(key);
-            campaign_stats::update(store, &mut unit.batch, p, id, |s| {
-                s.unsubscribed = s.unsubscribed.saturating_sub(1)
-            })?;
-        }
-    }
-    *counts = unit.apply(ctx)?;
-    Ok(true)
 }

@@ -2,8 +2,9 @@
 //! batch, a delivery outcome, an open, an unsubscribe). A leaf: the send path and the
 //! campaign feature both count, and it uses neither.
 
+use crate::campaign::CampaignStats;
 use crate::error::Result;
-use crate::model::{CampaignId, CampaignStats, ProjectId};
+use crate::model::{CampaignId, ProjectId};
 use crate::store::{codec, keys, Batch, Store};
 
 pub fn load(store: &dyn Store, p: ProjectId, c: CampaignId) -> Result<CampaignStats> {

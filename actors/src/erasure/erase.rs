@@ -18,16 +18,17 @@
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
 //! email is anonymised its outcome records none (the placeholder is no address).
 
-use super::counters::add_to_counter;
-pub use super::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
-use super::events::EVENTS_COUNTER;
-use super::{erasure_emails, executions};
+use super::emails as erasure_emails;
+pub use crate::contact::erasure_record::{load, Erasure, Phase, Step, ERASED, ERASED_ERROR};
 use crate::error::Result;
-use crate::mailer::attempts::Attempts;
 use crate::model::{ContactId, EmailId, Event, ProjectId, WorkflowId};
+use crate::project::attempts::Attempts;
+use crate::project::counters::add_to_counter;
+use crate::project::events::EVENTS_COUNTER;
 use crate::store::blocks::{self, Id};
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
+use crate::workflow::executions;
 
 /// What a run did: whether the erasure is over, and the waiting emails it cancelled
 /// (whose marks in `Attempts` the caller forgets once the write is durable).
@@ -319,8 +320,8 @@ pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::queries::{list_events, EventFilter};
     use crate::model::{EmailAddress, PageRequest, Timestamp};
-    use crate::project::event_queries::{list_events, EventFilter};
     use crate::project::events;
     use crate::store::SledStore;
 

@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use super::apply::Apply;
-use super::registry::Registry;
-use super::{contacts, erasure};
+use super::erase as erasure;
+use crate::contact::records as contacts;
 use crate::error::{Error, Result};
 use crate::model::{ContactId, ProjectId};
+use crate::project::apply::Apply;
+use crate::project::registry::Registry;
 use crate::store::keys;
 
 /// How a delete ended: erased already, or queued and going on in the background.

@@ -6,19 +6,20 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::campaign_end;
-use super::campaign_stats;
-use super::contacts::{self, Counts, PatchContact, Unit, WriteCtx};
-use super::table::ContactTable;
-use crate::campaign::links::{LinkTarget, Links};
-use crate::campaign::token::Issue;
+use crate::campaign::end as campaign_end;
+use crate::campaign::stats as campaign_stats;
+use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
+use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
+use crate::links::token::Issue;
+use crate::links::{LinkTarget, Links};
 use crate::metrics::Metrics;
 use crate::model::{
-    Attachment, Campaign, CampaignId, CampaignStats, CampaignStatus, Contact, ContactId, DataPatch,
-    EmailAddress, EmailId, EmailStatus, Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
+    Attachment, CampaignId, Contact, ContactId, DataPatch, EmailAddress, EmailId, EmailStatus,
+    Event, Mailbox, OutboundEmail, ProjectId, Timestamp,
 };
+use crate::project::table::ContactTable;
 use crate::render::Compiled;
 use crate::store::{codec, keys, Batch, Store};
 
@@ -59,7 +60,7 @@ pub struct Marketing {
 impl Marketing {
     /// Links made now, under the project's current link generation.
     pub fn new(
-        registry: &super::registry::Registry,
+        registry: &crate::project::registry::Registry,
         project: ProjectId,
         campaign: Option<CampaignId>,
     ) -> Result<Self> {
@@ -402,7 +403,7 @@ pub fn put_email(batch: &mut Batch, email: &OutboundEmail) -> Result<()> {
 
 /// One email of a send no longer needs its attachments; the last one deletes them.
 /// Releases `n` of the send's users of its attachments; the last one deletes them.
-pub(super) fn release_attachments(
+pub(crate) fn release_attachments(
     store: &dyn Store,
     batch: &mut Batch,
     p: ProjectId,
@@ -482,15 +483,15 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let mut cancelled = false;
     // The contact was erased while this email was in an attempt: it is not tried
     // again, and the outcome's text (which may quote the address) is not kept.
-    let erased = email.to.email == super::erasure_record::ERASED;
+    let erased = email.to.email == crate::contact::erasure_record::ERASED;
     let outcome = match msg.outcome {
         DeliveryOutcome::Retry { .. } | DeliveryOutcome::Failed { .. } if erased => {
             DeliveryOutcome::Failed {
-                error: super::erasure_record::ERASED_ERROR.into(),
+                error: crate::contact::erasure_record::ERASED_ERROR.into(),
             }
         }
         DeliveryOutcome::Bounced { .. } if erased => DeliveryOutcome::Bounced {
-            error: super::erasure_record::ERASED_ERROR.into(),
+            error: crate::contact::erasure_record::ERASED_ERROR.into(),
         },
         other => other,
     };
@@ -530,7 +531,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         }
     };
     // The outcome is written whatever the address: losing it would send the email again.
-    let to = super::erasure_record::recipient_of(&email.to.email).unwrap_or_else(|e| {
+    let to = crate::contact::erasure_record::recipient_of(&email.to.email).unwrap_or_else(|e| {
         tracing::error!(project = %p, email = %email.id, error = %e,
             "the email's outcome is recorded without its event");
         None
@@ -600,10 +601,10 @@ pub fn email_event(name: &str, email: &OutboundEmail, to: &EmailAddress, now: Ti
 /// Queues a send's rendered emails (see `sending::queue`): written durably before the
 /// answer, or handed back to be rendered again when a recipient changed meanwhile.
 #[derive(Message)]
-#[rtype(result = "Result<crate::project::sending::Queued>")]
+#[rtype(result = "Result<crate::email::sending::Queued>")]
 pub struct QueueEmails {
-    pub spec: crate::project::sending::SendSpec,
-    pub rendered: Vec<crate::project::sending::Rendered>,
+    pub spec: crate::email::sending::SendSpec,
+    pub rendered: Vec<crate::email::sending::Rendered>,
 }
 
 /// One recipient's entry in the answer (also what an idempotent replay answers).

@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::messages::QueueEmails;
-use super::registry::Registry;
 use super::sending::{self, Marketing, Queued, Receipt, SendSpec};
-use super::templates;
 use crate::domain;
+use crate::email::sending::QueueEmails;
 use crate::error::{Error, FieldCode, FieldError, Result};
 use crate::idempotency::Claim;
 use crate::model::{
     Attachment, EmailAddress, Mailbox, ProjectId, Template, TemplateId, TemplateKind, Timestamp,
 };
+use crate::project::registry::Registry;
 use crate::render::{Compiled, TemplateCache};
+use crate::template::records as templates;
 
 /// A send as a caller asks for it (/v1/send parses one from its body): the use case
 /// decides the rest from the stored template and the project's domains.

@@ -3,12 +3,12 @@
 //! by name, or the whole log; `since` and `until` only narrow the range. The log and
 //! both indexes are blocks of several events (`store::blocks`).
 
-use super::contacts::{find_id_by_email, read_counter};
-use super::events::EVENTS_COUNTER;
+use crate::contact::records::{find_id_by_email, read_counter};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
+use crate::project::events::EVENTS_COUNTER;
 use crate::retention::events::purged_counter;
 use crate::store::keys::KeyId;
 use crate::store::{blocks, codec, keys, Store};
@@ -21,6 +21,11 @@ pub struct EventFilter {
     /// Inclusive bounds on `createdAt`.
     pub since: Option<Timestamp>,
     pub until: Option<Timestamp>,
+}
+
+/// Every event of a project, newest first, read as the walk goes (an export).
+pub fn each_event(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Event>> + '_ {
+    blocks::iter_rev(store, &keys::events(p), None).map(|entry| Event::decode(&entry?.1))
 }
 
 pub fn get_event(store: &dyn Store, p: ProjectId, id: EventId) -> Result<Option<Event>> {

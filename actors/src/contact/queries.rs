@@ -5,7 +5,7 @@ use crate::error::{Error, FieldCode, Result};
 use crate::model::{Contact, ContactId, Page, PageRequest, ProjectId};
 use crate::store::{keys, Store};
 
-use super::contacts::read_counter;
+use super::records::read_counter;
 
 #[derive(Debug, Clone, Default)]
 pub struct ContactFilter {
@@ -14,8 +14,15 @@ pub struct ContactFilter {
     pub search: Option<String>,
 }
 
+/// Every contact of a project, oldest first, read as the walk goes (an export).
+pub fn each_contact(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Contact>> + '_ {
+    store
+        .scan(&keys::contacts(p), None, false)
+        .map(|kv| Contact::decode(&kv?.1))
+}
+
 pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
-    super::contacts::load(store, p, id)
+    super::records::load(store, p, id)
 }
 
 /// Newest first. The cursor is the id of the last contact of the previous page, so a
@@ -118,7 +125,7 @@ pub fn contacts_by_email_prefix(
             .ok()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| Error::storage("bad email index entry"))?;
-        let Some(c) = super::contacts::load(store, p, id)? else {
+        let Some(c) = super::records::load(store, p, id)? else {
             continue;
         };
         if subscribed.is_some_and(|s| c.subscribed != s) {

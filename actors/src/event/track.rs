@@ -4,7 +4,7 @@
 use actix::Message;
 use serde::{Deserialize, Serialize};
 
-use super::contacts::{self, Counts, WriteCtx};
+use crate::contact::records::{self as contacts, Counts, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{

@@ -13,8 +13,8 @@ use crate::error::Result;
 use crate::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use crate::store::{keys, Batch, Store};
 
-use super::link_state;
 use super::token::{Issue, Made, Sealer, HEAD_LEN};
+use crate::link_state;
 
 /// Links to longer URLs are left as they are (not tracked): a token carries its URL.
 const MAX_TRACKED_URL: usize = 2_048;

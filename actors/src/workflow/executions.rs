@@ -4,12 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::starts::{Starts, MAX_ENTRIES_PER_DAY};
 use crate::error::Result;
 use crate::metrics::{ExecutionMove, Metrics};
 use crate::model::{
     ContactId, ExecStatus, Execution, ExecutionId, HistoryEntry, ProjectId, WorkflowId,
 };
+pub use crate::project::starts::{Starts, MAX_ENTRIES_PER_DAY};
 use crate::scheduler::{Timer, TimerKind};
 use crate::store::{codec, keys, Batch, Store};
 
@@ -269,7 +269,7 @@ pub fn end(
     e.completed_at = Some(now);
     batch.delete(keys::ready(p, e.id));
     metrics.execution(ExecutionMove::Ended(status));
-    super::counters::add_to_counter(store, batch, p, &finished_counter(e.workflow_id), 1)
+    crate::project::counters::add_to_counter(store, batch, p, &finished_counter(e.workflow_id), 1)
 }
 
 pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CampaignId, EmailAddress, SegmentId, Timestamp};
 use crate::error::{Error, Result};
+use crate::model::{CampaignId, EmailAddress, SegmentId, Timestamp};
 use crate::segment::Group;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,7 +153,7 @@ struct Stored {
 
 impl Campaign {
     pub fn encode(&self) -> Result<Vec<u8>> {
-        crate::store::codec::encode(&Stored {
+        crate::codec::encode(&Stored {
             id: self.id,
             name: self.name.clone(),
             description: self.description.clone(),
@@ -178,7 +178,7 @@ impl Campaign {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let s: Stored = crate::store::codec::decode(bytes)?;
+        let s: Stored = crate::codec::decode(bytes)?;
         let bad = |what: &str| Error::storage(format!("campaign {}: bad {what}", s.id));
         let from = EmailAddress::parse(&s.from).map_err(|_| bad("from"))?;
         let reply_to = match &s.reply_to {

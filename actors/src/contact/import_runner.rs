@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use super::apply::Apply;
 use super::import::{self, Import};
-use super::registry::Registry;
 use crate::error::{Error, Result};
 use crate::model::{ImportId, ProjectId};
+use crate::project::apply::Apply;
+use crate::project::registry::Registry;
 use crate::store::keys;
 
 /// Stores an upload (durably) and starts importing it, if the project has fewer than
@@ -24,7 +24,7 @@ pub async fn start(
     let now = crate::model::Timestamp::from(registry.clock().now());
     let import = tokio::task::spawn_blocking(move || {
         if import::unfinished(&*store, p)? >= max_running {
-            return Err(super::limits::full(
+            return Err(crate::project::limits::full(
                 "imports under way",
                 max_running,
                 "max_running_imports",

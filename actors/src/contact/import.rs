@@ -10,10 +10,10 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::contacts::{self, Change, Counts};
-use super::write::WriteCtx;
+use super::records::{self as contacts, Change, Counts};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{DataMap, DataPatch, EmailAddress, ImportId, ProjectId, Timestamp};
+use crate::project::write::WriteCtx;
 use crate::store::{codec, keys, Batch, Store};
 
 /// Bytes of CSV per stored chunk: a slice reads one or two chunks, not the whole file.

@@ -2,21 +2,17 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
-use super::counters::{add_to_counter, read_counter};
-use super::events;
-use super::membership::{self, Audience};
-use super::write::WriteCtx;
 use crate::error::{Error, FieldCode, Resource, Result};
-use crate::model::{ContactId, EmailAddress, Event, ProjectId, SegmentId, Timestamp};
+use crate::model::{EmailAddress, Event, ProjectId, SegmentId, Timestamp};
+use crate::project::counters::{add_to_counter, read_counter};
+use crate::project::events;
+use crate::project::membership::{self, members_counter, Audience};
+use crate::project::write::WriteCtx;
 use crate::segment::{Group, Segment, SegmentKind};
 use crate::store::{keys, Batch, Store};
 use actix::Message;
 
 pub const SEGMENTS_COUNTER: &str = "segments";
-
-fn members_counter(s: SegmentId) -> String {
-    format!("sm/{s}")
-}
 
 /// The number of members of a STATIC segment (kept in the batches that change it).
 pub fn static_member_count(store: &dyn Store, p: ProjectId, s: SegmentId) -> Result<u64> {
@@ -57,7 +53,7 @@ pub fn create(
 
 pub fn update(
     store: &dyn Store,
-    starts: &super::starts::Starts,
+    starts: &crate::project::starts::Starts,
     p: ProjectId,
     now: Timestamp,
     audience: &mut Audience,
@@ -181,22 +177,6 @@ pub fn change_members(
         changed: changed as u64,
         not_found,
     })
-}
-
-/// Removes a deleted contact from a STATIC segment, in the contact's delete batch.
-pub fn drop_member(
-    store: &dyn Store,
-    batch: &mut Batch,
-    p: ProjectId,
-    s: SegmentId,
-    c: ContactId,
-) -> Result<()> {
-    let key = keys::segment_member(p, s, c);
-    if store.get(&key)?.is_some() {
-        batch.delete(key);
-        add_to_counter(store, batch, p, &members_counter(s), -1)?;
-    }
-    Ok(())
 }
 
 #[derive(Debug, Message)]

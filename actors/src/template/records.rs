@@ -1,4 +1,4 @@
-//! Template writes.
+//! Template records: written in the project's actor, read by id or all at once.
 
 use crate::error::{Error, Resource, Result};
 use crate::model::{ProjectId, Template, TemplateId, Timestamp};
@@ -10,6 +10,22 @@ pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Te
         .get(&keys::template(p, id))?
         .map(|b| decode(store, p, &b))
         .transpose()
+}
+
+/// Every template of a project, newest first. Templates are few per project (bounded
+/// by `limits.max_templates`), so a list is filtered and paged from this whole.
+pub fn all(store: &dyn Store, p: ProjectId) -> Result<Vec<Template>> {
+    store
+        .scan(&keys::templates(p), None, true)
+        .map(|kv| decode(store, p, &kv?.1))
+        .collect()
+}
+
+/// Every template of a project, oldest first, read as the walk goes (an export).
+pub fn each(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Template>> + '_ {
+    store
+        .scan(&keys::templates(p), None, false)
+        .map(move |kv| decode(store, p, &kv?.1))
 }
 
 /// A stored template record with its text part (kept apart, see `keys::template_text`).

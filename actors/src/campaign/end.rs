@@ -3,9 +3,10 @@
 //! that empties the campaign's queue (`sending::record`) ends it in the same batch,
 //! and a crash cannot keep the count and the status apart.
 
-use super::counters::add_to_counter;
+use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
 use crate::error::Result;
-use crate::model::{Campaign, CampaignId, CampaignStats, CampaignStatus, ProjectId, Timestamp};
+use crate::model::{CampaignId, ProjectId, Timestamp};
+use crate::project::counters::add_to_counter;
 use crate::store::{keys, Batch, Store};
 
 /// Campaigns not yet SENT or CANCELLED: what `limits.max_campaigns` bounds, so a

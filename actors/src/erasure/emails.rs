@@ -7,13 +7,14 @@
 
 use std::collections::HashMap;
 
-use super::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
-use super::{campaign_end, campaign_stats, campaigns, sending};
+use crate::campaign::{end as campaign_end, stats as campaign_stats};
+use crate::contact::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
+use crate::email::sending;
 use crate::error::Result;
-use crate::mailer::attempts::Attempts;
 use crate::model::{
     CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Timestamp,
 };
+use crate::project::attempts::Attempts;
 use crate::store::{codec, keys, Batch, Store};
 
 pub(super) struct Ctx<'a> {
@@ -78,7 +79,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
         batch.put(keys::email(p, email.id), email.encode()?);
         // The sender's text part may greet the contact by name, as the HTML may.
         batch.delete(keys::email_text(p, email.id));
-        if let Some(mut e) = campaigns::engagement(store, p, email.id)? {
+        if let Some(mut e) = crate::email::engagement::engagement(store, p, email.id)? {
             e.to = ERASED.into();
             batch.put(keys::engagement(p, email.id), codec::encode(&e)?);
         }

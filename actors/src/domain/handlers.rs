@@ -1,0 +1,62 @@
+//! The project actor's handlers of this feature's messages: the actor (`project::actor`)
+//! knows no feature, so each feature answers its own messages through its write context.
+
+use actix::{Handler, ResponseFuture};
+
+use super::messages::{ApplyDomainCheck, CreateDomain, DeleteDomain, TrustDomain};
+use super::{queries, writes, Domain};
+use crate::error::Result;
+use crate::project::actor::check_room;
+use crate::project::ProjectActor;
+use crate::store::keys;
+
+impl Handler<CreateDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: CreateDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = check_domain_room(self)
+            .and_then(|()| writes::create(&*self.store, self.project, msg, now));
+        self.after_flush(result)
+    }
+}
+
+impl Handler<TrustDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: TrustDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let (store, p) = (&*self.store, self.project);
+        let result = queries::find_by_name(store, p, msg.0.name.as_str())
+            .and_then(|found| match found {
+                Some(_) => Ok(()),
+                None => check_domain_room(self),
+            })
+            .and_then(|()| writes::trust(store, p, msg.0, now));
+        self.after_flush(result)
+    }
+}
+
+impl Handler<DeleteDomain> for ProjectActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteDomain, _ctx: &mut Self::Context) -> Self::Result {
+        let result = writes::delete(&*self.store, self.project, msg.id);
+        self.after_flush(result)
+    }
+}
+
+impl Handler<ApplyDomainCheck> for ProjectActor {
+    type Result = ResponseFuture<Result<Domain>>;
+
+    fn handle(&mut self, msg: ApplyDomainCheck, _ctx: &mut Self::Context) -> Self::Result {
+        let now = self.now();
+        let result = writes::apply_check(&*self.store, self.project, msg.id, msg.check, now);
+        self.after_flush(result)
+    }
+}
+
+fn check_domain_room(actor: &ProjectActor) -> Result<()> {
+    let max = actor.limits.max_domains;
+    check_room(&*actor.store, &keys::domains(actor.project), max, "domains")
+}

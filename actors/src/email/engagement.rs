@@ -1,0 +1,104 @@
+//! Opens and clicks of an email: its counts beside its record, an event each time,
+//! and its campaign's stats the first time.
+
+use serde_json::Value;
+
+use crate::campaign::stats as campaign_stats;
+use crate::email::sending;
+use crate::error::Result;
+use crate::model::{EmailId, Engagement, Event, ProjectId};
+use crate::project::apply::Apply;
+use crate::project::events;
+use crate::project::write::WriteCtx;
+use crate::project::Registry;
+use crate::store::{codec, keys, Batch, Store};
+
+/// An open or a click on a tracked link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Open,
+    Click,
+}
+
+/// The tracked opens and clicks of an email (zero when none was recorded).
+pub fn engagement(store: &dyn Store, p: ProjectId, email: EmailId) -> Result<Option<Engagement>> {
+    store
+        .get(&keys::engagement(p, email))?
+        .map(|b| codec::decode(&b))
+        .transpose()
+}
+
+/// Records an open or a click: an event every time, the email's counts, and the
+/// campaign's stats the first time for that email. Only the first hit reads the
+/// email's record; every hit writes a few bytes beside it.
+pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let mut e = match engagement(store, p, email_id)? {
+        Some(e) => e,
+        None => match sending::load_email(store, p, email_id)? {
+            Some(email) => Engagement {
+                campaign_id: email.campaign_id,
+                contact_id: email.contact_id,
+                to: email.to.email,
+                ..Default::default()
+            },
+            None => return Ok(()),
+        },
+    };
+    let (count, first_at) = match hit {
+        Hit::Open => (&mut e.opens, &mut e.opened_at),
+        Hit::Click => (&mut e.clicks, &mut e.clicked_at),
+    };
+    *count = count.saturating_add(1);
+    let first = first_at.is_none();
+    first_at.get_or_insert(now.millis());
+    let mut batch = Batch::new();
+    batch.put(keys::engagement(p, email_id), codec::encode(&e)?);
+    if let (true, Some(c)) = (first, e.campaign_id) {
+        campaign_stats::update(store, &mut batch, p, c, |s| match hit {
+            Hit::Open => s.opened += 1,
+            Hit::Click => s.clicked += 1,
+        })?;
+    }
+    // The hit is counted whatever the address; an erased contact gets no event.
+    let to = crate::contact::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
+        tracing::error!(project = %p, email = %email_id, error = %err,
+            "the hit is counted without its event");
+        None
+    });
+    if let Some(to) = to {
+        let name = match hit {
+            Hit::Open => "email.open",
+            Hit::Click => "email.click",
+        };
+        let mut ev = Event::system(name, e.contact_id, &to, now);
+        ev.data
+            .insert("emailId".into(), Value::String(email_id.to_string()));
+        if let Some(c) = e.campaign_id {
+            ev.data
+                .insert("campaignId".into(), Value::String(c.to_string()));
+        }
+        if let Some(url) = url {
+            ev.data.insert("url".into(), Value::String(url));
+        }
+        events::append_all(store, ctx.starts, &mut batch, p, &[ev])?;
+    }
+    store.apply(batch)
+}
+
+/// Records a hit in the project's actor. The answer does not wait for the flush: a
+/// crash may lose an open, which is bookkeeping nobody acknowledged.
+pub async fn record(
+    registry: &Registry,
+    p: ProjectId,
+    email: EmailId,
+    hit: Hit,
+    url: Option<String>,
+) -> Result<()> {
+    registry
+        .send(
+            p,
+            Apply::applied(move |ctx, _| engage(ctx, email, hit, url)),
+        )
+        .await
+}

@@ -1,0 +1,9 @@
+//! Transactional and marketing email as records: a send request rendered and queued
+//! (`send`), the email records, their outbox keys and delivery outcomes (`sending`),
+//! and their opens and clicks (`engagement`).
+//! The mailer delivers what is queued here.
+
+pub mod engagement;
+pub mod handlers;
+pub mod send;
+pub mod sending;

@@ -1,0 +1,9 @@
+//! A contact's erasure, which reaches into every feature that holds the contact's data
+//! (events, emails and their engagement, workflow executions): the durable record is
+//! the contact feature's (`contact::erasure_record`); the slices (`erase`, `emails`)
+//! and the runner that drives them and resumes them at start-up (`runner`) sit here,
+//! above the features, like retention.
+
+pub mod emails;
+pub mod erase;
+pub mod runner;

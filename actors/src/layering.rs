@@ -1,0 +1,196 @@
+//! The import direction, checked on the sources: no top-level module of the engine
+//! reaches itself through the modules it names, and the binary never names store keys
+//! (it goes through each feature's functions instead).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Edges that close a circle today and are still to be cut. Each one must still exist
+/// (a stale entry fails), so the list can only shrink.
+const KNOWN: &[(&str, &str)] = &[
+    ("email", "campaign"),
+    ("project", "workflow"),
+    ("project", "segment"),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file that ships: tests and comments left out.
+fn shipped_code(path: &Path) -> String {
+    let name = path.file_name().unwrap().to_string_lossy();
+    if name == "tests.rs" || name == "proptests.rs" {
+        return String::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The top-level modules a piece of code names through `crate::`: `crate::a::x` and
+/// each head of a group, `crate::{a::x, b, c::{y, z}}`.
+fn named_tops(code: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for after in code.split("crate::").skip(1) {
+        let Some(group) = after.strip_prefix('{') else {
+            named.insert(
+                after
+                    .split(|c| !is_word(c))
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            continue;
+        };
+        let (mut depth, mut head, mut at_head) = (0, String::new(), true);
+        for c in group.chars() {
+            if at_head && is_word(c) {
+                head.push(c);
+                continue;
+            }
+            if at_head && head.is_empty() && c.is_whitespace() {
+                continue;
+            }
+            if !head.is_empty() {
+                named.insert(std::mem::take(&mut head));
+            }
+            at_head = false;
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => at_head = true,
+                _ => {}
+            }
+        }
+        if !head.is_empty() {
+            named.insert(head);
+        }
+    }
+    named
+}
+
+/// Which top-level modules each top-level module of the engine names.
+fn engine_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let top = |p: &Path| -> String {
+        let first = p.strip_prefix(&src).unwrap().components().next().unwrap();
+        let first = first.as_os_str().to_string_lossy();
+        first.strip_suffix(".rs").unwrap_or(&first).to_owned()
+    };
+    let tops: BTreeSet<String> = files
+        .iter()
+        .map(|p| top(p))
+        .filter(|t| t != "lib")
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> =
+        tops.iter().map(|t| (t.clone(), BTreeSet::new())).collect();
+    for path in &files {
+        let from = top(path);
+        if from == "lib" {
+            continue;
+        }
+        for to in named_tops(&shipped_code(path)) {
+            if to != from && tops.contains(&to) {
+                graph.get_mut(&from).unwrap().insert(to);
+            }
+        }
+    }
+    graph
+}
+
+/// A path from `start` back to itself, if there is one.
+fn circle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut todo: Vec<&str> = vec![start];
+    while let Some(m) = todo.pop() {
+        for next in &graph[m] {
+            if next == start {
+                let mut path = vec![start.to_owned()];
+                let mut at = m;
+                while at != start {
+                    path.push(at.to_owned());
+                    at = came_from[at];
+                }
+                path.push(start.to_owned());
+                path.reverse();
+                return Some(path);
+            }
+            if !came_from.contains_key(next.as_str()) {
+                came_from.insert(next, m);
+                todo.push(next);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_top_level_module_of_the_engine_imports_one_that_imports_it_back() {
+    let mut graph = engine_graph();
+    assert!(
+        graph["project"].contains("store") && graph["store"].contains("model"),
+        "the graph is read: {graph:?}"
+    );
+    for (from, to) in KNOWN {
+        assert!(
+            graph.get_mut(*from).is_some_and(|s| s.remove(*to)),
+            "`{from}` no longer names `{to}`: take it off the list of known circles"
+        );
+    }
+    let circles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| circle_through(&graph, m))
+        .map(|path| path.join(" -> "))
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_binary_never_names_store_keys() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 10, "the binary's sources are read");
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let code = shipped_code(p);
+            code.contains("store::keys")
+                || code.split("store::{").skip(1).any(|group| {
+                    let group = group.split('}').next().unwrap_or_default();
+                    group.split(|c| !is_word(c)).any(|w| w == "keys")
+                })
+        })
+        .map(|p| p.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(naming.is_empty(), "src/ names store::keys: {naming:?}");
+}
+
+#[test]
+fn a_group_import_names_each_head() {
+    let code = "use crate::{a::x, b, c::{y, z}};\nlet v = crate::d::f();";
+    let named: Vec<String> = named_tops(code).into_iter().collect();
+    assert_eq!(named, ["a", "b", "c", "d"]);
+}
