@@ -65,19 +65,53 @@ impl Server {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Storage {
+    pub backend: Backend,
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
     pub wal_checkpoint_bytes: u64,
     pub move_interval_ms: u64,
     pub upgrade_slice: usize,
+    pub postgres: PostgresSettings,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Sled,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PostgresSettings {
+    pub url: String,
+    pub pool_size: usize,
+    pub lock_wait_ms: u64,
 }
 
 impl Storage {
-    /// Opens the data directory, first migrating it if an older version wrote it.
+    /// Opens the configured store: the data directory (first migrating it if an older
+    /// version wrote it), or PostgreSQL (its schema migrated the same way).
     pub fn open(
         &self,
-    ) -> mailroom_actors::error::Result<std::sync::Arc<mailroom_actors::store::SledStore>> {
-        mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        use mailroom_actors::store::{PostgresConfig, PostgresStore};
+        Ok(match self.backend {
+            Backend::Sled => {
+                mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)?
+            }
+            Backend::Postgres => {
+                if self.postgres.url.trim().is_empty() {
+                    return Err(mailroom_actors::error::Error::storage(
+                        "storage.backend is \"postgres\" but storage.postgres.url is empty",
+                    ));
+                }
+                PostgresStore::open(&PostgresConfig {
+                    url: self.postgres.url.clone(),
+                    pool_size: self.postgres.pool_size,
+                    lock_wait_ms: self.postgres.lock_wait_ms,
+                })?
+            }
+        })
     }
 
     pub fn sled(&self) -> mailroom_actors::store::SledConfig {

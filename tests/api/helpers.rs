@@ -148,6 +148,7 @@ impl TestApp {
             .arg(test_config())
             .env("MAILROOM__STORAGE__PATH", &data_dir)
             .env("MAILROOM__MAIL__FILE_DIR", data_dir.join("outbox"))
+            .envs(postgres_env(&data_dir))
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(log)
@@ -353,6 +354,7 @@ pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
         .arg("--config")
         .arg(test_config())
         .env("MAILROOM__STORAGE__PATH", data)
+        .envs(postgres_env(data))
         .output()
         .expect("run mailroom")
 }
@@ -368,4 +370,53 @@ pub fn assert_over_filter_budget(r: &Resp, field: &str) {
         "{}",
         r.text
     );
+}
+
+/// With `MAILROOM_TEST_POSTGRES_URL` set (a role that may create schemas; see
+/// `.ci/postgres.sh`), every server and CLI run stores its pairs in PostgreSQL, in a
+/// schema named after its data directory: each test gets a fresh one, and a restart or a
+/// CLI run on the same directory finds the same data.
+pub fn postgres_env(data_dir: &Path) -> Vec<(&'static str, String)> {
+    let Some(admin) = postgres_url() else {
+        return Vec::new();
+    };
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut h);
+    let schema = format!("api_{:016x}", h.finish());
+    let made = Command::new("psql")
+        .args(["-v", "ON_ERROR_STOP=1", "-qAt", "-d", &admin, "-c"])
+        .arg(format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .output()
+        .expect("run psql (PostgreSQL's client) to make the test's schema");
+    assert!(
+        made.status.success(),
+        "creating schema {schema}: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    vec![
+        ("MAILROOM__STORAGE__BACKEND", "postgres".to_owned()),
+        (
+            "MAILROOM__STORAGE__POSTGRES__URL",
+            format!("{admin}{sep}options=-c%20search_path%3D{schema}"),
+        ),
+    ]
+}
+
+pub fn postgres_url() -> Option<String> {
+    std::env::var("MAILROOM_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+/// For a test that reads or writes the sled data directory itself (its files, a backup
+/// restored into it): on the PostgreSQL run it says why it does not apply, and returns
+/// true for the test to stop. docs/testing.md lists them.
+pub fn skipped_on_postgres(why: &str) -> bool {
+    if postgres_url().is_some() {
+        eprintln!("skipped on PostgreSQL: {why}");
+        return true;
+    }
+    false
 }
