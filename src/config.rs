@@ -105,6 +105,19 @@ impl Storage {
                         "storage.backend is \"postgres\" but storage.postgres.url is empty",
                     ));
                 }
+                // The directory still holds the control socket and the file outbox;
+                // with sled, opening the store makes it.
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.path)
+                    .map_err(|e| {
+                        mailroom_actors::error::Error::storage_caused(
+                            format!("creating {}", self.path.display()),
+                            e,
+                        )
+                    })?;
                 PostgresStore::open(&PostgresConfig {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,

@@ -6,7 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_actors::store::{SledStore, Store};
 use mailroom_testkit::SmtpServer;
 use serde_json::{json, Value};
 
@@ -21,7 +20,7 @@ const HOUR_MS: i64 = 3_600_000;
 
 /// Every key and value in the store that holds `needle`, read with the server stopped.
 pub(crate) fn store_copies_of(data_dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let store = SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store");
+    let store = crate::helpers::open_store(data_dir);
     let mut found = Vec::new();
     for kv in store.scan(b"", None, false) {
         let (k, v) = kv.expect("read the store");

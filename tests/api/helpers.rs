@@ -349,12 +349,18 @@ impl Drop for TestApp {
 
 /// Runs the CLI with the test configuration on the data directory `data`.
 pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
+    mailroom_with(data, args, &[])
+}
+
+/// `mailroom` with settings of its own in the environment (`MAILROOM__...`).
+pub fn mailroom_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     Command::new(bin())
         .args(args)
         .arg("--config")
         .arg(test_config())
         .env("MAILROOM__STORAGE__PATH", data)
         .envs(postgres_env(data))
+        .envs(env.iter().copied())
         .output()
         .expect("run mailroom")
 }
@@ -419,4 +425,23 @@ pub fn skipped_on_postgres(why: &str) -> bool {
         return true;
     }
     false
+}
+
+/// The store of a stopped server on `data_dir`, as the server opened it: sled there, or
+/// its PostgreSQL schema on the PostgreSQL run.
+pub fn open_store(data_dir: &Path) -> std::sync::Arc<dyn mailroom_actors::store::Store> {
+    use mailroom_actors::store::{PostgresConfig, PostgresStore, SledStore};
+    let env = postgres_env(data_dir);
+    match env
+        .iter()
+        .find(|(k, _)| *k == "MAILROOM__STORAGE__POSTGRES__URL")
+    {
+        Some((_, url)) => PostgresStore::open(&PostgresConfig {
+            url: url.clone(),
+            pool_size: 1,
+            lock_wait_ms: 5_000,
+        })
+        .expect("open the stopped server's PostgreSQL store"),
+        None => SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store"),
+    }
 }
