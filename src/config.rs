@@ -489,11 +489,36 @@ impl Settings {
 mod tests {
     use super::*;
 
+    fn with(toml: &str) -> Result<Settings, config::ConfigError> {
+        Config::builder()
+            .add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml))
+            .add_source(File::from_str(toml, FileFormat::Toml))
+            .build()?
+            .try_deserialize()
+    }
+
+    #[test]
+    fn an_unknown_storage_backend_is_refused_when_the_settings_load() {
+        let err = with("[storage]\nbackend = \"mysql\"").unwrap_err();
+        assert!(err.to_string().contains("mysql"), "{err}");
+    }
+
+    #[test]
+    fn the_postgres_backend_without_a_url_is_refused_naming_the_key_to_set() {
+        let s = with("[storage]\nbackend = \"postgres\"").unwrap();
+        let err = s.storage.open().err().expect("no URL, no store");
+        assert!(err.to_string().contains("storage.postgres.url"), "{err}");
+    }
+
     #[test]
     fn embedded_defaults_match_the_documented_values() {
         let s = Settings::load(None).unwrap();
         assert_eq!((s.server.host.as_str(), s.server.port), ("127.0.0.1", 8080));
         assert_eq!(s.storage.path, PathBuf::from("./data"));
+        assert_eq!(s.storage.backend, Backend::Sled);
+        assert_eq!(s.storage.postgres.url, "");
+        assert_eq!(s.storage.postgres.pool_size, 2);
+        assert_eq!(s.storage.postgres.lock_wait_ms, 5000);
         assert_eq!(s.server.public_url(), None, "follows the listening address");
         assert_eq!(s.outbox_dir(), PathBuf::from("./data/outbox"));
         assert_eq!(s.control_socket(), PathBuf::from("./data/mailroom.sock"));
