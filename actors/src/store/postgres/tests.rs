@@ -188,3 +188,77 @@ async fn concurrent_batches_share_commits() {
     let s = PostgresStore::open(&config).unwrap();
     assert_eq!(s.scan(b"g/", None, false).count(), 200);
 }
+
+/// Durable single-put batches per second through the trait, one writer after another
+/// and 64 at once, on PostgreSQL and on sled in the same run (docs/performance.md).
+#[tokio::test]
+#[ignore = "a measurement: cargo test -p mailroom-actors commit_rate -- --ignored --nocapture"]
+async fn commit_rate_of_small_durable_batches() {
+    let Some(config) = config().await else { return };
+    let pg = PostgresStore::open(&config).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sled = crate::store::SledStore::open(dir.path(), 64 << 20).unwrap();
+    for (name, store) in [
+        ("postgres", pg as Arc<dyn Store>),
+        ("sled", sled as Arc<dyn Store>),
+    ] {
+        let started = std::time::Instant::now();
+        for i in 0..300u32 {
+            let mut b = Batch::new();
+            b.put(format!("seq/{i:06}").into_bytes(), vec![7u8; 100]);
+            store.apply(b).unwrap();
+            store.durable().await.unwrap();
+        }
+        let one = 300.0 / started.elapsed().as_secs_f64();
+        let started = std::time::Instant::now();
+        let writers: Vec<_> = (0..64u32)
+            .map(|w| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    for i in 0..100u32 {
+                        let mut b = Batch::new();
+                        b.put(format!("par/{w:02}/{i:04}").into_bytes(), vec![7u8; 100]);
+                        store.apply(b).unwrap();
+                        store.durable().await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.unwrap();
+        }
+        let many = 6400.0 / started.elapsed().as_secs_f64();
+        println!("{name}: {one:.0} durable batches/s one at a time, {many:.0}/s from 64 writers");
+    }
+}
+
+#[tokio::test]
+async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
+    let Some(config) = config().await else { return };
+    drop(PostgresStore::open(&config).unwrap());
+    drop(PostgresStore::open(&config).unwrap());
+    let (client, connection) = tokio_postgres::connect(&config.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM mailroom_schema", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        versions,
+        [SCHEMA_VERSION],
+        "one row, at this build's version"
+    );
+    client
+        .execute("UPDATE mailroom_schema SET version = version + 1", &[])
+        .await
+        .unwrap();
+    match PostgresStore::open(&config) {
+        Err(e) => assert!(e.to_string().contains("newer Mailroom"), "{e}"),
+        Ok(_) => panic!("a schema of a newer version was opened"),
+    }
+}
