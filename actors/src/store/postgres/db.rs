@@ -20,8 +20,12 @@ use crate::error::{Error, Result};
 /// Writes folded to their last value per key (None = deleted).
 pub type Folded = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+/// Shared bytes: a node of the map that a scan's clone still holds is copied when the
+/// committer changes it, and copying these is a count, not an allocation.
+pub type Bytes = std::sync::Arc<[u8]>;
+
 /// The whole key space, as loaded at open.
-pub type Map = OrdMap<Vec<u8>, Vec<u8>>;
+pub type Map = OrdMap<Bytes, Bytes>;
 
 /// One statement is one transaction: deletions and upserts of a group commit land
 /// together or not at all, with one round trip and one WAL flush on the server. The
@@ -212,7 +216,10 @@ async fn load(client: &Client) -> Result<Map> {
     pin_mut!(rows);
     let mut map = Map::new();
     while let Some(row) = rows.try_next().await.map_err(failed)? {
-        map.insert(row.get::<_, Vec<u8>>(0), row.get::<_, Vec<u8>>(1));
+        map.insert(
+            Bytes::from(row.get::<_, &[u8]>(0)),
+            Bytes::from(row.get::<_, &[u8]>(1)),
+        );
     }
     tracing::info!(
         pairs = map.len(),

@@ -18,7 +18,7 @@ use std::ops::Bound::{self, Excluded, Included, Unbounded};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use self::db::{Db, Folded, Group, Map};
+use self::db::{Bytes, Db, Folded, Group, Map};
 use super::group_commit::GroupCommit;
 use super::keys;
 use super::overlay::{Merge, Overlay};
@@ -135,12 +135,12 @@ impl Shared {
         {
             let mut base = self.base.write().unwrap_or_else(|p| p.into_inner());
             for k in group.gone {
-                base.remove(&k);
+                base.remove(k.as_slice());
                 moved.push(k);
             }
             for (k, v) in group.keys.into_iter().zip(group.values) {
-                moved.push(k.clone());
-                base.insert(k, v);
+                base.insert(Bytes::from(k.as_slice()), Bytes::from(v));
+                moved.push(k);
             }
         }
         let mut p = lock(&self.pending);
@@ -154,7 +154,10 @@ impl Shared {
     fn check_layout(&self) -> Result<()> {
         let (mark, empty) = {
             let base = self.base.read().unwrap_or_else(|p| p.into_inner());
-            (base.get(keys::FORMAT_KEY).cloned(), base.is_empty())
+            (
+                base.get(keys::FORMAT_KEY).map(|v| v.to_vec()),
+                base.is_empty(),
+            )
         };
         let at = &self.db.place;
         match mark {
@@ -167,8 +170,8 @@ impl Shared {
                 let (_, outcome) = self.db.commit(Group::from(folded));
                 outcome?;
                 self.base.write().unwrap_or_else(|p| p.into_inner()).insert(
-                    keys::FORMAT_KEY.to_vec(),
-                    keys::FORMAT.to_be_bytes().to_vec(),
+                    Bytes::from(keys::FORMAT_KEY),
+                    Bytes::from(keys::FORMAT.to_be_bytes().as_slice()),
                 );
                 Ok(())
             }
@@ -236,7 +239,7 @@ impl Store for PostgresStore {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
-            .cloned())
+            .map(|v| v.to_vec()))
     }
 
     fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
@@ -307,8 +310,10 @@ impl Chunks {
     }
 
     fn refill(&mut self) {
-        let range = self.map.range((self.lower.clone(), self.upper.clone()));
-        let copy = |(k, v): (&Vec<u8>, &Vec<u8>)| (k.clone(), v.clone());
+        let range = self
+            .map
+            .range::<_, [u8]>((borrowed(&self.lower), borrowed(&self.upper)));
+        let copy = |(k, v): (&Bytes, &Bytes)| (k.to_vec(), v.to_vec());
         self.buf = if self.reverse {
             range.rev().take(CHUNK).map(copy).collect()
         } else {
@@ -325,6 +330,14 @@ impl Chunks {
             }
             _ => self.done = true,
         }
+    }
+}
+
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Included(k) => Included(k.as_slice()),
+        Excluded(k) => Excluded(k.as_slice()),
+        Unbounded => Unbounded,
     }
 }
 
