@@ -29,6 +29,11 @@ start() {
     apt-get update -qq >&2 && apt-get install -y -qq postgresql >/dev/null
     bin="$(pg_bin)"
   fi
+  # The API test harness makes each test's schema with psql.
+  if ! command -v psql >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2 && apt-get install -y -qq postgresql-client >/dev/null
+  fi
   local dir port run_as=()
   dir="$(mktemp -d /tmp/mailroom-pg.XXXXXX)"
   port=$((20000 + RANDOM % 40000))
