@@ -66,19 +66,66 @@ impl Server {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Storage {
+    pub backend: Backend,
     pub path: PathBuf,
     pub cache_capacity_bytes: u64,
     pub wal_checkpoint_bytes: u64,
     pub move_interval_ms: u64,
     pub upgrade_slice: usize,
+    pub postgres: PostgresSettings,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Sled,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct PostgresSettings {
+    pub url: String,
+    pub pool_size: usize,
+    pub lock_wait_ms: u64,
 }
 
 impl Storage {
-    /// Opens the data directory, first migrating it if an older version wrote it.
+    /// Opens the configured store: the data directory (first migrating it if an older
+    /// version wrote it), or PostgreSQL (its schema migrated the same way).
     pub fn open(
         &self,
-    ) -> mailroom_actors::error::Result<std::sync::Arc<mailroom_actors::store::SledStore>> {
-        mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        use mailroom_actors::store::{PostgresConfig, PostgresStore};
+        Ok(match self.backend {
+            Backend::Sled => {
+                mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)?
+            }
+            Backend::Postgres => {
+                if self.postgres.url.trim().is_empty() {
+                    return Err(mailroom_actors::error::Error::storage(
+                        "storage.backend is \"postgres\" but storage.postgres.url is empty",
+                    ));
+                }
+                // The directory still holds the control socket and the file outbox;
+                // with sled, opening the store makes it.
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.path)
+                    .map_err(|e| {
+                        mailroom_actors::error::Error::storage_caused(
+                            format!("creating {}", self.path.display()),
+                            e,
+                        )
+                    })?;
+                PostgresStore::open(&PostgresConfig {
+                    url: self.postgres.url.clone(),
+                    pool_size: self.postgres.pool_size,
+                    lock_wait_ms: self.postgres.lock_wait_ms,
+                })?
+            }
+        })
     }
 
     pub fn sled(&self) -> mailroom_actors::store::SledConfig {
@@ -452,11 +499,36 @@ impl Settings {
 mod tests {
     use super::*;
 
+    fn with(toml: &str) -> Result<Settings, config::ConfigError> {
+        Config::builder()
+            .add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml))
+            .add_source(File::from_str(toml, FileFormat::Toml))
+            .build()?
+            .try_deserialize()
+    }
+
+    #[test]
+    fn an_unknown_storage_backend_is_refused_when_the_settings_load() {
+        let err = with("[storage]\nbackend = \"mysql\"").unwrap_err();
+        assert!(err.to_string().contains("mysql"), "{err}");
+    }
+
+    #[test]
+    fn the_postgres_backend_without_a_url_is_refused_naming_the_key_to_set() {
+        let s = with("[storage]\nbackend = \"postgres\"").unwrap();
+        let err = s.storage.open().err().expect("no URL, no store");
+        assert!(err.to_string().contains("storage.postgres.url"), "{err}");
+    }
+
     #[test]
     fn embedded_defaults_match_the_documented_values() {
         let s = Settings::load(None).unwrap();
         assert_eq!((s.server.host.as_str(), s.server.port), ("127.0.0.1", 8080));
         assert_eq!(s.storage.path, PathBuf::from("./data"));
+        assert_eq!(s.storage.backend, Backend::Sled);
+        assert_eq!(s.storage.postgres.url, "");
+        assert_eq!(s.storage.postgres.pool_size, 2);
+        assert_eq!(s.storage.postgres.lock_wait_ms, 5000);
         assert_eq!(s.server.public_url(), None, "follows the listening address");
         assert_eq!(s.outbox_dir(), PathBuf::from("./data/outbox"));
         assert_eq!(s.control_socket(), PathBuf::from("./data/mailroom.sock"));

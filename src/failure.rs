@@ -34,9 +34,14 @@ impl Failure {
     pub fn engine(e: EngineError) -> Self {
         match e {
             EngineError::Locked { path } => Failure::said(format!(
-                "the data directory {path} is in use by another process that does not answer \
+                "{} {path} is in use by another process that does not answer \
                  on its control socket (a server with control.enabled = false, or an older \
-                 mailroom?). Stop it first, or use the /admin API while it runs."
+                 mailroom?). Stop it first, or use the /admin API while it runs.",
+                if path.starts_with("postgresql://") {
+                    "the PostgreSQL store"
+                } else {
+                    "the data directory"
+                }
             )),
             EngineError::NotFound(r) => Failure::said(format!("{r} not found")),
             EngineError::Conflict { message, .. } => Failure::said(message),

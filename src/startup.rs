@@ -40,6 +40,7 @@ pub fn log_summary(settings: &Settings, links: &LinksUrl, projects: usize) {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         data_dir = %settings.storage.path.display(),
+        backend = ?settings.storage.backend,
         mail = %mail_destination(settings),
         links = %links.url,
         links_from,

@@ -57,6 +57,13 @@ pub fn backup(settings: &Settings, out: &Path) -> Result<(), Failure> {
 
 /// Restore runs without a server: it makes a data directory no server uses yet.
 pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failure> {
+    if settings.storage.backend == crate::config::Backend::Postgres {
+        return Err(Failure::said(
+            "restore makes a sled data directory, and restoring into PostgreSQL is not \
+             supported yet: run it with storage.backend = \"sled\" (--config or \
+             MAILROOM__STORAGE__BACKEND=sled)",
+        ));
+    }
     let started = Instant::now();
     let mut report = progress("restore");
     let (header, tally) = backup::restore(file, dir, settings.storage.sled(), &mut |t| {

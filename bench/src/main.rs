@@ -13,6 +13,7 @@ mod client;
 mod footprint;
 mod import;
 mod members;
+mod postgres;
 mod report;
 mod scenario;
 mod server;
@@ -85,6 +86,11 @@ pub struct Args {
     /// shortened to a day; 0 = the real clock and the default retention.
     #[arg(long, default_value_t = 0)]
     soak_clock_hours: u64,
+    /// A PostgreSQL URL (a role that may create schemas): the baseline, contacts, track
+    /// and send scenarios then run a second time on a server with storage.backend =
+    /// "postgres", in a fresh schema, beside the sled figures.
+    #[arg(long)]
+    postgres_url: Option<String>,
 }
 
 fn main() {
@@ -99,40 +105,30 @@ fn main() {
     let dns = TestDns::start();
     let smtp = SmtpServer::start();
     smtp.count_only();
-    let server = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
-    setup::verify_domain(&rt, &server, &dns);
-    println!(
-        "mailroom bench: {} connections, {} s per scenario, server {} (pid {})",
-        args.connections,
-        args.seconds,
-        bin.display(),
-        server.pid()
-    );
     dns.add_mail_domain("gmail.com");
-    let mut results = Vec::new();
-    let mut send_drained = None;
-    for name in ["baseline", "contacts", "track", "verify", "send"]
-        .into_iter()
-        .filter(|s| wanted(s))
-    {
-        let s = Scenario::parse(name).expect("known scenario");
-        let before = smtp.count();
-        let started = Instant::now();
-        let load = rt.block_on(client::run(
-            server.addr(),
-            s.prepare(&server),
-            args.connections,
-            Duration::from_secs(1),
-            Duration::from_secs(args.seconds),
-        ));
-        let r = report::Report::new(s.name(), load, server.peak_rss_kib());
-        r.print();
-        if s == Scenario::Send {
-            send_drained = Some(report_delivery(&smtp, before, started, args.seconds));
-        }
-        results.push(r);
-    }
+    let env = setup::env(&dns, &smtp, 0, args.smtp_connections);
+    let (server, results, send_drained) = core(&args, &rt, &bin, &dns, &smtp, "sled", &env);
     report::print_ratios(&results);
+    if let Some(url) = &args.postgres_url {
+        // One server at a time on the two cores.
+        println!(
+            "server peak RSS (sled): {} MiB",
+            server.peak_rss_kib() / 1024
+        );
+        drop(server);
+        let mut env = env.clone();
+        env.extend(postgres::env(url));
+        let (pg, pg_results, _) = core(&args, &rt, &bin, &dns, &smtp, "postgres", &env);
+        report::print_ratios(&pg_results);
+        postgres::compare(&results, &pg_results);
+        println!(
+            "server peak RSS (postgres): {} MiB",
+            pg.peak_rss_kib() / 1024
+        );
+    } else {
+        println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
+        drop(server);
+    }
     if wanted("smtp") {
         let addr = smtp.addr();
         let secs = 3.0;
@@ -152,8 +148,6 @@ fn main() {
             smtp_client::PIPELINED
         );
     }
-    println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
-    drop(server);
     if wanted("members") {
         let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
         members::run(&rt, &fresh, args.contacts, args.connections);
@@ -192,6 +186,53 @@ fn main() {
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
     }
+}
+
+/// The core scenarios on one server: its results, the server (still running) and the
+/// drained delivery rate of `send`.
+fn core(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    dns: &TestDns,
+    smtp: &SmtpServer,
+    backend: &str,
+    env: &[(String, String)],
+) -> (server::Server, Vec<report::Report>, Option<f64>) {
+    let wanted = |s: &str| args.scenarios.iter().any(|x| x == s);
+    let server = server::Server::start(bin, env);
+    setup::verify_domain(rt, &server, dns);
+    println!(
+        "mailroom bench on {backend}: {} connections, {} s per scenario, server {} (pid {})",
+        args.connections,
+        args.seconds,
+        bin.display(),
+        server.pid()
+    );
+    let mut results = Vec::new();
+    let mut send_drained = None;
+    for name in ["baseline", "contacts", "track", "verify", "send"]
+        .into_iter()
+        .filter(|s| wanted(s))
+    {
+        let s = Scenario::parse(name).expect("known scenario");
+        let before = smtp.count();
+        let started = Instant::now();
+        let load = rt.block_on(client::run(
+            server.addr(),
+            s.prepare(&server),
+            args.connections,
+            Duration::from_secs(1),
+            Duration::from_secs(args.seconds),
+        ));
+        let r = report::Report::new(s.name(), load, server.peak_rss_kib());
+        r.print();
+        if s == Scenario::Send {
+            send_drained = Some(report_delivery(smtp, before, started, args.seconds));
+        }
+        results.push(r);
+    }
+    (server, results, send_drained)
 }
 
 /// Accepted emails are counted again at the SMTP server: during the measured run, and

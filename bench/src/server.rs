@@ -33,6 +33,7 @@ impl Server {
         let created = Command::new(bin)
             .args(["project", "create", "--name", "bench"])
             .env("MAILROOM__STORAGE__PATH", &data)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .output()
             .expect("mailroom project create");
         assert!(

@@ -49,13 +49,28 @@ fn project_create_prints_its_keys_as_json_and_they_work_once_the_server_runs() {
 }
 
 /// Every byte of every file under `dir`, its folders included (sled keeps its data in
-/// files below the top of the data directory).
+/// files below the top of the data directory); on the PostgreSQL run, every stored key
+/// and value (what the server wrote to the database).
 fn every_byte_under(dir: &std::path::Path) -> Vec<u8> {
+    if crate::support::postgres::postgres_url().is_some() {
+        let store = crate::support::postgres::open_store(dir);
+        return store
+            .scan(b"", None, false)
+            .flat_map(|kv| {
+                let (k, v) = kv.expect("read the store");
+                [k, v].concat()
+            })
+            .collect();
+    }
+    every_file_byte_under(dir)
+}
+
+fn every_file_byte_under(dir: &std::path::Path) -> Vec<u8> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
-            out.extend(every_byte_under(&path));
+            out.extend(every_file_byte_under(&path));
         } else {
             out.extend(std::fs::read(&path).unwrap_or_default());
         }

@@ -1,6 +1,6 @@
 //! Storage behind a trait. The engine speaks to an ordered key-value store with atomic
-//! batches and a durability barrier; sled is the embedded implementation. A shared
-//! backend (PostgreSQL, for several nodes) can implement the same trait later.
+//! batches and a durability barrier; sled is the embedded implementation, PostgreSQL
+//! (`postgres`) the shared one, chosen by `storage.backend`.
 //!
 //! Keys are designed for range scans: `p/<project>/c/<contact id>` holds a contact,
 //! `p/<project>/ce/<email>` is the email index, and so on (see `keys`).
@@ -13,6 +13,7 @@ pub mod keys;
 pub mod mover;
 pub mod overlay;
 pub mod paging;
+pub mod postgres;
 pub mod sled_store;
 pub mod wal;
 
@@ -21,6 +22,7 @@ use std::pin::Pin;
 
 use crate::error::Result;
 
+pub use postgres::{PostgresConfig, PostgresStore};
 pub use sled_store::{SledConfig, SledStore};
 
 pub type KvPair = (Vec<u8>, Vec<u8>);

@@ -551,7 +551,7 @@ fn collect_garbage() {
 const GARBAGE_FLUSHES_PER_MOVE: usize = 64;
 
 /// The smallest key greater than every key that starts with `prefix`.
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {

@@ -356,12 +356,24 @@ impl Drop for TestApp {
 
 /// Runs the CLI with the test configuration on the data directory `data`.
 pub fn mailroom(data: &Path, args: &[&str]) -> std::process::Output {
+    mailroom_with(data, args, |_| {})
+}
+
+/// `mailroom` with settings of its own (written beside `data`, as a server's are).
+pub fn mailroom_with(
+    data: &Path,
+    args: &[&str],
+    configure: impl FnOnce(&mut Setup),
+) -> std::process::Output {
+    let file = data.with_extension("cli.toml");
+    let env = settings::write(&file, data, configure);
     Command::new(bin())
         .args(args)
         .arg("--config")
-        .arg(test_config())
+        .arg(&file)
         .arg("--data-dir")
         .arg(data)
+        .envs(env)
         .output()
         .expect("run mailroom")
 }

@@ -7,6 +7,7 @@ pub mod app;
 pub mod campaign;
 pub mod imports;
 pub mod metrics;
+pub mod postgres;
 pub mod relay;
 pub mod settings;
 pub mod store;

@@ -6,7 +6,7 @@
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
-pub use mailroom::config::{LogFormat, MailTransport, Settings, SmtpTls};
+pub use mailroom::config::{Backend, LogFormat, MailTransport, Settings, SmtpTls};
 
 use super::app::test_config;
 
@@ -57,6 +57,10 @@ pub fn write(
     };
     s.storage.path = data_dir.to_owned();
     s.mail.file_dir = data_dir.join("outbox");
+    if let Some(url) = super::postgres::schema_url(data_dir) {
+        s.storage.backend = Backend::Postgres;
+        s.storage.postgres.url = url;
+    }
     configure(&mut s);
     let text = toml::to_string(&s.settings).expect("settings serialize as TOML");
     std::fs::write(file, text).expect("write the test settings");

@@ -1,10 +1,9 @@
-//! Reading a stopped server's store directly, for what the API cannot show.
-
-use mailroom_actors::store::{SledStore, Store};
+//! Reading a stopped server's store directly, for what the API cannot show
+//! (its sled directory, or its schema on the PostgreSQL pass).
 
 /// Every key and value in the store that holds `needle`, read with the server stopped.
 pub fn store_copies_of(data_dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let store = SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store");
+    let store = super::postgres::open_store(data_dir);
     let mut found = Vec::new();
     for kv in store.scan(b"", None, false) {
         let (k, v) = kv.expect("read the store");

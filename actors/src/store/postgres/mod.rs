@@ -1,0 +1,366 @@
+//! The PostgreSQL backend (`storage.backend = "postgres"`). The engine reads the store
+//! from actor threads and handlers, which must never wait on the network, so the node
+//! keeps every pair in memory: a persistent ordered map (`imbl::OrdMap`, cloned in O(1)
+//! for each scan and snapshot) holding what PostgreSQL has, loaded at open, under the
+//! sled backend's overlay of writes applied but not yet committed.
+//!
+//! `apply` puts a batch in the overlay (visible at once) and queues its ops. `durable()`
+//! waits on the group commit (`store::group_commit`): its flusher thread takes every
+//! queued op, folds them to one value per key and writes them as ONE statement, so one
+//! transaction and one server-side WAL flush acknowledge every batch applied before it.
+//! Once committed, the values move from the overlay into the map.
+
+mod db;
+mod schema;
+
+use std::collections::VecDeque;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use self::db::{Bytes, Db, Folded, Group, Map};
+use super::group_commit::GroupCommit;
+use super::keys;
+use super::overlay::{Merge, Overlay};
+use super::{Batch, Durable, KvIter, KvPair, Op, Store};
+use crate::error::{Error, Result};
+
+pub use schema::VERSION as SCHEMA_VERSION;
+
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    /// A libpq-style URL or key=value string; `options=-c search_path=<schema>` puts the
+    /// tables in a schema of their own.
+    pub url: String,
+    pub pool_size: usize,
+    /// How long `open` waits for the store's lock held by another session (a process
+    /// that was just killed holds it until the server notices).
+    pub lock_wait_ms: u64,
+}
+
+pub struct PostgresStore {
+    shared: Arc<Shared>,
+    commits: GroupCommit,
+    /// Batches applied since the store opened (`Store::batches_applied`).
+    batches: crate::metrics::Counter,
+}
+
+struct Shared {
+    /// What PostgreSQL holds (as far as this node wrote it).
+    base: RwLock<Map>,
+    /// One lock for the queued ops and the overlay keeps the commit order the order in
+    /// which writes became visible.
+    pending: Mutex<Pending>,
+    /// The overlay version that PostgreSQL has (see `Store::scan_durable`).
+    synced: AtomicU64,
+    /// One commit at a time: the flusher's, or a `flush_blocking`.
+    committing: Mutex<()>,
+    /// PostgreSQL transactions committed (one per group commit that had writes).
+    transactions: AtomicU64,
+    db: Db,
+}
+
+#[derive(Default)]
+struct Pending {
+    ops: Vec<Op>,
+    overlay: Overlay,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn read(m: &RwLock<Map>) -> Map {
+    m.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+impl PostgresStore {
+    /// Connects, migrates the schema, loads every pair and checks the key layout. A
+    /// schema held by another process gives `Error::Locked`.
+    pub fn open(config: &PostgresConfig) -> Result<Arc<Self>> {
+        let (db, map) = Db::open(config)?;
+        let shared = Arc::new(Shared {
+            base: RwLock::new(map),
+            pending: Mutex::new(Pending::default()),
+            synced: AtomicU64::new(0),
+            committing: Mutex::new(()),
+            transactions: AtomicU64::new(0),
+            db,
+        });
+        shared.check_layout()?;
+        let flusher = shared.clone();
+        let commits = GroupCommit::start(move || flusher.sync());
+        Ok(Arc::new(PostgresStore {
+            shared,
+            commits,
+            batches: Default::default(),
+        }))
+    }
+}
+
+impl Shared {
+    /// Commits everything applied so far, then moves it from the overlay to the map.
+    fn sync(&self) -> Result<()> {
+        let _one = lock(&self.committing);
+        let (ops, upto) = {
+            let mut p = lock(&self.pending);
+            (std::mem::take(&mut p.ops), p.overlay.version())
+        };
+        if ops.is_empty() {
+            self.synced.fetch_max(upto, Ordering::AcqRel);
+            return Ok(());
+        }
+        let mut folded = Folded::new();
+        for op in ops {
+            match op {
+                Op::Put(k, v) => folded.insert(k, Some(v)),
+                Op::Delete(k) => folded.insert(k, None),
+            };
+        }
+        let (group, outcome) = self.db.commit(Group::from(folded));
+        if let Err(e) = outcome {
+            // Queue the group again ahead of later writes, so a later commit has it (its
+            // final values are the same ops' net effect).
+            let mut again: Vec<Op> = group.gone.into_iter().map(Op::Delete).collect();
+            again.extend(
+                group
+                    .keys
+                    .into_iter()
+                    .zip(group.values)
+                    .map(|(k, v)| Op::Put(k, v)),
+            );
+            let mut p = lock(&self.pending);
+            let later = std::mem::replace(&mut p.ops, again);
+            p.ops.extend(later);
+            return Err(e);
+        }
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+        // The map first, then the overlay: a reader that misses a key in the overlay
+        // finds it in the map.
+        let mut moved = Vec::with_capacity(group.gone.len() + group.keys.len());
+        {
+            let mut base = self.base.write().unwrap_or_else(|p| p.into_inner());
+            for k in group.gone {
+                base.remove(k.as_slice());
+                moved.push(k);
+            }
+            for (k, v) in group.keys.into_iter().zip(group.values) {
+                base.insert(Bytes::from(k.as_slice()), Bytes::from(v));
+                moved.push(k);
+            }
+        }
+        let mut p = lock(&self.pending);
+        p.overlay.moved_upto(moved.iter(), upto);
+        self.synced.fetch_max(upto, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// A new (empty) store is marked with this version's key layout; a store in another
+    /// layout is refused (PostgreSQL stores start at layout 6: nothing to migrate yet).
+    fn check_layout(&self) -> Result<()> {
+        let (mark, empty) = {
+            let base = self.base.read().unwrap_or_else(|p| p.into_inner());
+            (
+                base.get(keys::FORMAT_KEY).map(|v| v.to_vec()),
+                base.is_empty(),
+            )
+        };
+        let at = &self.db.place;
+        match mark {
+            None if empty => {
+                let mut folded = Folded::new();
+                folded.insert(
+                    keys::FORMAT_KEY.to_vec(),
+                    Some(keys::FORMAT.to_be_bytes().to_vec()),
+                );
+                let (_, outcome) = self.db.commit(Group::from(folded));
+                outcome?;
+                self.base.write().unwrap_or_else(|p| p.into_inner()).insert(
+                    Bytes::from(keys::FORMAT_KEY),
+                    Bytes::from(keys::FORMAT.to_be_bytes().as_slice()),
+                );
+                Ok(())
+            }
+            None => Err(Error::storage(format!(
+                "{at} holds pairs without a key layout mark; point storage.postgres.url at an \
+                 empty database or schema"
+            ))),
+            Some(m) if m.as_slice() == keys::FORMAT.to_be_bytes() => Ok(()),
+            Some(m) => Err(Error::storage(format!(
+                "{at} is in key layout {m:?} (as bytes), and this version reads layout {} \
+                 only; run the version that wrote it",
+                keys::FORMAT
+            ))),
+        }
+    }
+
+    /// The map's range under the overlay's entries up to version `synced`.
+    fn merged(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        reverse: bool,
+        synced: u64,
+    ) -> KvIter<'static> {
+        let end = super::sled_store::prefix_end(prefix);
+        let lower = match (after, reverse) {
+            (Some(a), false) => Excluded(a.to_vec()),
+            _ => Included(prefix.to_vec()),
+        };
+        let upper = match (after, reverse, end) {
+            (Some(a), true, _) => Excluded(a.to_vec()),
+            (_, _, Some(e)) => Excluded(e),
+            (_, _, None) => Unbounded,
+        };
+        // The overlay before the map: a key committed in between is then in both
+        // copies (with the same value), never in neither.
+        let overlay = {
+            let p = lock(&self.pending);
+            if p.overlay.is_empty() {
+                Vec::new()
+            } else {
+                p.overlay
+                    .range_synced(lower.clone(), upper.clone(), reverse, synced)
+            }
+        };
+        let base = Chunks::new(read(&self.base), lower, upper, reverse);
+        Box::new(Merge::new(overlay, base, reverse))
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.commits.stop();
+    }
+}
+
+impl Store for PostgresStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = lock(&self.shared.pending).overlay.get(key) {
+            return Ok(v);
+        }
+        Ok(self
+            .shared
+            .base
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .map(|v| v.to_vec()))
+    }
+
+    fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
+        self.shared.merged(prefix, after, reverse, u64::MAX)
+    }
+
+    fn scan_durable<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        let synced = self.shared.synced.load(Ordering::Acquire);
+        self.shared.merged(prefix, after, false, synced)
+    }
+
+    fn batches_applied(&self) -> u64 {
+        self.batches.get()
+    }
+
+    fn apply(&self, batch: Batch) -> Result<()> {
+        self.batches.add(1);
+        let ops = batch.into_ops();
+        let mut p = lock(&self.shared.pending);
+        p.ops.extend(ops.iter().cloned());
+        p.overlay.apply(ops);
+        Ok(())
+    }
+
+    fn durable(&self) -> Durable {
+        Box::pin(self.commits.wait())
+    }
+
+    fn flush_blocking(&self) -> Result<()> {
+        self.shared.sync()
+    }
+
+    /// The overlay and the map copied under the lock every write takes: the map may
+    /// already have some of the overlay's entries (a commit between its two steps),
+    /// always with the same values, so together they are the state at that moment.
+    fn snapshot(&self) -> Result<KvIter<'_>> {
+        let (overlay, base) = {
+            let p = lock(&self.shared.pending);
+            (
+                p.overlay.range(Unbounded, Unbounded, false),
+                read(&self.shared.base),
+            )
+        };
+        let base = Chunks::new(base, Unbounded, Unbounded, false);
+        Ok(Box::new(Merge::new(overlay, base, false)))
+    }
+}
+
+/// Pairs copied out of a clone of the map a chunk at a time, so a long walk holds no
+/// lock and copies no more than it reads.
+struct Chunks {
+    map: Map,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    reverse: bool,
+    buf: VecDeque<KvPair>,
+    done: bool,
+}
+
+const CHUNK: usize = 256;
+
+impl Chunks {
+    fn new(map: Map, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>, reverse: bool) -> Self {
+        Chunks {
+            map,
+            lower,
+            upper,
+            reverse,
+            buf: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    fn refill(&mut self) {
+        let range = self
+            .map
+            .range::<_, [u8]>((borrowed(&self.lower), borrowed(&self.upper)));
+        let copy = |(k, v): (&Bytes, &Bytes)| (k.to_vec(), v.to_vec());
+        self.buf = if self.reverse {
+            range.rev().take(CHUNK).map(copy).collect()
+        } else {
+            range.take(CHUNK).map(copy).collect()
+        };
+        match self.buf.back() {
+            Some((last, _)) if self.buf.len() == CHUNK => {
+                let next = Excluded(last.clone());
+                if self.reverse {
+                    self.upper = next;
+                } else {
+                    self.lower = next;
+                }
+            }
+            _ => self.done = true,
+        }
+    }
+}
+
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Included(k) => Included(k.as_slice()),
+        Excluded(k) => Excluded(k.as_slice()),
+        Unbounded => Unbounded,
+    }
+}
+
+impl Iterator for Chunks {
+    type Item = Result<KvPair>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buf.is_empty() && !self.done {
+            self.refill();
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests;
