@@ -85,6 +85,12 @@ fn signed(req: &HttpRequest) -> Result<Signed, PageError> {
         state.dashboard.sessions.end(&id);
         return Err(PageError::SignIn);
     }
+    // The project's API budget: a page reaches the same engine work (test sends, filter
+    // counts, renders) as the API, so it is charged the same.
+    if let Some(limit) = &state.rate_limit {
+        let (_, verdict) = limit.check(project.id);
+        verdict?;
+    }
     Ok(Signed {
         project: project.id,
         project_name: project.name,

@@ -8,8 +8,13 @@ use std::sync::Mutex;
 use mailroom_actors::model::ProjectId;
 use sha2::{Digest, Sha256};
 
-/// Sessions held at most; signing in past it drops the sessions that end soonest.
+/// Sessions held at most; past it a sign-in is refused (never another user's session
+/// dropped: a tenant signing in with its own key in a loop would sign everyone out).
 const MAX_SESSIONS: usize = 10_000;
+
+/// Sessions one principal (a project's key, or the admin token) holds at most; signing in
+/// past it ends that principal's own session that ends soonest.
+const MAX_PER_PRINCIPAL: usize = 20;
 
 pub const COOKIE: &str = "mailroom_session";
 
@@ -20,6 +25,17 @@ pub enum Principal {
     Project { id: ProjectId, key_hash: [u8; 32] },
     /// With the admin token: the project picked, once picked.
     Admin { picked: Option<ProjectId> },
+}
+
+impl Principal {
+    /// Who holds the session, for the per-principal cap: an admin's sessions are one
+    /// owner whichever project each picked.
+    fn owner(&self) -> Option<ProjectId> {
+        match self {
+            Principal::Project { id, .. } => Some(*id),
+            Principal::Admin { .. } => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -53,8 +69,9 @@ fn digest(id: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    /// Starts a session; answers its id, for the cookie.
-    pub fn start(&self, principal: Principal, now: i64, lifetime_ms: i64) -> String {
+    /// Starts a session; answers its id, for the cookie, or None when the store is full
+    /// of other principals' live sessions.
+    pub fn start(&self, principal: Principal, now: i64, lifetime_ms: i64) -> Option<String> {
         let id = random_token();
         let session = Session {
             principal,
@@ -63,14 +80,23 @@ impl Sessions {
         };
         let mut map = self.by_hash.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, s| s.expires_at > now);
+        let same = |s: &Session| s.principal.owner() == session.principal.owner();
+        let mut own: Vec<([u8; 32], i64)> = map
+            .iter()
+            .filter(|(_, s)| same(s))
+            .map(|(k, s)| (*k, s.expires_at))
+            .collect();
+        if own.len() >= MAX_PER_PRINCIPAL {
+            own.sort_unstable_by_key(|(_, end)| *end);
+            for (k, _) in &own[..=own.len() - MAX_PER_PRINCIPAL] {
+                map.remove(k);
+            }
+        }
         if map.len() >= MAX_SESSIONS {
-            let mut ends: Vec<i64> = map.values().map(|s| s.expires_at).collect();
-            ends.sort_unstable();
-            let cut = ends[ends.len() / 10];
-            map.retain(|_, s| s.expires_at > cut);
+            return None;
         }
         map.insert(digest(&id), session);
-        id
+        Some(id)
     }
 
     /// The live session with this id; an expired one is forgotten.
@@ -115,14 +141,44 @@ mod tests {
     fn a_session_ends_when_it_expires_and_when_it_is_ended() {
         let sessions = Sessions::default();
         let admin = Principal::Admin { picked: None };
-        let id = sessions.start(admin.clone(), 1_000, 60_000);
+        let id = sessions.start(admin.clone(), 1_000, 60_000).unwrap();
         assert_eq!(id.len(), 64);
         assert_eq!(sessions.get(&id, 60_999).map(|s| s.principal), Some(admin));
         assert!(sessions.get(&id, 61_000).is_none());
-        let again = sessions.start(Principal::Admin { picked: None }, 1_000, 60_000);
+        let again = sessions
+            .start(Principal::Admin { picked: None }, 1_000, 60_000)
+            .unwrap();
         sessions.end(&again);
         assert!(sessions.get(&again, 1_001).is_none());
         assert!(sessions.get("not-an-id", 1_001).is_none());
+    }
+
+    #[test]
+    fn signing_in_again_and_again_ends_only_the_same_principals_oldest_sessions() {
+        let sessions = Sessions::default();
+        let other = sessions
+            .start(Principal::Admin { picked: None }, 0, 60_000)
+            .unwrap();
+        let tenant = Principal::Project {
+            id: ProjectId::new(),
+            key_hash: [7; 32],
+        };
+        let first = sessions.start(tenant.clone(), 0, 60_000).unwrap();
+        let mut last = String::new();
+        for t in 1..=MAX_PER_PRINCIPAL as i64 * 3 {
+            last = sessions.start(tenant.clone(), t, 60_000).unwrap();
+        }
+        assert!(
+            sessions.get(&other, 100).is_some(),
+            "another user's session stays"
+        );
+        assert!(
+            sessions.get(&first, 100).is_none(),
+            "the tenant's oldest went"
+        );
+        assert!(sessions.get(&last, 100).is_some());
+        let held = sessions.by_hash.lock().unwrap().len();
+        assert_eq!(held, MAX_PER_PRINCIPAL + 1);
     }
 
     #[test]

@@ -69,14 +69,14 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
     let ip = req
         .peer_addr()
         .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    if state.admin_guard.blocked_for(ip).is_some() {
+    if state.dashboard.sign_in_guard.blocked_for(ip).is_some() {
         return Ok(too_many(&req));
     }
     let given = form.key.trim();
     let principal = match principal(&state, given)? {
         Ok(p) => p,
         Err(refusal) => {
-            if state.admin_guard.failed(ip).is_some() {
+            if state.dashboard.sign_in_guard.failed(ip).is_some() {
                 return Ok(too_many(&req));
             }
             return Ok(form_response(
@@ -91,10 +91,17 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
         Principal::Project { .. } => "/app/overview",
     };
     let now = auth::now_ms(&state);
-    let id = state
+    let Some(id) = state
         .dashboard
         .sessions
-        .start(principal, now, state.dashboard.lifetime_ms);
+        .start(principal, now, state.dashboard.lifetime_ms)
+    else {
+        return Ok(form_response(
+            &req,
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            Some("Too many people are signed in right now; try again in a few minutes."),
+        ));
+    };
     Ok(HttpResponse::SeeOther()
         .insert_header((header::LOCATION, to))
         .append_header((

@@ -378,3 +378,30 @@ fn editing_a_contact_replaces_its_data_and_subscription_through_the_engine() {
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(r.text.contains("data must be a JSON object"), "{}", r.text);
 }
+
+#[test]
+fn dashboard_pages_spend_the_projects_api_budget() {
+    let app = TestApp::spawn_with(|s| s.limits.requests_per_minute = 5);
+    let p = app.create_project("Acme");
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let statuses: Vec<u16> = (0..10).map(|_| v.get("/app/overview").status).collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_eq!(
+        app.get("/contacts", &p.secret).status,
+        429,
+        "the API shares the budget the pages spent"
+    );
+}
+
+#[test]
+fn wrong_keys_at_the_dashboards_sign_in_do_not_lock_the_admin_api_out() {
+    let app = TestApp::spawn();
+    let mut v = Visitor::new(&app);
+    let mut last = 0;
+    for _ in 0..10 {
+        last = v.sign_in("sk_wrong").status;
+    }
+    assert_eq!(last, 429, "the sign-in form is throttled");
+    assert_eq!(app.get("/admin/projects", ADMIN_TOKEN).status, 200);
+}
