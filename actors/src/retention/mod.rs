@@ -10,6 +10,7 @@
 pub mod audiences;
 mod due;
 pub mod emails;
+mod ended_campaigns;
 pub mod entries;
 pub mod events;
 pub mod executions;

@@ -6,12 +6,12 @@
 //! campaign) says that later unsubscribes through its old links still unsubscribe the
 //! contact but no longer change the campaign's stats, so none is counted twice.
 
-use crate::campaign::{Campaign, CampaignStatus};
 use crate::error::Result;
 use crate::model::ProjectId;
-use crate::store::{keys, Batch, Store};
+use crate::store::{keys, Store};
 
 use super::emails::Slice;
+use super::ended_campaigns;
 
 /// Closes the unsubscribe counts of campaigns that ended before `before` and deletes
 /// their markers, walking at most `max` campaigns and markers after `after`.
@@ -22,44 +22,19 @@ pub fn purge(
     after: Option<&[u8]>,
     max: usize,
 ) -> Result<Slice> {
-    let prefix = keys::campaigns(p);
-    let mut batch = Batch::new();
-    let mut slice = Slice::default();
-    let mut walked = 0;
-    for kv in store.scan(&prefix, after, false) {
-        let (k, v) = kv?;
-        if walked + slice.removed >= max {
-            slice.next = Some(k);
-            break;
-        }
-        walked += 1;
-        let Ok(c) = Campaign::decode(&v) else {
-            continue;
-        };
-        let ended = matches!(c.status, CampaignStatus::Sent | CampaignStatus::Cancelled);
-        if !ended || c.updated_at.millis() >= before {
-            continue;
-        }
-        let closed = keys::campaign_unsubscribes_closed(p, c.id);
-        if store.get(&closed)?.is_none() {
-            batch.put(closed, Vec::new());
-        }
-        let markers = store
-            .scan(&keys::campaign_unsubscribes(p, c.id), None, false)
-            // At least one, so that a slice that resumes at this campaign moves on.
-            .take(max.saturating_sub(walked + slice.removed).max(1));
-        for marker in markers {
-            batch.delete(marker?.0);
-            slice.removed += 1;
-        }
-        if walked + slice.removed >= max {
-            // This campaign may have markers left: the next slice starts at it again.
-            slice.next = Some(super::audiences::prefix_before(&k));
-            break;
-        }
-    }
-    if !batch.is_empty() {
-        store.apply(batch)?;
-    }
-    Ok(slice)
+    ended_campaigns::purge_under(
+        store,
+        p,
+        before,
+        after,
+        max,
+        |c| keys::campaign_unsubscribes(p, c.id),
+        |c, batch| {
+            let closed = keys::campaign_unsubscribes_closed(p, c.id);
+            if store.get(&closed)?.is_none() {
+                batch.put(closed, Vec::new());
+            }
+            Ok(())
+        },
+    )
 }
