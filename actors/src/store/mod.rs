@@ -7,6 +7,8 @@
 
 pub mod backup;
 pub mod blocks;
+#[cfg(test)]
+pub(crate) mod contract;
 pub use crate::codec;
 pub mod group_commit;
 pub mod keys;

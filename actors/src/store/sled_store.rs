@@ -570,38 +570,14 @@ mod tests {
         SledStore::open(dir, SledConfig::default()).unwrap()
     }
 
-    fn keys(it: KvIter<'_>) -> Vec<String> {
-        it.map(|r| String::from_utf8(r.unwrap().0).unwrap())
-            .collect()
-    }
+    use crate::store::contract::keys;
 
     #[tokio::test]
     async fn a_durable_scan_shows_values_once_synced_and_hides_deletions_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(dir.path());
-        let put = |k: &str| {
-            let mut b = Batch::new();
-            b.put(k.as_bytes(), b"v".to_vec());
-            s.apply(b).unwrap();
-        };
-        put("o/1");
-        s.durable().await.unwrap();
-        put("o/2");
-        assert_eq!(keys(s.scan(b"o/", None, false)), ["o/1", "o/2"]);
-        assert_eq!(
-            keys(s.scan_durable(b"o/", None)),
-            ["o/1"],
-            "o/2 is not on disk yet"
-        );
-        let mut b = Batch::new();
-        b.delete(b"o/1".to_vec());
-        s.apply(b).unwrap();
-        assert!(
-            keys(s.scan_durable(b"o/", None)).is_empty(),
-            "a deletion hides at once"
-        );
-        s.durable().await.unwrap();
-        assert_eq!(keys(s.scan_durable(b"o/", None)), ["o/2"]);
+        crate::store::contract::a_durable_scan_shows_values_once_durable_and_hides_deletions_at_once(&*s)
+            .await;
     }
 
     #[tokio::test]

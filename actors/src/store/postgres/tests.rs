@@ -36,10 +36,7 @@ fn put(s: &PostgresStore, k: &str, v: &str) {
     s.apply(b).unwrap();
 }
 
-fn keys(it: KvIter<'_>) -> Vec<String> {
-    it.map(|r| String::from_utf8(r.unwrap().0).unwrap())
-        .collect()
-}
+use crate::store::contract::keys;
 
 #[tokio::test]
 async fn durable_writes_and_deletions_are_there_after_a_reopen() {
@@ -83,24 +80,10 @@ async fn a_write_never_made_durable_is_visible_but_not_in_postgres() {
 async fn a_durable_scan_shows_values_once_committed_and_hides_deletions_at_once() {
     let Some(config) = config().await else { return };
     let s = PostgresStore::open(&config).unwrap();
-    put(&s, "o/1", "v");
-    s.durable().await.unwrap();
-    put(&s, "o/2", "v");
-    assert_eq!(keys(s.scan(b"o/", None, false)), ["o/1", "o/2"]);
-    assert_eq!(
-        keys(s.scan_durable(b"o/", None)),
-        ["o/1"],
-        "o/2 is not committed"
-    );
-    let mut b = Batch::new();
-    b.delete(b"o/1".to_vec());
-    s.apply(b).unwrap();
-    assert!(
-        keys(s.scan_durable(b"o/", None)).is_empty(),
-        "a deletion hides at once"
-    );
-    s.durable().await.unwrap();
-    assert_eq!(keys(s.scan_durable(b"o/", None)), ["o/2"]);
+    crate::store::contract::a_durable_scan_shows_values_once_durable_and_hides_deletions_at_once(
+        &*s,
+    )
+    .await;
 }
 
 #[tokio::test]
