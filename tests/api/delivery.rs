@@ -9,24 +9,11 @@ use serde_json::json;
 
 use crate::dns::TestDns;
 use crate::support::app::{Project, TestApp};
-use crate::support::campaign::{control, email_record, eventually, rcpts};
+use crate::support::campaign::{
+    contact_of, control, email_record, eventually, header_of, rcpts, wait,
+};
 use crate::support::relay::{app_with, verified_app, verify_domain};
 use crate::support::settings::SmtpTls;
-
-/// A header's value, with folded continuation lines joined.
-fn header(raw: &str, name: &str) -> Option<String> {
-    let prefix = format!("{}:", name.to_ascii_lowercase());
-    let mut lines = raw
-        .lines()
-        .skip_while(|l| !l.to_ascii_lowercase().starts_with(&prefix));
-    let first = lines.next()?;
-    let mut value = first[prefix.len()..].trim().to_owned();
-    for cont in lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t')) {
-        value.push(' ');
-        value.push_str(cont.trim());
-    }
-    Some(value)
-}
 
 /// Verifies the DKIM signature the way a receiver does (mail-auth), with the public key
 /// looked up in the test DNS server where the domain's records were published.
@@ -66,10 +53,6 @@ fn email_when(app: &TestApp, p: &Project, id: &str, status: &str) -> serde_json:
     email
 }
 
-fn wait() -> Duration {
-    Duration::from_secs(20)
-}
-
 #[test]
 fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signature() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
@@ -94,19 +77,19 @@ fn a_send_arrives_rendered_with_from_reply_to_custom_headers_and_a_dkim_signatur
     let m = got[0].text();
     assert_eq!(got[0].rcpt_to, ["ada@example.com"]);
     assert_eq!(got[0].mail_from, "hello@acme.test");
-    assert_eq!(header(&m, "Subject").as_deref(), Some("Hi Ada"));
+    assert_eq!(header_of(&m, "Subject").as_deref(), Some("Hi Ada"));
     assert!(
-        header(&m, "From").unwrap().contains("Acme")
-            && header(&m, "From").unwrap().contains("hello@acme.test")
+        header_of(&m, "From").unwrap().contains("Acme")
+            && header_of(&m, "From").unwrap().contains("hello@acme.test")
     );
-    assert!(header(&m, "To").unwrap().contains("ada@example.com"));
-    assert_eq!(header(&m, "Reply-To").as_deref(), Some("help@acme.test"));
-    assert_eq!(header(&m, "X-Campaign").as_deref(), Some("spring"));
+    assert!(header_of(&m, "To").unwrap().contains("ada@example.com"));
+    assert_eq!(header_of(&m, "Reply-To").as_deref(), Some("help@acme.test"));
+    assert_eq!(header_of(&m, "X-Campaign").as_deref(), Some("spring"));
     assert!(
         m.contains("Plan pro &lt;b&gt;"),
         "call data wins and is escaped: {m}"
     );
-    let dkim = header(&m, "DKIM-Signature").expect("signed");
+    let dkim = header_of(&m, "DKIM-Signature").expect("signed");
     assert!(
         dkim.contains("d=acme.test") && dkim.contains("c=relaxed/relaxed"),
         "{dkim}"
@@ -146,7 +129,7 @@ fn every_form_of_to_gets_its_own_email_naming_only_that_recipient() {
         ["one@example.com", "three@example.com", "two@example.com"]
     );
     for m in &got {
-        let to = header(&m.text(), "To").unwrap().to_owned();
+        let to = header_of(&m.text(), "To").unwrap().to_owned();
         assert!(to.contains(&m.rcpt_to[0]) && !to.contains(','), "{to}");
     }
     let contacts = app.get("/contacts", &p.secret).json();
@@ -258,7 +241,7 @@ fn a_marketing_template_is_not_sent_to_an_unsubscribed_contact() {
     let got = smtp.wait_for(1, wait());
     assert_eq!(got.len(), 1);
     assert_eq!(
-        header(&got[0].text(), "Subject").as_deref(),
+        header_of(&got[0].text(), "Subject").as_deref(),
         Some("News for in@example.com"),
         "the template's subject and from are used"
     );
@@ -834,14 +817,6 @@ fn two_projects_are_paced_each_at_its_own_rate_at_the_same_time() {
         both > 14,
         "at most {both} in any second: the projects shared one pace"
     );
-}
-
-/// The contact of `email`, as the API shows it.
-fn contact_of(app: &TestApp, p: &Project, email: &str) -> serde_json::Value {
-    let list = app
-        .get(&format!("/contacts?search={email}"), &p.secret)
-        .json();
-    list["contacts"][0].clone()
 }
 
 #[test]

@@ -14,11 +14,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mailroom_testkit::{Received, SmtpServer, Stage, TestDns};
+use mailroom_testkit::{SmtpServer, Stage, TestDns};
 use serde_json::{json, Value};
 
 use crate::support::app::{Project, Resp, TestApp};
-use crate::support::campaign::{advance, control, eventually, header_of, id, rig};
+use crate::support::campaign::{advance, control, eventually, header_of, id, rig, tally};
 use crate::support::relay::verified_app;
 use crate::support::settings::Setup;
 
@@ -61,15 +61,6 @@ fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(30))
         .build()
-}
-
-/// How many messages each recipient got.
-fn tally(got: &[Received]) -> BTreeMap<String, usize> {
-    let mut copies = BTreeMap::new();
-    for m in got {
-        *copies.entry(m.rcpt_to.join(",")).or_insert(0) += 1;
-    }
-    copies
 }
 
 /// Waits (up to `secs`) until every one of `recipients` got a message, moving the

@@ -3,19 +3,13 @@
 //! refused with the field it meant (instead of vanishing), and /v1/send's `type` takes
 //! Markdown.
 
-use std::time::Duration;
-
 use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::support::app::{Resp, TestApp};
-use crate::support::campaign::{eventually, header_of, html_of, id, rig};
+use crate::support::campaign::{eventually, header_of, html_of, id, rig, wait};
 
 const FROM: &str = "hello@acme.test";
-
-fn wait() -> Duration {
-    Duration::from_secs(20)
-}
 
 /// The payload of a `{success: true, data}` answer with this status.
 fn data(r: &Resp, status: u16) -> Value {
