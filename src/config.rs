@@ -16,6 +16,7 @@ pub const CONTROL_SOCKET: &str = "mailroom.sock";
 pub struct Settings {
     pub server: Server,
     pub storage: Storage,
+    pub cluster: Cluster,
     pub mail: Mail,
     pub smtp: Smtp,
     pub mailer: Mailer,
@@ -135,6 +136,15 @@ impl Storage {
             move_interval_ms: self.move_interval_ms,
         }
     }
+}
+
+/// A node of a cluster (`storage.backend = "postgres"`); docs/cluster.md.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Cluster {
+    pub node_id: String,
+    pub advertise_url: String,
+    pub secret: String,
+    pub lease_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -553,6 +563,10 @@ mod tests {
         assert_eq!(s.domains.recheck_seconds, 300);
         assert_eq!(s.domains.spf_include, "include:_spf.mailroom.local");
         assert!(s.admin.token().is_none());
+        assert_eq!(s.cluster.node_id, "");
+        assert_eq!(s.cluster.advertise_url, "");
+        assert_eq!(s.cluster.secret, "");
+        assert_eq!(s.cluster.lease_seconds, 10);
     }
 
     #[test]
