@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::model::ProjectId;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// One or more fields failed validation (422).
@@ -20,6 +22,10 @@ pub enum Error {
     /// A bounded mailbox is full; the caller should come back shortly (503).
     #[error("The service is busy, please retry shortly")]
     Busy { retry_after_secs: u64 },
+    /// Another node holds the project (or none does yet): the node layer forwards the
+    /// request to its owner; a client that still gets this retries (503).
+    #[error("this node does not hold the project right now; retry")]
+    NotOwner { project: ProjectId },
     /// The data directory is held by another process.
     #[error("the data directory {path} is in use by another process")]
     Locked { path: String },

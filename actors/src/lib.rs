@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod clock;
+pub mod cluster;
 
 pub mod codec;
 pub mod contact;

@@ -89,6 +89,7 @@ impl ApiError {
                 Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
                 Error::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                 Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                Error::NotOwner { .. } => (StatusCode::SERVICE_UNAVAILABLE, "not_owner"),
                 e if e.is_disk_full() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR")
@@ -145,7 +146,7 @@ impl ApiError {
                     None => "Fix the fields listed in errors and retry",
                 }
             }
-            ApiError::Engine(Error::Busy { .. }) => {
+            ApiError::Engine(Error::Busy { .. } | Error::NotOwner { .. }) => {
                 "Retry after the number of seconds in Retry-After"
             }
             ApiError::Engine(e) if e.is_disk_full() => {
@@ -162,6 +163,7 @@ impl ApiError {
         match self.base() {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
             ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
+            ApiError::Engine(Error::NotOwner { .. }) => Some(NOT_OWNER_RETRY_SECS),
             ApiError::Engine(e) if e.is_disk_full() => Some(DISK_FULL_RETRY_SECS),
             _ => None,
         }
@@ -251,6 +253,10 @@ pub struct FieldErrorView {
     message: String,
     code: &'static str,
 }
+
+/// How long a client should wait when the project's owner is changing: a lease moves
+/// within a heartbeat, and forwarding usually hides it.
+const NOT_OWNER_RETRY_SECS: u64 = 1;
 
 /// How long a client should wait when the disk is full.
 const DISK_FULL_RETRY_SECS: u64 = 5;

@@ -1,0 +1,3 @@
+//! The engine side of a cluster: which projects this node owns (`ownership`).
+
+pub mod ownership;
