@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::model::ProjectId;
+use crate::id::ProjectId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

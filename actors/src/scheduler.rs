@@ -187,7 +187,6 @@ impl Scheduler {
             fire,
         }
     }
-
 }
 
 /// Arms the timers in the store of project `p` (None: of every project this node

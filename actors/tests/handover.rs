@@ -147,7 +147,10 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
     let now = clock.now().timestamp_millis();
     let refused = a
         .registry
-        .send(p, Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))))
+        .send(
+            p,
+            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
+        )
         .await;
     assert!(matches!(refused, Err(Error::NotOwner { project }) if project == p));
 
@@ -155,7 +158,10 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
     assert!(a.registry.ownership().owns(p));
     assert_eq!(a.registry.ownership().owned(), vec![(p, 1)]);
     a.registry
-        .send(p, Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))))
+        .send(
+            p,
+            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
+        )
         .await
         .unwrap();
     a.registry.send(p, signup("one@example.com")).await.unwrap();
@@ -164,43 +170,56 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
         b.registry.send(p, signup("three@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
-    wait_for("both executions wait on their delay", Duration::from_secs(10), || {
-        a.registry.timers().len() == 2
-    })
+    wait_for(
+        "both executions wait on their delay",
+        Duration::from_secs(10),
+        || a.registry.timers().len() == 2,
+    )
     .await;
 
     // A hands the project over; B takes it with the next epoch.
     a.registry.release(p).await.unwrap();
     assert!(!a.registry.ownership().owns(p) && !a.registry.ownership().holds(p));
-    assert!(a.registry.timers().is_empty(), "A forgot the project's timers");
+    assert!(
+        a.registry.timers().is_empty(),
+        "A forgot the project's timers"
+    );
     assert!(matches!(
         a.registry.send(p, signup("three@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
     b.registry.acquire(p, 2, LEASE).await.unwrap();
-    assert_eq!(b.registry.timers().len(), 2, "B loaded the project's timers");
+    assert_eq!(
+        b.registry.timers().len(),
+        2,
+        "B loaded the project's timers"
+    );
 
     // The hour passes on both: the delays fire on B, and the executions end there.
     clock.advance(2 * HOUR_MS);
     a.registry.timers().wake();
     b.registry.timers().wake();
-    wait_for("both executions end on B", Duration::from_secs(10), || b.ended() == 2).await;
+    wait_for("both executions end on B", Duration::from_secs(10), || {
+        b.ended() == 2
+    })
+    .await;
     for _ in 0..2 {
         let t = b.fired.try_recv().expect("B fired the delays");
         assert_eq!(t.project, p);
     }
     assert!(b.fired.try_recv().is_err(), "each delay fired once");
-    assert!(a.fired.try_recv().is_err(), "nothing of the project fired on A");
+    assert!(
+        a.fired.try_recv().is_err(),
+        "nothing of the project fired on A"
+    );
     assert_eq!(a.ended(), 0, "no execution ran on A");
 
     // B's writes land, and a signup through B starts a new execution there.
-    b.registry.send(p, signup("three@example.com")).await.unwrap();
-    assert_eq!(
-        b.registry
-            .metrics()
-            .executions(ExecutionMove::Started),
-        1
-    );
+    b.registry
+        .send(p, signup("three@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(b.registry.metrics().executions(ExecutionMove::Started), 1);
 }
 
 #[actix::test]
@@ -220,11 +239,16 @@ async fn a_timer_armed_before_a_release_does_not_fire_on_the_node_that_let_the_p
             )
             .await
             .unwrap();
-        a.registry.send(project, signup("one@example.com")).await.unwrap();
+        a.registry
+            .send(project, signup("one@example.com"))
+            .await
+            .unwrap();
     }
-    wait_for("both projects' executions wait", Duration::from_secs(10), || {
-        a.registry.timers().len() == 2
-    })
+    wait_for(
+        "both projects' executions wait",
+        Duration::from_secs(10),
+        || a.registry.timers().len() == 2,
+    )
     .await;
     let timers_of_p: Vec<Timer> = store
         .scan(mailroom_actors::store::keys::TIMERS, None, false)
@@ -240,8 +264,12 @@ async fn a_timer_armed_before_a_release_does_not_fire_on_the_node_that_let_the_p
     clock.advance(2 * HOUR_MS);
     a.registry.timers().wake();
     // The project A kept fires; by then the released one's timer fell due too.
-    wait_for("the kept project's execution ends", Duration::from_secs(10), || a.ended() == 1)
-        .await;
+    wait_for(
+        "the kept project's execution ends",
+        Duration::from_secs(10),
+        || a.ended() == 1,
+    )
+    .await;
     let fired: Vec<ProjectId> = std::iter::from_fn(|| a.fired.try_recv().ok())
         .map(|t| t.project)
         .collect();

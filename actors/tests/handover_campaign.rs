@@ -174,21 +174,34 @@ async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
 
     a.registry.release(p).await.unwrap();
     let sent_by_a = a.recipients().len();
-    assert!(sent_by_a < RECIPIENTS, "handed over in the middle of the send");
+    assert!(
+        sent_by_a < RECIPIENTS,
+        "handed over in the middle of the send"
+    );
     assert!(matches!(
         mailroom_actors::campaign::actions::cancel(&a.registry, p, c.id).await,
         Err(Error::NotOwner { .. })
     ));
     b.registry.acquire(p, 2, LEASE).await.unwrap();
 
-    wait_for("the campaign ends SENT on B", Duration::from_secs(60), || {
-        campaigns::get(&*store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent)
-    })
+    wait_for(
+        "the campaign ends SENT on B",
+        Duration::from_secs(60),
+        || campaigns::get(&*store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent),
+    )
     .await;
-    assert_eq!(a.recipients().len(), sent_by_a, "A sent nothing after its release");
+    assert_eq!(
+        a.recipients().len(),
+        sent_by_a,
+        "A sent nothing after its release"
+    );
     let all: Vec<String> = a.recipients().into_iter().chain(b.recipients()).collect();
     let distinct: HashSet<&String> = all.iter().collect();
-    assert_eq!(distinct.len(), RECIPIENTS, "every recipient got the campaign");
+    assert_eq!(
+        distinct.len(),
+        RECIPIENTS,
+        "every recipient got the campaign"
+    );
     assert_eq!(all.len(), RECIPIENTS, "and no one got it twice");
     assert!(!b.recipients().is_empty(), "B sent the rest");
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::model::ProjectId;
+use crate::id::ProjectId;
 
 pub struct Ownership {
     everything: bool,
@@ -247,8 +247,14 @@ mod tests {
         let (node, p, t0) = (Ownership::none(), ProjectId::new(), Instant::now());
         node.hold_at(p, 1, LEASE, t0);
         assert!(node.owns_at(p, t0 + LEASE - Duration::from_millis(1)));
-        assert!(!node.owns_at(p, t0 + LEASE), "a paused node wakes up owning nothing");
-        assert!(node.holds(p), "still held: work under way may write its outcome");
+        assert!(
+            !node.owns_at(p, t0 + LEASE),
+            "a paused node wakes up owning nothing"
+        );
+        assert!(
+            node.holds(p),
+            "still held: work under way may write its outcome"
+        );
     }
 
     #[test]
@@ -272,7 +278,10 @@ mod tests {
         node.hold(p, 1, LEASE);
         let working = node.enter(p).expect("owned").expect("counted");
         let wait = node.begin_release(p).unwrap();
-        assert!(node.enter(p).is_none(), "no new work once the release began");
+        assert!(
+            node.enter(p).is_none(),
+            "no new work once the release began"
+        );
         assert_eq!(wait.idle(Duration::from_millis(20)).await, 1);
         let done = tokio::spawn(async move { wait.idle(Duration::from_secs(10)).await });
         drop(working);

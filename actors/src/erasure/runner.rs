@@ -69,7 +69,8 @@ fn resume_under(registry: &Registry, prefix: &[u8]) -> Result<usize> {
     let mut n = 0;
     for kv in registry.store().scan(prefix, None, false) {
         let (k, _) = kv?;
-        if let Some((p, c)) = keys::parse_erasure(&k).filter(|(p, _)| registry.ownership().owns(*p)) {
+        if let Some((p, c)) = keys::parse_erasure(&k).filter(|(p, _)| registry.ownership().owns(*p))
+        {
             tracing::info!(project = %p, contact = %c, "contact erasure resumes");
             spawn(registry.clone(), p, c);
             n += 1;

@@ -230,7 +230,10 @@ impl Shared {
                 let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
                 *next_mailer += 1;
                 started += 1;
-                actix::spawn(self.clone().deliver(project, id, key, mailer, (busy, working)));
+                actix::spawn(
+                    self.clone()
+                        .deliver(project, id, key, mailer, (busy, working)),
+                );
             }
         }
         if started > 0 {
@@ -324,9 +327,7 @@ impl Shared {
                     }
                 }
                 // A stop, or the project moved to another node while it waited.
-                if self.registry.drain().is_stopping()
-                    || !self.registry.ownership().owns(project)
-                {
+                if self.registry.drain().is_stopping() || !self.registry.ownership().owns(project) {
                     return None;
                 }
                 if !self.registry.attempts().begin(id) {

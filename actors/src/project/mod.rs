@@ -9,7 +9,6 @@ pub mod apply;
 pub mod attempts;
 pub mod counters;
 pub mod events;
-mod fence_shim;
 pub mod limits;
 pub mod membership;
 pub mod messages;

@@ -23,7 +23,6 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
-use super::fence_shim::Fencing as _;
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
 use crate::clock::Clock;
