@@ -145,6 +145,7 @@ pub struct Cluster {
     pub advertise_url: String,
     pub secret: String,
     pub lease_seconds: u64,
+    pub forward_timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -567,6 +568,7 @@ mod tests {
         assert_eq!(s.cluster.advertise_url, "");
         assert_eq!(s.cluster.secret, "");
         assert_eq!(s.cluster.lease_seconds, 10);
+        assert_eq!(s.cluster.forward_timeout_seconds, 30);
     }
 
     #[test]

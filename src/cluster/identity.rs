@@ -14,6 +14,8 @@ pub struct Identity {
     /// None: this node neither forwards nor accepts forwarded requests.
     pub secret: Option<String>,
     pub lease: Duration,
+    /// How long a forwarded request waits for the owner's answer to begin.
+    pub forward_timeout: Duration,
 }
 
 impl Identity {
@@ -62,7 +64,22 @@ impl Identity {
             advertise_url,
             secret,
             lease: Duration::from_secs(c.lease_seconds),
+            forward_timeout: Duration::from_secs(c.forward_timeout_seconds.max(1)),
         })
+    }
+
+    /// A server that is no node of a cluster (sled): a name, and nothing to reach.
+    pub fn alone(settings: &Settings, bound: SocketAddr) -> Identity {
+        Identity {
+            node_id: match settings.cluster.node_id.trim() {
+                "" => format!("{}:{}", host_name(), bound.port()),
+                id => id.to_owned(),
+            },
+            advertise_url: String::new(),
+            secret: None,
+            lease: Duration::from_secs(settings.cluster.lease_seconds.max(2)),
+            forward_timeout: Duration::from_secs(settings.cluster.forward_timeout_seconds.max(1)),
+        }
     }
 
     /// How often the lease loop runs: a third of the lease, so that two ticks can fail

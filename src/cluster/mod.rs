@@ -3,6 +3,8 @@
 //! request to the project's owner. docs/cluster.md.
 
 pub mod identity;
+pub mod node;
 pub mod rendezvous;
 
 pub use identity::Identity;
+pub use node::{ClusterNode, Route};
