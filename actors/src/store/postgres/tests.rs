@@ -27,6 +27,7 @@ async fn config() -> Option<PostgresConfig> {
         url: format!("{admin}{sep}options=-c%20search_path%3D{schema}"),
         pool_size: 2,
         lock_wait_ms: 200,
+        partial: false,
     })
 }
 
@@ -140,14 +141,15 @@ async fn a_snapshot_holds_one_moment_while_writes_go_on() {
 }
 
 #[tokio::test]
-async fn a_second_open_of_the_same_schema_is_refused_as_locked() {
+async fn two_nodes_open_one_schema_and_each_reads_what_the_other_committed() {
     let Some(config) = config().await else { return };
-    let _s = PostgresStore::open(&config).unwrap();
-    match PostgresStore::open(&config) {
-        Err(Error::Locked { path }) => assert!(!path.contains("password"), "{path}"),
-        Err(other) => panic!("expected Locked, got {other:?}"),
-        Ok(_) => panic!("expected Locked, got a second store"),
-    }
+    let a = PostgresStore::open(&config).unwrap();
+    let b = PostgresStore::open(&config).expect("no lock keeps a second node out");
+    put(&a, "keys/from-a", "1");
+    a.durable().await.unwrap();
+    assert_eq!(b.get(b"keys/from-a").unwrap(), None, "b has not read it yet");
+    b.reload_prefix(b"keys/").unwrap();
+    assert_eq!(b.get(b"keys/from-a").unwrap(), Some(b"1".to_vec()));
 }
 
 #[tokio::test]
@@ -170,6 +172,227 @@ async fn concurrent_batches_share_commits() {
     drop(s);
     let s = PostgresStore::open(&config).unwrap();
     assert_eq!(s.scan(b"g/", None, false).count(), 200);
+}
+
+/// A store of a cluster node on the same schema as `config`.
+fn node(config: &PostgresConfig) -> Arc<PostgresStore> {
+    PostgresStore::open(&PostgresConfig {
+        partial: true,
+        ..config.clone()
+    })
+    .unwrap()
+}
+
+fn put_key(s: &PostgresStore, k: Vec<u8>, v: &str) -> Result<()> {
+    let mut b = Batch::new();
+    b.put(k, v.as_bytes());
+    s.apply(b)
+}
+
+#[tokio::test]
+async fn a_cluster_node_holds_the_global_keys_and_only_the_projects_it_loads() {
+    let Some(config) = config().await else { return };
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    let e = crate::model::EmailId::new();
+    {
+        let all = PostgresStore::open(&config).unwrap();
+        for (project, v) in [(p, "p"), (q, "q")] {
+            put_key(&all, keys::project(project), v).unwrap();
+            put_key(&all, keys::counter(project, "contacts"), v).unwrap();
+            put_key(&all, keys::outbox(5, project, e), v).unwrap();
+            put_key(&all, keys::timer(5, 1, project, e.as_bytes()), v).unwrap();
+        }
+        all.durable().await.unwrap();
+    }
+    let n = node(&config);
+    assert_eq!(n.get(&keys::project(p)).unwrap(), Some(b"p".to_vec()));
+    assert_eq!(n.get(&keys::counter(p, "contacts")).unwrap(), None);
+    assert_eq!(n.scan(keys::OUTBOX, None, false).count(), 0);
+
+    n.load_project(p).unwrap();
+    assert_eq!(n.get(&keys::counter(p, "contacts")).unwrap(), Some(b"p".to_vec()));
+    assert_eq!(n.get(&keys::counter(q, "contacts")).unwrap(), None);
+    let outbox: Vec<Vec<u8>> = n.scan(keys::OUTBOX, None, false).map(|r| r.unwrap().0).collect();
+    assert_eq!(outbox, [keys::outbox(5, p, e)]);
+    assert_eq!(n.scan(keys::TIMERS, None, false).count(), 1);
+
+    n.unload_project(p);
+    assert_eq!(n.get(&keys::counter(p, "contacts")).unwrap(), None);
+    assert_eq!(n.scan(keys::TIMERS, None, false).count(), 0);
+    assert_eq!(
+        n.get(&keys::project(p)).unwrap(),
+        Some(b"p".to_vec()),
+        "the global keys stay"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_node_refuses_writes_to_a_project_it_holds_no_fence_for() {
+    let Some(config) = config().await else { return };
+    let n = node(&config);
+    let p = ProjectId::new();
+    match put_key(&n, keys::counter(p, "contacts"), "1") {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("expected NotOwner, got {other:?}"),
+    }
+    put_key(&n, keys::project(p), "global keys need no fence").unwrap();
+    let leases = n.cluster().unwrap();
+    let epoch = leases.try_acquire(p, "n", 30).await.unwrap().unwrap();
+    n.set_fence(p, Some(epoch));
+    put_key(&n, keys::counter(p, "contacts"), "1").unwrap();
+    n.durable().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lease_is_taken_renewed_released_and_taken_over_only_once_expired() {
+    let Some(config) = config().await else { return };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().expect("PostgreSQL has a lease table");
+    let p = ProjectId::new();
+    leases.heartbeat("a", "http://a").await.unwrap();
+    leases.heartbeat("b", "http://b").await.unwrap();
+    let live = leases.live_nodes(30).await.unwrap();
+    assert_eq!(
+        live.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(leases.holder(p).await.unwrap(), None);
+
+    let first = leases.try_acquire(p, "a", 30).await.unwrap();
+    assert_eq!(first, Some(1));
+    assert_eq!(leases.try_acquire(p, "a", 30).await.unwrap(), Some(1), "ours still");
+    assert_eq!(leases.try_acquire(p, "b", 30).await.unwrap(), None, "a live lease");
+    assert!(leases.renew(p, "a", 1, 30).await.unwrap());
+    assert!(!leases.renew(p, "b", 1, 30).await.unwrap());
+    let (holder, url, expires) = leases.holder(p).await.unwrap().unwrap();
+    assert_eq!((holder.as_str(), url.as_str()), ("a", "http://a"));
+    assert!(expires > 0);
+    assert_eq!(leases.leases_of("a").await.unwrap(), [(p, 1)]);
+
+    leases.release(p, "a", 1).await.unwrap();
+    assert_eq!(
+        leases.try_acquire(p, "b", 30).await.unwrap(),
+        Some(2),
+        "a released lease is taken at once, under a new epoch"
+    );
+    assert!(!leases.renew(p, "a", 1, 30).await.unwrap(), "a lost it");
+    assert!(leases.leases_of("a").await.unwrap().is_empty());
+
+    // A lease of no seconds runs out at once: as if b had stopped renewing.
+    assert!(leases.renew(p, "b", 2, 0).await.unwrap());
+    assert_eq!(leases.try_acquire(p, "a", 30).await.unwrap(), Some(3));
+    assert!(leases.live_nodes(0).await.unwrap().is_empty(), "no beat is that fresh");
+}
+
+#[tokio::test]
+async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders_land() {
+    let Some(config) = config().await else { return };
+    let (a, b) = (node(&config), node(&config));
+    let leases = a.cluster().unwrap();
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    let lost = Arc::new(Mutex::new(Vec::new()));
+    let told = lost.clone();
+    a.on_fence_lost(Arc::new(move |p| lock(&told).push(p)));
+
+    // a holds p (a lease that has already run out, as if a were paused) and q.
+    let old = leases.try_acquire(p, "a", 0).await.unwrap().unwrap();
+    let held = leases.try_acquire(q, "a", 30).await.unwrap().unwrap();
+    a.set_fence(p, Some(old));
+    a.set_fence(q, Some(held));
+    a.load_project(p).unwrap();
+    put_key(&a, keys::counter(p, "contacts"), "a, before").unwrap();
+    a.durable().await.unwrap();
+
+    let new = leases.try_acquire(p, "b", 30).await.unwrap().unwrap();
+    assert!(new > old);
+    b.set_fence(p, Some(new));
+    b.load_project(p).unwrap();
+    assert_eq!(
+        b.get(&keys::counter(p, "contacts")).unwrap(),
+        Some(b"a, before".to_vec()),
+        "the new holder reads what the old one committed"
+    );
+
+    let mut late = Batch::new();
+    late.put(keys::counter(p, "contacts"), b"a, late".to_vec());
+    a.apply(late).unwrap();
+    put_key(&a, keys::counter(q, "contacts"), "q, meanwhile").unwrap();
+    match a.durable().await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("the old holder's commit went through: {other:?}"),
+    }
+    assert_eq!(*lock(&lost), [p], "the engine is told");
+    assert_eq!(
+        a.get(&keys::counter(p, "contacts")).unwrap(),
+        Some(b"a, before".to_vec()),
+        "the refused write is no longer shown"
+    );
+    assert!(
+        matches!(put_key(&a, keys::counter(p, "x"), "1"), Err(Error::NotOwner { .. })),
+        "its fence is cleared"
+    );
+    a.durable()
+        .await
+        .expect("the other project's writes are committed with the next flush");
+
+    put_key(&b, keys::counter(p, "contacts"), "b").unwrap();
+    b.durable().await.unwrap();
+    let check = PostgresStore::open(&config).unwrap();
+    assert_eq!(check.get(&keys::counter(p, "contacts")).unwrap(), Some(b"b".to_vec()));
+    assert_eq!(
+        check.get(&keys::counter(q, "contacts")).unwrap(),
+        Some(b"q, meanwhile".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn migration_2_names_the_project_of_every_stored_pair() {
+    let Some(config) = config().await else { return };
+    let (p, e) = (ProjectId::new(), crate::model::EmailId::new());
+    let (client, connection) = tokio_postgres::connect(&config.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // A store as version 1 left it.
+    client
+        .batch_execute(
+            "CREATE TABLE kv (key bytea PRIMARY KEY, value bytea NOT NULL); \
+             CREATE TABLE mailroom_schema (version integer NOT NULL); \
+             INSERT INTO mailroom_schema VALUES (1)",
+        )
+        .await
+        .unwrap();
+    let pairs = [
+        (keys::FORMAT_KEY.to_vec(), keys::FORMAT.to_be_bytes().to_vec()),
+        (keys::project(p), b"record".to_vec()),
+        (keys::contact(p, crate::model::ContactId::new()), b"c".to_vec()),
+        (keys::outbox(9, p, e), b"o".to_vec()),
+        (keys::timer(9, 1, p, e.as_bytes()), b"t".to_vec()),
+    ];
+    for (k, v) in &pairs {
+        client
+            .execute(
+                "INSERT INTO kv (key, value) VALUES ($1, $2)",
+                &[&k.as_slice(), &v.as_slice()],
+            )
+            .await
+            .unwrap();
+    }
+    drop(PostgresStore::open(&config).unwrap());
+    let named: Vec<(Vec<u8>, Option<Vec<u8>>)> = client
+        .query("SELECT key, project FROM kv ORDER BY key", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut expected: Vec<(Vec<u8>, Option<Vec<u8>>)> = pairs
+        .iter()
+        .map(|(k, _)| (k.clone(), keys::project_of(k).map(|p| p.as_bytes().to_vec())))
+        .collect();
+    expected.sort();
+    assert_eq!(named, expected);
+    assert_eq!(named.iter().filter(|(_, p)| p.is_some()).count(), 3);
 }
 
 /// Durable single-put batches per second through the trait, one writer after another
