@@ -71,7 +71,7 @@ impl Application {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Failure::caused("reading the bound address", e))?;
         let links_url = LinksUrl::new(settings.server.public_url(), &addrs)?;
-        let store: Arc<dyn Store> = settings.storage.open().map_err(Failure::engine)?;
+        let store: Arc<dyn Store> = settings.storage.open_node().map_err(Failure::engine)?;
         // An adjustable clock only when config asks for it (tests): the admin API can then
         // move it forward.
         let adjustable = settings

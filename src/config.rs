@@ -96,6 +96,22 @@ impl Storage {
     pub fn open(
         &self,
     ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        self.open_as(false)
+    }
+
+    /// Opens the store for `mailroom serve`: on PostgreSQL the server is a node of a
+    /// cluster, which holds the global keys and only the projects whose leases it takes
+    /// (the store's partial view). The CLI opens it whole (`open`).
+    pub fn open_node(
+        &self,
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        self.open_as(true)
+    }
+
+    fn open_as(
+        &self,
+        node: bool,
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
         use mailroom_actors::store::{PostgresConfig, PostgresStore};
         Ok(match self.backend {
             Backend::Sled => {
@@ -124,7 +140,7 @@ impl Storage {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,
                     lock_wait_ms: self.postgres.lock_wait_ms,
-                    partial: false,
+                    partial: node,
                 })?
             }
         })

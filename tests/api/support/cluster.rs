@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -138,9 +137,4 @@ impl TestCluster {
             assert_eq!(r.status, 200, "{}", r.text);
         }
     }
-}
-
-/// A lease and a tick more than the lease: what a takeover may take.
-pub fn takeover() -> Duration {
-    Duration::from_secs(LEASE_SECONDS * 2 + 2)
 }
