@@ -312,7 +312,12 @@ impl Application {
         }
         if let Some(cluster) = &self.cluster {
             // The others take over at once, instead of when the leases run out.
-            cluster.release_all().await;
+            if tokio::time::timeout(self.shutdown_timeout, cluster.release_all())
+                .await
+                .is_err()
+            {
+                tracing::warn!("handing the projects over did not finish in time; their leases run out by themselves");
+            }
         }
         served
             .map_err(|e| Failure::said(format!("the HTTP server stopped: {e}")))?

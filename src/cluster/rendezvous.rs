@@ -23,7 +23,7 @@ pub fn score(node: &str, project: ProjectId) -> u64 {
 
 /// The node of `nodes` that owns `project`, None when there is no node. A tie (never
 /// seen in practice) goes to the smaller id, so that every node agrees.
-pub fn owner<'a, S: AsRef<str>>(nodes: &'a [S], project: ProjectId) -> Option<&'a str> {
+pub fn owner<S: AsRef<str>>(nodes: &[S], project: ProjectId) -> Option<&str> {
     nodes.iter().map(|n| n.as_ref()).max_by(|a, b| {
         score(a, project)
             .cmp(&score(b, project))

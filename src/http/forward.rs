@@ -187,7 +187,7 @@ async fn forward(
     let limit = state
         .limits
         .max_body_bytes
-        .max(state.limits.max_import_bytes) as usize;
+        .max(state.limits.max_import_bytes);
     let mut payload = req.take_payload();
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
