@@ -1,0 +1,207 @@
+//! A campaign in the middle of sending, handed from one engine to another as a lease
+//! moves: two registries over ONE store, each with its own dispatcher writing the
+//! emails it sends into a directory of its own. Every recipient gets one email: those
+//! sent before the hand-over from the first engine, the rest from the second.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Actor;
+use mailroom_actors::campaign::records as campaigns;
+use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStatus, Campaigns, RunnerConfig};
+use mailroom_actors::cluster::ownership::Ownership;
+use mailroom_actors::contact::records::UpsertContact;
+use mailroom_actors::domain::DomainName;
+use mailroom_actors::error::Error;
+use mailroom_actors::mailer::{Dispatcher, DispatcherConfig, MailerActor, TransportConfig};
+use mailroom_actors::model::{CampaignId, DataPatch, EmailAddress, ProjectId, Timestamp};
+use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::{Clock, SystemClock};
+
+const RECIPIENTS: usize = 300;
+const LEASE: Duration = Duration::from_secs(3600);
+
+struct Node {
+    registry: Registry,
+    campaigns: Arc<Campaigns>,
+    out: PathBuf,
+    _dispatcher: actix::Addr<Dispatcher>,
+}
+
+impl Node {
+    fn start(store: &Arc<dyn Store>, out: PathBuf) -> Node {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let registry = Registry::with_ownership(
+            store.clone(),
+            clock.clone(),
+            RegistryConfig::default(),
+            Ownership::none(),
+        );
+        let mailers = (0..2)
+            .map(|_| {
+                MailerActor::new(
+                    TransportConfig::File { dir: out.clone() },
+                    registry.metrics().clone(),
+                )
+                .start()
+            })
+            .collect();
+        let dispatcher = Dispatcher::new(
+            store.clone(),
+            clock,
+            registry.clone(),
+            mailers,
+            mailroom_actors::mailer::dkim::lookup(store.clone()),
+            DispatcherConfig {
+                // Paced, so that the campaign is still sending when it is handed over.
+                rate_per_second: 100,
+                max_attempts: 3,
+                retry_base_ms: 10,
+                max_in_flight: 16,
+            },
+        )
+        .start();
+        let campaigns = Campaigns::new(
+            registry.clone(),
+            RunnerConfig {
+                batch_size: 20,
+                queue_ahead: 40,
+                progress_every: Duration::from_secs(60),
+                runners: 1,
+            },
+        );
+        Node {
+            registry,
+            campaigns,
+            out,
+            _dispatcher: dispatcher,
+        }
+    }
+
+    /// The recipient of each email this node wrote out.
+    fn recipients(&self) -> Vec<String> {
+        recipients_in(&self.out)
+    }
+}
+
+fn recipients_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            text.lines()
+                .find_map(|l| l.strip_prefix("To: "))
+                .expect("a To header")
+                .to_owned()
+        })
+        .collect()
+}
+
+async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn campaign(now: Timestamp) -> Campaign {
+    Campaign {
+        id: CampaignId::new(),
+        name: "launch".into(),
+        description: None,
+        subject: "News".into(),
+        body: "<p>Hello</p>".into(),
+        from: EmailAddress::parse("news@example.com").unwrap(),
+        from_name: None,
+        reply_to: None,
+        audience: AudienceKind::All,
+        segment_id: None,
+        audience_filter: None,
+        status: CampaignStatus::Draft,
+        scheduled_at: None,
+        sent_at: None,
+        created_at: now,
+        updated_at: now,
+        progress: Default::default(),
+    }
+}
+
+#[actix::test]
+async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = SledStore::open(&dir.path().join("data"), 8 << 20).unwrap();
+    let a = Node::start(&store, dir.path().join("out-a"));
+    let b = Node::start(&store, dir.path().join("out-b"));
+    let p = ProjectId::new();
+
+    a.registry.acquire(p, 1, LEASE).await.unwrap();
+    mailroom_actors::domain::add::trust(&a.registry, p, DomainName::parse("example.com").unwrap())
+        .await
+        .unwrap();
+    for i in 0..RECIPIENTS {
+        a.registry
+            .send(
+                p,
+                UpsertContact {
+                    email: EmailAddress::parse(&format!("r{i}@example.org")).unwrap(),
+                    subscribed: Some(true),
+                    default_subscribed: true,
+                    data: DataPatch::default(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let now = Timestamp::from(a.registry.clock().now());
+    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign(now))
+        .await
+        .unwrap();
+    mailroom_actors::campaign::actions::send(&a.registry, &a.campaigns, p, c.id, None)
+        .await
+        .unwrap();
+    wait_for("A sends a first share", Duration::from_secs(30), || {
+        a.recipients().len() >= 30
+    })
+    .await;
+
+    a.registry.release(p).await.unwrap();
+    let sent_by_a = a.recipients().len();
+    assert!(
+        sent_by_a < RECIPIENTS,
+        "handed over in the middle of the send"
+    );
+    assert!(matches!(
+        mailroom_actors::campaign::actions::cancel(&a.registry, p, c.id).await,
+        Err(Error::NotOwner { .. })
+    ));
+    b.registry.acquire(p, 2, LEASE).await.unwrap();
+
+    wait_for(
+        "the campaign ends SENT on B",
+        Duration::from_secs(60),
+        || campaigns::get(&*store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent),
+    )
+    .await;
+    assert_eq!(
+        a.recipients().len(),
+        sent_by_a,
+        "A sent nothing after its release"
+    );
+    let all: Vec<String> = a.recipients().into_iter().chain(b.recipients()).collect();
+    let distinct: HashSet<&String> = all.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        RECIPIENTS,
+        "every recipient got the campaign"
+    );
+    assert_eq!(all.len(), RECIPIENTS, "and no one got it twice");
+    assert!(!b.recipients().is_empty(), "B sent the rest");
+}
