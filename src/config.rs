@@ -123,6 +123,7 @@ impl Storage {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,
                     lock_wait_ms: self.postgres.lock_wait_ms,
+                    partial: false,
                 })?
             }
         })
