@@ -485,9 +485,27 @@ impl Registry {
                 return;
             };
             let registry = Registry { inner };
-            tracing::warn!(project = %p, "another node holds this project's lease now; releasing it here");
+            // Stop starting work at once, under the epoch that was lost: an acquire
+            // under a newer one before the release below runs must not be undone by it.
+            let lost = {
+                let _slots = registry.slots();
+                let epoch = registry.inner.ownership.epoch(p);
+                if epoch.is_some() {
+                    registry.inner.ownership.begin_release(p);
+                }
+                epoch
+            };
+            let Some(epoch) = lost else {
+                return;
+            };
+            tracing::warn!(project = %p, epoch, "another node holds this project's lease now; releasing it here");
             arbiter.spawn(async move {
-                if let Err(e) = registry.release(p).await {
+                let lock = registry.move_lock(p);
+                let _one = lock.lock().await;
+                if registry.inner.ownership.epoch(p) != Some(epoch) {
+                    return;
+                }
+                if let Err(e) = registry.release_locked(p).await {
                     tracing::warn!(project = %p, error = %e, "releasing a project whose fence broke");
                 }
             });
