@@ -39,8 +39,12 @@ pub trait Leases: Send + Sync + 'static {
     /// Takes the lease of `p` for `lease_seconds` when it is free, expired or already
     /// ours, and answers the epoch held; None when another node holds it. The epoch
     /// goes up whenever the lease changes hands (never when we renew our own).
-    fn try_acquire(&self, p: ProjectId, node_id: &str, lease_seconds: u64)
-        -> LeaseFuture<Option<u64>>;
+    fn try_acquire(
+        &self,
+        p: ProjectId,
+        node_id: &str,
+        lease_seconds: u64,
+    ) -> LeaseFuture<Option<u64>>;
 
     /// Moves our lease's end to now + `lease_seconds`; false when it is no longer
     /// ours under `epoch` (taken over after it expired).

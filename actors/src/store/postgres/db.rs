@@ -15,10 +15,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
 use super::schema;
-use crate::store::keys;
 use super::PostgresConfig;
 use crate::error::{Error, Result};
 use crate::id::{KeyId, ProjectId};
+use crate::store::keys;
 
 /// Writes folded to their last value per key (None = deleted).
 pub type Folded = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
@@ -101,6 +101,7 @@ impl Db {
         );
         let map = db.run(async move {
             let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            no_older_server(&client, &at).await?;
             schema::migrate(&client, wait).await?;
             let (what, filter) = if partial {
                 ("the global keys", "WHERE project IS NULL")
@@ -303,6 +304,38 @@ async fn load_into(
     );
     Ok(())
 }
+
+/// Servers before issue #25 held an exclusive session lock on their schema for their
+/// whole run, and write pairs without a project: one must not share a schema with a
+/// node of a cluster. A shared try of the same lock fails while one runs (and never
+/// between two nodes of this version, which take it shared and let go at once).
+async fn no_older_server(client: &Client, at: &str) -> Result<()> {
+    let free: bool = client
+        .query_one(
+            "SELECT pg_try_advisory_lock_shared($1, hashtext(current_schema()))",
+            &[&OLD_LOCK_CLASS],
+        )
+        .await
+        .map_err(failed)?
+        .get(0);
+    if !free {
+        return Err(Error::storage(format!(
+            "a Mailroom server of an older version is running on {at} (it holds the schema's \
+             lock); stop it before starting this version"
+        )));
+    }
+    client
+        .execute(
+            "SELECT pg_advisory_unlock_shared($1, hashtext(current_schema()))",
+            &[&OLD_LOCK_CLASS],
+        )
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
+/// The first key of the older versions' exclusive lock ("mail").
+const OLD_LOCK_CLASS: i32 = 0x6d61_696c;
 
 /// A project id read back from a bytea column.
 pub fn project_id(bytes: &[u8]) -> Result<ProjectId> {

@@ -33,7 +33,8 @@ impl PgLeases {
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T>> + Send,
     {
-        let (pool, at): (Pool, String) = (self.shared.db.pool.clone(), self.shared.db.place.clone());
+        let (pool, at): (Pool, String) =
+            (self.shared.db.pool.clone(), self.shared.db.place.clone());
         Box::pin(self.shared.db.spawn(async move {
             let client = pool.get().await.map_err(|e| connecting(&at, e))?;
             f(client).await

@@ -81,8 +81,11 @@ struct Shared {
     /// Writes dropped for a broken fence, so their waiters get an error even when a
     /// later commit succeeds (`fence.rs`).
     lost: Mutex<Vec<Lost>>,
-    on_fence_lost: RwLock<Vec<Arc<dyn Fn(ProjectId) + Send + Sync>>>,
+    on_fence_lost: RwLock<Vec<FenceLost>>,
 }
+
+/// A hook `Store::on_fence_lost` registered.
+type FenceLost = Arc<dyn Fn(ProjectId) + Send + Sync>;
 
 #[derive(Default)]
 struct Pending {
@@ -389,7 +392,7 @@ impl Store for PostgresStore {
         };
     }
 
-    fn on_fence_lost(&self, hook: Arc<dyn Fn(ProjectId) + Send + Sync>) {
+    fn on_fence_lost(&self, hook: FenceLost) {
         self.shared
             .on_fence_lost
             .write()
