@@ -189,6 +189,17 @@ impl ClusterNode {
     /// Takes the lease of `p` when free, expired or ours, and loads the project. Ok(false):
     /// another node holds it.
     async fn take(&self, p: ProjectId) -> Result<bool> {
+        if self.registry.ownership().epoch(p).is_none() {
+            if let Some((node, _, expires_ms)) = self.leases.holder(p).await? {
+                // Our id, a lease this process never took: the process that ran before
+                // a restart. Its last commit may still be on its way into the database
+                // under that very epoch, where the fence cannot tell the two processes
+                // apart, so the lease is left to run out as another node's would.
+                if node == self.me() && expires_ms > chrono::Utc::now().timestamp_millis() {
+                    return Ok(false);
+                }
+            }
+        }
         let asked = Instant::now();
         let Some(epoch) = self
             .leases

@@ -179,19 +179,24 @@ pub async fn middleware(
             Ok(res)
         }
         Route::Forward { .. } if forwarded => {
-            // The sender thought this node the owner; this node thinks otherwise. Once
-            // the leases settle (a tick), a retry lands right.
-            Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })))
+            // The sender thought this node the owner; this node thinks otherwise (the
+            // project is moving). The sender re-routes and tries again.
+            let mut res = req.error_response(ApiError::Engine(Error::NotOwner { project }));
+            res.headers_mut().insert(
+                HeaderName::from_static(MOVING),
+                HeaderValue::from_static("1"),
+            );
+            Ok(res)
         }
         Route::Forward { node, url } => {
             let Some(secret) = cluster.identity.secret.clone() else {
                 return Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })));
             };
             cluster.metrics.forwards.fetch_add(1, Ordering::Relaxed);
-            match forward(req, &state, &cluster, &secret, &url).await {
+            match forward(req, &state, &cluster, &secret, project, (node, url)).await {
                 Ok(res) => Ok(res),
                 Err((req, e)) => {
-                    tracing::warn!(%project, owner = %node, %url, error = %e, "forwarding failed");
+                    tracing::warn!(%project, error = %e, "forwarding failed");
                     Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })))
                 }
             }
@@ -199,15 +204,26 @@ pub async fn middleware(
     }
 }
 
-/// Passes `req` to the owner at `base` and its answer back. The request body is read
-/// whole first (up to the largest body any route takes: the payload is tied to this
-/// worker's thread, the client's connections are not), the answer streams through.
+/// On a node's 503 for a forwarded request whose project it does not own (a move under
+/// way): the forwarding node may route the request again.
+const MOVING: &str = "x-mailroom-moving";
+
+/// How many times a request is sent on while its project moves or its owner is
+/// unreachable, and the pause before each new try.
+const TRIES: u32 = 4;
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Passes `req` to the owner and its answer back. The request body is read whole first
+/// (up to the largest body any route takes: the payload is tied to this worker's thread,
+/// the client's connections are not), so that it can be sent again when the project
+/// moves while it travels; the answer streams through.
 async fn forward(
     mut req: ServiceRequest,
     state: &AppState,
     cluster: &Arc<ClusterNode>,
     secret: &str,
-    base: &str,
+    project: ProjectId,
+    mut target: (String, String),
 ) -> Result<ServiceResponse<BoxBody>, (ServiceRequest, String)> {
     let limit = state
         .limits
@@ -225,6 +241,59 @@ async fn forward(
         }
         body.extend_from_slice(&chunk);
     }
+    let body = body.freeze();
+    let mut tried = 0;
+    let answer = loop {
+        tried += 1;
+        let sent = send(&req, state, cluster, secret, &target.1, body.clone()).await;
+        // Sent again only when the owner surely did nothing with it: it said the
+        // project is moving, or no connection was made. A timeout is not retried: the
+        // owner may still act on the request.
+        let again = match &sent {
+            Ok(a) => a.status().as_u16() == 503 && a.headers().contains_key(MOVING),
+            Err((_, connect)) => *connect,
+        };
+        if !again || tried >= TRIES {
+            match sent {
+                Ok(a) => break a,
+                Err((e, _)) => return Err((req, format!("to {} at {}: {e}", target.0, target.1))),
+            }
+        }
+        tokio::time::sleep(PAUSE * tried).await;
+        match cluster.route(project).await {
+            Ok(Route::Forward { node, url }) => target = (node, url),
+            // Moved here meanwhile, or nowhere to go: the client retries.
+            _ => return Err((req, "the project moved while its request travelled".into())),
+        }
+    };
+    let (parts, incoming) = answer.into_parts();
+    let status = match actix_web::http::StatusCode::from_u16(parts.status.as_u16()) {
+        Ok(s) => s,
+        Err(e) => return Err((req, format!("status: {e}"))),
+    };
+    let mut res = HttpResponse::build(status);
+    for (name, value) in &parts.headers {
+        if HOP_BY_HOP.contains(&name.as_str()) || name.as_str() == MOVING {
+            continue;
+        }
+        res.append_header((name.as_str(), value.as_bytes()));
+    }
+    let stream = incoming.into_data_stream().map(|chunk| {
+        chunk.map_err(|e| actix_web::error::ErrorBadGateway(format!("the owner's answer: {e}")))
+    });
+    let (http_req, _) = req.into_parts();
+    Ok(ServiceResponse::new(http_req, res.streaming(stream)))
+}
+
+/// One try: the request's head and `body` to `base`, up to the answer's head.
+async fn send(
+    req: &ServiceRequest,
+    state: &AppState,
+    cluster: &ClusterNode,
+    secret: &str,
+    base: &str,
+    body: Bytes,
+) -> Result<hyper::Response<hyper::body::Incoming>, (String, bool)> {
     let target = match req.uri().path_and_query() {
         Some(pq) => format!("{base}{pq}"),
         None => format!("{base}{}", req.path()),
@@ -244,40 +313,20 @@ async fn forward(
     out = out
         .header(FORWARDED_BY, cluster.identity.node_id.as_str())
         .header(FORWARD_AUTH, proof(secret));
-    let request = match out.body(http_body_util::Full::new(body.freeze())) {
-        Ok(r) => r,
-        Err(e) => return Err((req, format!("building the request: {e}"))),
-    };
-    let answer = match tokio::time::timeout(
+    let request = out
+        .body(http_body_util::Full::new(body))
+        .map_err(|e| (format!("building the request: {e}"), false))?;
+    match tokio::time::timeout(
         cluster.identity.forward_timeout,
         state.forward_client.request(request),
     )
     .await
     {
-        Ok(Ok(a)) => a,
-        Ok(Err(e)) => return Err((req, format!("{e}"))),
-        Err(_) => {
-            return Err((
-                req,
-                "no answer within cluster.forward_timeout_seconds".into(),
-            ))
-        }
-    };
-    let (parts, incoming) = answer.into_parts();
-    let status = match actix_web::http::StatusCode::from_u16(parts.status.as_u16()) {
-        Ok(s) => s,
-        Err(e) => return Err((req, format!("status: {e}"))),
-    };
-    let mut res = HttpResponse::build(status);
-    for (name, value) in &parts.headers {
-        if HOP_BY_HOP.contains(&name.as_str()) {
-            continue;
-        }
-        res.append_header((name.as_str(), value.as_bytes()));
+        Ok(Ok(a)) => Ok(a),
+        Ok(Err(e)) => Err((e.to_string(), e.is_connect())),
+        Err(_) => Err((
+            "no answer within cluster.forward_timeout_seconds".into(),
+            false,
+        )),
     }
-    let stream = incoming.into_data_stream().map(|chunk| {
-        chunk.map_err(|e| actix_web::error::ErrorBadGateway(format!("the owner's answer: {e}")))
-    });
-    let (http_req, _) = req.into_parts();
-    Ok(ServiceResponse::new(http_req, res.streaming(stream)))
 }
