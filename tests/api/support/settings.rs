@@ -67,9 +67,6 @@ pub fn write(
         let mut h = std::collections::hash_map::DefaultHasher::new();
         data_dir.hash(&mut h);
         s.cluster.node_id = format!("test-{:016x}", h.finish());
-        // A restarted server waits for the leases of the process before it to run out
-        // (docs/cluster.md): short, so that restart tests wait seconds.
-        s.cluster.lease_seconds = 2;
     }
     configure(&mut s);
     let text = toml::to_string(&s.settings).expect("settings serialize as TOML");
