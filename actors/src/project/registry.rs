@@ -348,7 +348,7 @@ impl Registry {
         }
         match ownership.epoch(p) {
             Some(held) if held == epoch => {
-                if ownership.renew(p, valid_for) {
+                if self.renew(p, valid_for) {
                     return Ok(());
                 }
                 // Being released (a lost fence): let that finish, then take it again.
@@ -418,13 +418,17 @@ impl Registry {
             tracing::error!(project = %p, under_way = left, "releasing a project with work still under way; an email of it may go out twice");
         }
         self.mailbox_empty(p).await;
-        let slot = self.slots().remove(&p);
-        drop(slot);
+        {
+            // Together: once the actor is gone nothing may start a new one for `p`
+            // (`send_held` and `contacts` admit a project being released).
+            let mut slots = self.slots();
+            slots.remove(&p);
+            self.inner.ownership.forget(p);
+        }
         self.inner.starts.timers().forget(p);
         let durable = self.inner.store.durable().await;
         self.inner.store.set_fence(p, None);
         self.inner.store.unload_project(p);
-        self.inner.ownership.forget(p);
         tracing::info!(project = %p, ms = started.elapsed().as_millis() as u64, "project released");
         durable
     }
@@ -481,9 +485,27 @@ impl Registry {
                 return;
             };
             let registry = Registry { inner };
-            tracing::warn!(project = %p, "another node holds this project's lease now; releasing it here");
+            // Stop starting work at once, under the epoch that was lost: an acquire
+            // under a newer one before the release below runs must not be undone by it.
+            let lost = {
+                let _slots = registry.slots();
+                let epoch = registry.inner.ownership.epoch(p);
+                if epoch.is_some() {
+                    registry.inner.ownership.begin_release(p);
+                }
+                epoch
+            };
+            let Some(epoch) = lost else {
+                return;
+            };
+            tracing::warn!(project = %p, epoch, "another node holds this project's lease now; releasing it here");
             arbiter.spawn(async move {
-                if let Err(e) = registry.release(p).await {
+                let lock = registry.move_lock(p);
+                let _one = lock.lock().await;
+                if registry.inner.ownership.epoch(p) != Some(epoch) {
+                    return;
+                }
+                if let Err(e) = registry.release_locked(p).await {
                     tracing::warn!(project = %p, error = %e, "releasing a project whose fence broke");
                 }
             });
@@ -623,6 +645,50 @@ mod tests {
             total, 2,
             "the restarted actor continued from the stored count"
         );
+    }
+
+    #[actix::test]
+    async fn a_release_refuses_new_messages_but_waits_for_and_admits_the_work_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let reg = Registry::with_ownership(
+            store,
+            Arc::new(SystemClock),
+            RegistryConfig::default(),
+            Ownership::none(),
+        );
+        let p = ProjectId::new();
+        assert!(matches!(
+            reg.send(p, upsert("a@example.com")).await,
+            Err(Error::NotOwner { project }) if project == p
+        ));
+        reg.acquire(p, 1, Duration::from_secs(60)).await.unwrap();
+        reg.send(p, upsert("a@example.com")).await.unwrap();
+        // An email with a mailer, say: it holds the project's work gate.
+        let working = reg.ownership().enter(p).expect("owned");
+        let releasing = {
+            let reg = reg.clone();
+            actix::spawn(async move { reg.release(p).await })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while reg.ownership().owns(p) {
+            assert!(std::time::Instant::now() < deadline, "the release began");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(matches!(
+            reg.send(p, upsert("new@example.com")).await,
+            Err(Error::NotOwner { .. })
+        ));
+        let outcome = reg.send_held(p, upsert("outcome@example.com")).await;
+        assert!(outcome.is_ok(), "the work under way writes its outcome");
+        assert!(!releasing.is_finished(), "the release waits for that work");
+        drop(working);
+        releasing.await.unwrap().unwrap();
+        assert!(!reg.ownership().holds(p));
+        assert!(matches!(
+            reg.send_held(p, upsert("late@example.com")).await,
+            Err(Error::NotOwner { .. })
+        ));
     }
 
     #[actix::test]
