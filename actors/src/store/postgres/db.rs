@@ -45,7 +45,7 @@ pub type Map = OrdMap<Bytes, Bytes>;
 const COMMIT: &str = "WITH held AS ( \
          SELECT l.project FROM mailroom_leases l \
          JOIN unnest($4::bytea[], $5::bigint[]) AS f(project, epoch) \
-           ON l.project = f.project AND l.epoch = f.epoch \
+           ON l.project = f.project AND l.epoch = f.epoch AND l.holder = $7 \
          FOR SHARE OF l), \
      ok AS (SELECT count(*) = cardinality($4::bytea[]) AS ok FROM held), \
      gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), \
@@ -60,17 +60,36 @@ pub struct Db {
     pub(super) pool: Pool,
     /// Where the store is, for messages (no password).
     pub place: String,
+    /// This process, among every process that ever opened the schema: a lease records
+    /// the process that holds it, not only the node id, so a second process started
+    /// under the same `cluster.node_id` (a restart while the first is merely paused)
+    /// holds it under a new epoch and the first one's writes are fenced off.
+    pub process: [u8; 16],
+}
+
+/// The `application_name` of every connection of a process: `leases.rs` takes a
+/// lease from an earlier process of the same node at once when no connection of it is
+/// left (it was killed; the kernel closed its sockets), and waits for the lease to run
+/// out while one is (it may only be paused).
+pub fn application_name(process: &[u8]) -> String {
+    format!("mailroom {}", hex(process))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Db {
     /// Connects, migrates the schema and loads the global keys (`partial`) or every
     /// pair.
     pub fn open(config: &PostgresConfig) -> Result<(Db, Map)> {
-        let pg: tokio_postgres::Config = config
+        let process: [u8; 16] = rand::random();
+        let mut pg: tokio_postgres::Config = config
             .url
             .parse()
             .map_err(|e| Error::storage_caused("storage.postgres.url is not a valid URL", e))?;
         let place = describe(&pg);
+        pg.application_name(&application_name(&process));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("store-postgres")
@@ -92,6 +111,7 @@ impl Db {
             runtime: Some(runtime),
             pool,
             place,
+            process,
         };
         let (pool, at, wait, partial) = (
             db.pool.clone(),
@@ -189,7 +209,7 @@ impl Db {
     /// Hands the group back, so the caller applies it to its copy (or queues it again)
     /// without a copy of its values.
     pub fn commit(&self, group: Group) -> (Group, Result<Vec<ProjectId>>) {
-        let (pool, at) = (self.pool.clone(), self.place.clone());
+        let (pool, at, process) = (self.pool.clone(), self.place.clone(), self.process);
         let sent = self.run(async move {
             let outcome = async {
                 let client = pool.get().await.map_err(|e| connecting(&at, e))?;
@@ -209,6 +229,7 @@ impl Db {
                             &fenced,
                             &epochs,
                             &group.projects,
+                            &process.as_slice(),
                         ],
                     )
                     .await

@@ -47,6 +47,12 @@ const MIGRATIONS: &[&[Step]] = &[
                  expires_at timestamptz NOT NULL)",
         ),
     ],
+    // 3: a lease names the process that holds it (`db::Db::process`), so two processes
+    // with one node id never share an epoch. Rows of version 2 name none: the next
+    // acquire of each moves it to a new epoch.
+    &[Step::Sql(
+        "ALTER TABLE mailroom_leases ADD COLUMN holder bytea NOT NULL DEFAULT ''::bytea",
+    )],
 ];
 
 /// The schema version this build writes and reads.

@@ -335,6 +335,103 @@ async fn a_lease_is_taken_renewed_released_and_taken_over_only_once_expired() {
     );
 }
 
+/// Waits (at most 10 s) for `f` to answer Some.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(t) = f().await {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_second_process_of_one_node_takes_a_paused_ones_lease_only_once_it_ran_out_and_under_a_new_epoch(
+) {
+    let Some(config) = config().await else { return };
+    // Two processes with one node id: `paused` stands for one stopped with SIGSTOP (its
+    // connections stay open), `replacement` for the one a supervisor started beside it.
+    let (paused, replacement) = (node(&config), node(&config));
+    let p = ProjectId::new();
+    let theirs = paused.cluster().unwrap();
+    let held = theirs.try_acquire(p, "a", 30).await.unwrap().unwrap();
+    paused.set_fence(p, Some(held));
+    paused.load_project(p).unwrap();
+    put_key(&paused, keys::counter(p, "contacts"), "before").unwrap();
+    paused.durable().await.unwrap();
+
+    let ours = replacement.cluster().unwrap();
+    assert_eq!(
+        ours.try_acquire(p, "a", 30).await.unwrap(),
+        None,
+        "a running lease of a process still connected is not taken, even by its node id"
+    );
+    assert!(
+        theirs.renew(p, "a", held, 0).await.unwrap(),
+        "it runs out now"
+    );
+    let taken = ours.try_acquire(p, "a", 30).await.unwrap().unwrap();
+    assert!(taken > held, "a new process holds it under a new epoch");
+    assert!(
+        !theirs.renew(p, "a", held, 30).await.unwrap(),
+        "the paused process cannot renew it under its node id"
+    );
+    theirs.release(p, "a", held).await.unwrap();
+    assert!(ours.renew(p, "a", taken, 30).await.unwrap(), "nor end it");
+    assert_eq!(
+        theirs.try_acquire(p, "a", 30).await.unwrap(),
+        None,
+        "nor take it back while the replacement is connected"
+    );
+
+    put_key(&paused, keys::counter(p, "contacts"), "after the pause").unwrap();
+    match paused.durable().await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("the paused process's write went through: {other:?}"),
+    }
+    replacement.set_fence(p, Some(taken));
+    replacement.load_project(p).unwrap();
+    assert_eq!(
+        replacement.get(&keys::counter(p, "contacts")).unwrap(),
+        Some(b"before".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_process_of_one_node_takes_its_killed_predecessors_running_lease_at_once() {
+    let Some(config) = config().await else { return };
+    let p = ProjectId::new();
+    let killed = node(&config);
+    let held = killed
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "a", 600)
+        .await
+        .unwrap()
+        .unwrap();
+    // Dropping the store closes its connections, as the kernel does for a killed process.
+    drop(killed);
+    let restarted = node(&config);
+    let leases = restarted.cluster().unwrap();
+    let taken = eventually("the server sees the old connections closed", || {
+        let leases = leases.clone();
+        async move { leases.try_acquire(p, "a", 30).await.unwrap() }
+    })
+    .await;
+    assert!(taken > held, "under a new epoch: {taken} after {held}");
+    assert_eq!(
+        leases.try_acquire(p, "b", 30).await.unwrap(),
+        None,
+        "another node still waits for it to run out"
+    );
+}
+
 #[tokio::test]
 async fn nodes_racing_for_a_free_lease_leave_exactly_one_holder() {
     let Some(config) = config().await else { return };
@@ -382,7 +479,13 @@ async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders
     put_key(&a, keys::counter(p, "contacts"), "a, before").unwrap();
     a.durable().await.unwrap();
 
-    let new = leases.try_acquire(p, "b", 30).await.unwrap().unwrap();
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(new > old);
     b.set_fence(p, Some(new));
     b.load_project(p).unwrap();
@@ -443,7 +546,13 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
     let old = leases.try_acquire(p, "a", 0).await.unwrap().unwrap();
     a.set_fence(p, Some(old));
     a.set_fence(q, leases.try_acquire(q, "a", 30).await.unwrap());
-    let new = leases.try_acquire(p, "b", 30).await.unwrap().unwrap();
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
     b.set_fence(p, Some(new));
 
     put_key(&a, keys::counter(p, "contacts"), "dropped").unwrap();
