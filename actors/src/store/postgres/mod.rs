@@ -84,6 +84,9 @@ struct Shared {
     on_fence_lost: RwLock<Vec<FenceLost>>,
 }
 
+/// Commits tried in one flush when each finds another lease taken over.
+const SYNC_ATTEMPTS: usize = 4;
+
 /// A hook `Store::on_fence_lost` registered.
 type FenceLost = Arc<dyn Fn(ProjectId) + Send + Sync>;
 
@@ -134,10 +137,25 @@ impl PostgresStore {
 
 impl Shared {
     /// Commits everything applied so far, then moves it from the overlay to the map.
-    /// A broken fence drops the writes of its project (`fence.rs`) and fails the group,
-    /// whose other writes are queued again.
+    /// A broken fence drops the writes of its project (`fence.rs`) and the commit is
+    /// tried again with the others, so their waiters are not failed for it.
     fn sync(&self) -> Result<()> {
         let _one = lock(&self.committing);
+        // Each drop clears a fence, and a write to a project without one is refused at
+        // apply, so a retry only meets projects whose lease moved meanwhile.
+        for _ in 0..SYNC_ATTEMPTS {
+            if self.sync_once()? {
+                return Ok(());
+            }
+        }
+        Err(Error::storage(format!(
+            "{SYNC_ATTEMPTS} commits in a row found a lease taken over; the writes are queued \
+             for the next"
+        )))
+    }
+
+    /// One commit; false when a project's writes were dropped (the rest are queued again).
+    fn sync_once(&self) -> Result<bool> {
         let (ops, upto, registered, fences) = {
             let mut p = lock(&self.pending);
             // Read under the lock that `apply` takes: a waiter counted here applied
@@ -153,7 +171,7 @@ impl Shared {
         if ops.is_empty() {
             self.synced.fetch_max(upto, Ordering::AcqRel);
             self.covered.fetch_max(registered, Ordering::AcqRel);
-            return Ok(());
+            return Ok(true);
         }
         let mut folded = Folded::new();
         for op in ops {
@@ -167,7 +185,8 @@ impl Shared {
         group.fences = fenced;
         if !unfenced.is_empty() {
             // Its fence was cleared after the writes were applied: they cannot land.
-            return self.lose(group, unfenced, false);
+            self.lose(group, unfenced, false);
+            return Ok(false);
         }
         let (group, outcome) = self.db.commit(group);
         let broken = match outcome {
@@ -178,7 +197,8 @@ impl Shared {
             }
         };
         if !broken.is_empty() {
-            return self.lose(group, broken, true);
+            self.lose(group, broken, true);
+            return Ok(false);
         }
         self.transactions.fetch_add(1, Ordering::Relaxed);
         // The map first, then the overlay: a reader that misses a key in the overlay
@@ -199,7 +219,7 @@ impl Shared {
         p.overlay.moved_upto(moved.iter(), upto);
         self.synced.fetch_max(upto, Ordering::AcqRel);
         self.covered.fetch_max(registered, Ordering::AcqRel);
-        Ok(())
+        Ok(true)
     }
 
     /// Queues the group's writes whose key passes `keep` again, ahead of later writes,
@@ -338,8 +358,9 @@ impl Store for PostgresStore {
         }
         self.batches.add(1);
         p.ops.extend(ops.iter().cloned());
+        let written = fence::projects(&ops);
         p.overlay.apply(ops);
-        fence::note_apply(&self.shared, p.overlay.version());
+        fence::note_apply(&self.shared, p.overlay.version(), written);
         Ok(())
     }
 
@@ -350,7 +371,7 @@ impl Store for PostgresStore {
         let shared = self.shared.clone();
         Box::pin(async move {
             let outcome = wait.await;
-            if let Some(project) = shared.lost_for(number, own) {
+            if let Some(project) = shared.lost_for(number, own.as_ref()) {
                 return Err(Error::NotOwner { project });
             }
             outcome

@@ -571,6 +571,53 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
     }
 }
 
+#[tokio::test]
+async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
+    let Some(config) = config().await else { return };
+    let (a, b) = (node(&config), node(&config));
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    let ours = a.cluster().unwrap();
+    let old = ours.try_acquire(p, "a", 0).await.unwrap().unwrap();
+    a.set_fence(p, Some(old));
+    a.set_fence(q, ours.try_acquire(q, "a", 30).await.unwrap());
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
+    b.set_fence(p, Some(new));
+
+    // Two tenants' writers on threads of their own (as two actors are), both applied
+    // before either waits, so one commit carries both.
+    let both_applied = Arc::new(std::sync::Barrier::new(2));
+    let writer = |project: ProjectId, value: &'static str| {
+        let (store, both_applied) = (a.clone(), both_applied.clone());
+        std::thread::spawn(move || {
+            put_key(&store, keys::counter(project, "contacts"), value).unwrap();
+            both_applied.wait();
+            store.durable()
+        })
+    };
+    let (lost, kept) = (writer(p, "old holder"), writer(q, "other tenant"));
+    let (lost, kept) = (lost.join().unwrap(), kept.join().unwrap());
+
+    kept.await
+        .expect("a write of another project is acknowledged, not failed with the lost one");
+    match lost.await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("the write of the lost project was told {other:?}"),
+    }
+    let check = PostgresStore::open(&config).unwrap();
+    assert_eq!(
+        check.get(&keys::counter(q, "contacts")).unwrap(),
+        Some(b"other tenant".to_vec()),
+        "the acknowledged write is in PostgreSQL"
+    );
+    assert_eq!(check.get(&keys::counter(p, "contacts")).unwrap(), None);
+}
+
 /// How long a node takes to load a project of 100,000 contacts (each a record and an
 /// email index entry) when it takes the project over (docs/performance.md).
 #[tokio::test]
