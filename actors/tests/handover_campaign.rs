@@ -201,6 +201,7 @@ async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_o
             url: url.clone(),
             pool_size: 2,
             lock_wait_ms: 5_000,
+            statement_timeout_ms: 5_000,
             partial: true,
         })
         .unwrap()

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use deadpool_postgres::Pool;
 
-use super::db::{connecting, failed, project_id};
+use super::db::{connecting, failed, project_id, timed_out, GRACE};
 use super::Shared;
 use crate::cluster::leases::{Holder, LeaseFuture, Leases, Node};
 use crate::error::{Error, Result};
@@ -57,9 +57,15 @@ impl PgLeases {
     {
         let (pool, at): (Pool, String) =
             (self.shared.db.pool.clone(), self.shared.db.place.clone());
+        let limit = self.shared.db.limit;
         Box::pin(self.shared.db.spawn(async move {
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
-            f(client).await
+            // The lease loop awaits these: one must never hang it past a lease.
+            tokio::time::timeout(limit + GRACE, async move {
+                let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+                f(client).await
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("a lease call", limit)))
         }))
     }
 }

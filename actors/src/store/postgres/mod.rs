@@ -46,6 +46,10 @@ pub struct PostgresConfig {
     pub pool_size: usize,
     /// How long `open` waits for another process's schema migration to finish.
     pub lock_wait_ms: u64,
+    /// How long a commit, a lease call or a wait for a pooled connection may take (a
+    /// project's load and the migrations are exempt): a hung server or a vanished
+    /// connection then fails the call (503 at the edge) instead of hanging it.
+    pub statement_timeout_ms: u64,
     /// A node of a cluster: it loads the global keys only, each project when it takes
     /// its lease (`load_project`), and refuses writes to a project it holds no fence
     /// for. False: every pair is loaded and no fence is required (one node, the CLI).

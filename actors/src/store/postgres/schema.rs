@@ -68,6 +68,7 @@ pub async fn migrate(client: &Client, lock_wait_ms: u64) -> Result<()> {
              SET LOCAL lock_timeout = {}; \
              SELECT pg_advisory_xact_lock(hashtext('mailroom schema ' || current_schema())); \
              SET LOCAL lock_timeout = 0; \
+             SET LOCAL statement_timeout = 0; \
              CREATE TABLE IF NOT EXISTS mailroom_schema (version integer NOT NULL)",
             lock_wait_ms.max(1)
         ))

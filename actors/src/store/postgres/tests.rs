@@ -27,6 +27,7 @@ async fn config() -> Option<PostgresConfig> {
         url: format!("{admin}{sep}options=-c%20search_path%3D{schema}"),
         pool_size: 2,
         lock_wait_ms: 200,
+        statement_timeout_ms: 5_000,
         partial: false,
     })
 }
@@ -616,6 +617,55 @@ async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
         "the acknowledged write is in PostgreSQL"
     );
     assert_eq!(check.get(&keys::counter(p, "contacts")).unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_commit_and_a_lease_call_that_the_server_holds_up_fail_in_time_as_unavailable() {
+    let Some(config) = config().await else { return };
+    let config = PostgresConfig {
+        statement_timeout_ms: 300,
+        ..config
+    };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().unwrap();
+    let p = ProjectId::new();
+    leases.try_acquire(p, "a", 30).await.unwrap();
+    // Another session holds both tables, as a stuck server would.
+    let (mut blocker, connection) = tokio_postgres::connect(&config.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = blocker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE kv, mailroom_leases IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    put(&s, "k/held-up", "v");
+    let commit = s
+        .durable()
+        .await
+        .expect_err("a commit the server holds up fails");
+    let lease = leases
+        .renew(p, "a", 1, 30)
+        .await
+        .expect_err("so does a lease call");
+    let took = started.elapsed();
+    assert!(commit.is_unavailable(), "{commit:?}");
+    assert!(lease.is_unavailable(), "{lease:?}");
+    assert!(
+        took < std::time::Duration::from_secs(4),
+        "both within their limits: {took:?}"
+    );
+
+    tx.rollback().await.unwrap();
+    s.durable()
+        .await
+        .expect("the held-up write is committed once the server answers");
+    assert!(leases.renew(p, "a", 1, 30).await.unwrap());
+    drop(s);
+    let check = PostgresStore::open(&config).unwrap();
+    assert_eq!(check.get(b"k/held-up").unwrap(), Some(b"v".to_vec()));
 }
 
 /// How long a node takes to load a project of 100,000 contacts (each a record and an
