@@ -73,6 +73,10 @@ struct Shared {
     synced: AtomicU64,
     /// One commit at a time: the flusher's, or a `flush_blocking`.
     committing: Mutex<()>,
+    /// One `reload_prefix` at a time.
+    reloading: Mutex<()>,
+    /// While a `reload_prefix` reads: the keys commits moved into the map meanwhile.
+    moved_while_reading: Mutex<Option<Vec<Vec<u8>>>>,
     /// PostgreSQL transactions committed (one per group commit that had writes).
     transactions: AtomicU64,
     db: Db,
@@ -120,6 +124,8 @@ impl PostgresStore {
             pending: Mutex::new(Pending::default()),
             synced: AtomicU64::new(0),
             committing: Mutex::new(()),
+            reloading: Mutex::new(()),
+            moved_while_reading: Mutex::new(None),
             transactions: AtomicU64::new(0),
             db,
             partial: config.partial,
@@ -218,6 +224,9 @@ impl Shared {
                 base.insert(Bytes::from(k.as_slice()), Bytes::from(v));
                 moved.push(k);
             }
+        }
+        if let Some(log) = lock(&self.moved_while_reading).as_mut() {
+            log.extend(moved.iter().cloned());
         }
         let mut p = lock(&self.pending);
         p.overlay.moved_upto(moved.iter(), upto);

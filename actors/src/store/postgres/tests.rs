@@ -668,6 +668,48 @@ async fn a_commit_and_a_lease_call_that_the_server_holds_up_fail_in_time_as_unav
     assert_eq!(check.get(b"k/held-up").unwrap(), Some(b"v".to_vec()));
 }
 
+#[tokio::test]
+async fn a_reload_of_ten_thousand_keys_holds_up_no_commit_and_undoes_none() {
+    let Some(config) = config().await else { return };
+    {
+        let all = PostgresStore::open(&config).unwrap();
+        let mut b = Batch::new();
+        for i in 0..10_000 {
+            b.put(format!("keys/{i:05}").into_bytes(), b"other node".to_vec());
+        }
+        all.apply(b).unwrap();
+        all.durable().await.unwrap();
+    }
+    let n = node(&config);
+    let reloader = n.clone();
+    let reload = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        for _ in 0..5 {
+            reloader.reload_prefix(b"keys/").unwrap();
+        }
+        started.elapsed() / 5
+    });
+    let (mut slowest, mut last) = (std::time::Duration::ZERO, 0);
+    while !reload.is_finished() {
+        last += 1;
+        put(&n, "keys/00000", &format!("this node, write {last}"));
+        let started = std::time::Instant::now();
+        n.durable().await.unwrap();
+        slowest = slowest.max(started.elapsed());
+    }
+    let per_reload = reload.join().unwrap();
+    println!(
+        "reload of 10,000 keys: {per_reload:?} each; slowest commit meanwhile: {slowest:?} \
+         ({last} commits)"
+    );
+    assert_eq!(
+        n.get(b"keys/00000").unwrap(),
+        Some(format!("this node, write {last}").into_bytes()),
+        "a reload never puts back a value older than one this node committed"
+    );
+    assert_eq!(n.scan(b"keys/", None, false).count(), 10_000);
+}
+
 /// How long a node takes to load a project of 100,000 contacts (each a record and an
 /// email index entry) when it takes the project over (docs/performance.md).
 #[tokio::test]
