@@ -195,6 +195,39 @@ impl Db {
         })?
     }
 
+    /// Inserts a global pair unless its key is there; answers the value stored. One
+    /// statement: the insert's row when it won, else the row that was there (the
+    /// outer SELECT sees the table as it was when the statement began, and the insert
+    /// waits for a racing insert of the same key to commit, then does nothing).
+    pub fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<Vec<u8>> {
+        let (pool, at, limit) = (self.pool.clone(), self.place.clone(), self.limit);
+        self.run(async move {
+            tokio::time::timeout(limit + GRACE, async {
+                let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+                let row = client
+                    .query_opt(
+                        "WITH ins AS (INSERT INTO kv (key, value, project) VALUES ($1, $2, NULL) \
+                             ON CONFLICT (key) DO NOTHING RETURNING value) \
+                         SELECT value FROM ins",
+                        &[&key, &value],
+                    )
+                    .await
+                    .map_err(failed)?;
+                if let Some(row) = row {
+                    return Ok(row.get::<_, Vec<u8>>(0));
+                }
+                // Another process's insert won (and committed: ours waited for it).
+                let row = client
+                    .query_one("SELECT value FROM kv WHERE key = $1", &[&key])
+                    .await
+                    .map_err(failed)?;
+                Ok(row.get::<_, Vec<u8>>(0))
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("an insert of a global key", limit)))
+        })?
+    }
+
     /// Runs `fut` on the store's runtime and answers its outcome to an await on any
     /// runtime (the lease table's calls).
     pub fn spawn<T: Send + 'static>(

@@ -441,6 +441,27 @@ impl Store for PostgresStore {
     fn cluster(&self) -> Option<Arc<dyn Leases>> {
         Some(Arc::new(leases::PgLeases::new(self.shared.clone())))
     }
+
+    fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if keys::project_of(key).is_some() {
+            return Err(Error::storage(
+                "put_if_absent is for global keys (a project's keys are written by its owner)",
+            ));
+        }
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        // Under the commit lock: no commit of this node moves a value of the key into
+        // the map between the statement and the map's update.
+        let _one = lock(&self.shared.committing);
+        let stored = self.shared.db.put_if_absent(key.to_vec(), value.to_vec())?;
+        self.shared
+            .base
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Bytes::from(key), Bytes::from(stored.as_slice()));
+        Ok(stored)
+    }
 }
 
 /// Pairs copied out of a clone of the map a chunk at a time, so a long walk holds no

@@ -710,6 +710,46 @@ async fn a_reload_of_ten_thousand_keys_holds_up_no_commit_and_undoes_none() {
     assert_eq!(n.scan(b"keys/", None, false).count(), 10_000);
 }
 
+#[tokio::test]
+async fn nodes_racing_to_create_a_global_key_all_end_up_with_the_one_that_won() {
+    let Some(config) = config().await else { return };
+    let nodes: Vec<Arc<PostgresStore>> = (0..8).map(|_| node(&config)).collect();
+    let start = Arc::new(std::sync::Barrier::new(nodes.len()));
+    let racers: Vec<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let (n, start) = (n.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                n.put_if_absent(b"meta/link-key", format!("node {i}").as_bytes())
+                    .unwrap()
+            })
+        })
+        .collect();
+    let answers: Vec<Vec<u8>> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert!(
+        answers.iter().all(|a| *a == answers[0]),
+        "one value for all: {answers:?}"
+    );
+    for n in &nodes {
+        assert_eq!(n.get(b"meta/link-key").unwrap(), Some(answers[0].clone()));
+    }
+    let later = PostgresStore::open(&config).unwrap();
+    assert_eq!(
+        later
+            .put_if_absent(b"meta/link-key", b"a latecomer")
+            .unwrap(),
+        answers[0]
+    );
+    assert!(
+        later
+            .put_if_absent(&keys::counter(ProjectId::new(), "x"), b"1")
+            .is_err(),
+        "a project's key is not for it"
+    );
+}
+
 /// How long a node takes to load a project of 100,000 contacts (each a record and an
 /// email index entry) when it takes the project over (docs/performance.md).
 #[tokio::test]
