@@ -91,7 +91,7 @@ impl Db {
             .parse()
             .map_err(|e| Error::storage_caused("storage.postgres.url is not a valid URL", e))?;
         let place = describe(&pg);
-        pg.application_name(&application_name(&process));
+        pg.application_name(application_name(&process));
         let limit = Duration::from_millis(config.statement_timeout_ms.max(1));
         // A statement the server works on too long is cancelled there; a connection
         // whose peer vanished (a half-open TCP connection: no reset ever comes) is
