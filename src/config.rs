@@ -88,6 +88,7 @@ pub struct PostgresSettings {
     pub url: String,
     pub pool_size: usize,
     pub lock_wait_ms: u64,
+    pub statement_timeout_ms: u64,
 }
 
 impl Storage {
@@ -140,6 +141,7 @@ impl Storage {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,
                     lock_wait_ms: self.postgres.lock_wait_ms,
+                    statement_timeout_ms: self.postgres.statement_timeout_ms,
                     partial: node,
                 })?
             }
@@ -557,6 +559,7 @@ mod tests {
         assert_eq!(s.storage.postgres.url, "");
         assert_eq!(s.storage.postgres.pool_size, 2);
         assert_eq!(s.storage.postgres.lock_wait_ms, 5000);
+        assert_eq!(s.storage.postgres.statement_timeout_ms, 5000);
         assert_eq!(s.server.public_url(), None, "follows the listening address");
         assert_eq!(s.outbox_dir(), PathBuf::from("./data/outbox"));
         assert_eq!(s.control_socket(), PathBuf::from("./data/mailroom.sock"));

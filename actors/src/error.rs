@@ -65,6 +65,17 @@ impl Error {
         matches!(self, Error::Storage(s) if s.is_disk_full())
     }
 
+    /// Whether this is a store failure that passes by itself (the database did not
+    /// answer in time, or could not be reached): the edge answers 503 with Retry-After.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Storage(s) if s.is_unavailable())
+    }
+
+    /// A store failure of the kind `is_unavailable` names.
+    pub fn unavailable(context: impl Into<String>) -> Self {
+        Error::storage_caused(context, std::io::Error::from(std::io::ErrorKind::TimedOut))
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Error::Conflict {
             message: message.into(),
@@ -106,6 +117,26 @@ impl StorageError {
             }
             if let Some(sled::Error::Io(io)) = e.downcast_ref::<sled::Error>() {
                 if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28) {
+                    return true;
+                }
+            }
+            next = e.source();
+        }
+        false
+    }
+}
+
+impl StorageError {
+    /// A timeout or a lost connection somewhere down the chain.
+    pub fn is_unavailable(&self) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> =
+            self.source.as_deref().map(|e| e as _);
+        while let Some(e) = next {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::NotConnected
+                ) {
                     return true;
                 }
             }

@@ -1,7 +1,9 @@
 //! A campaign in the middle of sending, handed from one engine to another as a lease
 //! moves: two registries over ONE store, each with its own dispatcher writing the
 //! emails it sends into a directory of its own. Every recipient gets one email: those
-//! sent before the hand-over from the first engine, the rest from the second.
+//! sent before the hand-over from the first engine, the rest from the second. On sled
+//! (one store under both) and on PostgreSQL (each its own view, leases and fences;
+//! skipped without `MAILROOM_TEST_POSTGRES_URL`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -18,13 +20,15 @@ use mailroom_actors::error::Error;
 use mailroom_actors::mailer::{Dispatcher, DispatcherConfig, MailerActor, TransportConfig};
 use mailroom_actors::model::{CampaignId, DataPatch, EmailAddress, ProjectId, Timestamp};
 use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::store::{SledStore, Store};
+use mailroom_actors::store::{PostgresConfig, PostgresStore, SledStore, Store};
 use mailroom_actors::{Clock, SystemClock};
 
 const RECIPIENTS: usize = 300;
 const LEASE: Duration = Duration::from_secs(3600);
 
 struct Node {
+    id: &'static str,
+    store: Arc<dyn Store>,
     registry: Registry,
     campaigns: Arc<Campaigns>,
     out: PathBuf,
@@ -32,7 +36,7 @@ struct Node {
 }
 
 impl Node {
-    fn start(store: &Arc<dyn Store>, out: PathBuf) -> Node {
+    fn start(id: &'static str, store: Arc<dyn Store>, out: PathBuf) -> Node {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let registry = Registry::with_ownership(
             store.clone(),
@@ -74,10 +78,37 @@ impl Node {
             },
         );
         Node {
+            id,
+            store,
             registry,
             campaigns,
             out,
             _dispatcher: dispatcher,
+        }
+    }
+
+    /// Takes `p`: its lease first when the store has a lease table (waiting while
+    /// another node holds it), then the project.
+    async fn take(&self, p: ProjectId) {
+        let epoch = match self.store.cluster() {
+            None => 1,
+            Some(leases) => loop {
+                let lease = leases.try_acquire(p, self.id, LEASE.as_secs()).await;
+                if let Some(epoch) = lease.unwrap() {
+                    break epoch;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            },
+        };
+        self.registry.acquire(p, epoch, LEASE).await.unwrap();
+    }
+
+    /// Hands `p` over: here first, then in the lease table.
+    async fn give_up(&self, p: ProjectId) {
+        let epoch = self.registry.ownership().epoch(p).expect("held");
+        self.registry.release(p).await.unwrap();
+        if let Some(leases) = self.store.cluster() {
+            leases.release(p, self.id, epoch).await.unwrap();
         }
     }
 
@@ -139,11 +170,53 @@ fn campaign(now: Timestamp) -> Campaign {
 async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = SledStore::open(&dir.path().join("data"), 8 << 20).unwrap();
-    let a = Node::start(&store, dir.path().join("out-a"));
-    let b = Node::start(&store, dir.path().join("out-b"));
-    let p = ProjectId::new();
+    let a = Node::start("a", store.clone(), dir.path().join("out-a"));
+    let b = Node::start("b", store, dir.path().join("out-b"));
+    hand_over_mid_send(a, b).await;
+}
 
-    a.registry.acquire(p, 1, LEASE).await.unwrap();
+/// The same on PostgreSQL: each node its own partial view of one schema, the epochs
+/// from the lease table, every write of the project fenced.
+#[actix::test]
+async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
+    let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    drop(client);
+    let _ = task.await;
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    let url = format!("{admin}{sep}options=-c%20search_path%3D{schema}");
+    let open = || -> Arc<dyn Store> {
+        PostgresStore::open(&PostgresConfig {
+            url: url.clone(),
+            pool_size: 2,
+            lock_wait_ms: 5_000,
+            statement_timeout_ms: 5_000,
+            partial: true,
+        })
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Node::start("a", open(), dir.path().join("out-a"));
+    let b = Node::start("b", open(), dir.path().join("out-b"));
+    hand_over_mid_send(a, b).await;
+}
+
+/// A sends the first share of a campaign, hands the project to B mid-send, and B
+/// sends the rest: each recipient gets one email, A none after its release.
+async fn hand_over_mid_send(a: Node, b: Node) {
+    let p = ProjectId::new();
+    a.take(p).await;
     mailroom_actors::domain::add::trust(&a.registry, p, DomainName::parse("example.com").unwrap())
         .await
         .unwrap();
@@ -173,7 +246,7 @@ async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
     })
     .await;
 
-    a.registry.release(p).await.unwrap();
+    a.give_up(p).await;
     let sent_by_a = a.recipients().len();
     assert!(
         sent_by_a < RECIPIENTS,
@@ -183,12 +256,12 @@ async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
         mailroom_actors::campaign::actions::cancel(&a.registry, p, c.id).await,
         Err(Error::NotOwner { .. })
     ));
-    b.registry.acquire(p, 2, LEASE).await.unwrap();
+    b.take(p).await;
 
     wait_for(
         "the campaign ends SENT on B",
         Duration::from_secs(60),
-        || campaigns::get(&*store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent),
+        || campaigns::get(&*b.store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent),
     )
     .await;
     assert_eq!(

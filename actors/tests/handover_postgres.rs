@@ -66,6 +66,7 @@ impl Node {
             url: url.to_owned(),
             pool_size: 2,
             lock_wait_ms: 5_000,
+            statement_timeout_ms: 5_000,
             partial: true,
         })
         .unwrap();

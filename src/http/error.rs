@@ -91,6 +91,7 @@ impl ApiError {
                 Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::NotOwner { .. } => (StatusCode::SERVICE_UNAVAILABLE, "not_owner"),
                 e if e.is_disk_full() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                e if e.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR")
                 }
@@ -115,6 +116,10 @@ impl ApiError {
             ApiError::Engine(e) if e.is_disk_full() => {
                 "The server could not make this write durable: its disk is full. The write may \
                  still take effect once space is freed"
+                    .into()
+            }
+            ApiError::Engine(e) if e.is_unavailable() => {
+                "The database did not answer in time; the write may or may not have taken effect"
                     .into()
             }
             ApiError::Engine(Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)) => {
@@ -153,6 +158,9 @@ impl ApiError {
                 "Retry later with the same Idempotency-Key (or check first that the write is not \
                  there); the operator has been told through the log that the disk is full"
             }
+            ApiError::Engine(e) if e.is_unavailable() => {
+                "Retry after the number of seconds in Retry-After, with the same Idempotency-Key"
+            }
             ApiError::Engine(Error::Conflict { suggestion, .. }) => return suggestion.clone(),
             _ => return None,
         };
@@ -165,6 +173,7 @@ impl ApiError {
             ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
             ApiError::Engine(Error::NotOwner { .. }) => Some(NOT_OWNER_RETRY_SECS),
             ApiError::Engine(e) if e.is_disk_full() => Some(DISK_FULL_RETRY_SECS),
+            ApiError::Engine(e) if e.is_unavailable() => Some(UNAVAILABLE_RETRY_SECS),
             _ => None,
         }
     }
@@ -257,9 +266,33 @@ pub struct FieldErrorView {
 /// How long a client should wait when the project's owner is changing: a lease moves
 /// within a heartbeat, and forwarding usually hides it.
 const NOT_OWNER_RETRY_SECS: u64 = 1;
+/// A database that timed out is often back within a second or two (a failover, a
+/// reconnect).
+const UNAVAILABLE_RETRY_SECS: u64 = 2;
 
 /// How long a client should wait when the disk is full.
 const DISK_FULL_RETRY_SECS: u64 = 5;
 
 /// The most field errors one 422 lists.
 const MAX_FIELD_ERRORS: usize = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_that_did_not_answer_in_time_is_a_503_with_retry_after_not_a_500() {
+        let late = ApiError::Engine(Error::unavailable("a commit got no answer"));
+        assert_eq!(
+            late.status_and_code(),
+            (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+        );
+        assert_eq!(late.retry_after(), Some(UNAVAILABLE_RETRY_SECS));
+        let broken = ApiError::Engine(Error::storage("a record does not decode"));
+        assert_eq!(
+            broken.status_and_code().0,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(broken.retry_after(), None);
+    }
+}

@@ -37,8 +37,11 @@ pub trait Leases: Send + Sync + 'static {
     fn live_nodes(&self, lease_seconds: u64) -> LeaseFuture<Vec<Node>>;
 
     /// Takes the lease of `p` for `lease_seconds` when it is free, expired or already
-    /// ours, and answers the epoch held; None when another node holds it. The epoch
-    /// goes up whenever the lease changes hands (never when we renew our own).
+    /// ours, and answers the epoch held; None when another node holds it. "Ours" is
+    /// this process's: a lease of an earlier process with the same `node_id` is taken
+    /// at once only when that process is gone, else once it runs out. The epoch goes
+    /// up whenever the lease changes hands, to another node or another process (never
+    /// when we renew our own).
     fn try_acquire(
         &self,
         p: ProjectId,
@@ -47,7 +50,7 @@ pub trait Leases: Send + Sync + 'static {
     ) -> LeaseFuture<Option<u64>>;
 
     /// Moves our lease's end to now + `lease_seconds`; false when it is no longer
-    /// ours under `epoch` (taken over after it expired).
+    /// this process's under `epoch` (taken over after it expired).
     fn renew(
         &self,
         p: ProjectId,
@@ -60,7 +63,8 @@ pub trait Leases: Send + Sync + 'static {
     /// out. Nothing happens when it is no longer ours under `epoch`.
     fn release(&self, p: ProjectId, node_id: &str, epoch: u64) -> LeaseFuture<()>;
 
-    /// Who holds the lease of `p` (expired or not), when anyone has ever held it.
+    /// Who holds the lease of `p` (expired or not), when anyone has ever held it. A
+    /// holder that never heartbeat (no advertise URL) counts as none.
     fn holder(&self, p: ProjectId) -> LeaseFuture<Option<Holder>>;
 
     /// The leases held by `node_id` (expired or not), with their epochs.

@@ -144,4 +144,18 @@ pub trait Store: Send + Sync + 'static {
     fn cluster(&self) -> Option<Arc<dyn Leases>> {
         None
     }
+
+    /// Stores `value` at the global `key` unless a value is there, and answers the value
+    /// stored: of all the processes racing to create a key (nodes starting at once on a
+    /// fresh database), one wins and every one answers its value. Blocking, like
+    /// `load_project`. Here (one process owns the store) a look then a write.
+    fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        let mut batch = Batch::new();
+        batch.put(key.to_vec(), value.to_vec());
+        self.apply(batch)?;
+        Ok(value.to_vec())
+    }
 }

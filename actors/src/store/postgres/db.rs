@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::{pin_mut, TryStreamExt};
 use imbl::OrdMap;
 use tokio_postgres::error::SqlState;
@@ -45,7 +45,7 @@ pub type Map = OrdMap<Bytes, Bytes>;
 const COMMIT: &str = "WITH held AS ( \
          SELECT l.project FROM mailroom_leases l \
          JOIN unnest($4::bytea[], $5::bigint[]) AS f(project, epoch) \
-           ON l.project = f.project AND l.epoch = f.epoch \
+           ON l.project = f.project AND l.epoch = f.epoch AND l.holder = $7 \
          FOR SHARE OF l), \
      ok AS (SELECT count(*) = cardinality($4::bytea[]) AS ok FROM held), \
      gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), \
@@ -60,17 +60,55 @@ pub struct Db {
     pub(super) pool: Pool,
     /// Where the store is, for messages (no password).
     pub place: String,
+    /// This process, among every process that ever opened the schema: a lease records
+    /// the process that holds it, not only the node id, so a second process started
+    /// under the same `cluster.node_id` (a restart while the first is merely paused)
+    /// holds it under a new epoch and the first one's writes are fenced off.
+    pub process: [u8; 16],
+    /// How long a commit or a lease call may take (`statement_timeout_ms`).
+    pub(super) limit: Duration,
+}
+
+/// The `application_name` of every connection of a process: `leases.rs` takes a
+/// lease from an earlier process of the same node at once when no connection of it is
+/// left (it was killed; the kernel closed its sockets), and waits for the lease to run
+/// out while one is (it may only be paused).
+pub fn application_name(process: &[u8]) -> String {
+    format!("mailroom {}", hex(process))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Db {
     /// Connects, migrates the schema and loads the global keys (`partial`) or every
     /// pair.
     pub fn open(config: &PostgresConfig) -> Result<(Db, Map)> {
-        let pg: tokio_postgres::Config = config
+        let process: [u8; 16] = rand::random();
+        let mut pg: tokio_postgres::Config = config
             .url
             .parse()
             .map_err(|e| Error::storage_caused("storage.postgres.url is not a valid URL", e))?;
         let place = describe(&pg);
+        pg.application_name(application_name(&process));
+        let limit = Duration::from_millis(config.statement_timeout_ms.max(1));
+        // A statement the server works on too long is cancelled there; a connection
+        // whose peer vanished (a half-open TCP connection: no reset ever comes) is
+        // closed by the kernel once sent data waits `limit` for an acknowledgement, or
+        // an idle one fails its keepalive probes, instead of hanging a call for hours.
+        let options = format!(
+            "{} -c statement_timeout={}",
+            pg.get_options().unwrap_or(""),
+            limit.as_millis()
+        );
+        pg.options(options.trim_start())
+            .connect_timeout(limit)
+            .tcp_user_timeout(limit)
+            .keepalives(true)
+            .keepalives_idle(limit)
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("store-postgres")
@@ -84,14 +122,21 @@ impl Db {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        // All connections busy (each stuck in a slow call) must not queue a caller for
+        // longer than one call may take.
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(limit))
+            .create_timeout(Some(limit))
             .build()
             .map_err(|e| Error::storage_caused("building the PostgreSQL pool", e))?;
         let db = Db {
             runtime: Some(runtime),
             pool,
             place,
+            process,
+            limit,
         };
         let (pool, at, wait, partial) = (
             db.pool.clone(),
@@ -100,7 +145,7 @@ impl Db {
             config.partial,
         );
         let map = db.run(async move {
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
             no_older_server(&client, &at).await?;
             schema::migrate(&client, wait).await?;
             let (what, filter) = if partial {
@@ -109,7 +154,7 @@ impl Db {
                 ("every pair", "")
             };
             let mut map = Map::new();
-            load_into(&client, &mut map, filter, &[]).await?;
+            load_into(&mut client, &mut map, filter, &[]).await?;
             tracing::info!(pairs = map.len(), "loaded {what} from PostgreSQL");
             Ok::<_, Error>(map)
         })??;
@@ -120,10 +165,10 @@ impl Db {
     pub fn project(&self, p: ProjectId) -> Result<Map> {
         let (pool, at) = (self.pool.clone(), self.place.clone());
         self.run(async move {
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
             let mut map = Map::new();
             let id: &[u8] = p.as_bytes();
-            load_into(&client, &mut map, "WHERE project = $1", &[&id]).await?;
+            load_into(&mut client, &mut map, "WHERE project = $1", &[&id]).await?;
             Ok(map)
         })?
     }
@@ -132,21 +177,54 @@ impl Db {
     pub fn range(&self, lower: Vec<u8>, upper: Option<Vec<u8>>) -> Result<Map> {
         let (pool, at) = (self.pool.clone(), self.place.clone());
         self.run(async move {
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
             let mut map = Map::new();
             match upper {
                 Some(upper) => {
                     load_into(
-                        &client,
+                        &mut client,
                         &mut map,
                         "WHERE key >= $1 AND key < $2",
                         &[&lower, &upper],
                     )
                     .await?
                 }
-                None => load_into(&client, &mut map, "WHERE key >= $1", &[&lower]).await?,
+                None => load_into(&mut client, &mut map, "WHERE key >= $1", &[&lower]).await?,
             }
             Ok(map)
+        })?
+    }
+
+    /// Inserts a global pair unless its key is there; answers the value stored. One
+    /// statement: the insert's row when it won, else the row that was there (the
+    /// outer SELECT sees the table as it was when the statement began, and the insert
+    /// waits for a racing insert of the same key to commit, then does nothing).
+    pub fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<Vec<u8>> {
+        let (pool, at, limit) = (self.pool.clone(), self.place.clone(), self.limit);
+        self.run(async move {
+            tokio::time::timeout(limit + GRACE, async {
+                let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+                let row = client
+                    .query_opt(
+                        "WITH ins AS (INSERT INTO kv (key, value, project) VALUES ($1, $2, NULL) \
+                             ON CONFLICT (key) DO NOTHING RETURNING value) \
+                         SELECT value FROM ins",
+                        &[&key, &value],
+                    )
+                    .await
+                    .map_err(failed)?;
+                if let Some(row) = row {
+                    return Ok(row.get::<_, Vec<u8>>(0));
+                }
+                // Another process's insert won (and committed: ours waited for it).
+                let row = client
+                    .query_one("SELECT value FROM kv WHERE key = $1", &[&key])
+                    .await
+                    .map_err(failed)?;
+                Ok(row.get::<_, Vec<u8>>(0))
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("an insert of a global key", limit)))
         })?
     }
 
@@ -189,9 +267,14 @@ impl Db {
     /// Hands the group back, so the caller applies it to its copy (or queues it again)
     /// without a copy of its values.
     pub fn commit(&self, group: Group) -> (Group, Result<Vec<ProjectId>>) {
-        let (pool, at) = (self.pool.clone(), self.place.clone());
+        let (pool, at, process, limit) = (
+            self.pool.clone(),
+            self.place.clone(),
+            self.process,
+            self.limit,
+        );
         let sent = self.run(async move {
-            let outcome = async {
+            let outcome = tokio::time::timeout(limit + GRACE, async {
                 let client = pool.get().await.map_err(|e| connecting(&at, e))?;
                 let statement = client.prepare_cached(COMMIT).await.map_err(failed)?;
                 let (fenced, epochs): (Vec<&[u8]>, Vec<i64>) = group
@@ -209,6 +292,7 @@ impl Db {
                             &fenced,
                             &epochs,
                             &group.projects,
+                            &process.as_slice(),
                         ],
                     )
                     .await
@@ -220,8 +304,9 @@ impl Db {
                     .map(|(p, _)| *p)
                     .filter(|p| !held.contains(&p.as_bytes().as_slice()))
                     .collect())
-            }
-            .await;
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("a commit", limit)));
             (group, outcome)
         });
         match sent {
@@ -272,15 +357,21 @@ impl Drop for Db {
     }
 }
 
-/// Streams the pairs the filter selects into the map.
+/// Streams the pairs the filter selects into the map. A large project takes longer
+/// than one commit may: its read is exempt from `statement_timeout` (the connection's
+/// keepalive and user timeout still end a dead one).
 async fn load_into(
-    client: &Client,
+    client: &mut Client,
     map: &mut Map,
     filter: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<()> {
     let started = Instant::now();
-    let rows = client
+    let tx = client.transaction().await.map_err(failed)?;
+    tx.batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(failed)?;
+    let rows = tx
         .query_raw(
             &format!("SELECT key, value FROM kv {filter}"),
             params.iter().copied(),
@@ -296,6 +387,7 @@ async fn load_into(
         );
         n += 1;
     }
+    tx.commit().await.map_err(failed)?;
     tracing::debug!(
         pairs = n,
         millis = started.elapsed().as_millis() as u64,
@@ -345,17 +437,43 @@ pub fn project_id(bytes: &[u8]) -> Result<ProjectId> {
     Ok(ProjectId::from_key_bytes(id))
 }
 
-/// A failed statement; a full disk on the server says so, so that the edge answers 503.
+/// Beyond the server's `statement_timeout`, for the round trip of its cancellation.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// A call that got no answer in time (a slow server or a vanished connection).
+pub fn timed_out(what: &str, limit: Duration) -> Error {
+    Error::unavailable(format!(
+        "{what} on PostgreSQL got no answer within {} ms (storage.postgres.statement_timeout_ms)",
+        limit.as_millis()
+    ))
+}
+
+/// A failed statement; a full disk on the server says so, so that the edge answers 503,
+/// and so does a statement the server cancelled for its timeout, or a lost connection.
 pub fn failed(e: tokio_postgres::Error) -> Error {
     if e.code() == Some(&SqlState::DISK_FULL) {
         let full = std::io::Error::new(std::io::ErrorKind::StorageFull, e);
         return Error::storage_caused("PostgreSQL is out of disk space", full);
     }
+    if e.code() == Some(&SqlState::QUERY_CANCELED) {
+        let late = std::io::Error::new(std::io::ErrorKind::TimedOut, e);
+        return Error::storage_caused(
+            "a PostgreSQL statement ran past storage.postgres.statement_timeout_ms",
+            late,
+        );
+    }
+    if e.is_closed() {
+        let gone = std::io::Error::new(std::io::ErrorKind::NotConnected, e);
+        return Error::storage_caused("the connection to PostgreSQL was lost", gone);
+    }
     Error::storage_caused("a PostgreSQL statement failed", e)
 }
 
+/// No connection to be had (the server is down or every connection is busy past the
+/// limit): the edge answers 503, as the database may be back in a moment.
 pub(super) fn connecting(at: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::storage_caused(format!("connecting to PostgreSQL at {at}"), e)
+    let unreachable = std::io::Error::new(std::io::ErrorKind::NotConnected, e);
+    Error::storage_caused(format!("connecting to PostgreSQL at {at}"), unreachable)
 }
 
 /// Host, port, user and database of the URL, without its password.

@@ -12,10 +12,15 @@
 //! back to back on one thread), the overlay version of its thread's last apply (taken
 //! by its first `durable()`) in
 //! (last committed version, version at the drop]. Such a waiter gets
-//! `Error::NotOwner`; a waiter of another project caught in the same marks gets it too
-//! (its writes are committed by the next commit, so a retry finds them).
+//! `Error::NotOwner` only when it wrote the dropped project: each thread notes the
+//! projects of its applies since its last `durable()`, which takes them. A waiter
+//! whose thread applied nothing (it waits for writes made elsewhere) is failed by any
+//! drop in its marks, as its writes are unknown. The commit that found the fence
+//! broken goes on with the group's other writes (`Shared::sync`), so their waiters
+//! get Ok only once those are committed, and never an error for another tenant's
+//! lease.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
@@ -34,28 +39,66 @@ pub struct Lost {
     versions: (u64, u64),
 }
 
+/// What a thread applied to one store since its last `durable()`.
+#[derive(Default)]
+pub struct Own {
+    /// The overlay version after its last apply.
+    pub version: u64,
+    /// The projects its applies wrote.
+    pub projects: Vec<ProjectId>,
+}
+
 thread_local! {
-    /// (store, overlay version after this thread's last apply to it).
-    static OWN_APPLY: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+    /// (store, what this thread applied to it), None after a `durable()` took it.
+    static OWN_APPLY: RefCell<Option<(usize, Own)>> = const { RefCell::new(None) };
 }
 
 fn id(shared: &Shared) -> usize {
     shared as *const Shared as usize
 }
 
-pub fn note_apply(shared: &Shared, version: u64) {
-    OWN_APPLY.with(|c| c.set((id(shared), version)));
+/// The projects a batch writes.
+pub fn projects(ops: &[Op]) -> Vec<ProjectId> {
+    let mut found: Vec<ProjectId> = Vec::new();
+    for op in ops {
+        let (Op::Put(k, _) | Op::Delete(k)) = op;
+        if let Some(p) = keys::project_of(k) {
+            if !found.contains(&p) {
+                found.push(p);
+            }
+        }
+    }
+    found
 }
 
-/// The overlay version of this thread's last apply to this store (0: none), taken:
-/// the first `durable()` after an apply is the one that waits for it.
-pub fn own_apply(shared: &Shared) -> u64 {
-    OWN_APPLY.with(|c| match c.get() {
-        (store, version) if store == id(shared) => {
-            c.set((0, 0));
-            version
+pub fn note_apply(shared: &Shared, version: u64, written: Vec<ProjectId>) {
+    OWN_APPLY.with(|c| {
+        let mut own = c.borrow_mut();
+        let mine = match own.as_mut() {
+            Some((store, mine)) if *store == id(shared) => mine,
+            _ => &mut own.insert((id(shared), Own::default())).1,
+        };
+        mine.version = version;
+        for p in written {
+            if !mine.projects.contains(&p) {
+                mine.projects.push(p);
+            }
         }
-        _ => 0,
+    })
+}
+
+/// What this thread applied to this store since its last `durable()` (None: nothing),
+/// taken: the first `durable()` after an apply is the one that waits for it.
+pub fn own_apply(shared: &Shared) -> Option<Own> {
+    OWN_APPLY.with(|c| {
+        let mut own = c.borrow_mut();
+        match own.take() {
+            Some((store, mine)) if store == id(shared) => Some(mine),
+            other => {
+                *own = other;
+                None
+            }
+        }
     })
 }
 
@@ -102,7 +145,7 @@ impl Shared {
     /// Drops every write of `projects` (from the group, the queue and the overlay),
     /// queues the group's other writes again, clears the fences the group checked and
     /// tells the hooks when `broken` (the lease table said no).
-    pub(super) fn lose(&self, group: Group, projects: Vec<ProjectId>, broken: bool) -> Result<()> {
+    pub(super) fn lose(&self, group: Group, projects: Vec<ProjectId>, broken: bool) {
         let theirs = |k: &[u8]| keys::project_of(k).is_some_and(|p| projects.contains(&p));
         let checked = group.fences.clone();
         self.requeue(group, |k| !theirs(k));
@@ -142,9 +185,6 @@ impl Shared {
                 }
             }
         }
-        Err(Error::NotOwner {
-            project: projects[0],
-        })
     }
 
     /// Drops the queued writes and overlay entries of `p` (none when its writes were
@@ -180,13 +220,16 @@ impl Shared {
         }
     }
 
-    /// The project a waiter's writes may have been dropped with.
-    pub(super) fn lost_for(&self, number: u64, own_version: u64) -> Option<ProjectId> {
+    /// The project a waiter's writes may have been dropped with (`own`: what its thread
+    /// applied).
+    pub(super) fn lost_for(&self, number: u64, own: Option<&Own>) -> Option<ProjectId> {
+        let version = own.map_or(0, |o| o.version);
         let lost = lock(&self.lost);
         lost.iter()
             .find(|l| {
-                (l.numbers.0 < number && number <= l.numbers.1)
-                    || (l.versions.0 < own_version && own_version <= l.versions.1)
+                ((l.numbers.0 < number && number <= l.numbers.1)
+                    || (l.versions.0 < version && version <= l.versions.1))
+                    && own.is_none_or(|o| o.projects.contains(&l.project))
             })
             .map(|l| l.project)
     }

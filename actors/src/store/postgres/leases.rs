@@ -5,12 +5,30 @@
 //!
 //! Lease rows are never deleted, so a project's epoch only grows: (project, epoch)
 //! names one holding for good, which is what the commit's fence check compares.
+//!
+//! A lease is held by a process (`holder`, the store's random `Db::process`) of a node,
+//! not by the node id alone: the epoch goes up whenever the (node id, process) pair
+//! changes, and renew, release and the commit's fence check the process too. So a
+//! process paused (SIGSTOP) while a replacement with the same `cluster.node_id`
+//! started can no longer write once it resumes. The replacement takes a lease that is
+//! still running from an earlier process of its node only when that process has no
+//! connection to the server left (`pg_stat_activity`, by `application_name`): a
+//! process killed with kill -9 has none (the kernel closed its sockets), so a restart
+//! takes its leases back at once; a paused one still has its connections, so the
+//! lease must run out first, by which time the paused process's own deadline has
+//! passed too and it sends nothing more.
+//!
+//! A second live process started with the node id of a running one is not refused at
+//! start: it gets none of the leases the first one holds and renews (its requests for
+//! those projects are answered 503 with Retry-After), and the two overwrite each
+//! other's advertise URL in `mailroom_nodes`. Giving each process its own
+//! `cluster.node_id` is the operator's part (docs/cluster.md).
 
 use std::sync::Arc;
 
 use deadpool_postgres::Pool;
 
-use super::db::{connecting, failed, project_id};
+use super::db::{connecting, failed, project_id, timed_out, GRACE};
 use super::Shared;
 use crate::cluster::leases::{Holder, LeaseFuture, Leases, Node};
 use crate::error::{Error, Result};
@@ -27,6 +45,10 @@ impl PgLeases {
     }
 
     /// Runs one call on a pooled connection on the store's runtime.
+    fn process(&self) -> Vec<u8> {
+        self.shared.db.process.to_vec()
+    }
+
     fn call<T, F, Fut>(&self, f: F) -> LeaseFuture<T>
     where
         T: Send + 'static,
@@ -35,9 +57,15 @@ impl PgLeases {
     {
         let (pool, at): (Pool, String) =
             (self.shared.db.pool.clone(), self.shared.db.place.clone());
+        let limit = self.shared.db.limit;
         Box::pin(self.shared.db.spawn(async move {
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
-            f(client).await
+            // The lease loop awaits these: one must never hang it past a lease.
+            tokio::time::timeout(limit + GRACE, async move {
+                let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+                f(client).await
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("a lease call", limit)))
         }))
     }
 }
@@ -94,22 +122,27 @@ impl Leases for PgLeases {
         node_id: &str,
         lease_seconds: u64,
     ) -> LeaseFuture<Option<u64>> {
-        let id = node_id.to_owned();
+        let (id, me) = (node_id.to_owned(), self.process());
         self.call(move |c| async move {
             // The conflict branch sees the row locked, so two nodes racing for an
             // expired lease take turns, and the second finds it live and ours-not.
             let row = c
                 .query_opt(
-                    "INSERT INTO mailroom_leases AS l (project, node_id, epoch, expires_at) \
-                     VALUES ($1, $2, 1, now() + make_interval(secs => $3)) \
+                    "INSERT INTO mailroom_leases AS l (project, node_id, holder, epoch, expires_at) \
+                     VALUES ($1, $2, $4, 1, now() + make_interval(secs => $3)) \
                      ON CONFLICT (project) DO UPDATE \
-                     SET node_id = EXCLUDED.node_id, \
-                         epoch = CASE WHEN l.node_id = EXCLUDED.node_id THEN l.epoch \
+                     SET node_id = EXCLUDED.node_id, holder = EXCLUDED.holder, \
+                         epoch = CASE WHEN l.node_id = EXCLUDED.node_id \
+                                       AND l.holder = EXCLUDED.holder THEN l.epoch \
                                       ELSE l.epoch + 1 END, \
                          expires_at = EXCLUDED.expires_at \
-                     WHERE l.node_id = EXCLUDED.node_id OR l.expires_at <= now() \
+                     WHERE (l.node_id = EXCLUDED.node_id AND l.holder = EXCLUDED.holder) \
+                        OR l.expires_at <= now() \
+                        OR (l.node_id = EXCLUDED.node_id AND NOT EXISTS ( \
+                             SELECT 1 FROM pg_stat_activity \
+                             WHERE application_name = 'mailroom ' || encode(l.holder, 'hex'))) \
                      RETURNING epoch",
-                    &[&p.as_bytes().as_slice(), &id, &secs(lease_seconds)],
+                    &[&p.as_bytes().as_slice(), &id, &secs(lease_seconds), &me],
                 )
                 .await
                 .map_err(failed)?;
@@ -124,17 +157,18 @@ impl Leases for PgLeases {
         epoch: u64,
         lease_seconds: u64,
     ) -> LeaseFuture<bool> {
-        let id = node_id.to_owned();
+        let (id, me) = (node_id.to_owned(), self.process());
         self.call(move |c| async move {
             let n = c
                 .execute(
                     "UPDATE mailroom_leases SET expires_at = now() + make_interval(secs => $4) \
-                     WHERE project = $1 AND node_id = $2 AND epoch = $3",
+                     WHERE project = $1 AND node_id = $2 AND epoch = $3 AND holder = $5",
                     &[
                         &p.as_bytes().as_slice(),
                         &id,
                         &(epoch as i64),
                         &secs(lease_seconds),
+                        &me,
                     ],
                 )
                 .await
@@ -144,12 +178,12 @@ impl Leases for PgLeases {
     }
 
     fn release(&self, p: ProjectId, node_id: &str, epoch: u64) -> LeaseFuture<()> {
-        let id = node_id.to_owned();
+        let (id, me) = (node_id.to_owned(), self.process());
         self.call(move |c| async move {
             c.execute(
                 "UPDATE mailroom_leases SET expires_at = now() \
-                 WHERE project = $1 AND node_id = $2 AND epoch = $3",
-                &[&p.as_bytes().as_slice(), &id, &(epoch as i64)],
+                 WHERE project = $1 AND node_id = $2 AND epoch = $3 AND holder = $4",
+                &[&p.as_bytes().as_slice(), &id, &(epoch as i64), &me],
             )
             .await
             .map_err(failed)?;

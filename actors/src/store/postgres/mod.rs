@@ -46,6 +46,10 @@ pub struct PostgresConfig {
     pub pool_size: usize,
     /// How long `open` waits for another process's schema migration to finish.
     pub lock_wait_ms: u64,
+    /// How long a commit, a lease call or a wait for a pooled connection may take (a
+    /// project's load and the migrations are exempt): a hung server or a vanished
+    /// connection then fails the call (503 at the edge) instead of hanging it.
+    pub statement_timeout_ms: u64,
     /// A node of a cluster: it loads the global keys only, each project when it takes
     /// its lease (`load_project`), and refuses writes to a project it holds no fence
     /// for. False: every pair is loaded and no fence is required (one node, the CLI).
@@ -69,6 +73,10 @@ struct Shared {
     synced: AtomicU64,
     /// One commit at a time: the flusher's, or a `flush_blocking`.
     committing: Mutex<()>,
+    /// One `reload_prefix` at a time.
+    reloading: Mutex<()>,
+    /// While a `reload_prefix` reads: the keys commits moved into the map meanwhile.
+    moved_while_reading: Mutex<Option<Vec<Vec<u8>>>>,
     /// PostgreSQL transactions committed (one per group commit that had writes).
     transactions: AtomicU64,
     db: Db,
@@ -83,6 +91,9 @@ struct Shared {
     lost: Mutex<Vec<Lost>>,
     on_fence_lost: RwLock<Vec<FenceLost>>,
 }
+
+/// Commits tried in one flush when each finds another lease taken over.
+const SYNC_ATTEMPTS: usize = 4;
 
 /// A hook `Store::on_fence_lost` registered.
 type FenceLost = Arc<dyn Fn(ProjectId) + Send + Sync>;
@@ -113,6 +124,8 @@ impl PostgresStore {
             pending: Mutex::new(Pending::default()),
             synced: AtomicU64::new(0),
             committing: Mutex::new(()),
+            reloading: Mutex::new(()),
+            moved_while_reading: Mutex::new(None),
             transactions: AtomicU64::new(0),
             db,
             partial: config.partial,
@@ -134,10 +147,25 @@ impl PostgresStore {
 
 impl Shared {
     /// Commits everything applied so far, then moves it from the overlay to the map.
-    /// A broken fence drops the writes of its project (`fence.rs`) and fails the group,
-    /// whose other writes are queued again.
+    /// A broken fence drops the writes of its project (`fence.rs`) and the commit is
+    /// tried again with the others, so their waiters are not failed for it.
     fn sync(&self) -> Result<()> {
         let _one = lock(&self.committing);
+        // Each drop clears a fence, and a write to a project without one is refused at
+        // apply, so a retry only meets projects whose lease moved meanwhile.
+        for _ in 0..SYNC_ATTEMPTS {
+            if self.sync_once()? {
+                return Ok(());
+            }
+        }
+        Err(Error::storage(format!(
+            "{SYNC_ATTEMPTS} commits in a row found a lease taken over; the writes are queued \
+             for the next"
+        )))
+    }
+
+    /// One commit; false when a project's writes were dropped (the rest are queued again).
+    fn sync_once(&self) -> Result<bool> {
         let (ops, upto, registered, fences) = {
             let mut p = lock(&self.pending);
             // Read under the lock that `apply` takes: a waiter counted here applied
@@ -153,7 +181,7 @@ impl Shared {
         if ops.is_empty() {
             self.synced.fetch_max(upto, Ordering::AcqRel);
             self.covered.fetch_max(registered, Ordering::AcqRel);
-            return Ok(());
+            return Ok(true);
         }
         let mut folded = Folded::new();
         for op in ops {
@@ -167,7 +195,8 @@ impl Shared {
         group.fences = fenced;
         if !unfenced.is_empty() {
             // Its fence was cleared after the writes were applied: they cannot land.
-            return self.lose(group, unfenced, false);
+            self.lose(group, unfenced, false);
+            return Ok(false);
         }
         let (group, outcome) = self.db.commit(group);
         let broken = match outcome {
@@ -178,7 +207,8 @@ impl Shared {
             }
         };
         if !broken.is_empty() {
-            return self.lose(group, broken, true);
+            self.lose(group, broken, true);
+            return Ok(false);
         }
         self.transactions.fetch_add(1, Ordering::Relaxed);
         // The map first, then the overlay: a reader that misses a key in the overlay
@@ -195,11 +225,14 @@ impl Shared {
                 moved.push(k);
             }
         }
+        if let Some(log) = lock(&self.moved_while_reading).as_mut() {
+            log.extend(moved.iter().cloned());
+        }
         let mut p = lock(&self.pending);
         p.overlay.moved_upto(moved.iter(), upto);
         self.synced.fetch_max(upto, Ordering::AcqRel);
         self.covered.fetch_max(registered, Ordering::AcqRel);
-        Ok(())
+        Ok(true)
     }
 
     /// Queues the group's writes whose key passes `keep` again, ahead of later writes,
@@ -338,8 +371,9 @@ impl Store for PostgresStore {
         }
         self.batches.add(1);
         p.ops.extend(ops.iter().cloned());
+        let written = fence::projects(&ops);
         p.overlay.apply(ops);
-        fence::note_apply(&self.shared, p.overlay.version());
+        fence::note_apply(&self.shared, p.overlay.version(), written);
         Ok(())
     }
 
@@ -350,7 +384,7 @@ impl Store for PostgresStore {
         let shared = self.shared.clone();
         Box::pin(async move {
             let outcome = wait.await;
-            if let Some(project) = shared.lost_for(number, own) {
+            if let Some(project) = shared.lost_for(number, own.as_ref()) {
                 return Err(Error::NotOwner { project });
             }
             outcome
@@ -406,6 +440,27 @@ impl Store for PostgresStore {
 
     fn cluster(&self) -> Option<Arc<dyn Leases>> {
         Some(Arc::new(leases::PgLeases::new(self.shared.clone())))
+    }
+
+    fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if keys::project_of(key).is_some() {
+            return Err(Error::storage(
+                "put_if_absent is for global keys (a project's keys are written by its owner)",
+            ));
+        }
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        // Under the commit lock: no commit of this node moves a value of the key into
+        // the map between the statement and the map's update.
+        let _one = lock(&self.shared.committing);
+        let stored = self.shared.db.put_if_absent(key.to_vec(), value.to_vec())?;
+        self.shared
+            .base
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Bytes::from(key), Bytes::from(stored.as_slice()));
+        Ok(stored)
     }
 }
 

@@ -47,6 +47,12 @@ const MIGRATIONS: &[&[Step]] = &[
                  expires_at timestamptz NOT NULL)",
         ),
     ],
+    // 3: a lease names the process that holds it (`db::Db::process`), so two processes
+    // with one node id never share an epoch. Rows of version 2 name none: the next
+    // acquire of each moves it to a new epoch.
+    &[Step::Sql(
+        "ALTER TABLE mailroom_leases ADD COLUMN holder bytea NOT NULL DEFAULT ''::bytea",
+    )],
 ];
 
 /// The schema version this build writes and reads.
@@ -62,6 +68,7 @@ pub async fn migrate(client: &Client, lock_wait_ms: u64) -> Result<()> {
              SET LOCAL lock_timeout = {}; \
              SELECT pg_advisory_xact_lock(hashtext('mailroom schema ' || current_schema())); \
              SET LOCAL lock_timeout = 0; \
+             SET LOCAL statement_timeout = 0; \
              CREATE TABLE IF NOT EXISTS mailroom_schema (version integer NOT NULL)",
             lock_wait_ms.max(1)
         ))

@@ -27,6 +27,7 @@ async fn config() -> Option<PostgresConfig> {
         url: format!("{admin}{sep}options=-c%20search_path%3D{schema}"),
         pool_size: 2,
         lock_wait_ms: 200,
+        statement_timeout_ms: 5_000,
         partial: false,
     })
 }
@@ -335,6 +336,131 @@ async fn a_lease_is_taken_renewed_released_and_taken_over_only_once_expired() {
     );
 }
 
+/// Waits (at most 10 s) for `f` to answer Some.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(t) = f().await {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_second_process_of_one_node_takes_a_paused_ones_lease_only_once_it_ran_out_and_under_a_new_epoch(
+) {
+    let Some(config) = config().await else { return };
+    // Two processes with one node id: `paused` stands for one stopped with SIGSTOP (its
+    // connections stay open), `replacement` for the one a supervisor started beside it.
+    let (paused, replacement) = (node(&config), node(&config));
+    let p = ProjectId::new();
+    let theirs = paused.cluster().unwrap();
+    let held = theirs.try_acquire(p, "a", 30).await.unwrap().unwrap();
+    paused.set_fence(p, Some(held));
+    paused.load_project(p).unwrap();
+    put_key(&paused, keys::counter(p, "contacts"), "before").unwrap();
+    paused.durable().await.unwrap();
+
+    let ours = replacement.cluster().unwrap();
+    assert_eq!(
+        ours.try_acquire(p, "a", 30).await.unwrap(),
+        None,
+        "a running lease of a process still connected is not taken, even by its node id"
+    );
+    assert!(
+        theirs.renew(p, "a", held, 0).await.unwrap(),
+        "it runs out now"
+    );
+    let taken = ours.try_acquire(p, "a", 30).await.unwrap().unwrap();
+    assert!(taken > held, "a new process holds it under a new epoch");
+    assert!(
+        !theirs.renew(p, "a", held, 30).await.unwrap(),
+        "the paused process cannot renew it under its node id"
+    );
+    theirs.release(p, "a", held).await.unwrap();
+    assert!(ours.renew(p, "a", taken, 30).await.unwrap(), "nor end it");
+    assert_eq!(
+        theirs.try_acquire(p, "a", 30).await.unwrap(),
+        None,
+        "nor take it back while the replacement is connected"
+    );
+
+    put_key(&paused, keys::counter(p, "contacts"), "after the pause").unwrap();
+    match paused.durable().await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("the paused process's write went through: {other:?}"),
+    }
+    replacement.set_fence(p, Some(taken));
+    replacement.load_project(p).unwrap();
+    assert_eq!(
+        replacement.get(&keys::counter(p, "contacts")).unwrap(),
+        Some(b"before".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_process_of_one_node_takes_its_killed_predecessors_running_lease_at_once() {
+    let Some(config) = config().await else { return };
+    let p = ProjectId::new();
+    let killed = node(&config);
+    let held = killed
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "a", 600)
+        .await
+        .unwrap()
+        .unwrap();
+    // Dropping the store closes its connections, as the kernel does for a killed process.
+    drop(killed);
+    let restarted = node(&config);
+    let leases = restarted.cluster().unwrap();
+    let taken = eventually("the server sees the old connections closed", || {
+        let leases = leases.clone();
+        async move { leases.try_acquire(p, "a", 30).await.unwrap() }
+    })
+    .await;
+    assert!(taken > held, "under a new epoch: {taken} after {held}");
+    assert_eq!(
+        leases.try_acquire(p, "b", 30).await.unwrap(),
+        None,
+        "another node still waits for it to run out"
+    );
+}
+
+#[tokio::test]
+async fn nodes_racing_for_a_free_lease_leave_exactly_one_holder() {
+    let Some(config) = config().await else { return };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().unwrap();
+    for round in 0..5 {
+        let p = ProjectId::new();
+        let tries: Vec<_> = (0..8)
+            .map(|n| leases.try_acquire(p, &format!("node-{n}"), 30))
+            .collect();
+        let won: Vec<(usize, u64)> = futures_util::future::try_join_all(tries)
+            .await
+            .unwrap()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, e)| e.map(|e| (n, e)))
+            .collect();
+        assert_eq!(won.len(), 1, "round {round}: {won:?}");
+        let (winner, epoch) = won[0];
+        assert_eq!(epoch, 1);
+        for n in 0..8 {
+            let held = leases.leases_of(&format!("node-{n}")).await.unwrap();
+            let holds_p = held.iter().any(|(q, _)| *q == p);
+            assert_eq!(holds_p, n == winner, "round {round}, node-{n}: {held:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders_land() {
     let Some(config) = config().await else { return };
@@ -354,7 +480,13 @@ async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders
     put_key(&a, keys::counter(p, "contacts"), "a, before").unwrap();
     a.durable().await.unwrap();
 
-    let new = leases.try_acquire(p, "b", 30).await.unwrap().unwrap();
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(new > old);
     b.set_fence(p, Some(new));
     b.load_project(p).unwrap();
@@ -415,7 +547,13 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
     let old = leases.try_acquire(p, "a", 0).await.unwrap().unwrap();
     a.set_fence(p, Some(old));
     a.set_fence(q, leases.try_acquire(q, "a", 30).await.unwrap());
-    let new = leases.try_acquire(p, "b", 30).await.unwrap().unwrap();
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
     b.set_fence(p, Some(new));
 
     put_key(&a, keys::counter(p, "contacts"), "dropped").unwrap();
@@ -432,6 +570,184 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
         Err(Error::NotOwner { project }) => assert_eq!(project, p),
         other => panic!("the dropped write's waiter was told {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
+    let Some(config) = config().await else { return };
+    let (a, b) = (node(&config), node(&config));
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    let ours = a.cluster().unwrap();
+    let old = ours.try_acquire(p, "a", 0).await.unwrap().unwrap();
+    a.set_fence(p, Some(old));
+    a.set_fence(q, ours.try_acquire(q, "a", 30).await.unwrap());
+    let new = b
+        .cluster()
+        .unwrap()
+        .try_acquire(p, "b", 30)
+        .await
+        .unwrap()
+        .unwrap();
+    b.set_fence(p, Some(new));
+
+    // Two tenants' writers on threads of their own (as two actors are), both applied
+    // before either waits, so one commit carries both.
+    let both_applied = Arc::new(std::sync::Barrier::new(2));
+    let writer = |project: ProjectId, value: &'static str| {
+        let (store, both_applied) = (a.clone(), both_applied.clone());
+        std::thread::spawn(move || {
+            put_key(&store, keys::counter(project, "contacts"), value).unwrap();
+            both_applied.wait();
+            store.durable()
+        })
+    };
+    let (lost, kept) = (writer(p, "old holder"), writer(q, "other tenant"));
+    let (lost, kept) = (lost.join().unwrap(), kept.join().unwrap());
+
+    kept.await
+        .expect("a write of another project is acknowledged, not failed with the lost one");
+    match lost.await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("the write of the lost project was told {other:?}"),
+    }
+    let check = PostgresStore::open(&config).unwrap();
+    assert_eq!(
+        check.get(&keys::counter(q, "contacts")).unwrap(),
+        Some(b"other tenant".to_vec()),
+        "the acknowledged write is in PostgreSQL"
+    );
+    assert_eq!(check.get(&keys::counter(p, "contacts")).unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_commit_and_a_lease_call_that_the_server_holds_up_fail_in_time_as_unavailable() {
+    let Some(config) = config().await else { return };
+    let config = PostgresConfig {
+        statement_timeout_ms: 300,
+        ..config
+    };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().unwrap();
+    let p = ProjectId::new();
+    leases.try_acquire(p, "a", 30).await.unwrap();
+    // Another session holds both tables, as a stuck server would.
+    let (mut blocker, connection) = tokio_postgres::connect(&config.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = blocker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE kv, mailroom_leases IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    put(&s, "k/held-up", "v");
+    let commit = s
+        .durable()
+        .await
+        .expect_err("a commit the server holds up fails");
+    let lease = leases
+        .renew(p, "a", 1, 30)
+        .await
+        .expect_err("so does a lease call");
+    let took = started.elapsed();
+    assert!(commit.is_unavailable(), "{commit:?}");
+    assert!(lease.is_unavailable(), "{lease:?}");
+    assert!(
+        took < std::time::Duration::from_secs(4),
+        "both within their limits: {took:?}"
+    );
+
+    tx.rollback().await.unwrap();
+    s.durable()
+        .await
+        .expect("the held-up write is committed once the server answers");
+    assert!(leases.renew(p, "a", 1, 30).await.unwrap());
+    drop(s);
+    let check = PostgresStore::open(&config).unwrap();
+    assert_eq!(check.get(b"k/held-up").unwrap(), Some(b"v".to_vec()));
+}
+
+#[tokio::test]
+async fn a_reload_of_ten_thousand_keys_holds_up_no_commit_and_undoes_none() {
+    let Some(config) = config().await else { return };
+    {
+        let all = PostgresStore::open(&config).unwrap();
+        let mut b = Batch::new();
+        for i in 0..10_000 {
+            b.put(format!("keys/{i:05}").into_bytes(), b"other node".to_vec());
+        }
+        all.apply(b).unwrap();
+        all.durable().await.unwrap();
+    }
+    let n = node(&config);
+    let reloader = n.clone();
+    let reload = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        for _ in 0..5 {
+            reloader.reload_prefix(b"keys/").unwrap();
+        }
+        started.elapsed() / 5
+    });
+    let (mut slowest, mut last) = (std::time::Duration::ZERO, 0);
+    while !reload.is_finished() {
+        last += 1;
+        put(&n, "keys/00000", &format!("this node, write {last}"));
+        let started = std::time::Instant::now();
+        n.durable().await.unwrap();
+        slowest = slowest.max(started.elapsed());
+    }
+    let per_reload = reload.join().unwrap();
+    println!(
+        "reload of 10,000 keys: {per_reload:?} each; slowest commit meanwhile: {slowest:?} \
+         ({last} commits)"
+    );
+    assert_eq!(
+        n.get(b"keys/00000").unwrap(),
+        Some(format!("this node, write {last}").into_bytes()),
+        "a reload never puts back a value older than one this node committed"
+    );
+    assert_eq!(n.scan(b"keys/", None, false).count(), 10_000);
+}
+
+#[tokio::test]
+async fn nodes_racing_to_create_a_global_key_all_end_up_with_the_one_that_won() {
+    let Some(config) = config().await else { return };
+    let nodes: Vec<Arc<PostgresStore>> = (0..8).map(|_| node(&config)).collect();
+    let start = Arc::new(std::sync::Barrier::new(nodes.len()));
+    let racers: Vec<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let (n, start) = (n.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                n.put_if_absent(b"meta/link-key", format!("node {i}").as_bytes())
+                    .unwrap()
+            })
+        })
+        .collect();
+    let answers: Vec<Vec<u8>> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert!(
+        answers.iter().all(|a| *a == answers[0]),
+        "one value for all: {answers:?}"
+    );
+    for n in &nodes {
+        assert_eq!(n.get(b"meta/link-key").unwrap(), Some(answers[0].clone()));
+    }
+    let later = PostgresStore::open(&config).unwrap();
+    assert_eq!(
+        later
+            .put_if_absent(b"meta/link-key", b"a latecomer")
+            .unwrap(),
+        answers[0]
+    );
+    assert!(
+        later
+            .put_if_absent(&keys::counter(ProjectId::new(), "x"), b"1")
+            .is_err(),
+        "a project's key is not for it"
+    );
 }
 
 /// How long a node takes to load a project of 100,000 contacts (each a record and an

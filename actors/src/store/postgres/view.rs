@@ -2,6 +2,7 @@
 //! is loaded when its lease is taken and forgotten when it is handed over; the global
 //! keys that other nodes write (`projects/`, `keys/`) are read again on demand.
 
+use std::collections::HashSet;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use super::db::{Bytes, Map};
@@ -87,26 +88,40 @@ impl Shared {
         }
     }
 
-    /// One commit at a time holds `committing`, so none moves a value into the map
-    /// between the read and the swap (which would put back an older value).
+    /// Reads the prefix from PostgreSQL without holding up the commits, then swaps it
+    /// in under `committing` (no commit in between). A key this node committed while
+    /// the read ran keeps the value it committed: the read may predate that commit,
+    /// and putting back an older value would undo an acknowledged write on this node.
     pub(super) fn reload_prefix(&self, prefix: &[u8]) -> Result<()> {
-        let _one = lock(&self.committing);
+        let _one_reload = lock(&self.reloading);
+        *lock(&self.moved_while_reading) = Some(Vec::new());
         let end = prefix_end(prefix);
-        let fresh = self.db.range(prefix.to_vec(), end.clone())?;
+        let read = self.db.range(prefix.to_vec(), end.clone());
+        let _no_commit = lock(&self.committing);
+        let moved: HashSet<Vec<u8>> = lock(&self.moved_while_reading)
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let fresh = read?;
         let mut base = self.base.write().unwrap_or_else(|e| e.into_inner());
         let upper = match &end {
             Some(e) => Excluded(e.as_slice()),
             None => Unbounded,
         };
+        let kept = |k: &[u8]| moved.contains(k);
         let stale: Vec<Bytes> = base
             .range::<_, [u8]>((Included(prefix), upper))
             .map(|(k, _)| k.clone())
+            .filter(|k| !kept(k))
             .collect();
         for k in stale {
             base.remove(&*k);
         }
         for (k, v) in fresh {
-            base.insert(k, v);
+            if !kept(&k) {
+                base.insert(k, v);
+            }
         }
         Ok(())
     }
