@@ -63,7 +63,10 @@ fn removed_metric(app: &TestApp, kind: &str) -> u64 {
 /// reads as gone once its removal is staged, and the count follows the batch.
 fn assert_removed_at_least(app: &TestApp, kind: &str, n: u64) {
     let removed = eventually(30, || removed_metric(app, kind), |got| *got >= n);
-    assert!(removed >= n, "{kind}: {removed} removed, wanted at least {n}");
+    assert!(
+        removed >= n,
+        "{kind}: {removed} removed, wanted at least {n}"
+    );
 }
 
 #[test]

@@ -60,7 +60,8 @@ pub trait Leases: Send + Sync + 'static {
     /// out. Nothing happens when it is no longer ours under `epoch`.
     fn release(&self, p: ProjectId, node_id: &str, epoch: u64) -> LeaseFuture<()>;
 
-    /// Who holds the lease of `p` (expired or not), when anyone has ever held it.
+    /// Who holds the lease of `p` (expired or not), when anyone has ever held it. A
+    /// holder that never heartbeat (no advertise URL) counts as none.
     fn holder(&self, p: ProjectId) -> LeaseFuture<Option<Holder>>;
 
     /// The leases held by `node_id` (expired or not), with their epochs.

@@ -245,6 +245,11 @@ impl TestApp {
         std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
     }
 
+    /// Whether this server's process is still ours to talk to (not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     pub fn child_pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }

@@ -336,6 +336,34 @@ async fn a_lease_is_taken_renewed_released_and_taken_over_only_once_expired() {
 }
 
 #[tokio::test]
+async fn nodes_racing_for_a_free_lease_leave_exactly_one_holder() {
+    let Some(config) = config().await else { return };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().unwrap();
+    for round in 0..5 {
+        let p = ProjectId::new();
+        let tries: Vec<_> = (0..8)
+            .map(|n| leases.try_acquire(p, &format!("node-{n}"), 30))
+            .collect();
+        let won: Vec<(usize, u64)> = futures_util::future::try_join_all(tries)
+            .await
+            .unwrap()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, e)| e.map(|e| (n, e)))
+            .collect();
+        assert_eq!(won.len(), 1, "round {round}: {won:?}");
+        let (winner, epoch) = won[0];
+        assert_eq!(epoch, 1);
+        for n in 0..8 {
+            let held = leases.leases_of(&format!("node-{n}")).await.unwrap();
+            let holds_p = held.iter().any(|(q, _)| *q == p);
+            assert_eq!(holds_p, n == winner, "round {round}, node-{n}: {held:?}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders_land() {
     let Some(config) = config().await else { return };
     let (a, b) = (node(&config), node(&config));

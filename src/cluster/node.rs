@@ -1,0 +1,314 @@
+//! The lease loop and the routing decision of a cluster node.
+//!
+//! Every third of a lease the node heartbeats, reads the live nodes, re-reads the global
+//! keys other nodes or the CLI wrote (`projects/`, `keys/`), and for each project works
+//! out its rendezvous owner among the live nodes: it takes the leases that fall to it and
+//! are free or expired, renews the ones it holds, and hands over the ones that now fall
+//! to another node (released here first, at a message boundary, then in the table, so the
+//! next owner needs no wait). A failed renewal means another node took over: the project
+//! is released here at once.
+//!
+//! Nothing here blocks a thread: the lease table's futures run on the store's runtime,
+//! and store reads go through `spawn_blocking`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use mailroom_actors::cluster::leases::{Leases, Node as LiveNode};
+use mailroom_actors::error::Result;
+use mailroom_actors::model::ProjectId;
+use mailroom_actors::project::Registry;
+use mailroom_actors::projects::Projects;
+use mailroom_actors::store::Store;
+use mailroom_actors::Error;
+
+use super::{rendezvous, Identity};
+
+/// Where a request for a project goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// This node owns the project: serve it here.
+    Serve,
+    /// Another live node owns it (or should): pass the request to it.
+    Forward { node: String, url: String },
+}
+
+/// Counters for /metrics.
+#[derive(Default)]
+pub struct ClusterMetrics {
+    pub forwards: AtomicU64,
+    pub lease_moves: AtomicU64,
+}
+
+pub struct ClusterNode {
+    pub identity: Identity,
+    leases: Arc<dyn Leases>,
+    registry: Registry,
+    store: Arc<dyn Store>,
+    projects: Projects,
+    /// The live nodes as the last tick saw them (always this node among them).
+    live: RwLock<Vec<LiveNode>>,
+    /// One move at a time: a tick's pass and an on-demand acquisition never both load or
+    /// release the same project.
+    moves: tokio::sync::Mutex<()>,
+    /// When `keys/` was last re-read for an unknown API key.
+    keys_reloaded: Mutex<Option<Instant>>,
+    pub metrics: ClusterMetrics,
+}
+
+/// At most one re-read of `keys/` per this long for unknown keys: a hostile client
+/// sending random keys must not turn each request into a database read.
+const KEYS_RELOAD_EVERY: Duration = Duration::from_millis(500);
+
+impl ClusterNode {
+    pub fn new(
+        identity: Identity,
+        leases: Arc<dyn Leases>,
+        registry: Registry,
+        store: Arc<dyn Store>,
+        projects: Projects,
+    ) -> Arc<ClusterNode> {
+        let me = LiveNode {
+            id: identity.node_id.clone(),
+            url: identity.advertise_url.clone(),
+        };
+        Arc::new(ClusterNode {
+            identity,
+            leases,
+            registry,
+            store,
+            projects,
+            live: RwLock::new(vec![me]),
+            moves: tokio::sync::Mutex::new(()),
+            keys_reloaded: Mutex::new(None),
+            metrics: ClusterMetrics::default(),
+        })
+    }
+
+    fn me(&self) -> &str {
+        &self.identity.node_id
+    }
+
+    fn lease_seconds(&self) -> u64 {
+        self.identity.lease.as_secs()
+    }
+
+    /// How long a lease taken or renewed when `asked` is surely still ours: the lease,
+    /// less the time the database took to answer and a margin for clock drift between
+    /// this node's monotonic clock and the database's.
+    fn valid_for(&self, asked: Instant) -> Duration {
+        let margin = (self.identity.lease / 5).max(Duration::from_millis(300));
+        self.identity
+            .lease
+            .saturating_sub(margin)
+            .saturating_sub(asked.elapsed())
+    }
+
+    /// Runs the lease loop on the current (actix) runtime until the process ends.
+    pub fn start(self: &Arc<Self>) {
+        let node = self.clone();
+        actix_web::rt::spawn(async move {
+            let mut every = tokio::time::interval(node.identity.tick());
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if let Err(e) = node.tick().await {
+                    tracing::warn!(error = %e, node = node.me(), "cluster tick failed; retrying at the next");
+                }
+            }
+        });
+    }
+
+    /// One pass of the loop (also run once at start-up, before serving).
+    pub async fn tick(&self) -> Result<()> {
+        self.leases
+            .heartbeat(self.me(), &self.identity.advertise_url)
+            .await?;
+        let mut live = self.leases.live_nodes(self.lease_seconds()).await?;
+        if !live.iter().any(|n| n.id == self.me()) {
+            live.push(LiveNode {
+                id: self.me().to_owned(),
+                url: self.identity.advertise_url.clone(),
+            });
+        }
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.clone();
+        self.reload(&[b"projects/", b"keys/"]).await?;
+        let projects = self.project_ids().await?;
+        let ids: Vec<&str> = live.iter().map(|n| n.id.as_str()).collect();
+        let _one = self.moves.lock().await;
+        let ownership = self.registry.ownership().clone();
+        let known: HashSet<ProjectId> = projects.iter().copied().collect();
+        // Held here but deleted since (or never listed): hand back.
+        let mut held: Vec<ProjectId> = ownership.owned().into_iter().map(|(p, _)| p).collect();
+        held.retain(|p| !known.contains(p));
+        for p in held {
+            self.hand_over(p, "the project is gone").await;
+        }
+        for p in projects {
+            let target = rendezvous::owner(&ids, p).unwrap_or(self.me());
+            match ownership.epoch(p) {
+                Some(epoch) if target == self.me() => {
+                    let asked = Instant::now();
+                    match self
+                        .leases
+                        .renew(p, self.me(), epoch, self.lease_seconds())
+                        .await
+                    {
+                        Ok(true) => {
+                            self.registry.renew(p, self.valid_for(asked));
+                        }
+                        Ok(false) => {
+                            tracing::warn!(project = %p, epoch, "lease lost to another node; releasing here");
+                            self.metrics.lease_moves.fetch_add(1, Ordering::Relaxed);
+                            if let Err(e) = self.registry.release(p).await {
+                                tracing::error!(project = %p, error = %e, "releasing a lost project");
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(project = %p, error = %e, "renewing a lease failed; the local deadline still holds");
+                        }
+                    }
+                }
+                Some(_) => {
+                    self.hand_over(p, "another node is its rendezvous owner")
+                        .await
+                }
+                None if target == self.me() => {
+                    if let Err(e) = self.take(p).await {
+                        tracing::warn!(project = %p, error = %e, "acquiring a lease failed");
+                    }
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the lease of `p` when free, expired or ours, and loads the project. Ok(false):
+    /// another node holds it.
+    async fn take(&self, p: ProjectId) -> Result<bool> {
+        let asked = Instant::now();
+        let Some(epoch) = self
+            .leases
+            .try_acquire(p, self.me(), self.lease_seconds())
+            .await?
+        else {
+            return Ok(false);
+        };
+        if let Err(e) = self.registry.acquire(p, epoch, self.valid_for(asked)).await {
+            // Loading failed: give the lease back so that another node (or the next
+            // tick) can try, instead of holding a project nobody serves.
+            let _ = self.leases.release(p, self.me(), epoch).await;
+            return Err(e);
+        }
+        self.metrics.lease_moves.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(project = %p, epoch, node = self.me(), "lease acquired; project loaded");
+        Ok(true)
+    }
+
+    /// Releases `p` here (at a message boundary, its writes made durable), then in the
+    /// table, so that its next owner takes it at once.
+    async fn hand_over(&self, p: ProjectId, why: &str) {
+        let Some(epoch) = self.registry.ownership().epoch(p) else {
+            return;
+        };
+        if let Err(e) = self.registry.release(p).await {
+            tracing::error!(project = %p, epoch, error = %e, "releasing a project to hand it over");
+            return;
+        }
+        if let Err(e) = self.leases.release(p, self.me(), epoch).await {
+            // The lease then runs out by itself.
+            tracing::warn!(project = %p, epoch, error = %e, "ending a handed-over lease failed");
+        }
+        self.metrics.lease_moves.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(project = %p, epoch, why, "lease handed over");
+    }
+
+    /// Where a request for `p` goes: here when this node owns it; to the live holder of
+    /// its lease; taken here at once when it is free and falls to this node (a project
+    /// created a moment ago); else to its rendezvous owner.
+    pub async fn route(&self, p: ProjectId) -> Result<Route> {
+        if self.registry.ownership().owns(p) {
+            return Ok(Route::Serve);
+        }
+        let live = self.live.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((node, url, expires_ms)) = self.leases.holder(p).await? {
+            // This node's wall clock only steers the request here; the database's clock
+            // decides who may write.
+            let running = expires_ms > chrono::Utc::now().timestamp_millis();
+            if running && node != self.me() && live.iter().any(|n| n.id == node) {
+                return Ok(Route::Forward { node, url });
+            }
+        }
+        let ids: Vec<&str> = live.iter().map(|n| n.id.as_str()).collect();
+        let target = rendezvous::owner(&ids, p).unwrap_or(self.me()).to_owned();
+        if target == self.me() {
+            let _one = self.moves.lock().await;
+            if self.registry.ownership().owns(p) || self.take(p).await? {
+                return Ok(Route::Serve);
+            }
+            return Err(Error::NotOwner { project: p });
+        }
+        let url = live
+            .iter()
+            .find(|n| n.id == target)
+            .map(|n| n.url.clone())
+            .unwrap_or_default();
+        Ok(Route::Forward { node: target, url })
+    }
+
+    /// Re-reads `keys/` (and `projects/`) for an API key this node does not know, at most
+    /// once per `KEYS_RELOAD_EVERY`. True when a re-read happened.
+    pub async fn reload_keys_for_unknown(&self) -> bool {
+        {
+            let mut last = self.keys_reloaded.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| t.elapsed() < KEYS_RELOAD_EVERY) {
+                return false;
+            }
+            *last = Some(Instant::now());
+        }
+        self.reload(&[b"projects/", b"keys/"]).await.is_ok()
+    }
+
+    async fn reload(&self, prefixes: &'static [&'static [u8]]) -> Result<()> {
+        let store = self.store.clone();
+        actix_web::rt::task::spawn_blocking(move || {
+            prefixes
+                .iter()
+                .try_for_each(|prefix| store.reload_prefix(prefix))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("reloading global keys: {e}")))?
+    }
+
+    async fn project_ids(&self) -> Result<Vec<ProjectId>> {
+        let projects = self.projects.clone();
+        actix_web::rt::task::spawn_blocking(move || {
+            Ok(projects.list()?.into_iter().map(|p| p.id).collect())
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("listing projects: {e}")))?
+    }
+
+    /// The live nodes the last tick saw, by id: for /health.
+    pub fn live_count(&self) -> usize {
+        self.live.read().map(|l| l.len()).unwrap_or(0)
+    }
+
+    /// The leases held now (for /metrics).
+    pub fn leases_held(&self) -> usize {
+        self.registry.ownership().count()
+    }
+
+    /// Releases every project, each handed over in the table too: a clean stop lets the
+    /// other nodes take over at once instead of after the lease runs out.
+    pub async fn release_all(&self) {
+        let _one = self.moves.lock().await;
+        let held: HashMap<ProjectId, u64> = self.registry.ownership().owned().into_iter().collect();
+        for p in held.keys() {
+            self.hand_over(*p, "this node is stopping").await;
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Any node answers any request (a cluster, docs/cluster.md): a request for a project this
+//! node does not own is passed to the node that does, and its answer passed back as it
+//! came. The owner marks every answer to a project's request with `X-Mailroom-Node`.
+//!
+//! The project of a request is found the way the handlers find it: from the API key
+//! (an unknown key first re-reads `keys/`, at most twice a second, so that a key made on
+//! another node or by the CLI works at once), from the project id of an admin path
+//! (`/admin/projects/{id}/...`), or from the signed token of an unsubscribe, open or click
+//! link. Requests with none of these (project creation, /health, the dashboard) are
+//! served where they land.
+//!
+//! A forwarded request carries `X-Mailroom-Forwarded-By` and a proof of `cluster.secret`;
+//! a node serves a forwarded request only with a valid proof, and never forwards one
+//! again (a second hop means the nodes disagree about the owner for a moment: 503, retry).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage, HttpResponse};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use mailroom_actors::model::{ApiKey, ProjectId};
+use mailroom_actors::Error;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::cluster::{ClusterNode, Route};
+
+pub const NODE_HEADER: &str = "x-mailroom-node";
+pub const FORWARDED_BY: &str = "x-mailroom-forwarded-by";
+pub const FORWARD_AUTH: &str = "x-mailroom-forward-auth";
+
+/// Headers of one connection, not of the request (RFC 9110 7.6.1): never passed on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+pub type ForwardClient =
+    Client<hyper_util::client::legacy::connect::HttpConnector, http_body_util::Full<Bytes>>;
+
+pub fn client() -> ForwardClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// The proof of `cluster.secret` a forwarded request carries: a digest, so that the
+/// secret itself never crosses the network.
+pub fn proof(secret: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(b"mailroom-forward\0")
+        .chain_update(secret.as_bytes())
+        .finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn header<'a>(req: &'a ServiceRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Which project `req` is for, when it names one.
+async fn project_of(
+    req: &ServiceRequest,
+    state: &AppState,
+    cluster: &ClusterNode,
+) -> Option<ProjectId> {
+    let path = req.path();
+    for prefix in ["/unsubscribe/", "/t/o/", "/t/c/"] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let token = rest.split('/').next()?;
+            return state
+                .registry
+                .links()
+                .read(token)
+                .map(|(link, _)| link.project());
+        }
+    }
+    if let Some(rest) = path.strip_prefix("/admin/projects/") {
+        return rest.split('/').next()?.parse().ok();
+    }
+    let bearer = header(req, AUTHORIZATION.as_str())?;
+    let (scheme, token) = bearer.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let key = ApiKey::parse(token.trim())?;
+    if let Ok(Some(auth)) = state.projects.authenticate(&key) {
+        return Some(auth.project.id);
+    }
+    // Perhaps made a moment ago on another node, or by the CLI.
+    if cluster.reload_keys_for_unknown().await {
+        if let Ok(Some(auth)) = state.projects.authenticate(&key) {
+            return Some(auth.project.id);
+        }
+    }
+    None
+}
+
+pub async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let Some(cluster) = state.cluster.clone() else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let forwarded = header(&req, FORWARDED_BY).is_some();
+    if forwarded {
+        let valid = match (&cluster.identity.secret, header(&req, FORWARD_AUTH)) {
+            (Some(secret), Some(given)) => {
+                bool::from(proof(secret).as_bytes().ct_eq(given.as_bytes()))
+            }
+            _ => false,
+        };
+        if !valid {
+            return Ok(req.error_response(ApiError::Forbidden(
+                "X-Mailroom-Forwarded-By is for the nodes of a cluster, with the proof of cluster.secret",
+            )));
+        }
+    }
+    let Some(project) = project_of(&req, &state, &cluster).await else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let route = match cluster.route(project).await {
+        Ok(route) => route,
+        Err(e) => return Ok(req.error_response(ApiError::Engine(e))),
+    };
+    match route {
+        Route::Serve => {
+            let mut res = next.call(req).await?.map_into_boxed_body();
+            if let Ok(v) = HeaderValue::from_str(&cluster.identity.node_id) {
+                res.headers_mut()
+                    .insert(HeaderName::from_static(NODE_HEADER), v);
+            }
+            Ok(res)
+        }
+        Route::Forward { .. } if forwarded => {
+            // The sender thought this node the owner; this node thinks otherwise. Once
+            // the leases settle (a tick), a retry lands right.
+            Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })))
+        }
+        Route::Forward { node, url } => {
+            let Some(secret) = cluster.identity.secret.clone() else {
+                return Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })));
+            };
+            cluster.metrics.forwards.fetch_add(1, Ordering::Relaxed);
+            match forward(req, &state, &cluster, &secret, &url).await {
+                Ok(res) => Ok(res),
+                Err((req, e)) => {
+                    tracing::warn!(%project, owner = %node, %url, error = %e, "forwarding failed");
+                    Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })))
+                }
+            }
+        }
+    }
+}
+
+/// Passes `req` to the owner at `base` and its answer back. The request body is read
+/// whole first (up to the largest body any route takes: the payload is tied to this
+/// worker's thread, the client's connections are not), the answer streams through.
+async fn forward(
+    mut req: ServiceRequest,
+    state: &AppState,
+    cluster: &Arc<ClusterNode>,
+    secret: &str,
+    base: &str,
+) -> Result<ServiceResponse<BoxBody>, (ServiceRequest, String)> {
+    let limit = state
+        .limits
+        .max_body_bytes
+        .max(state.limits.max_import_bytes);
+    let mut payload = req.take_payload();
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = match chunk {
+            Ok(c) => c,
+            Err(e) => return Err((req, format!("reading the request body: {e}"))),
+        };
+        if body.len() + chunk.len() > limit {
+            return Ok(req.error_response(ApiError::PayloadTooLarge { limit }));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let target = match req.uri().path_and_query() {
+        Some(pq) => format!("{base}{pq}"),
+        None => format!("{base}{}", req.path()),
+    };
+    let mut out = hyper::Request::builder()
+        .method(req.method().as_str())
+        .uri(&target);
+    for (name, value) in req.headers() {
+        if HOP_BY_HOP.contains(&name.as_str())
+            || name.as_str() == FORWARDED_BY
+            || name.as_str() == FORWARD_AUTH
+        {
+            continue;
+        }
+        out = out.header(name.as_str(), value.as_bytes());
+    }
+    out = out
+        .header(FORWARDED_BY, cluster.identity.node_id.as_str())
+        .header(FORWARD_AUTH, proof(secret));
+    let request = match out.body(http_body_util::Full::new(body.freeze())) {
+        Ok(r) => r,
+        Err(e) => return Err((req, format!("building the request: {e}"))),
+    };
+    let answer = match tokio::time::timeout(
+        cluster.identity.forward_timeout,
+        state.forward_client.request(request),
+    )
+    .await
+    {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => return Err((req, format!("{e}"))),
+        Err(_) => {
+            return Err((
+                req,
+                "no answer within cluster.forward_timeout_seconds".into(),
+            ))
+        }
+    };
+    let (parts, incoming) = answer.into_parts();
+    let status = match actix_web::http::StatusCode::from_u16(parts.status.as_u16()) {
+        Ok(s) => s,
+        Err(e) => return Err((req, format!("status: {e}"))),
+    };
+    let mut res = HttpResponse::build(status);
+    for (name, value) in &parts.headers {
+        if HOP_BY_HOP.contains(&name.as_str()) {
+            continue;
+        }
+        res.append_header((name.as_str(), value.as_bytes()));
+    }
+    let stream = incoming.into_data_stream().map(|chunk| {
+        chunk.map_err(|e| actix_web::error::ErrorBadGateway(format!("the owner's answer: {e}")))
+    });
+    let (http_req, _) = req.into_parts();
+    Ok(ServiceResponse::new(http_req, res.streaming(stream)))
+}
