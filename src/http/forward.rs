@@ -92,6 +92,9 @@ async fn project_of(
                 .map(|(link, _)| link.project());
         }
     }
+    if path == "/app" || path.starts_with("/app/") {
+        return dashboard_project(req, state);
+    }
     if let Some(rest) = path.strip_prefix("/admin/projects/") {
         return rest.split('/').next()?.parse().ok();
     }
@@ -111,6 +114,26 @@ async fn project_of(
         }
     }
     None
+}
+
+/// The project a dashboard session works on. Sessions live in this node's memory, so a
+/// dashboard request is never forwarded: the project is taken here when it falls to this
+/// node, and otherwise the engine answers 503 not_owner (docs/cluster.md, Limits).
+fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId> {
+    use crate::dashboard::session::{Principal, COOKIE};
+    let id = req
+        .headers()
+        .get_all(actix_web::http::header::COOKIE)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_owned())?;
+    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis();
+    match state.dashboard.sessions.get(&id, now)?.principal {
+        Principal::Project { id, .. } => Some(id),
+        Principal::Admin { picked } => picked,
+    }
 }
 
 pub async fn middleware(
@@ -144,7 +167,9 @@ pub async fn middleware(
         Ok(route) => route,
         Err(e) => return Ok(req.error_response(ApiError::Engine(e))),
     };
+    let dashboard = req.path() == "/app" || req.path().starts_with("/app/");
     match route {
+        Route::Forward { .. } if dashboard => Ok(next.call(req).await?.map_into_boxed_body()),
         Route::Serve => {
             let mut res = next.call(req).await?.map_into_boxed_body();
             if let Ok(v) = HeaderValue::from_str(&cluster.identity.node_id) {
