@@ -80,7 +80,7 @@ impl Ownership {
         })
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<ProjectId, Held>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<ProjectId, Held>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -98,7 +98,7 @@ impl Ownership {
     pub fn owns_at(&self, p: ProjectId, now: Instant) -> bool {
         self.everything
             || self
-                .held()
+                .map()
                 .get(&p)
                 .is_some_and(|h| h.state == State::Serving && now < h.until)
     }
@@ -106,18 +106,24 @@ impl Ownership {
     /// Whether `p` is held at all, serving or being released, whatever its deadline:
     /// work already under way may finish (the database's fence has the last word).
     pub fn holds(&self, p: ProjectId) -> bool {
-        self.everything || self.held().contains_key(&p)
+        self.everything || self.map().contains_key(&p)
     }
 
     /// The projects held and serving, with their epochs (empty for `everything`,
     /// which holds no leases).
     pub fn owned(&self) -> Vec<(ProjectId, u64)> {
         let now = Instant::now();
-        self.held()
+        self.map()
             .iter()
             .filter(|(_, h)| h.state == State::Serving && now < h.until)
             .map(|(p, h)| (*p, h.epoch))
             .collect()
+    }
+
+    /// Every project held, with its epoch: also those past their local deadline or
+    /// being released (what a clean stop hands over, what a lease renewal covers).
+    pub fn held(&self) -> Vec<(ProjectId, u64)> {
+        self.map().iter().map(|(p, h)| (*p, h.epoch)).collect()
     }
 
     /// How many projects are owned now (0 for `everything`, see `owned`).
@@ -127,7 +133,7 @@ impl Ownership {
 
     /// The epoch held for `p`, serving or releasing.
     pub fn epoch(&self, p: ProjectId) -> Option<u64> {
-        self.held().get(&p).map(|h| h.epoch)
+        self.map().get(&p).map(|h| h.epoch)
     }
 
     /// Starts owning `p` under `epoch` until `valid_for` from now (the Registry, once
@@ -137,7 +143,7 @@ impl Ownership {
     }
 
     fn hold_at(&self, p: ProjectId, epoch: u64, valid_for: Duration, now: Instant) {
-        self.held().insert(
+        self.map().insert(
             p,
             Held {
                 epoch,
@@ -156,7 +162,7 @@ impl Ownership {
 
     /// `renew` as of `now`.
     pub fn renew_at(&self, p: ProjectId, valid_for: Duration, now: Instant) -> bool {
-        match self.held().get_mut(&p) {
+        match self.map().get_mut(&p) {
             Some(h) if h.state == State::Serving => {
                 h.until = now + valid_for;
                 true
@@ -168,7 +174,7 @@ impl Ownership {
     /// Refuses new work for `p` from now on; answers the gate its release waits on, or
     /// None when `p` was not held.
     pub(crate) fn begin_release(&self, p: ProjectId) -> Option<ReleaseWait> {
-        let mut held = self.held();
+        let mut held = self.map();
         let h = held.get_mut(&p)?;
         h.state = State::Releasing;
         Some(ReleaseWait {
@@ -178,7 +184,7 @@ impl Ownership {
 
     /// Forgets `p` (the end of its release).
     pub(crate) fn forget(&self, p: ProjectId) {
-        self.held().remove(&p);
+        self.map().remove(&p);
     }
 
     /// Lets a piece of `p`'s work start if `p` is owned now; the release of `p` waits
@@ -187,7 +193,7 @@ impl Ownership {
         if self.everything {
             return Some(None);
         }
-        let held = self.held();
+        let held = self.map();
         let h = held
             .get(&p)
             .filter(|h| h.state == State::Serving && Instant::now() < h.until)?;
@@ -255,6 +261,7 @@ mod tests {
             node.holds(p),
             "still held: work under way may write its outcome"
         );
+        assert_eq!(node.held(), vec![(p, 1)], "held until released");
     }
 
     #[test]

@@ -265,6 +265,13 @@ impl Shared {
             // written even while the project is being handed over.
             match self.registry.send_held(project, msg).await {
                 Ok(()) => return,
+                // The lease moved while the relay had it (a pause past the lease): the
+                // fence refused the outcome, and the email is still in the new owner's
+                // outbox. One of the few that may go twice.
+                Err(crate::error::Error::NotOwner { .. }) => {
+                    tracing::warn!(email = %id, %project, outcome = ?outcome, "the project moved to another node before this email's outcome was written; its new owner sends it again");
+                    return;
+                }
                 // Anything but a full mailbox will not get better by asking again: the
                 // outbox entry stays, and a later round tries the email again.
                 Err(e) if !matches!(e, crate::error::Error::Busy { .. }) => {

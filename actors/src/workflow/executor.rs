@@ -634,7 +634,14 @@ impl Executors {
         };
         match send_request(&self.registry, &self.cache, p, req).await {
             Ok(_) => Ok(Ok(())),
-            Err(e @ (Error::Busy { .. } | Error::Storage(_) | Error::Internal(_))) => Err(e),
+            // Passing: full, failing, or the project moved to another node (where the
+            // step runs again under the same idempotency key).
+            Err(
+                e @ (Error::Busy { .. }
+                | Error::Storage(_)
+                | Error::Internal(_)
+                | Error::NotOwner { .. }),
+            ) => Err(e),
             Err(e) => Ok(Err(e.to_string())),
         }
     }
