@@ -141,7 +141,7 @@ impl ClusterNode {
         let ownership = self.registry.ownership().clone();
         let known: HashSet<ProjectId> = projects.iter().copied().collect();
         // Held here but deleted since (or never listed): hand back.
-        let mut held: Vec<ProjectId> = ownership.owned().into_iter().map(|(p, _)| p).collect();
+        let mut held: Vec<ProjectId> = ownership.held().into_iter().map(|(p, _)| p).collect();
         held.retain(|p| !known.contains(p));
         for p in held {
             self.hand_over(p, "the project is gone").await;
@@ -189,17 +189,6 @@ impl ClusterNode {
     /// Takes the lease of `p` when free, expired or ours, and loads the project. Ok(false):
     /// another node holds it.
     async fn take(&self, p: ProjectId) -> Result<bool> {
-        if self.registry.ownership().epoch(p).is_none() {
-            if let Some((node, _, expires_ms)) = self.leases.holder(p).await? {
-                // Our id, a lease this process never took: the process that ran before
-                // a restart. Its last commit may still be on its way into the database
-                // under that very epoch, where the fence cannot tell the two processes
-                // apart, so the lease is left to run out as another node's would.
-                if node == self.me() && expires_ms > chrono::Utc::now().timestamp_millis() {
-                    return Ok(false);
-                }
-            }
-        }
         let asked = Instant::now();
         let Some(epoch) = self
             .leases
@@ -317,7 +306,7 @@ impl ClusterNode {
     /// other nodes take over at once instead of after the lease runs out.
     pub async fn release_all(&self) {
         let _one = self.moves.lock().await;
-        let held: HashMap<ProjectId, u64> = self.registry.ownership().owned().into_iter().collect();
+        let held: HashMap<ProjectId, u64> = self.registry.ownership().held().into_iter().collect();
         for p in held.keys() {
             self.hand_over(*p, "this node is stopping").await;
         }
