@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use mailroom_actors::campaign::audience;
 use mailroom_actors::campaign::records as campaigns;
 use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStatus, Campaigns, RunnerConfig};
 use mailroom_actors::cluster::ownership::Ownership;
@@ -179,9 +180,44 @@ async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
 /// from the lease table, every write of the project fenced.
 #[actix::test]
 async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
+    let Some(open) = postgres().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Node::start("a", open(), dir.path().join("out-a"));
+    let b = Node::start("b", open(), dir.path().join("out-b"));
+    hand_over_mid_send(a, b).await;
+}
+
+/// The new owner's runner may be the first of its work to touch the project, before
+/// the project's actor has read the contacts into memory: its batch must still find
+/// every recipient (once it queued none of them, counted them as skipped and moved on).
+#[actix::test]
+async fn on_postgresql_a_campaign_taken_over_before_anything_was_queued_skips_no_one() {
+    let Some(open) = postgres().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Node::start("a", open(), dir.path().join("out-a"));
+    let b = Node::start("b", open(), dir.path().join("out-b"));
+    take_over_before_the_first_batch(a, b).await;
+}
+
+#[actix::test]
+async fn a_campaign_taken_over_before_anything_was_queued_skips_no_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = SledStore::open(&dir.path().join("data"), 8 << 20).unwrap();
+    let a = Node::start("a", store.clone(), dir.path().join("out-a"));
+    let b = Node::start("b", store, dir.path().join("out-b"));
+    take_over_before_the_first_batch(a, b).await;
+}
+
+/// Opens stores on a schema of their own, or None (the test skipped) without
+/// `MAILROOM_TEST_POSTGRES_URL`.
+async fn postgres() -> Option<impl Fn() -> Arc<dyn Store>> {
     let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
         eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
-        return;
+        return None;
     };
     let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());
     let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
@@ -196,7 +232,7 @@ async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_o
     let _ = task.await;
     let sep = if admin.contains('?') { '&' } else { '?' };
     let url = format!("{admin}{sep}options=-c%20search_path%3D{schema}");
-    let open = || -> Arc<dyn Store> {
+    Some(move || -> Arc<dyn Store> {
         PostgresStore::open(&PostgresConfig {
             url: url.clone(),
             pool_size: 2,
@@ -205,18 +241,72 @@ async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_o
             partial: true,
         })
         .unwrap()
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let a = Node::start("a", open(), dir.path().join("out-a"));
-    let b = Node::start("b", open(), dir.path().join("out-b"));
-    hand_over_mid_send(a, b).await;
+    })
 }
 
-/// A sends the first share of a campaign, hands the project to B mid-send, and B
-/// sends the rest: each recipient gets one email, A none after its release.
-async fn hand_over_mid_send(a: Node, b: Node) {
+/// A fills the project and sends a campaign, and hands the project to B before its
+/// runner queued a batch; B's runner queues them all: every recipient gets one email
+/// and none is counted as skipped.
+async fn take_over_before_the_first_batch(a: Node, b: Node) {
     let p = ProjectId::new();
     a.take(p).await;
+    fill(&a, p).await;
+    let now = Timestamp::from(a.registry.clock().now());
+    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign(now))
+        .await
+        .unwrap();
+    // SENDING, its audience fixed and nothing queued yet, as a crash right after the
+    // runner fixed the audience leaves it: the records written here, so that no runner
+    // of A's starts it (and B's has no audience to fix, which reads the contacts).
+    let id = c.id;
+    a.registry
+        .send(
+            p,
+            mailroom_actors::project::apply::Apply::durable(move |ctx, _| {
+                campaigns::send(ctx, id, None)?;
+                let c = campaigns::get(ctx.store, ctx.project, id)?;
+                let now = ctx.now.millis();
+                let ids = audience::members(ctx.store, ctx.table, ctx.project, &c, now)?;
+                let total = ids.len() as u64;
+                campaigns::write_audience(ctx, id, 0, vec![ids])?;
+                campaigns::fix_audience(ctx, id, total).map(|_| ())
+            }),
+        )
+        .await
+        .unwrap();
+    a.give_up(p).await;
+    // B's project actors (one arbiter) are held up by another project's long write, so
+    // its runner's first batch comes before p's actor has read p's contacts.
+    let q = ProjectId::new();
+    b.take(q).await;
+    let registry = b.registry.clone();
+    let busy = tokio::spawn(async move {
+        let slow = mailroom_actors::project::apply::Apply::durable(|_, _| {
+            std::thread::sleep(Duration::from_millis(1500));
+            Ok(())
+        });
+        registry.send(q, slow).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    b.take(p).await;
+
+    wait_for(
+        "the campaign ends SENT on B",
+        Duration::from_secs(60),
+        || campaigns::get(&*b.store, p, c.id).is_ok_and(|c| c.status == CampaignStatus::Sent),
+    )
+    .await;
+    busy.await.unwrap().unwrap();
+    let stats = mailroom_actors::campaign::stats::load(&*b.store, p, c.id).unwrap();
+    assert_eq!(stats.skipped, 0, "no recipient skipped: {stats:?}");
+    let got: HashSet<String> = b.recipients().into_iter().collect();
+    assert_eq!(got.len(), RECIPIENTS, "every recipient got the campaign");
+    assert_eq!(b.recipients().len(), RECIPIENTS, "and no one got it twice");
+    assert!(a.recipients().is_empty(), "A sent nothing");
+}
+
+/// A trusted sender domain and `RECIPIENTS` subscribed contacts.
+async fn fill(a: &Node, p: ProjectId) {
     mailroom_actors::domain::add::trust(&a.registry, p, DomainName::parse("example.com").unwrap())
         .await
         .unwrap();
@@ -234,6 +324,14 @@ async fn hand_over_mid_send(a: Node, b: Node) {
             .await
             .unwrap();
     }
+}
+
+/// A sends the first share of a campaign, hands the project to B mid-send, and B
+/// sends the rest: each recipient gets one email, A none after its release.
+async fn hand_over_mid_send(a: Node, b: Node) {
+    let p = ProjectId::new();
+    a.take(p).await;
+    fill(&a, p).await;
     let now = Timestamp::from(a.registry.clock().now());
     let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign(now))
         .await

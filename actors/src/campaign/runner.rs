@@ -563,6 +563,10 @@ impl Campaigns {
         self.registry
             .renders()
             .run(move || {
+                // The runner may reach a project it just took before the project's
+                // actor has read its contacts: an unloaded table finds no one, and
+                // the whole batch would be counted as skipped and never sent.
+                table.ensure_loaded(&*store, p)?;
                 let mut out = Vec::new();
                 let (mut bytes, mut failed) = (0usize, 0u64);
                 let mut chunk_no = u32::MAX;

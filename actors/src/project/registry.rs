@@ -290,7 +290,8 @@ impl Registry {
     }
 
     /// The project's in-memory contacts (starting its actor if needed). A reader calls
-    /// `ensure_loaded` before use: the actor may not have loaded it yet. A project not
+    /// `ensure_loaded` before use (or takes `loaded_contacts`): the actor may not have
+    /// loaded it yet. A project not
     /// held here gets a table of its own that starts no actor.
     pub fn contacts(&self, project: ProjectId) -> Arc<ContactTable> {
         let mut slots = self.slots();
@@ -301,6 +302,22 @@ impl Registry {
             };
         }
         self.slot_in(&mut slots, project).table
+    }
+
+    /// The project's in-memory contacts, read from the store first (on the render pool)
+    /// when nobody has yet: what a reader outside the project's actor uses, since the
+    /// actor of a project this node just took may not have read them yet, and an
+    /// unloaded table finds no one.
+    pub async fn loaded_contacts(&self, project: ProjectId) -> Result<Arc<ContactTable>> {
+        let table = self.contacts(project);
+        if table.is_loaded() {
+            return Ok(table);
+        }
+        let (store, loading) = (self.inner.store.clone(), table.clone());
+        self.renders()
+            .run(move || loading.ensure_loaded(&*store, project))
+            .await??;
+        Ok(table)
     }
 
     /// Messages waiting for or being handled by each live project actor.

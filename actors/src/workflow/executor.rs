@@ -487,6 +487,10 @@ impl Executors {
     ) -> Result<Option<Execution>> {
         let (x, kind) = (e.id, step.kind.type_name());
         let now = self.now();
+        // The steps below read the contact from the project's table, which the actor
+        // of a project this node just took may not have read yet: a contact not found
+        // there would fail the step as deleted.
+        self.registry.loaded_contacts(p).await?;
         match &step.kind {
             StepKind::SendEmail { template_id } => {
                 let result = self.send(p, e, step, *template_id).await?;
