@@ -192,7 +192,7 @@ impl Application {
             Some(leases) => {
                 if identity.secret.is_none() {
                     tracing::warn!(
-                        "cluster.secret is empty: this node neither forwards requests to the owner of their project nor accepts forwarded ones; requests for projects another node owns answer 503 not_owner"
+                        "cluster.secret is empty: this node neither forwards requests to the owner of their project nor accepts forwarded ones; requests for projects another node owns answer 503 NOT_OWNER"
                     );
                 }
                 let node = crate::cluster::ClusterNode::new(

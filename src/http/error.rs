@@ -89,7 +89,7 @@ impl ApiError {
                 Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
                 Error::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                 Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
-                Error::NotOwner { .. } => (StatusCode::SERVICE_UNAVAILABLE, "not_owner"),
+                Error::NotOwner { .. } => (StatusCode::SERVICE_UNAVAILABLE, "NOT_OWNER"),
                 e if e.is_disk_full() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 e if e.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {

@@ -118,7 +118,7 @@ async fn project_of(
 
 /// The project a dashboard session works on. Sessions live in this node's memory, so a
 /// dashboard request is never forwarded: the project is taken here when it falls to this
-/// node, and otherwise the engine answers 503 not_owner (docs/cluster.md, Limits).
+/// node, and otherwise the engine answers 503 NOT_OWNER (docs/cluster.md, Limits).
 fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId> {
     use crate::dashboard::session::{Principal, COOKIE};
     let id = req
