@@ -62,6 +62,11 @@ pub struct ClusterNode {
 /// sending random keys must not turn each request into a database read.
 const KEYS_RELOAD_EVERY: Duration = Duration::from_millis(500);
 
+/// Bounds of the pause before routing a request again while its project moves: short
+/// enough to serve it soon after the move, long enough not to hammer the lease table.
+const ROUTE_PAUSE_MIN: Duration = Duration::from_millis(100);
+const ROUTE_PAUSE_MAX: Duration = Duration::from_millis(1000);
+
 impl ClusterNode {
     pub fn new(
         identity: Identity,
@@ -229,34 +234,60 @@ impl ClusterNode {
     /// Where a request for `p` goes: here when this node owns it; to the live holder of
     /// its lease; taken here at once when it is free and falls to this node (a project
     /// created a moment ago); else to its rendezvous owner.
+    ///
+    /// While the project moves (its lease still held by a node that stopped heartbeating,
+    /// or by one handing it over) the request is held and routed again, up to a lease and
+    /// a second: a move is an internal matter, and a client should not see it as an error.
+    /// Only past that does the caller get `NotOwner` (503, Retry-After 1).
     pub async fn route(&self, p: ProjectId) -> Result<Route> {
+        let deadline = Instant::now() + self.identity.lease + Duration::from_secs(1);
+        loop {
+            let wait = match self.route_once(p).await? {
+                Ok(route) => return Ok(route),
+                Err(wait) => wait,
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::NotOwner { project: p });
+            }
+            tokio::time::sleep(wait.clamp(ROUTE_PAUSE_MIN, ROUTE_PAUSE_MAX).min(left)).await;
+        }
+    }
+
+    /// One routing attempt. Err(wait): nobody can serve `p` yet; try again after about
+    /// `wait` (until the lease held elsewhere runs out).
+    async fn route_once(&self, p: ProjectId) -> Result<std::result::Result<Route, Duration>> {
         if self.registry.ownership().owns(p) {
-            return Ok(Route::Serve);
+            return Ok(Ok(Route::Serve));
         }
         let live = self.live.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut wait = ROUTE_PAUSE_MIN;
         if let Some((node, url, expires_ms)) = self.leases.holder(p).await? {
             // This node's wall clock only steers the request here; the database's clock
             // decides who may write.
-            let running = expires_ms > chrono::Utc::now().timestamp_millis();
-            if running && node != self.me() && live.iter().any(|n| n.id == node) {
-                return Ok(Route::Forward { node, url });
+            let left_ms = expires_ms - chrono::Utc::now().timestamp_millis();
+            if left_ms > 0 && node != self.me() && live.iter().any(|n| n.id == node) {
+                return Ok(Ok(Route::Forward { node, url }));
             }
+            wait = Duration::from_millis(left_ms.max(0) as u64 + 50);
         }
         let ids: Vec<&str> = live.iter().map(|n| n.id.as_str()).collect();
         let target = rendezvous::owner(&ids, p).unwrap_or(self.me()).to_owned();
         if target == self.me() {
             let _one = self.moves.lock().await;
             if self.registry.ownership().owns(p) || self.take(p).await? {
-                return Ok(Route::Serve);
+                return Ok(Ok(Route::Serve));
             }
-            return Err(Error::NotOwner { project: p });
+            // Held by a node that stopped heartbeating (paused, partitioned) or by this
+            // node past its local deadline: wait for the lease to run out.
+            return Ok(Err(wait));
         }
         let url = live
             .iter()
             .find(|n| n.id == target)
             .map(|n| n.url.clone())
             .unwrap_or_default();
-        Ok(Route::Forward { node: target, url })
+        Ok(Ok(Route::Forward { node: target, url }))
     }
 
     /// Re-reads `keys/` (and `projects/`) for an API key this node does not know, at most

@@ -25,6 +25,9 @@ pub enum ApiError {
         retry_after_secs: u64,
     },
     Engine(Error),
+    /// A forwarded request reached the owner but no answer came in time: the owner may
+    /// have acted on it, so no Retry-After invites a blind retry.
+    ForwardTimeout,
     /// Any of the above, with a more specific `suggestion` than the table's.
     Suggested(Box<ApiError>, String),
 }
@@ -84,6 +87,7 @@ impl ApiError {
                 (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE")
             }
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            ApiError::ForwardTimeout => (StatusCode::GATEWAY_TIMEOUT, "FORWARD_TIMEOUT"),
             ApiError::Engine(e) => match e {
                 Error::Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
                 Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
@@ -112,6 +116,11 @@ impl ApiError {
                 format!("The request body is larger than {limit} bytes")
             }
             ApiError::RateLimited { .. } => "Rate limit exceeded".into(),
+            ApiError::ForwardTimeout => {
+                "The node that owns this project did not answer in time; the request may or \
+                 may not have taken effect"
+                    .into()
+            }
             ApiError::Engine(Error::Validation(_)) => "Request validation failed".into(),
             ApiError::Engine(e) if e.is_disk_full() => {
                 "The server could not make this write durable: its disk is full. The write may \
@@ -142,6 +151,9 @@ impl ApiError {
                 "Ask an operator to enable the project (mailroom project enable)"
             }
             ApiError::PayloadTooLarge { .. } => "Send a smaller body",
+            ApiError::ForwardTimeout => {
+                "Check whether the write took effect, or retry with the same Idempotency-Key"
+            }
             ApiError::RateLimited { .. } => {
                 "Wait for the number of seconds in Retry-After, then retry"
             }

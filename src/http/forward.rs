@@ -165,23 +165,23 @@ pub async fn middleware(
     };
     let route = match cluster.route(project).await {
         Ok(route) => route,
-        Err(e) => return Ok(req.error_response(ApiError::Engine(e))),
+        Err(e @ Error::NotOwner { .. }) => return Ok(unserved(req, &cluster, ApiError::Engine(e))),
+        Err(e) => {
+            // The lease table could not be read: a passing condition of the cluster, not
+            // a fault of this request.
+            tracing::warn!(%project, error = %e, "routing a request failed");
+            let e = ApiError::Engine(Error::NotOwner { project });
+            return Ok(unserved(req, &cluster, e));
+        }
     };
     let dashboard = req.path() == "/app" || req.path().starts_with("/app/");
     match route {
         Route::Forward { .. } if dashboard => Ok(next.call(req).await?.map_into_boxed_body()),
-        Route::Serve => {
-            let mut res = next.call(req).await?.map_into_boxed_body();
-            if let Ok(v) = HeaderValue::from_str(&cluster.identity.node_id) {
-                res.headers_mut()
-                    .insert(HeaderName::from_static(NODE_HEADER), v);
-            }
-            Ok(res)
-        }
+        Route::Serve => serve(req, next, &cluster).await,
         Route::Forward { .. } if forwarded => {
             // The sender thought this node the owner; this node thinks otherwise (the
             // project is moving). The sender re-routes and tries again.
-            let mut res = req.error_response(ApiError::Engine(Error::NotOwner { project }));
+            let mut res = unserved(req, &cluster, ApiError::Engine(Error::NotOwner { project }));
             res.headers_mut().insert(
                 HeaderName::from_static(MOVING),
                 HeaderValue::from_static("1"),
@@ -190,33 +190,77 @@ pub async fn middleware(
         }
         Route::Forward { node, url } => {
             let Some(secret) = cluster.identity.secret.clone() else {
-                return Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })));
+                let e = ApiError::Engine(Error::NotOwner { project });
+                return Ok(unserved(req, &cluster, e));
             };
             cluster.metrics.forwards.fetch_add(1, Ordering::Relaxed);
             match forward(req, &state, &cluster, &secret, project, (node, url)).await {
                 Ok(res) => Ok(res),
-                Err((req, e)) => {
+                Err(Failed::Here(req)) => serve(req, next, &cluster).await,
+                Err(Failed::Unreached(req, e)) => {
                     tracing::warn!(%project, error = %e, "forwarding failed");
-                    Ok(req.error_response(ApiError::Engine(Error::NotOwner { project })))
+                    let e = ApiError::Engine(Error::NotOwner { project });
+                    Ok(unserved(req, &cluster, e))
+                }
+                Err(Failed::Unknown(req, e)) => {
+                    tracing::warn!(%project, error = %e, "forwarded request without an answer");
+                    Ok(unserved(req, &cluster, ApiError::ForwardTimeout))
                 }
             }
         }
     }
 }
 
+/// Serves `req` here, marking the answer with this node's id.
+async fn serve(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+    cluster: &ClusterNode,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    mark(&mut res, cluster);
+    Ok(res)
+}
+
+/// An error answered by this node for a request it could not have served: marked with
+/// this node's id, so that an operator sees which node said so.
+fn unserved(req: ServiceRequest, cluster: &ClusterNode, e: ApiError) -> ServiceResponse<BoxBody> {
+    let mut res = req.error_response(e);
+    mark(&mut res, cluster);
+    res
+}
+
+fn mark(res: &mut ServiceResponse<BoxBody>, cluster: &ClusterNode) {
+    if let Ok(v) = HeaderValue::from_str(&cluster.identity.node_id) {
+        res.headers_mut()
+            .insert(HeaderName::from_static(NODE_HEADER), v);
+    }
+}
+
+/// Why a forward gave no answer to pass back.
+enum Failed {
+    /// The project moved to this node meanwhile: serve it here (the body is put back).
+    Here(ServiceRequest),
+    /// No owner took the request: nothing happened, the client may retry.
+    Unreached(ServiceRequest, String),
+    /// The owner had the request but its answer did not come: the outcome is unknown.
+    Unknown(ServiceRequest, String),
+}
+
 /// On a node's 503 for a forwarded request whose project it does not own (a move under
 /// way): the forwarding node may route the request again.
 const MOVING: &str = "x-mailroom-moving";
 
-/// How many times a request is sent on while its project moves or its owner is
-/// unreachable, and the pause before each new try.
-const TRIES: u32 = 4;
-const PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+/// The pause before sending a request on again while its project moves or its owner is
+/// unreachable; it grows by this much each try, up to `PAUSE_MAX`.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+const PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// Passes `req` to the owner and its answer back. The request body is read whole first
 /// (up to the largest body any route takes: the payload is tied to this worker's thread,
 /// the client's connections are not), so that it can be sent again when the project
-/// moves while it travels; the answer streams through.
+/// moves while it travels; the answer streams through. A move is waited out for up to a
+/// lease and two seconds (the old owner's lease runs out by then at the latest).
 async fn forward(
     mut req: ServiceRequest,
     state: &AppState,
@@ -224,7 +268,7 @@ async fn forward(
     secret: &str,
     project: ProjectId,
     mut target: (String, String),
-) -> Result<ServiceResponse<BoxBody>, (ServiceRequest, String)> {
+) -> Result<ServiceResponse<BoxBody>, Failed> {
     let limit = state
         .limits
         .max_body_bytes
@@ -234,7 +278,12 @@ async fn forward(
     while let Some(chunk) = payload.next().await {
         let chunk = match chunk {
             Ok(c) => c,
-            Err(e) => return Err((req, format!("reading the request body: {e}"))),
+            Err(e) => {
+                return Err(Failed::Unreached(
+                    req,
+                    format!("reading the request body: {e}"),
+                ))
+            }
         };
         if body.len() + chunk.len() > limit {
             return Ok(req.error_response(ApiError::PayloadTooLarge { limit }));
@@ -242,9 +291,10 @@ async fn forward(
         body.extend_from_slice(&chunk);
     }
     let body = body.freeze();
-    let mut tried = 0;
+    let deadline =
+        std::time::Instant::now() + cluster.identity.lease + std::time::Duration::from_secs(2);
+    let mut pause = PAUSE;
     let answer = loop {
-        tried += 1;
         let sent = send(&req, state, cluster, secret, &target.1, body.clone()).await;
         // Sent again only when the owner surely did nothing with it: it said the
         // project is moving, or no connection was made. A timeout is not retried: the
@@ -253,23 +303,34 @@ async fn forward(
             Ok(a) => a.status().as_u16() == 503 && a.headers().contains_key(MOVING),
             Err((_, connect)) => *connect,
         };
-        if !again || tried >= TRIES {
+        if !again || std::time::Instant::now() + pause >= deadline {
             match sent {
                 Ok(a) => break a,
-                Err((e, _)) => return Err((req, format!("to {} at {}: {e}", target.0, target.1))),
+                Err((e, connect)) => {
+                    let e = format!("to {} at {}: {e}", target.0, target.1);
+                    return Err(if connect {
+                        Failed::Unreached(req, e)
+                    } else {
+                        Failed::Unknown(req, e)
+                    });
+                }
             }
         }
-        tokio::time::sleep(PAUSE * tried).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause + PAUSE).min(PAUSE_MAX);
         match cluster.route(project).await {
             Ok(Route::Forward { node, url }) => target = (node, url),
-            // Moved here meanwhile, or nowhere to go: the client retries.
-            _ => return Err((req, "the project moved while its request travelled".into())),
+            Ok(Route::Serve) => {
+                req.set_payload(actix_web::dev::Payload::from(body));
+                return Err(Failed::Here(req));
+            }
+            Err(e) => return Err(Failed::Unreached(req, format!("routing again: {e}"))),
         }
     };
     let (parts, incoming) = answer.into_parts();
     let status = match actix_web::http::StatusCode::from_u16(parts.status.as_u16()) {
         Ok(s) => s,
-        Err(e) => return Err((req, format!("status: {e}"))),
+        Err(e) => return Err(Failed::Unknown(req, format!("status: {e}"))),
     };
     let mut res = HttpResponse::build(status);
     for (name, value) in &parts.headers {
