@@ -53,6 +53,10 @@ pub struct ClusterNode {
     /// One move at a time: a tick's pass and an on-demand acquisition never both load or
     /// release the same project.
     moves: tokio::sync::Mutex<()>,
+    /// Projects being handed over or released off the loop: their leases are renewed
+    /// until the release ends (so no node takes them before their writes are durable),
+    /// and nothing takes them here meanwhile.
+    releasing: Mutex<HashSet<ProjectId>>,
     /// When `keys/` was last re-read for an unknown API key.
     keys_reloaded: Mutex<Option<Instant>>,
     pub metrics: ClusterMetrics,
@@ -87,6 +91,7 @@ impl ClusterNode {
             projects,
             live: RwLock::new(vec![me]),
             moves: tokio::sync::Mutex::new(()),
+            releasing: Mutex::new(HashSet::new()),
             keys_reloaded: Mutex::new(None),
             metrics: ClusterMetrics::default(),
         })
@@ -113,6 +118,23 @@ impl ClusterNode {
 
     /// Runs the lease loop on the current (actix) runtime until the process ends.
     pub fn start(self: &Arc<Self>) {
+        // The heartbeat has its own timer: a slow pass (many takes, a slow database) must
+        // not make the other nodes think this one gone and take all its projects.
+        let node = self.clone();
+        actix_web::rt::spawn(async move {
+            let mut every = tokio::time::interval(node.identity.tick());
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if let Err(e) = node
+                    .leases
+                    .heartbeat(node.me(), &node.identity.advertise_url)
+                    .await
+                {
+                    tracing::warn!(error = %e, node = node.me(), "heartbeat failed; retrying at the next");
+                }
+            }
+        });
         let node = self.clone();
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(node.identity.tick());
@@ -127,7 +149,7 @@ impl ClusterNode {
     }
 
     /// One pass of the loop (also run once at start-up, before serving).
-    pub async fn tick(&self) -> Result<()> {
+    pub async fn tick(self: &Arc<Self>) -> Result<()> {
         self.leases
             .heartbeat(self.me(), &self.identity.advertise_url)
             .await?;
@@ -149,11 +171,22 @@ impl ClusterNode {
         let mut held: Vec<ProjectId> = ownership.held().into_iter().map(|(p, _)| p).collect();
         held.retain(|p| !known.contains(p));
         for p in held {
-            self.hand_over(p, "the project is gone").await;
+            self.hand_over_later(p, "the project is gone");
         }
         for p in projects {
             let target = rendezvous::owner(&ids, p).unwrap_or(self.me());
+            let releasing = self.is_releasing(p);
             match ownership.epoch(p) {
+                Some(epoch) if releasing => {
+                    // Still ours in the table until its release ends.
+                    if let Err(e) = self
+                        .leases
+                        .renew(p, self.me(), epoch, self.lease_seconds())
+                        .await
+                    {
+                        tracing::warn!(project = %p, error = %e, "renewing a lease being released failed");
+                    }
+                }
                 Some(epoch) if target == self.me() => {
                     let asked = Instant::now();
                     match self
@@ -167,20 +200,15 @@ impl ClusterNode {
                         Ok(false) => {
                             tracing::warn!(project = %p, epoch, "lease lost to another node; releasing here");
                             self.metrics.lease_moves.fetch_add(1, Ordering::Relaxed);
-                            if let Err(e) = self.registry.release(p).await {
-                                tracing::error!(project = %p, error = %e, "releasing a lost project");
-                            }
+                            self.release_later(p);
                         }
                         Err(e) => {
                             tracing::warn!(project = %p, error = %e, "renewing a lease failed; the local deadline still holds");
                         }
                     }
                 }
-                Some(_) => {
-                    self.hand_over(p, "another node is its rendezvous owner")
-                        .await
-                }
-                None if target == self.me() => {
+                Some(_) => self.hand_over_later(p, "another node is its rendezvous owner"),
+                None if target == self.me() && !releasing => {
                     if let Err(e) = self.take(p).await {
                         tracing::warn!(project = %p, error = %e, "acquiring a lease failed");
                     }
@@ -211,6 +239,56 @@ impl ClusterNode {
         self.metrics.lease_moves.fetch_add(1, Ordering::Relaxed);
         tracing::info!(project = %p, epoch, node = self.me(), "lease acquired; project loaded");
         Ok(true)
+    }
+
+    fn is_releasing(&self, p: ProjectId) -> bool {
+        self.releasing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&p)
+    }
+
+    /// Marks `p` as being released; false when it already is.
+    fn start_releasing(&self, p: ProjectId) -> bool {
+        self.releasing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(p)
+    }
+
+    fn done_releasing(&self, p: ProjectId) {
+        self.releasing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&p);
+    }
+
+    /// Hands `p` over off the loop: a release waits for the project's in-flight messages
+    /// and deliveries (an SMTP session can take tens of seconds), and the loop must go on
+    /// renewing the other leases meanwhile.
+    fn hand_over_later(self: &Arc<Self>, p: ProjectId, why: &'static str) {
+        if !self.start_releasing(p) {
+            return;
+        }
+        let node = self.clone();
+        actix_web::rt::spawn(async move {
+            node.hand_over(p, why).await;
+            node.done_releasing(p);
+        });
+    }
+
+    /// Releases a lost project here, off the loop (its lease is another node's already).
+    fn release_later(self: &Arc<Self>, p: ProjectId) {
+        if !self.start_releasing(p) {
+            return;
+        }
+        let node = self.clone();
+        actix_web::rt::spawn(async move {
+            if let Err(e) = node.registry.release(p).await {
+                tracing::error!(project = %p, error = %e, "releasing a lost project");
+            }
+            node.done_releasing(p);
+        });
     }
 
     /// Releases `p` here (at a message boundary, its writes made durable), then in the
@@ -274,6 +352,13 @@ impl ClusterNode {
         let ids: Vec<&str> = live.iter().map(|n| n.id.as_str()).collect();
         let target = rendezvous::owner(&ids, p).unwrap_or(self.me()).to_owned();
         if target == self.me() {
+            if self.projects.get(p).is_err() {
+                // Never a lease row or a load for an id that names no project.
+                return Err(Error::NotFound(mailroom_actors::error::Resource::Project));
+            }
+            if self.is_releasing(p) {
+                return Ok(Err(ROUTE_PAUSE_MIN));
+            }
             let _one = self.moves.lock().await;
             if self.registry.ownership().owns(p) || self.take(p).await? {
                 return Ok(Ok(Route::Serve));

@@ -96,7 +96,19 @@ async fn project_of(
         return dashboard_project(req, state);
     }
     if let Some(rest) = path.strip_prefix("/admin/projects/") {
-        return rest.split('/').next()?.parse().ok();
+        // Routed only for the holder of the admin token and a project that exists: an
+        // anonymous caller must not make this node read the lease table, or take and
+        // load a project, for a made-up id. The handler here answers everyone else.
+        let expected = state.admin_token.as_deref()?;
+        let given = header(req, AUTHORIZATION.as_str())?.strip_prefix("Bearer ")?;
+        if !super::admin_guard::token_matches(expected, given.trim()) {
+            return None;
+        }
+        let id: ProjectId = rest.split('/').next()?.parse().ok()?;
+        if state.projects.get(id).is_err() && !cluster.reload_keys_for_unknown().await {
+            return None;
+        }
+        return state.projects.get(id).ok().map(|_| id);
     }
     let bearer = header(req, AUTHORIZATION.as_str())?;
     let (scheme, token) = bearer.trim().split_once(' ')?;
@@ -165,6 +177,8 @@ pub async fn middleware(
     };
     let route = match cluster.route(project).await {
         Ok(route) => route,
+        // No such project (deleted a moment ago): the handlers here say so.
+        Err(Error::NotFound(_)) => return Ok(next.call(req).await?.map_into_boxed_body()),
         Err(e @ Error::NotOwner { .. }) => return Ok(unserved(req, &cluster, ApiError::Engine(e))),
         Err(e) => {
             // The lease table could not be read: a passing condition of the cluster, not
