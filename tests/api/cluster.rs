@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use mailroom_testkit::{SmtpServer, TestDns};
 use serde_json::{json, Value};
 
-use crate::support::app::Project;
+use crate::support::app::{Project, ADMIN_TOKEN};
 use crate::support::campaign::{self, data, eventually, id, tally};
 use crate::support::cluster::TestCluster;
 use crate::support::imports;
@@ -111,6 +111,36 @@ fn a_forwarded_request_without_the_clusters_secret_is_refused() {
         ],
     );
     assert_eq!(r.status, 403, "{}", r.text);
+}
+
+#[test]
+fn made_up_project_ids_on_admin_paths_make_no_node_take_a_lease() {
+    let Some(c) = TestCluster::start(1, |_| {}) else {
+        return;
+    };
+    let p = c.node(0).create_project("Acme");
+    eventually(30, || c.health(0), |h| h["projectsOwned"] == 1);
+    // Four: a fifth failure in a minute would block this address (the admin guard).
+    for i in 0..4 {
+        let path = format!("/admin/projects/0190a1b2-c3d4-7e5f-8a9b-{i:012}/disable");
+        let anonymous = c.node(0).request("POST", &path, None, Some("{}"));
+        assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    }
+    for i in 0..20 {
+        let path = format!("/admin/projects/0190a1b2-c3d4-7e5f-8a9b-{i:012}/disable");
+        let admin = c
+            .node(0)
+            .request("POST", &path, Some(ADMIN_TOKEN), Some("{}"));
+        assert_eq!(admin.status, 404, "{}", admin.text);
+    }
+    let h = c.health(0);
+    assert_eq!(h["projectsOwned"], 1, "only the real project is held: {h}");
+    let real = format!("/admin/projects/{}/disable", p.id);
+    let r = c
+        .node(0)
+        .request("POST", &real, Some(ADMIN_TOKEN), Some("{}"));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("X-Mailroom-Node"), Some("node-0"));
 }
 
 #[test]
