@@ -175,6 +175,7 @@ impl Application {
                     clock: clock.clone(),
                     spf_include: settings.domains.spf_include.clone(),
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
+                    whole: clustered.then(|| settings.storage.clone()),
                 },
             )
         } else {

@@ -190,7 +190,12 @@ pub async fn middleware(
     };
     let dashboard = req.path() == "/app" || req.path().starts_with("/app/");
     match route {
-        Route::Forward { .. } if dashboard => Ok(next.call(req).await?.map_into_boxed_body()),
+        Route::Forward { .. } if dashboard => {
+            // The session lives here, the project's data on its owner: the pages would
+            // read this node's partial view and show empty lists as if they were true.
+            let e = ApiError::Engine(Error::NotOwner { project });
+            Ok(unserved(req, &cluster, e))
+        }
         Route::Serve => serve(req, next, &cluster).await,
         Route::Forward { .. } if forwarded => {
             // The sender thought this node the owner; this node thinks otherwise (the

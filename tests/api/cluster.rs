@@ -144,6 +144,36 @@ fn made_up_project_ids_on_admin_paths_make_no_node_take_a_lease() {
 }
 
 #[test]
+fn a_project_export_through_a_node_that_does_not_own_the_project_has_all_its_contacts() {
+    let Some(c) = TestCluster::start(2, |_| {}) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    for i in 0..3 {
+        let r = c.node(0).post(
+            "/contacts",
+            &p.secret,
+            json!({"email": format!("a{i}@acme.test")}),
+        );
+        assert!([200, 201].contains(&r.status), "{}", r.text);
+    }
+    let elsewhere = c.other_than(c.owner_of(0, &p.secret));
+    let out = c.cli(elsewhere, &["project", "export", &p.id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let contacts = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "contact")
+        .count();
+    assert_eq!(contacts, 3, "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
 fn sends_and_a_two_thousand_recipient_campaign_through_a_node_that_is_not_the_owner_arrive_once_each(
 ) {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());

@@ -62,6 +62,18 @@ impl TestCluster {
         i
     }
 
+    /// The CLI with node `i`'s settings and data directory (so it talks to that node's
+    /// control socket while it runs).
+    pub fn cli(&self, i: usize, args: &[&str]) -> std::process::Output {
+        let url = postgres::schema_url(&self.shared).expect("the PostgreSQL pass");
+        crate::support::app::mailroom_with(&self.nodes[i].data_dir, args, |s| {
+            s.storage.postgres.url = url;
+            s.cluster.node_id = format!("node-{i}");
+            s.cluster.secret = SECRET.into();
+            (self.configure)(s);
+        })
+    }
+
     pub fn node(&self, i: usize) -> &TestApp {
         &self.nodes[i]
     }
