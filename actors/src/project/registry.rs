@@ -397,8 +397,23 @@ impl Registry {
     /// unloaded). Not holding `p` is not an error.
     pub async fn release(&self, p: ProjectId) -> Result<()> {
         let lock = self.move_lock(p);
-        let _one = lock.lock().await;
-        self.release_locked(p).await
+        let guard = lock.lock().await;
+        let released = self.release_locked(p).await;
+        drop(guard);
+        drop(lock);
+        self.prune_move_lock(p);
+        released
+    }
+
+    /// Forgets `p`'s move lock once nobody holds or waits for it, so that the map stays
+    /// as large as the projects moving now, not every project this node ever held.
+    fn prune_move_lock(&self, p: ProjectId) {
+        let mut moves = self.inner.moves.lock().unwrap_or_else(|p| p.into_inner());
+        // Clones are made only under this map's lock: a count of one (the map's own) now
+        // means no task holds or awaits it.
+        if moves.get(&p).is_some_and(|l| Arc::strong_count(l) == 1) {
+            moves.remove(&p);
+        }
     }
 
     async fn release_locked(&self, p: ProjectId) -> Result<()> {
