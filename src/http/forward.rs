@@ -23,13 +23,13 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpResponse};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use hmac::{Hmac, Mac};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use mailroom_actors::model::{ApiKey, ProjectId};
 use mailroom_actors::Error;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use sha2::Sha256;
 
 use super::error::ApiError;
 use super::AppState;
@@ -38,6 +38,18 @@ use crate::cluster::{ClusterNode, Route};
 pub const NODE_HEADER: &str = "x-mailroom-node";
 pub const FORWARDED_BY: &str = "x-mailroom-forwarded-by";
 pub const FORWARD_AUTH: &str = "x-mailroom-forward-auth";
+/// The address of the client a forwarded request came from, vouched for by the proof:
+/// the owner's per-address guards (admin tokens) count the client, not the node.
+pub const CLIENT_ADDR: &str = "x-mailroom-client-addr";
+
+/// How far a forwarded request's timestamp may be from the receiver's clock: covers the
+/// nodes' clock drift and a request's time in flight, and bounds a replay.
+const PROOF_WINDOW_MS: i64 = 30_000;
+
+/// The client address of a request whose forwarding proof checked out (in the request's
+/// extensions).
+#[derive(Clone, Copy)]
+pub struct ForwardedClient(pub std::net::IpAddr);
 
 /// Headers of one connection, not of the request (RFC 9110 7.6.1): never passed on.
 const HOP_BY_HOP: &[&str] = &[
@@ -61,14 +73,72 @@ pub fn client() -> ForwardClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
-/// The proof of `cluster.secret` a forwarded request carries: a digest, so that the
+/// What a forwarding proof covers: the request line, when it was sent, by which node,
+/// for which client. A captured proof is good for this request only, and for
+/// `PROOF_WINDOW_MS`.
+struct Signed<'a> {
+    method: &'a str,
+    target: &'a str,
+    at_ms: i64,
+    node: &'a str,
+    client: &'a str,
+}
+
+fn mac(secret: &str, s: &Signed) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes())
+        .expect("HMAC takes a key of any length");
+    for part in [
+        "mailroom-forward",
+        s.method,
+        s.target,
+        &s.at_ms.to_string(),
+        s.node,
+        s.client,
+    ] {
+        mac.update(part.as_bytes());
+        mac.update(b"\n");
+    }
+    mac
+}
+
+/// The proof of `cluster.secret` a forwarded request carries (`<ms>.<hex HMAC>`): the
 /// secret itself never crosses the network.
-pub fn proof(secret: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(b"mailroom-forward\0")
-        .chain_update(secret.as_bytes())
-        .finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+fn proof(secret: &str, s: &Signed) -> String {
+    let tag = mac(secret, s).finalize().into_bytes();
+    let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}.{hex}", s.at_ms)
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Whether `req` carries a valid, fresh proof; the client address it vouches for.
+fn verify(req: &ServiceRequest, secret: &str) -> Option<std::net::IpAddr> {
+    let (at, tag) = header(req, FORWARD_AUTH)?.split_once('.')?;
+    let at_ms: i64 = at.parse().ok()?;
+    if (now_ms() - at_ms).abs() > PROOF_WINDOW_MS || tag.len() != 64 {
+        return None;
+    }
+    let tag: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(tag.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let client = header(req, CLIENT_ADDR)?;
+    let signed = Signed {
+        method: req.method().as_str(),
+        target: target_of(req),
+        at_ms,
+        node: header(req, FORWARDED_BY)?,
+        client,
+    };
+    mac(secret, &signed).verify_slice(&tag).ok()?;
+    client.parse().ok()
+}
+
+fn target_of(req: &ServiceRequest) -> &str {
+    req.uri()
+        .path_and_query()
+        .map_or(req.path(), |pq| pq.as_str())
 }
 
 fn header<'a>(req: &'a ServiceRequest, name: &str) -> Option<&'a str> {
@@ -160,17 +230,17 @@ pub async fn middleware(
     };
     let forwarded = header(&req, FORWARDED_BY).is_some();
     if forwarded {
-        let valid = match (&cluster.identity.secret, header(&req, FORWARD_AUTH)) {
-            (Some(secret), Some(given)) => {
-                bool::from(proof(secret).as_bytes().ct_eq(given.as_bytes()))
-            }
-            _ => false,
-        };
-        if !valid {
+        let client = cluster
+            .identity
+            .secret
+            .as_deref()
+            .and_then(|secret| verify(&req, secret));
+        let Some(client) = client else {
             return Ok(req.error_response(ApiError::Forbidden(
-                "X-Mailroom-Forwarded-By is for the nodes of a cluster, with the proof of cluster.secret",
+                "X-Mailroom-Forwarded-By is for the nodes of a cluster, with a fresh proof of cluster.secret",
             )));
-        }
+        };
+        req.extensions_mut().insert(ForwardedClient(client));
     }
     let Some(project) = project_of(&req, &state, &cluster).await else {
         return Ok(next.call(req).await?.map_into_boxed_body());
@@ -374,25 +444,33 @@ async fn send(
     base: &str,
     body: Bytes,
 ) -> Result<hyper::Response<hyper::body::Incoming>, (String, bool)> {
-    let target = match req.uri().path_and_query() {
-        Some(pq) => format!("{base}{pq}"),
-        None => format!("{base}{}", req.path()),
-    };
+    let target = format!("{base}{}", target_of(req));
     let mut out = hyper::Request::builder()
         .method(req.method().as_str())
         .uri(&target);
     for (name, value) in req.headers() {
         if HOP_BY_HOP.contains(&name.as_str())
-            || name.as_str() == FORWARDED_BY
-            || name.as_str() == FORWARD_AUTH
+            || [FORWARDED_BY, FORWARD_AUTH, CLIENT_ADDR].contains(&name.as_str())
         {
             continue;
         }
         out = out.header(name.as_str(), value.as_bytes());
     }
+    let client = req
+        .peer_addr()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+        .to_string();
+    let signed = Signed {
+        method: req.method().as_str(),
+        target: target_of(req),
+        at_ms: now_ms(),
+        node: &cluster.identity.node_id,
+        client: &client,
+    };
     out = out
         .header(FORWARDED_BY, cluster.identity.node_id.as_str())
-        .header(FORWARD_AUTH, proof(secret));
+        .header(FORWARD_AUTH, proof(secret, &signed))
+        .header(CLIENT_ADDR, client.as_str());
     let request = out
         .body(http_body_util::Full::new(body))
         .map_err(|e| (format!("building the request: {e}"), false))?;
@@ -408,5 +486,72 @@ async fn send(
             "no answer within cluster.forward_timeout_seconds".into(),
             false,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    const SECRET: &str = "a-cluster-secret-0123456789abcdefghij";
+
+    fn forwarded(path: &str, at_ms: i64, client: &str, secret: &str) -> ServiceRequest {
+        let signed = Signed {
+            method: "POST",
+            target: path,
+            at_ms,
+            node: "node-1",
+            client,
+        };
+        TestRequest::post()
+            .uri(path)
+            .insert_header((FORWARDED_BY, "node-1"))
+            .insert_header((FORWARD_AUTH, proof(secret, &signed)))
+            .insert_header((CLIENT_ADDR, client))
+            .to_srv_request()
+    }
+
+    #[test]
+    fn a_fresh_proof_vouches_for_its_client() {
+        let req = forwarded("/contacts?limit=5", now_ms(), "192.0.2.7", SECRET);
+        assert_eq!(verify(&req, SECRET), Some("192.0.2.7".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_proof_made_with_another_secret_or_too_long_ago_is_refused() {
+        let other = forwarded("/contacts", now_ms(), "192.0.2.7", "another-secret");
+        assert_eq!(verify(&other, SECRET), None);
+        let old = forwarded(
+            "/contacts",
+            now_ms() - PROOF_WINDOW_MS - 1_000,
+            "192.0.2.7",
+            SECRET,
+        );
+        assert_eq!(verify(&old, SECRET), None);
+    }
+
+    #[test]
+    fn a_proof_replayed_on_another_path_or_for_another_client_is_refused() {
+        let at = now_ms();
+        let signed = Signed {
+            method: "POST",
+            target: "/contacts",
+            at_ms: at,
+            node: "node-1",
+            client: "192.0.2.7",
+        };
+        let replayed = |path: &str, client: &str| {
+            TestRequest::post()
+                .uri(path)
+                .insert_header((FORWARDED_BY, "node-1"))
+                .insert_header((FORWARD_AUTH, proof(SECRET, &signed)))
+                .insert_header((CLIENT_ADDR, client))
+                .to_srv_request()
+        };
+        assert!(verify(&replayed("/contacts", "192.0.2.7"), SECRET).is_some());
+        assert_eq!(verify(&replayed("/campaigns", "192.0.2.7"), SECRET), None);
+        assert_eq!(verify(&replayed("/contacts", "198.51.100.1"), SECRET), None);
     }
 }
