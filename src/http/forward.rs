@@ -345,11 +345,11 @@ const MOVING: &str = "x-mailroom-moving";
 const PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 const PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(1000);
 
-/// Passes `req` to the owner and its answer back. The request body is read whole first
-/// (up to the largest body any route takes: the payload is tied to this worker's thread,
-/// the client's connections are not), so that it can be sent again when the project
-/// moves while it travels; the answer streams through. A move is waited out for up to a
-/// lease and two seconds (the old owner's lease runs out by then at the latest).
+/// Passes `req` to the owner and its answer back. The request body is read whole first,
+/// up to its route's limit (refused at once when its Content-Length says more), so that
+/// it can be sent again when the project moves while it travels; the answer streams
+/// through. A move is waited out for up to a lease and two seconds (the old owner's lease
+/// runs out by then at the latest).
 async fn forward(
     mut req: ServiceRequest,
     state: &AppState,
@@ -358,10 +358,16 @@ async fn forward(
     project: ProjectId,
     mut target: (String, String),
 ) -> Result<ServiceResponse<BoxBody>, Failed> {
-    let limit = state
-        .limits
-        .max_body_bytes
-        .max(state.limits.max_import_bytes);
+    // The route's own limit: only an import takes more than a JSON body.
+    let limit = if req.path() == "/contacts/import" {
+        state.limits.max_import_bytes
+    } else {
+        state.limits.max_body_bytes
+    };
+    let declared = header(&req, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Ok(req.error_response(ApiError::PayloadTooLarge { limit }));
+    }
     let mut payload = req.take_payload();
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {

@@ -174,6 +174,27 @@ fn a_project_export_through_a_node_that_does_not_own_the_project_has_all_its_con
 }
 
 #[test]
+fn a_body_over_the_limit_is_refused_by_the_node_it_reaches_without_forwarding() {
+    let Some(c) = TestCluster::start(2, |s| s.limits.max_body_bytes = 1024) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    let via = c.other_than(c.owner_of(0, &p.secret));
+    let body = json!({"email": "a@example.com", "data": {"pad": "x".repeat(2000)}}).to_string();
+    let r = c
+        .node(via)
+        .request("POST", "/contacts", Some(&p.secret), Some(&body));
+    assert_eq!((r.status, r.code().as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    assert_eq!(r.header("X-Mailroom-Node"), None, "nobody served it");
+    let ok = json!({"email": "a@example.com"}).to_string();
+    let r = c
+        .node(via)
+        .request("POST", "/contacts", Some(&p.secret), Some(&ok));
+    assert!([200, 201].contains(&r.status), "{}", r.text);
+}
+
+#[test]
 fn sends_and_a_two_thousand_recipient_campaign_through_a_node_that_is_not_the_owner_arrive_once_each(
 ) {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
