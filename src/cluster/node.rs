@@ -57,14 +57,16 @@ pub struct ClusterNode {
     /// until the release ends (so no node takes them before their writes are durable),
     /// and nothing takes them here meanwhile.
     releasing: Mutex<HashSet<ProjectId>>,
-    /// When `keys/` was last re-read for an unknown API key.
-    keys_reloaded: Mutex<Option<Instant>>,
+    /// Point reads for unknown API keys and project ids in the current second: (when
+    /// the second began, how many).
+    point_reads: Mutex<(Instant, u32)>,
     pub metrics: ClusterMetrics,
 }
 
-/// At most one re-read of `keys/` per this long for unknown keys: a hostile client
-/// sending random keys must not turn each request into a database read.
-const KEYS_RELOAD_EVERY: Duration = Duration::from_millis(500);
+/// At most this many point reads a second for API keys or project ids this node does
+/// not know: a hostile client sending random keys must not turn each request into a
+/// database read, and a key made a moment ago elsewhere still works here at once.
+const POINT_READS_PER_SECOND: u32 = 50;
 
 /// Bounds of the pause before routing a request again while its project moves: short
 /// enough to serve it soon after the move, long enough not to hammer the lease table.
@@ -92,7 +94,7 @@ impl ClusterNode {
             live: RwLock::new(vec![me]),
             moves: tokio::sync::Mutex::new(()),
             releasing: Mutex::new(HashSet::new()),
-            keys_reloaded: Mutex::new(None),
+            point_reads: Mutex::new((Instant::now(), 0)),
             metrics: ClusterMetrics::default(),
         })
     }
@@ -375,17 +377,41 @@ impl ClusterNode {
         Ok(Ok(Route::Forward { node: target, url }))
     }
 
-    /// Re-reads `keys/` (and `projects/`) for an API key this node does not know, at most
-    /// once per `KEYS_RELOAD_EVERY`. True when a re-read happened.
-    pub async fn reload_keys_for_unknown(&self) -> bool {
+    /// Reads `key` (an API key's hash key, or a project's record) from the database
+    /// into this node's view, and the project record an API key points to: a key or
+    /// project made a moment ago on another node or by the CLI. Rate-limited to
+    /// `POINT_READS_PER_SECOND`; false when over it or when the read failed.
+    pub async fn read_through(&self, key: Vec<u8>) -> bool {
         {
-            let mut last = self.keys_reloaded.lock().unwrap_or_else(|p| p.into_inner());
-            if last.is_some_and(|t| t.elapsed() < KEYS_RELOAD_EVERY) {
+            let mut reads = self.point_reads.lock().unwrap_or_else(|p| p.into_inner());
+            if reads.0.elapsed() >= Duration::from_secs(1) {
+                *reads = (Instant::now(), 0);
+            }
+            if reads.1 >= POINT_READS_PER_SECOND {
                 return false;
             }
-            *last = Some(Instant::now());
+            reads.1 += 1;
         }
-        self.reload(&[b"projects/", b"keys/"]).await.is_ok()
+        let store = self.store.clone();
+        actix_web::rt::task::spawn_blocking(move || -> Result<()> {
+            store.reload_prefix(&key)?;
+            let Some(id) = key
+                .starts_with(b"keys/")
+                .then(|| store.get(&key))
+                .transpose()?
+            else {
+                return Ok(());
+            };
+            let id = id.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<ProjectId>().ok());
+            if let Some(id) = id {
+                store.reload_prefix(&mailroom_actors::store::keys::project(id))?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("reading a key: {e}")))
+        .and_then(|r| r)
+        .is_ok()
     }
 
     async fn reload(&self, prefixes: &'static [&'static [u8]]) -> Result<()> {

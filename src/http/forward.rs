@@ -3,8 +3,8 @@
 //! came. The owner marks every answer to a project's request with `X-Mailroom-Node`.
 //!
 //! The project of a request is found the way the handlers find it: from the API key
-//! (an unknown key first re-reads `keys/`, at most twice a second, so that a key made on
-//! another node or by the CLI works at once), from the project id of an admin path
+//! (an unknown key is first read from the database, a few dozen such reads a second at
+//! most, so that a key made on another node or by the CLI works at once), from the project id of an admin path
 //! (`/admin/projects/{id}/...`), or from the signed token of an unsubscribe, open or click
 //! link. Requests with none of these (project creation, /health, the dashboard) are
 //! served where they land.
@@ -175,7 +175,8 @@ async fn project_of(
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
-        if state.projects.get(id).is_err() && !cluster.reload_keys_for_unknown().await {
+        let record = mailroom_actors::store::keys::project(id);
+        if state.projects.get(id).is_err() && !cluster.read_through(record).await {
             return None;
         }
         return state.projects.get(id).ok().map(|_| id);
@@ -190,7 +191,8 @@ async fn project_of(
         return Some(auth.project.id);
     }
     // Perhaps made a moment ago on another node, or by the CLI.
-    if cluster.reload_keys_for_unknown().await {
+    let hash = mailroom_actors::store::keys::key_hash(&key.hash());
+    if cluster.read_through(hash).await {
         if let Ok(Some(auth)) = state.projects.authenticate(&key) {
             return Some(auth.project.id);
         }
