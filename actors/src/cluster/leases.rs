@@ -59,6 +59,16 @@ pub trait Leases: Send + Sync + 'static {
         lease_seconds: u64,
     ) -> LeaseFuture<bool>;
 
+    /// Renews every lease in `held` (project, epoch) in one statement, like `renew`
+    /// each; answers the projects whose lease is no longer this process's (lost). One
+    /// round trip a tick, however many projects a node holds.
+    fn renew_all(
+        &self,
+        held: Vec<(ProjectId, u64)>,
+        node_id: &str,
+        lease_seconds: u64,
+    ) -> LeaseFuture<Vec<ProjectId>>;
+
     /// Ends our lease now, so the next owner takes it without waiting for it to run
     /// out. Nothing happens when it is no longer ours under `epoch`.
     fn release(&self, p: ProjectId, node_id: &str, epoch: u64) -> LeaseFuture<()>;

@@ -177,6 +177,40 @@ impl Leases for PgLeases {
         })
     }
 
+    fn renew_all(
+        &self,
+        held: Vec<(ProjectId, u64)>,
+        node_id: &str,
+        lease_seconds: u64,
+    ) -> LeaseFuture<Vec<ProjectId>> {
+        let (id, me) = (node_id.to_owned(), self.process());
+        self.call(move |c| async move {
+            if held.is_empty() {
+                return Ok(Vec::new());
+            }
+            let projects: Vec<&[u8]> = held.iter().map(|(p, _)| p.as_bytes().as_slice()).collect();
+            let epochs: Vec<i64> = held.iter().map(|(_, e)| *e as i64).collect();
+            let rows = c
+                .query(
+                    "UPDATE mailroom_leases l SET expires_at = now() + make_interval(secs => $3) \
+                     FROM unnest($4::bytea[], $5::bigint[]) AS h(project, epoch) \
+                     WHERE l.project = h.project AND l.epoch = h.epoch \
+                       AND l.node_id = $1 AND l.holder = $2 \
+                     RETURNING l.project",
+                    &[&id, &me, &secs(lease_seconds), &projects, &epochs],
+                )
+                .await
+                .map_err(failed)?;
+            let renewed: std::collections::HashSet<Vec<u8>> =
+                rows.iter().map(|r| r.get::<_, Vec<u8>>(0)).collect();
+            Ok(held
+                .iter()
+                .filter(|(p, _)| !renewed.contains(p.as_bytes().as_slice()))
+                .map(|(p, _)| *p)
+                .collect())
+        })
+    }
+
     fn release(&self, p: ProjectId, node_id: &str, epoch: u64) -> LeaseFuture<()> {
         let (id, me) = (node_id.to_owned(), self.process());
         self.call(move |c| async move {

@@ -285,6 +285,36 @@ async fn a_cluster_node_refuses_writes_to_a_project_it_holds_no_fence_for() {
 }
 
 #[tokio::test]
+async fn renewing_every_lease_at_once_renews_ours_and_names_the_ones_lost() {
+    let Some(config) = config().await else { return };
+    let s = PostgresStore::open(&config).unwrap();
+    let leases = s.cluster().expect("PostgreSQL has a lease table");
+    leases.heartbeat("a", "http://a").await.unwrap();
+    leases.heartbeat("b", "http://b").await.unwrap();
+    let (kept, lost) = (ProjectId::new(), ProjectId::new());
+    let k = leases.try_acquire(kept, "a", 30).await.unwrap().unwrap();
+    let l = leases.try_acquire(lost, "a", 30).await.unwrap().unwrap();
+    leases.release(lost, "a", l).await.unwrap();
+    let theirs = leases.try_acquire(lost, "b", 30).await.unwrap().unwrap();
+    let gone = leases
+        .renew_all(vec![(kept, k), (lost, l)], "a", 0)
+        .await
+        .unwrap();
+    assert_eq!(gone, [lost], "only the lease b took is lost");
+    // Renewed for no seconds: kept ran out, so b may take it now; b's own is untouched.
+    assert_eq!(
+        leases.try_acquire(kept, "b", 30).await.unwrap(),
+        Some(k + 1)
+    );
+    assert!(leases.renew(lost, "b", theirs, 30).await.unwrap());
+    assert!(leases
+        .renew_all(Vec::new(), "a", 30)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
 async fn a_lease_is_taken_renewed_released_and_taken_over_only_once_expired() {
     let Some(config) = config().await else { return };
     let s = PostgresStore::open(&config).unwrap();
