@@ -50,6 +50,8 @@ pub struct Application {
     /// Held while serving: a supervisor restarts its actor only while an address of it
     /// lives.
     _supervised: (actix::Addr<Dispatcher>, actix::Addr<Scheduler>),
+    /// This node of a cluster: at a stop it hands its projects over.
+    cluster: Option<Arc<crate::cluster::ClusterNode>>,
 }
 
 impl Application {
@@ -69,7 +71,7 @@ impl Application {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Failure::caused("reading the bound address", e))?;
         let links_url = LinksUrl::new(settings.server.public_url(), &addrs)?;
-        let store: Arc<dyn Store> = settings.storage.open().map_err(Failure::engine)?;
+        let store: Arc<dyn Store> = settings.storage.open_node().map_err(Failure::engine)?;
         // An adjustable clock only when config asks for it (tests): the admin API can then
         // move it forward.
         let adjustable = settings
@@ -80,7 +82,23 @@ impl Application {
             Some(c) => c.clone(),
             None => Arc::new(SystemClock),
         };
-        let registry = Registry::new(
+        // A store with a lease table (PostgreSQL) makes this server a node of a cluster.
+        let leases = store.cluster();
+        let clustered = leases.is_some();
+        let identity = match crate::cluster::Identity::resolve(&settings, addrs[0]) {
+            Ok(identity) => identity,
+            Err(e) if clustered => return Err(Failure::said(e)),
+            // Alone (sled), the server only needs a name for /health.
+            Err(_) => crate::cluster::Identity::alone(&settings, addrs[0]),
+        };
+        // On PostgreSQL a node owns the projects whose leases it holds, none to begin
+        // with; on sled it owns them all.
+        let ownership = if clustered {
+            mailroom_actors::cluster::ownership::Ownership::none()
+        } else {
+            mailroom_actors::cluster::ownership::Ownership::everything()
+        };
+        let registry = Registry::with_ownership(
             store.clone(),
             clock.clone(),
             RegistryConfig {
@@ -93,6 +111,7 @@ impl Application {
                 import_slice_rows: settings.limits.import_slice_rows,
                 templates: settings.templates.limits(),
             },
+            ownership,
         );
         let link_key =
             Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;
@@ -156,6 +175,7 @@ impl Application {
                     clock: clock.clone(),
                     spf_include: settings.domains.spf_include.clone(),
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
+                    whole: clustered.then(|| settings.storage.clone()),
                 },
             )
         } else {
@@ -169,6 +189,26 @@ impl Application {
             )
         });
         let drain = registry.drain().clone();
+        let cluster = match leases {
+            Some(leases) => {
+                if identity.secret.is_none() {
+                    tracing::warn!(
+                        "cluster.secret is empty: this node neither forwards requests to the owner of their project nor accepts forwarded ones; requests for projects another node owns answer 503 NOT_OWNER"
+                    );
+                }
+                let node = crate::cluster::ClusterNode::new(
+                    identity.clone(),
+                    leases,
+                    registry.clone(),
+                    store.clone(),
+                    projects.clone(),
+                );
+                node.start();
+                tracing::info!(node = %identity.node_id, url = %identity.advertise_url, lease_seconds = identity.lease.as_secs(), "cluster node started");
+                Some(node)
+            }
+            None => None,
+        };
         let mut state = AppState::new(
             &settings,
             registry,
@@ -179,6 +219,8 @@ impl Application {
             campaigns,
         );
         state.adjustable_clock = adjustable;
+        state.cluster = cluster.clone();
+        state.node_id = identity.node_id.clone();
         state.templates = templates;
         let state = web::Data::new(state);
         let workers = match settings.server.workers {
@@ -207,6 +249,7 @@ impl Application {
             drain,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_seconds),
             _supervised: (dispatcher, scheduler),
+            cluster,
         })
     }
 
@@ -267,6 +310,15 @@ impl Application {
         };
         if let Some(socket) = &self.socket {
             let _ = std::fs::remove_file(socket);
+        }
+        if let Some(cluster) = &self.cluster {
+            // The others take over at once, instead of when the leases run out.
+            if tokio::time::timeout(self.shutdown_timeout, cluster.release_all())
+                .await
+                .is_err()
+            {
+                tracing::warn!("handing the projects over did not finish in time; their leases run out by themselves");
+            }
         }
         served
             .map_err(|e| Failure::said(format!("the HTTP server stopped: {e}")))?

@@ -16,6 +16,7 @@ pub const CONTROL_SOCKET: &str = "mailroom.sock";
 pub struct Settings {
     pub server: Server,
     pub storage: Storage,
+    pub cluster: Cluster,
     pub mail: Mail,
     pub smtp: Smtp,
     pub mailer: Mailer,
@@ -87,6 +88,7 @@ pub struct PostgresSettings {
     pub url: String,
     pub pool_size: usize,
     pub lock_wait_ms: u64,
+    pub statement_timeout_ms: u64,
 }
 
 impl Storage {
@@ -94,6 +96,22 @@ impl Storage {
     /// version wrote it), or PostgreSQL (its schema migrated the same way).
     pub fn open(
         &self,
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        self.open_as(false)
+    }
+
+    /// Opens the store for `mailroom serve`: on PostgreSQL the server is a node of a
+    /// cluster, which holds the global keys and only the projects whose leases it takes
+    /// (the store's partial view). The CLI opens it whole (`open`).
+    pub fn open_node(
+        &self,
+    ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
+        self.open_as(true)
+    }
+
+    fn open_as(
+        &self,
+        node: bool,
     ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
         use mailroom_actors::store::{PostgresConfig, PostgresStore};
         Ok(match self.backend {
@@ -123,6 +141,8 @@ impl Storage {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,
                     lock_wait_ms: self.postgres.lock_wait_ms,
+                    statement_timeout_ms: self.postgres.statement_timeout_ms,
+                    partial: node,
                 })?
             }
         })
@@ -135,6 +155,16 @@ impl Storage {
             move_interval_ms: self.move_interval_ms,
         }
     }
+}
+
+/// A node of a cluster (`storage.backend = "postgres"`); docs/cluster.md.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Cluster {
+    pub node_id: String,
+    pub advertise_url: String,
+    pub secret: String,
+    pub lease_seconds: u64,
+    pub forward_timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -529,6 +559,7 @@ mod tests {
         assert_eq!(s.storage.postgres.url, "");
         assert_eq!(s.storage.postgres.pool_size, 2);
         assert_eq!(s.storage.postgres.lock_wait_ms, 5000);
+        assert_eq!(s.storage.postgres.statement_timeout_ms, 5000);
         assert_eq!(s.server.public_url(), None, "follows the listening address");
         assert_eq!(s.outbox_dir(), PathBuf::from("./data/outbox"));
         assert_eq!(s.control_socket(), PathBuf::from("./data/mailroom.sock"));
@@ -553,6 +584,11 @@ mod tests {
         assert_eq!(s.domains.recheck_seconds, 300);
         assert_eq!(s.domains.spf_include, "include:_spf.mailroom.local");
         assert!(s.admin.token().is_none());
+        assert_eq!(s.cluster.node_id, "");
+        assert_eq!(s.cluster.advertise_url, "");
+        assert_eq!(s.cluster.secret, "");
+        assert_eq!(s.cluster.lease_seconds, 10);
+        assert_eq!(s.cluster.forward_timeout_seconds, 30);
     }
 
     #[test]

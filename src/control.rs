@@ -293,6 +293,10 @@ pub struct Control {
     pub spf_include: String,
     /// How long a client may take to send its request line.
     pub read_timeout: Duration,
+    /// On a node of a cluster, the database to open whole for commands that read every
+    /// project (backup, export, domain list): the node's own store holds only the
+    /// projects it owns, and would answer them partly or empty without saying so.
+    pub whole: Option<crate::config::Storage>,
 }
 
 impl Control {
@@ -309,6 +313,11 @@ impl Control {
                 .map_err(Failure::engine)?;
             return Ok(domain_json(&d, &self.spf_include));
         }
+        let reads_every_project = matches!(
+            request,
+            Request::Backup { .. } | Request::ProjectExport { .. } | Request::DomainList { .. }
+        );
+        let whole = self.whole.clone().filter(|_| reads_every_project);
         let (projects, store, spf) = (
             self.projects.clone(),
             self.store.clone(),
@@ -318,7 +327,15 @@ impl Control {
             let mut report = |t: Tally| {
                 let _ = progress.send(t.into());
             };
-            apply(&projects, &*store, request, now, &spf, &mut report)
+            match whole {
+                Some(storage) => {
+                    // Only read: the leases of the nodes are not touched.
+                    let store = storage.open().map_err(Failure::engine)?;
+                    let projects = Projects::new(store.clone());
+                    apply(&projects, &*store, request, now, &spf, &mut report)
+                }
+                None => apply(&projects, &*store, request, now, &spf, &mut report),
+            }
         })
         .await
         .map_err(|e| Failure::said(format!("the command's task failed: {e}")))??;

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod dashboard;

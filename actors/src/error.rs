@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::id::ProjectId;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// One or more fields failed validation (422).
@@ -20,6 +22,10 @@ pub enum Error {
     /// A bounded mailbox is full; the caller should come back shortly (503).
     #[error("The service is busy, please retry shortly")]
     Busy { retry_after_secs: u64 },
+    /// Another node holds the project (or none does yet): the node layer forwards the
+    /// request to its owner; a client that still gets this retries (503).
+    #[error("this node does not hold the project right now; retry")]
+    NotOwner { project: ProjectId },
     /// The data directory is held by another process.
     #[error("the data directory {path} is in use by another process")]
     Locked { path: String },
@@ -57,6 +63,17 @@ impl Error {
     /// Whether this is a store failure because the disk is full.
     pub fn is_disk_full(&self) -> bool {
         matches!(self, Error::Storage(s) if s.is_disk_full())
+    }
+
+    /// Whether this is a store failure that passes by itself (the database did not
+    /// answer in time, or could not be reached): the edge answers 503 with Retry-After.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Storage(s) if s.is_unavailable())
+    }
+
+    /// A store failure of the kind `is_unavailable` names.
+    pub fn unavailable(context: impl Into<String>) -> Self {
+        Error::storage_caused(context, std::io::Error::from(std::io::ErrorKind::TimedOut))
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
@@ -100,6 +117,26 @@ impl StorageError {
             }
             if let Some(sled::Error::Io(io)) = e.downcast_ref::<sled::Error>() {
                 if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28) {
+                    return true;
+                }
+            }
+            next = e.source();
+        }
+        false
+    }
+}
+
+impl StorageError {
+    /// A timeout or a lost connection somewhere down the chain.
+    pub fn is_unavailable(&self) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> =
+            self.source.as_deref().map(|e| e as _);
+        while let Some(e) = next {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::NotConnected
+                ) {
                     return true;
                 }
             }

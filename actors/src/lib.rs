@@ -4,6 +4,7 @@
 pub mod campaign;
 pub mod clock;
 
+pub mod cluster;
 pub mod codec;
 pub mod contact;
 pub mod dns;
@@ -16,6 +17,7 @@ pub mod faults;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;
+pub mod id;
 pub mod idempotency;
 pub mod json_part;
 #[cfg(test)]
@@ -35,6 +37,7 @@ pub mod segment;
 pub mod shutdown;
 pub mod store;
 pub mod template;
+pub mod timestamp;
 pub mod upgrade;
 pub mod verify;
 pub mod workflow;

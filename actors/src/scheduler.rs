@@ -6,8 +6,11 @@
 //! entry in memory (`Timers`), armed once that batch is durable. The Scheduler keeps one
 //! sleep, until the earliest due time (or until it is woken: a new timer, or the test
 //! clock moved), and hands what fell due to its owner's `Fire`. At start-up it loads
-//! every timer from the store, so a restart resumes them all, and those that fell due
-//! while the server was down fire at once.
+//! every timer of the projects this node owns from the store, so a restart resumes them
+//! all, and those that fell due while the server was down fire at once; a node that
+//! takes a project later loads that project's timers then (`load_timers`), and one that
+//! hands a project over forgets them (`Timers::forget`). A timer of a project this node
+//! does not own (any more) is dropped when it falls due, not fired: its owner has it.
 //!
 //! The owner deletes the timer's key when it acts on it, in the batch of that action, so
 //! a timer fires until its work is durable. A timer whose key is gone (a cancelled
@@ -23,6 +26,7 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
+use crate::cluster::ownership::Ownership;
 use crate::error::Result;
 use crate::model::ProjectId;
 use crate::store::{keys, Store};
@@ -79,13 +83,34 @@ impl Timer {
 }
 
 /// The timers in memory, shared by whoever arms them and the Scheduler.
-#[derive(Default)]
 pub struct Timers {
     set: Mutex<BTreeSet<Timer>>,
     wake: Notify,
+    /// The projects whose timers fire here.
+    ownership: Arc<Ownership>,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Timers::owned_by(Ownership::everything())
+    }
 }
 
 impl Timers {
+    /// Timers that fire only for the projects `ownership` says.
+    pub fn owned_by(ownership: Arc<Ownership>) -> Self {
+        Timers {
+            set: Mutex::default(),
+            wake: Notify::new(),
+            ownership,
+        }
+    }
+
+    /// Drops every timer of `p` from memory (its keys stay: the next owner loads them).
+    pub fn forget(&self, p: ProjectId) {
+        self.set().retain(|t| t.project != p);
+    }
+
     fn set(&self) -> std::sync::MutexGuard<'_, BTreeSet<Timer>> {
         self.set.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -162,29 +187,35 @@ impl Scheduler {
             fire,
         }
     }
+}
 
-    /// Every timer in the store, into memory.
-    fn load(&self) -> Result<usize> {
-        let mut n = 0;
-        for kv in self.store.scan(keys::TIMERS, None, false) {
-            let (key, _) = kv?;
-            match Timer::parse(&key) {
-                Some(t) => {
-                    self.timers.set().insert(t);
-                    n += 1;
-                }
-                None => tracing::error!(key = ?key, "a timer key that does not parse"),
+/// Arms the timers in the store of project `p` (None: of every project this node
+/// owns); answers how many. Timer keys sort by due time, not by project, so this walks
+/// every timer key the store holds.
+pub fn load_timers(store: &dyn Store, timers: &Timers, p: Option<ProjectId>) -> Result<usize> {
+    let mut n = 0;
+    for kv in store.scan(keys::TIMERS, None, false) {
+        let (key, _) = kv?;
+        match Timer::parse(&key) {
+            Some(t) if p.map_or(timers.ownership.owns(t.project), |p| p == t.project) => {
+                timers.set().insert(t);
+                n += 1;
             }
+            Some(_) => {}
+            None => tracing::error!(key = ?key, "a timer key that does not parse"),
         }
-        Ok(n)
     }
+    if n > 0 {
+        timers.wake();
+    }
+    Ok(n)
 }
 
 impl Actor for Scheduler {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        match self.load() {
+        match load_timers(&*self.store, &self.timers, None) {
             Ok(n) => tracing::info!(timers = n, "scheduler started"),
             Err(e) => tracing::error!(error = %e, "loading timers"),
         }
@@ -228,6 +259,10 @@ async fn run(timers: Arc<Timers>, store: Arc<dyn Store>, clock: Arc<dyn Clock>, 
 }
 
 async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
+    if !timers.ownership.owns(t.project) {
+        // Handed over (or the lease ran out): the project's owner fires it.
+        return;
+    }
     match store.get(&t.key()) {
         Ok(None) => return,
         Ok(Some(_)) => {}
@@ -258,6 +293,23 @@ mod tests {
             ..t
         };
         assert!(t.key() < later.key());
+    }
+
+    #[test]
+    fn a_forgotten_project_s_timers_leave_memory_and_others_stay() {
+        let timers = Timers::default();
+        let (gone, kept) = (ProjectId::new(), ProjectId::new());
+        for (due, project) in [(10, gone), (20, kept), (30, gone)] {
+            timers.arm(Timer {
+                due,
+                kind: TimerKind::Workflow,
+                project,
+                target: [0; 16],
+            });
+        }
+        timers.forget(gone);
+        let (due, _) = timers.take_due(100);
+        assert_eq!(due.iter().map(|t| t.project).collect::<Vec<_>>(), [kept]);
     }
 
     #[test]

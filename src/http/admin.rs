@@ -34,9 +34,16 @@ impl FromRequest for Admin {
         let Some(state) = req.app_data::<web::Data<AppState>>() else {
             return ready(Err(ApiError::MissingAuth));
         };
-        let ip = req
-            .peer_addr()
-            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        // A request forwarded by another node counts against its client's address (the
+        // proof vouches for it), not the node's: else five bad tokens sent through one
+        // node would lock every operator out of the owner through that node.
+        let forwarded = actix_web::HttpMessage::extensions(req)
+            .get::<super::forward::ForwardedClient>()
+            .map(|c| c.0);
+        let ip = forwarded.unwrap_or_else(|| {
+            req.peer_addr()
+                .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+        });
         if let Some(secs) = state.admin_guard.blocked_for(ip) {
             return ready(Err(ApiError::RateLimited {
                 retry_after_secs: secs,

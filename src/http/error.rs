@@ -25,6 +25,9 @@ pub enum ApiError {
         retry_after_secs: u64,
     },
     Engine(Error),
+    /// A forwarded request reached the owner but no answer came in time: the owner may
+    /// have acted on it, so no Retry-After invites a blind retry.
+    ForwardTimeout,
     /// Any of the above, with a more specific `suggestion` than the table's.
     Suggested(Box<ApiError>, String),
 }
@@ -84,12 +87,15 @@ impl ApiError {
                 (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE")
             }
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            ApiError::ForwardTimeout => (StatusCode::GATEWAY_TIMEOUT, "FORWARD_TIMEOUT"),
             ApiError::Engine(e) => match e {
                 Error::Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
                 Error::NotFound(r) => (StatusCode::NOT_FOUND, not_found_code(*r)),
                 Error::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                 Error::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                Error::NotOwner { .. } => (StatusCode::SERVICE_UNAVAILABLE, "NOT_OWNER"),
                 e if e.is_disk_full() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+                e if e.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
                 Error::Locked { .. } | Error::Storage(_) | Error::Internal(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR")
                 }
@@ -110,10 +116,19 @@ impl ApiError {
                 format!("The request body is larger than {limit} bytes")
             }
             ApiError::RateLimited { .. } => "Rate limit exceeded".into(),
+            ApiError::ForwardTimeout => {
+                "The node that owns this project did not answer in time; the request may or \
+                 may not have taken effect"
+                    .into()
+            }
             ApiError::Engine(Error::Validation(_)) => "Request validation failed".into(),
             ApiError::Engine(e) if e.is_disk_full() => {
                 "The server could not make this write durable: its disk is full. The write may \
                  still take effect once space is freed"
+                    .into()
+            }
+            ApiError::Engine(e) if e.is_unavailable() => {
+                "The database did not answer in time; the write may or may not have taken effect"
                     .into()
             }
             ApiError::Engine(Error::Locked { .. } | Error::Storage(_) | Error::Internal(_)) => {
@@ -136,6 +151,9 @@ impl ApiError {
                 "Ask an operator to enable the project (mailroom project enable)"
             }
             ApiError::PayloadTooLarge { .. } => "Send a smaller body",
+            ApiError::ForwardTimeout => {
+                "Check whether the write took effect, or retry with the same Idempotency-Key"
+            }
             ApiError::RateLimited { .. } => {
                 "Wait for the number of seconds in Retry-After, then retry"
             }
@@ -145,12 +163,15 @@ impl ApiError {
                     None => "Fix the fields listed in errors and retry",
                 }
             }
-            ApiError::Engine(Error::Busy { .. }) => {
+            ApiError::Engine(Error::Busy { .. } | Error::NotOwner { .. }) => {
                 "Retry after the number of seconds in Retry-After"
             }
             ApiError::Engine(e) if e.is_disk_full() => {
                 "Retry later with the same Idempotency-Key (or check first that the write is not \
                  there); the operator has been told through the log that the disk is full"
+            }
+            ApiError::Engine(e) if e.is_unavailable() => {
+                "Retry after the number of seconds in Retry-After, with the same Idempotency-Key"
             }
             ApiError::Engine(Error::Conflict { suggestion, .. }) => return suggestion.clone(),
             _ => return None,
@@ -162,7 +183,9 @@ impl ApiError {
         match self.base() {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
             ApiError::Engine(Error::Busy { retry_after_secs }) => Some(*retry_after_secs),
+            ApiError::Engine(Error::NotOwner { .. }) => Some(NOT_OWNER_RETRY_SECS),
             ApiError::Engine(e) if e.is_disk_full() => Some(DISK_FULL_RETRY_SECS),
+            ApiError::Engine(e) if e.is_unavailable() => Some(UNAVAILABLE_RETRY_SECS),
             _ => None,
         }
     }
@@ -252,8 +275,36 @@ pub struct FieldErrorView {
     code: &'static str,
 }
 
+/// How long a client should wait when the project's owner is changing: a lease moves
+/// within a heartbeat, and forwarding usually hides it.
+const NOT_OWNER_RETRY_SECS: u64 = 1;
+/// A database that timed out is often back within a second or two (a failover, a
+/// reconnect).
+const UNAVAILABLE_RETRY_SECS: u64 = 2;
+
 /// How long a client should wait when the disk is full.
 const DISK_FULL_RETRY_SECS: u64 = 5;
 
 /// The most field errors one 422 lists.
 const MAX_FIELD_ERRORS: usize = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_that_did_not_answer_in_time_is_a_503_with_retry_after_not_a_500() {
+        let late = ApiError::Engine(Error::unavailable("a commit got no answer"));
+        assert_eq!(
+            late.status_and_code(),
+            (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+        );
+        assert_eq!(late.retry_after(), Some(UNAVAILABLE_RETRY_SECS));
+        let broken = ApiError::Engine(Error::storage("a record does not decode"));
+        assert_eq!(
+            broken.status_and_code().0,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(broken.retry_after(), None);
+    }
+}

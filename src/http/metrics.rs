@@ -45,6 +45,7 @@ pub struct Metrics {
     outbox_oldest: IntGauge,
     campaigns_sending: IntGauge,
     timers_pending: IntGauge,
+    leases_held: IntGauge,
     scan_interval: Duration,
     /// One render at a time (the counters catch up by a difference), and when the
     /// store was last scanned.
@@ -98,6 +99,20 @@ impl Metrics {
         )
         .expect("valid metric");
         let counted: Vec<(IntCounter, Count)> = vec![
+            (
+                counter(
+                    "mailroom_cluster_forwards_total",
+                    "Requests this node passed to the node that owns their project",
+                ),
+                |s| s.cluster.as_ref().map_or(0, |c| c.metrics.forwards.load(std::sync::atomic::Ordering::Relaxed)),
+            ),
+            (
+                counter(
+                    "mailroom_cluster_lease_moves_total",
+                    "Project leases this node took, handed over or lost",
+                ),
+                |s| s.cluster.as_ref().map_or(0, |c| c.metrics.lease_moves.load(std::sync::atomic::Ordering::Relaxed)),
+            ),
             (
                 counter(
                     "mailroom_emails_queued_total",
@@ -206,7 +221,12 @@ impl Metrics {
             "mailroom_timers_pending",
             "Durable timers armed (scheduled campaigns, workflow waits)",
         );
+        let leases_held = gauge(
+            "mailroom_cluster_leases_held",
+            "Projects this node owns now (0 on sled, where no leases are held)",
+        );
         let mut collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
+            Box::new(leases_held.clone()),
             Box::new(requests.clone()),
             Box::new(latency.clone()),
             Box::new(mailbox.clone()),
@@ -237,6 +257,7 @@ impl Metrics {
             outbox_oldest,
             campaigns_sending,
             timers_pending,
+            leases_held,
             scan_interval,
             rendering: Mutex::new(None),
         }
@@ -278,6 +299,8 @@ impl Metrics {
         }
         self.timers_pending
             .set(state.registry.timers().len() as i64);
+        self.leases_held
+            .set(state.cluster.as_ref().map_or(0, |c| c.leases_held()) as i64);
         if scanned.is_none_or(|at| at.elapsed() >= self.scan_interval) {
             self.scan(state);
             *scanned = Some(Instant::now());

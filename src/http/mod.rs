@@ -12,6 +12,7 @@ pub mod domains;
 pub mod envelope;
 pub mod error;
 pub mod events;
+pub mod forward;
 pub mod idempotency;
 pub mod links;
 pub mod metrics;
@@ -75,6 +76,15 @@ pub struct AppState {
     pub access_log: bool,
     /// The web dashboard's sessions and settings.
     pub dashboard: crate::dashboard::Dashboard,
+    /// This node of a cluster (PostgreSQL); None with sled, where the server owns every
+    /// project.
+    pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
+    /// `cluster.node_id` as resolved (with sled too: /health names the server).
+    pub node_id: String,
+    /// `sled` or `postgres`, for /health.
+    pub backend: &'static str,
+    /// Passes requests to the owner of their project (forward.rs).
+    pub forward_client: forward::ForwardClient,
 }
 
 impl AppState {
@@ -120,6 +130,13 @@ impl AppState {
             hits: Default::default(),
             access_log: settings.log.access,
             dashboard: crate::dashboard::Dashboard::new(&settings.dashboard),
+            cluster: None,
+            node_id: String::new(),
+            backend: match settings.storage.backend {
+                crate::config::Backend::Sled => "sled",
+                crate::config::Backend::Postgres => "postgres",
+            },
+            forward_client: forward::client(),
         }
     }
 }
@@ -179,6 +196,8 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
     let dashboard = state.dashboard.enabled;
     cfg.app_data(state).service(
         web::scope("")
+            // Innermost: a forwarded request is still counted, limited and logged here.
+            .wrap(from_fn(forward::middleware))
             .wrap(from_fn(metrics::middleware))
             .wrap(from_fn(rate_limit::headers))
             .wrap(from_fn(request_id::middleware))

@@ -8,16 +8,39 @@ use super::error::ApiError;
 use super::AppState;
 
 #[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Health {
     status: &'static str,
     version: &'static str,
+    /// `sled` or `postgres`.
+    backend: &'static str,
+    /// This node's `cluster.node_id` (with sled too, where it names the server).
+    node_id: String,
+    /// Projects whose lease this node holds; with sled, every project.
+    projects_owned: usize,
+    /// The nodes this one saw alive at its last lease tick (1 with sled).
+    live_nodes: usize,
 }
 
 #[utoipa::path(get, path = "/health", tag = "Operations", responses((status = 200, body = Health)))]
-pub async fn health() -> HttpResponse {
+pub async fn health(state: web::Data<AppState>) -> HttpResponse {
+    let projects_owned = match &state.cluster {
+        Some(c) => c.leases_held(),
+        // Every project is this server's; the list is small and read from memory.
+        None => {
+            let projects = state.projects.clone();
+            super::blocking(move || projects.list())
+                .await
+                .map_or(0, |l| l.len())
+        }
+    };
     HttpResponse::Ok().json(Health {
         status: "ok",
         version: env!("CARGO_PKG_VERSION"),
+        backend: state.backend,
+        node_id: state.node_id.clone(),
+        projects_owned,
+        live_nodes: state.cluster.as_ref().map_or(1, |c| c.live_count()),
     })
 }
 

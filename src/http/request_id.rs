@@ -26,6 +26,11 @@ pub async fn middleware(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let id = uuid::Uuid::now_v7().to_string();
     let mut res = REQUEST_ID.scope(id.clone(), next.call(req)).await?;
+    // A forwarded request's answer keeps the owner's id: the one in its error body and
+    // in the owner's log.
+    if res.headers().contains_key(HEADER) {
+        return Ok(res);
+    }
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(HeaderName::from_static(HEADER), v);
     }

@@ -6,6 +6,7 @@ mod backup;
 mod batches;
 mod campaigns;
 mod cli;
+mod cluster;
 mod contacts;
 mod contacts_import;
 mod dashboard;

@@ -168,12 +168,28 @@ fn a_port_in_use_exits_1_with_one_line_on_stderr_and_no_panic() {
 }
 
 #[test]
-fn health_answers_ok_with_the_version_without_a_key() {
+fn health_answers_ok_with_the_version_backend_node_and_projects_owned_without_a_key() {
     let app = TestApp::spawn();
     let r = app.request("GET", "/health", None, None);
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["status"], "ok");
     assert!(r.json()["version"].is_string());
+    app.create_project("Acme");
+    let h = app.request("GET", "/health", None, None).json();
+    let backend = if crate::support::postgres::postgres_url().is_some() {
+        "postgres"
+    } else {
+        "sled"
+    };
+    assert_eq!(h["backend"], backend, "{h}");
+    assert!(h["nodeId"].as_str().is_some_and(|id| !id.is_empty()), "{h}");
+    assert_eq!(h["liveNodes"], 1, "{h}");
+    if backend == "sled" {
+        assert_eq!(
+            h["projectsOwned"], 1,
+            "alone, the server owns every project: {h}"
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,10 @@
 //! SENDING when it starts (at start-up, and after a panic restarted it), from its
 //! durable cursor; a scheduled one starts when its timer fires (`fire`). A clean stop parks a
 //! runner between two batches (see `shutdown`): its cursor is durable there.
+//!
+//! In a cluster a runner runs only the campaigns of projects this node owns: it asks
+//! `owns(p)` before each batch and stops when the project was handed over (the next
+//! owner resumes the campaign from the same durable cursor, `resume_project`).
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -207,7 +211,32 @@ impl Campaigns {
             })
             .collect();
         let _ = me.runners.set(runners);
+        let weak = Arc::downgrade(&me);
+        me.registry.on_acquire(Arc::new(move |_, p| {
+            if let Some(me) = weak.upgrade() {
+                me.resume_project(p);
+            }
+        }));
         me
+    }
+
+    /// Starts every SENDING campaign of project `p` (a project this node just took).
+    pub fn resume_project(&self, p: ProjectId) {
+        let prefix = keys::with_id(keys::SENDING_CAMPAIGNS, p.as_bytes());
+        for kv in self.registry.store().scan(&prefix, None, false) {
+            match kv {
+                Ok((k, _)) => {
+                    if let Some((p, id)) = keys::parse_sending_campaign(&k) {
+                        self.log_resume(p, id);
+                        self.start(p, id);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(project = %p, error = %e, "looking for sending campaigns");
+                    return;
+                }
+            }
+        }
     }
 
     fn runners(&self) -> &[Addr<Runner>] {
@@ -228,7 +257,7 @@ impl Campaigns {
         }
     }
 
-    /// The SENDING campaigns of runner `index`, from the store.
+    /// The SENDING campaigns of runner `index` whose projects this node owns.
     fn sending_of(&self, index: usize) -> Result<Vec<(ProjectId, CampaignId)>> {
         let mut out = Vec::new();
         for kv in self
@@ -238,7 +267,7 @@ impl Campaigns {
         {
             let (k, _) = kv?;
             if let Some((p, id)) = keys::parse_sending_campaign(&k) {
-                if self.runner_of(id) == index {
+                if self.runner_of(id) == index && self.registry.ownership().owns(p) {
                     out.push((p, id));
                 }
             }
@@ -313,7 +342,7 @@ impl Campaigns {
                 Ok(()) => return,
                 Err(e) => e,
             };
-            if self.registry.drain().is_stopping() {
+            if self.registry.drain().is_stopping() || !self.owns(p, id, &e) {
                 return;
             }
             failures += 1;
@@ -335,6 +364,15 @@ impl Campaigns {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
+    }
+
+    /// Whether `p` is still this node's; logs the hand-over when it is not.
+    fn owns(&self, p: ProjectId, id: CampaignId, e: &Error) -> bool {
+        if self.registry.ownership().owns(p) && !matches!(e, Error::NotOwner { .. }) {
+            return true;
+        }
+        tracing::info!(project = %p, campaign = %id, "the project moved to another node; the campaign goes on there");
+        false
     }
 
     /// Every minute, starts a runner for any SENDING campaign without one (a start
@@ -374,6 +412,9 @@ impl Campaigns {
             let Some(step) = registry.drain().enter(Work::Campaign) else {
                 return Ok(());
             };
+            if !registry.ownership().owns(p) {
+                return Err(Error::NotOwner { project: p });
+            }
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
             // A disabled project's campaign pauses, and so does one whose sender is no
@@ -441,6 +482,9 @@ impl Campaigns {
             let Some(step) = self.registry.drain().enter(Work::Campaign) else {
                 return Ok(());
             };
+            if !self.registry.ownership().owns(p) {
+                return Err(Error::NotOwner { project: p });
+            }
             let c = campaigns::get(&*store, p, id)?;
             if !sending(&c) {
                 return Ok(());
@@ -519,6 +563,10 @@ impl Campaigns {
         self.registry
             .renders()
             .run(move || {
+                // The runner may reach a project it just took before the project's
+                // actor has read its contacts: an unloaded table finds no one, and
+                // the whole batch would be counted as skipped and never sent.
+                table.ensure_loaded(&*store, p)?;
                 let mut out = Vec::new();
                 let (mut bytes, mut failed) = (0usize, 0u64);
                 let mut chunk_no = u32::MAX;

@@ -39,14 +39,34 @@ pub async fn start(
     Ok(import)
 }
 
-/// Starts a driver for every unfinished import in the store; answers how many.
+/// At start-up: starts a driver for every unfinished import of the projects this node
+/// owns, and has the registry resume a project's imports whenever this node takes one
+/// later (call it once); answers how many started now.
 pub fn resume(registry: &Registry) -> Result<usize> {
+    registry.on_acquire(std::sync::Arc::new(|registry, p| {
+        if let Err(e) = resume_project(registry, p) {
+            tracing::warn!(project = %p, error = %e, "resuming a project's imports");
+        }
+    }));
+    resume_under(registry, keys::IMPORTS)
+}
+
+/// Starts a driver for every unfinished import of project `p` (a project this node
+/// just took).
+pub fn resume_project(registry: &Registry, p: ProjectId) -> Result<usize> {
+    resume_under(registry, &keys::imports_of(p))
+}
+
+fn resume_under(registry: &Registry, prefix: &[u8]) -> Result<usize> {
     let mut n = 0;
-    for kv in registry.store().scan(keys::IMPORTS, None, false) {
+    for kv in registry.store().scan(prefix, None, false) {
         let (k, v) = kv?;
         let Some((p, id)) = keys::parse_import(&k) else {
             continue;
         };
+        if !registry.ownership().owns(p) {
+            continue;
+        }
         let import: Import = crate::store::codec::decode(&v)?;
         if !import.status.is_over() {
             tracing::info!(project = %p, import = %id, "contact import resumes");
@@ -64,6 +84,8 @@ fn spawn(registry: Registry, p: ProjectId, id: ImportId) {
             match step(&registry, p, id).await {
                 Ok(true) => return,
                 Ok(false) => backoff = Duration::from_millis(50),
+                // The project moved to another node: the import goes on there.
+                Err(Error::NotOwner { .. }) => return,
                 Err(e) => {
                     if !matches!(e, Error::Busy { .. }) {
                         tracing::warn!(project = %p, import = %id, error = %e, "contact import slice failed; retrying");

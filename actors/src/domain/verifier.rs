@@ -81,7 +81,11 @@ pub async fn recheck_all(
 ) -> usize {
     let store = registry.store().clone();
     let ids = match tokio::task::spawn_blocking(move || all_domains(&*store)).await {
-        Ok(Ok(ids)) => ids,
+        // Another node re-checks the domains of its own projects.
+        Ok(Ok(ids)) => ids
+            .into_iter()
+            .filter(|(p, _)| registry.ownership().owns(*p))
+            .collect::<Vec<_>>(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "listing domains for the re-check");
             return 0;

@@ -209,7 +209,7 @@ const INLINE_STEPS: u64 = 5_000;
 const MAX_RENDERS: usize = 5;
 
 pub async fn send(registry: &Registry, project: ProjectId, spec: SendSpec) -> Result<Receipt> {
-    let table = registry.contacts(project);
+    let table = registry.loaded_contacts(project).await?;
     let mut spec = spec;
     for _ in 0..MAX_RENDERS {
         let now = Timestamp::from(registry.clock().now());

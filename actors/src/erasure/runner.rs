@@ -48,12 +48,29 @@ pub async fn delete_contact(registry: &Registry, p: ProjectId, c: ContactId) -> 
     Ok(Erased::Queued)
 }
 
-/// Starts a driver for every erasure in the store; answers how many.
+/// At start-up: starts a driver for every erasure of the projects this node owns, and
+/// has the registry resume a project's erasures whenever this node takes one later
+/// (call it once); answers how many started now.
 pub fn resume(registry: &Registry) -> Result<usize> {
+    registry.on_acquire(std::sync::Arc::new(|registry, p| {
+        if let Err(e) = resume_project(registry, p) {
+            tracing::warn!(project = %p, error = %e, "resuming a project's erasures");
+        }
+    }));
+    resume_under(registry, keys::ERASURES)
+}
+
+/// Starts a driver for every erasure of project `p` (a project this node just took).
+pub fn resume_project(registry: &Registry, p: ProjectId) -> Result<usize> {
+    resume_under(registry, &keys::with_id(keys::ERASURES, p.as_bytes()))
+}
+
+fn resume_under(registry: &Registry, prefix: &[u8]) -> Result<usize> {
     let mut n = 0;
-    for kv in registry.store().scan(keys::ERASURES, None, false) {
+    for kv in registry.store().scan(prefix, None, false) {
         let (k, _) = kv?;
-        if let Some((p, c)) = keys::parse_erasure(&k) {
+        if let Some((p, c)) = keys::parse_erasure(&k).filter(|(p, _)| registry.ownership().owns(*p))
+        {
             tracing::info!(project = %p, contact = %c, "contact erasure resumes");
             spawn(registry.clone(), p, c);
             n += 1;
@@ -69,6 +86,8 @@ fn spawn(registry: Registry, p: ProjectId, c: ContactId) {
             match slice(&registry, p, c).await {
                 Ok(true) => return,
                 Ok(false) => backoff = Duration::from_millis(100),
+                // The project moved to another node: the erasure goes on there.
+                Err(Error::NotOwner { .. }) => return,
                 Err(e) => {
                     if !matches!(e, Error::Busy { .. }) {
                         tracing::warn!(project = %p, contact = %c, error = %e, "contact erasure failed; retrying");

@@ -99,19 +99,20 @@ impl Links {
 
     /// The server's link key: read from the store, or made and stored at first start.
     pub fn load_key(store: &dyn Store) -> Result<[u8; 32]> {
-        if let Some(k) = store.get(keys::LINK_KEY)? {
-            if let Ok(key) = <[u8; 32]>::try_from(k.as_slice()) {
-                return Ok(key);
-            }
-            tracing::error!(
-                "the stored link key is malformed; making a new one (old links stop working)"
-            );
+        let fresh: [u8; 32] = rand::random();
+        // Nodes starting at once on a new database each make a key: one must win, or
+        // links one node signs fail on the others.
+        let stored = store.put_if_absent(keys::LINK_KEY, &fresh)?;
+        if let Ok(key) = <[u8; 32]>::try_from(stored.as_slice()) {
+            return Ok(key);
         }
-        let key: [u8; 32] = rand::random();
+        tracing::error!(
+            "the stored link key is malformed; making a new one (old links stop working)"
+        );
         let mut batch = Batch::new();
-        batch.put(keys::LINK_KEY.to_vec(), key.to_vec());
+        batch.put(keys::LINK_KEY.to_vec(), fresh.to_vec());
         store.apply(batch)?;
-        Ok(key)
+        Ok(fresh)
     }
 
     /// What links of `project` made at `now` carry: its current generation and the day.

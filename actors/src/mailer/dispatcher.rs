@@ -9,6 +9,11 @@
 //! pacing at the outbox let 36-43 emails arrive in one second at 14/s). A paced project
 //! has at most `PACED_IN_FLIGHT` emails out of the outbox at once, so its waiting never
 //! holds the slots that other projects' emails need.
+//!
+//! In a cluster it sends only the emails of projects this node owns: a project's
+//! emails are handed to a mailer only while `owns(p)`, asked again right before the
+//! relay gets them (a paced email may wait), and each holds the project's work gate
+//! (`Ownership::enter`) until its outcome is written, which a release waits for.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -25,6 +30,7 @@ use super::messages::{Deliver, Delivery};
 use super::outbox;
 use super::{DkimLookup, MailerActor};
 use crate::clock::Clock;
+use crate::cluster::ownership::Working;
 use crate::email::sending;
 use crate::email::sending::{DeliveryOutcome, RecordDelivery};
 use crate::model::{EmailId, OutboundEmail, ProjectId};
@@ -176,8 +182,11 @@ impl Shared {
                 continue;
             };
             next_project = Some(keys::outbox_after(project));
-            // A disabled project's mail waits in the outbox until it is enabled.
-            if crate::projects::is_disabled(&*self.store, project) {
+            // A disabled project's mail waits in the outbox until it is enabled; another
+            // node's goes out there.
+            if !self.registry.ownership().owns(project)
+                || crate::projects::is_disabled(&*self.store, project)
+            {
                 continue;
             }
             for kv in self.store.scan_durable(&keys::outbox_of(project), None) {
@@ -209,6 +218,10 @@ impl Shared {
                 let Some(busy) = self.registry.drain().enter(Work::Delivery) else {
                     break 'projects;
                 };
+                // Nor does a project being handed over (or whose lease ran out).
+                let Some(working) = self.registry.ownership().enter(project) else {
+                    break;
+                };
                 if !self.registry.attempts().pick(id) {
                     // A cancel is dropping it right now.
                     continue;
@@ -217,7 +230,10 @@ impl Shared {
                 let mailer = self.mailers[*next_mailer % self.mailers.len()].clone();
                 *next_mailer += 1;
                 started += 1;
-                actix::spawn(self.clone().deliver(project, id, key, mailer, busy));
+                actix::spawn(
+                    self.clone()
+                        .deliver(project, id, key, mailer, (busy, working)),
+                );
             }
         }
         if started > 0 {
@@ -245,8 +261,17 @@ impl Shared {
                 outbox_key: key.clone(),
                 outcome: outcome.clone(),
             };
-            match self.registry.send(project, msg).await {
+            // Held rather than owned: the relay has taken this email, so its outcome is
+            // written even while the project is being handed over.
+            match self.registry.send_held(project, msg).await {
                 Ok(()) => return,
+                // The lease moved while the relay had it (a pause past the lease): the
+                // fence refused the outcome, and the email is still in the new owner's
+                // outbox. One of the few that may go twice.
+                Err(crate::error::Error::NotOwner { .. }) => {
+                    tracing::warn!(email = %id, %project, outcome = ?outcome, "the project moved to another node before this email's outcome was written; its new owner sends it again");
+                    return;
+                }
                 // Anything but a full mailbox will not get better by asking again: the
                 // outbox entry stays, and a later round tries the email again.
                 Err(e) if !matches!(e, crate::error::Error::Busy { .. }) => {
@@ -308,7 +333,8 @@ impl Shared {
                         _ = self.registry.drain().stopped() => return None,
                     }
                 }
-                if self.registry.drain().is_stopping() {
+                // A stop, or the project moved to another node while it waited.
+                if self.registry.drain().is_stopping() || !self.registry.ownership().owns(project) {
                     return None;
                 }
                 if !self.registry.attempts().begin(id) {
@@ -352,8 +378,9 @@ impl Shared {
         id: EmailId,
         key: Vec<u8>,
         mailer: Addr<MailerActor>,
-        // Held until the outcome is written: a clean stop waits for it.
-        _busy: Busy,
+        // Held until the outcome is written: a clean stop and the project's release
+        // wait for it.
+        _busy: (Busy, Option<Working>),
     ) {
         let email = match sending::load_email(&*self.store, project, id) {
             Ok(email) => email,

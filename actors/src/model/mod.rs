@@ -5,12 +5,14 @@ pub mod contact;
 pub mod data;
 pub mod email;
 pub mod event;
-pub mod id;
+// The ids and the timestamp sit below the model (and below the error table, which
+// names a project), re-exported here so the model stays their one address.
+pub use crate::id;
 pub mod outbound;
 pub mod page;
 pub mod project;
 pub mod template;
-pub mod time;
+pub use crate::timestamp as time;
 pub mod workflow;
 
 pub use contact::{Contact, ContactRef};

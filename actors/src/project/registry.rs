@@ -9,11 +9,16 @@
 //! (slice sizes, the re-entry cap, template limits) and what features share (timers,
 //! attempts, link keys, the counters behind `/metrics`) live here rather than in
 //! statics, so that two engines in one process keep their own.
+//!
+//! In a cluster the registry also moves projects in and out of this node
+//! (`acquire`, `renew`, `release`): a message for a project this node does not own is
+//! refused with `Error::NotOwner` before it reaches any actor (see `cluster::ownership`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
@@ -21,6 +26,7 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
 use crate::clock::Clock;
+use crate::cluster::ownership::Ownership;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::links::Links;
@@ -30,7 +36,18 @@ use crate::project::attempts::Attempts;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
 use crate::shutdown::Drain;
-use crate::store::Store;
+use crate::store::{keys, Store};
+
+/// What a feature resumes of a project when this node takes it (its campaigns, its
+/// erasures, its imports): the features register it at start-up (`on_acquire`), since
+/// the registry names no feature.
+pub type Resume = Arc<dyn Fn(&Registry, ProjectId) + Send + Sync>;
+
+/// The longest a release waits for the work under way (an email with a mailer, the
+/// messages in its actor's mailbox) before it hands the project over anyway: a relay
+/// answers within `smtp.timeout_ms`, so past this something is stuck, and the next
+/// owner sending such an email again is the lesser harm than never letting go.
+const RELEASE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy)]
 pub struct RegistryConfig {
@@ -101,6 +118,12 @@ struct Inner {
     drain: Arc<Drain>,
     /// Test faults (debug builds only, see `faults`).
     faults: Faults,
+    /// Which projects this node may run work for.
+    ownership: Arc<Ownership>,
+    /// One acquire or release of a project at a time.
+    moves: Mutex<HashMap<ProjectId, Arc<tokio::sync::Mutex<()>>>>,
+    /// What the features resume of a project this node takes.
+    resumes: Mutex<Vec<Resume>>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -113,12 +136,24 @@ impl Drop for InFlight {
 }
 
 impl Registry {
-    /// Must be called inside a running actix System.
+    /// Must be called inside a running actix System. The engine owns every project.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: RegistryConfig) -> Self {
+        Registry::with_ownership(store, clock, config, Ownership::everything())
+    }
+
+    /// A registry that serves only the projects `ownership` says (a cluster node:
+    /// `Ownership::none()`, then `acquire`). Must be called inside a running actix
+    /// System.
+    pub fn with_ownership(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: RegistryConfig,
+        ownership: Arc<Ownership>,
+    ) -> Self {
         let arbiters = (0..config.arbiters.max(1))
             .map(|_| Arbiter::new())
             .collect();
-        Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 store,
                 clock,
@@ -129,16 +164,27 @@ impl Registry {
                 retention: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads, config.templates),
-                starts: Starts::new(config.max_entries_per_day, Arc::default()),
+                starts: Starts::new(config.max_entries_per_day, Arc::default())
+                    .with_ownership(ownership.clone()),
                 links: OnceLock::new(),
                 drain: Arc::default(),
                 faults: Faults::from_env(),
+                ownership,
+                moves: Mutex::default(),
+                resumes: Mutex::default(),
             }),
+        };
+        if !registry.inner.ownership.is_everything() {
+            registry.watch_fences();
         }
+        registry
     }
 
-    fn slot(&self, project: ProjectId) -> Slot {
-        let mut slots = self.inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<ProjectId, Slot>> {
+        self.inner.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn slot_in(&self, slots: &mut HashMap<ProjectId, Slot>, project: ProjectId) -> Slot {
         slots
             .entry(project)
             .or_insert_with(|| {
@@ -191,14 +237,51 @@ impl Registry {
         ProjectActor: Handler<M>,
         <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
     {
-        let slot = self.slot(project);
+        self.call_if(project, msg, |o, p| o.owns(p)).await
+    }
+
+    /// Like `send`, for the outcome of work that was under way when the project's
+    /// release began (an email the relay took): it passes while the project is held at
+    /// all, and the store's fence decides whether the write lands.
+    pub async fn send_held<M, R>(&self, project: ProjectId, msg: M) -> Result<R>
+    where
+        M: Message<Result = Result<R>> + Send + 'static,
+        R: Send + 'static,
+        ProjectActor: Handler<M>,
+        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
+    {
+        self.call_if(project, msg, |o, p| o.holds(p)).await?
+    }
+
+    async fn call_if<M>(
+        &self,
+        project: ProjectId,
+        msg: M,
+        admits: impl FnOnce(&Ownership, ProjectId) -> bool,
+    ) -> Result<M::Result>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ProjectActor: Handler<M>,
+        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
+    {
         let capacity = self.inner.config.mailbox_capacity;
-        if slot.depth.fetch_add(1, Ordering::AcqRel) >= capacity {
-            slot.depth.fetch_sub(1, Ordering::AcqRel);
-            return Err(Error::Busy {
-                retry_after_secs: 1,
-            });
-        }
+        // Asked and counted under the slots' lock, which a release takes to begin: a
+        // message let in before it is counted in the depth the release waits on.
+        let slot = {
+            let mut slots = self.slots();
+            if !admits(&self.inner.ownership, project) {
+                return Err(Error::NotOwner { project });
+            }
+            let slot = self.slot_in(&mut slots, project);
+            if slot.depth.fetch_add(1, Ordering::AcqRel) >= capacity {
+                slot.depth.fetch_sub(1, Ordering::AcqRel);
+                return Err(Error::Busy {
+                    retry_after_secs: 1,
+                });
+            }
+            slot
+        };
         let _in_flight = InFlight(slot.depth.clone());
         slot.addr
             .send(msg)
@@ -207,9 +290,34 @@ impl Registry {
     }
 
     /// The project's in-memory contacts (starting its actor if needed). A reader calls
-    /// `ensure_loaded` before use: the actor may not have loaded it yet.
+    /// `ensure_loaded` before use (or takes `loaded_contacts`): the actor may not have
+    /// loaded it yet. A project not
+    /// held here gets a table of its own that starts no actor.
     pub fn contacts(&self, project: ProjectId) -> Arc<ContactTable> {
-        self.slot(project).table
+        let mut slots = self.slots();
+        if !self.inner.ownership.holds(project) {
+            return match slots.get(&project) {
+                Some(slot) => slot.table.clone(),
+                None => Arc::default(),
+            };
+        }
+        self.slot_in(&mut slots, project).table
+    }
+
+    /// The project's in-memory contacts, read from the store first (on the render pool)
+    /// when nobody has yet: what a reader outside the project's actor uses, since the
+    /// actor of a project this node just took may not have read them yet, and an
+    /// unloaded table finds no one.
+    pub async fn loaded_contacts(&self, project: ProjectId) -> Result<Arc<ContactTable>> {
+        let table = self.contacts(project);
+        if table.is_loaded() {
+            return Ok(table);
+        }
+        let (store, loading) = (self.inner.store.clone(), table.clone());
+        self.renders()
+            .run(move || loading.ensure_loaded(&*store, project))
+            .await??;
+        Ok(table)
     }
 
     /// Messages waiting for or being handled by each live project actor.
@@ -219,6 +327,221 @@ impl Registry {
             .iter()
             .map(|(id, s)| (*id, s.depth.load(Ordering::Acquire)))
             .collect()
+    }
+
+    /// Which projects this node may run work for.
+    pub fn ownership(&self) -> &Arc<Ownership> {
+        &self.inner.ownership
+    }
+
+    /// Registers what a feature resumes of a project this node takes (`acquire`).
+    pub fn on_acquire(&self, resume: Resume) {
+        self.inner
+            .resumes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(resume);
+    }
+
+    fn move_lock(&self, p: ProjectId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut moves = self.inner.moves.lock().unwrap_or_else(|p| p.into_inner());
+        moves.entry(p).or_default().clone()
+    }
+
+    /// Takes project `p` under lease `epoch` for `valid_for` (the time the lease is sure
+    /// to be ours, measured from before the database granted it): fences the store's
+    /// writes of `p` with the epoch, loads the project (off the actor threads), then
+    /// serves it and resumes its background work here: its durable timers, its
+    /// SENDING campaigns, erasures and imports (`on_acquire`), its ready workflow
+    /// executions and its outbox. Holding `p` already under the same epoch only moves
+    /// the deadline; under another, the project is released and loaded afresh (another
+    /// node may have written it in between).
+    pub async fn acquire(&self, p: ProjectId, epoch: u64, valid_for: Duration) -> Result<()> {
+        let lock = self.move_lock(p);
+        let _one = lock.lock().await;
+        let ownership = &self.inner.ownership;
+        if ownership.is_everything() {
+            return Ok(());
+        }
+        match ownership.epoch(p) {
+            Some(held) if held == epoch => {
+                if self.renew(p, valid_for) {
+                    return Ok(());
+                }
+                // Being released (a lost fence): let that finish, then take it again.
+                self.release_locked(p).await?;
+            }
+            Some(_) => self.release_locked(p).await?,
+            None => {}
+        }
+        let started = std::time::Instant::now();
+        let store = self.inner.store.clone();
+        store.set_fence(p, Some(epoch));
+        let loaded = tokio::task::spawn_blocking(move || store.load_project(p))
+            .await
+            .map_err(|e| Error::Internal(format!("loading a project: {e}")))
+            .and_then(|r| r);
+        if let Err(e) = loaded {
+            self.inner.store.set_fence(p, None);
+            return Err(e);
+        }
+        // The time spent loading came off the lease.
+        ownership.hold(p, epoch, valid_for.saturating_sub(started.elapsed()));
+        self.resume(p);
+        tracing::info!(project = %p, epoch, ms = started.elapsed().as_millis() as u64, "project acquired");
+        Ok(())
+    }
+
+    /// Moves `p`'s local deadline to `valid_for` from now (a renewed lease); false when
+    /// `p` is not held and serving here.
+    pub fn renew(&self, p: ProjectId, valid_for: Duration) -> bool {
+        let lapsed = !self.inner.ownership.owns(p);
+        let renewed = self.inner.ownership.renew(p, valid_for);
+        if renewed && lapsed {
+            // The deadline had passed (a late renewal, a pause): the background work
+            // that stopped then starts again.
+            tracing::warn!(project = %p, "a project's lease was renewed after its local deadline; resuming its work");
+            self.resume(p);
+        }
+        renewed
+    }
+
+    /// Hands project `p` over: from now on its messages are refused with
+    /// `Error::NotOwner` and nothing new of it starts here (no email to a mailer, no
+    /// timer, no campaign batch, no workflow step); the work under way finishes (an
+    /// email with a mailer has its outcome written), its actor's mailbox empties, its
+    /// writes are made durable, and the store forgets it (fence cleared, keys
+    /// unloaded). Not holding `p` is not an error.
+    pub async fn release(&self, p: ProjectId) -> Result<()> {
+        let lock = self.move_lock(p);
+        let guard = lock.lock().await;
+        let released = self.release_locked(p).await;
+        drop(guard);
+        drop(lock);
+        self.prune_move_lock(p);
+        released
+    }
+
+    /// Forgets `p`'s move lock once nobody holds or waits for it, so that the map stays
+    /// as large as the projects moving now, not every project this node ever held.
+    fn prune_move_lock(&self, p: ProjectId) {
+        let mut moves = self.inner.moves.lock().unwrap_or_else(|p| p.into_inner());
+        // Clones are made only under this map's lock: a count of one (the map's own) now
+        // means no task holds or awaits it.
+        if moves.get(&p).is_some_and(|l| Arc::strong_count(l) == 1) {
+            moves.remove(&p);
+        }
+    }
+
+    async fn release_locked(&self, p: ProjectId) -> Result<()> {
+        if self.inner.ownership.is_everything() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let wait = {
+            let _slots = self.slots();
+            self.inner.ownership.begin_release(p)
+        };
+        let Some(wait) = wait else {
+            return Ok(());
+        };
+        let left = wait.idle(RELEASE_WAIT).await;
+        if left > 0 {
+            tracing::error!(project = %p, under_way = left, "releasing a project with work still under way; an email of it may go out twice");
+        }
+        self.mailbox_empty(p).await;
+        {
+            // Together: once the actor is gone nothing may start a new one for `p`
+            // (`send_held` and `contacts` admit a project being released).
+            let mut slots = self.slots();
+            slots.remove(&p);
+            self.inner.ownership.forget(p);
+        }
+        self.inner.starts.timers().forget(p);
+        let durable = self.inner.store.durable().await;
+        self.inner.store.set_fence(p, None);
+        self.inner.store.unload_project(p);
+        tracing::info!(project = %p, ms = started.elapsed().as_millis() as u64, "project released");
+        durable
+    }
+
+    /// Waits (up to `RELEASE_WAIT`) until no message to `p`'s actor is in flight: each
+    /// answers once its write is durable, so its effects are then in the store.
+    async fn mailbox_empty(&self, p: ProjectId) {
+        let Some(depth) = self.slots().get(&p).map(|s| s.depth.clone()) else {
+            return;
+        };
+        let deadline = std::time::Instant::now() + RELEASE_WAIT;
+        while depth.load(Ordering::Acquire) > 0 {
+            if std::time::Instant::now() >= deadline {
+                tracing::error!(project = %p, "a project's actor still has messages in flight at its release");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// What this node resumes of a project it takes: timers, ready executions, the
+    /// outbox, and what the features registered (`on_acquire`).
+    fn resume(&self, p: ProjectId) {
+        let store = &*self.inner.store;
+        match crate::scheduler::load_timers(store, self.timers(), Some(p)) {
+            Ok(n) if n > 0 => tracing::info!(project = %p, timers = n, "timers resume"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(project = %p, error = %e, "loading a project's timers"),
+        }
+        let ready: Vec<_> = store
+            .scan(&keys::with_id(keys::READY, p.as_bytes()), None, false)
+            .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k)))
+            .collect();
+        self.inner.starts.ready().hint(&ready);
+        self.inner.outbox.notify_one();
+        let resumes = self
+            .inner
+            .resumes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for resume in resumes {
+            resume(self, p);
+        }
+    }
+
+    /// Releases locally what the store finds another node took (a commit whose fence
+    /// broke): the hook runs on the store's thread, the release on an arbiter.
+    fn watch_fences(&self) {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let arbiter = self.inner.arbiters[0].handle();
+        self.inner.store.on_fence_lost(Arc::new(move |p| {
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let registry = Registry { inner };
+            // Stop starting work at once, under the epoch that was lost: an acquire
+            // under a newer one before the release below runs must not be undone by it.
+            let lost = {
+                let _slots = registry.slots();
+                let epoch = registry.inner.ownership.epoch(p);
+                if epoch.is_some() {
+                    registry.inner.ownership.begin_release(p);
+                }
+                epoch
+            };
+            let Some(epoch) = lost else {
+                return;
+            };
+            tracing::warn!(project = %p, epoch, "another node holds this project's lease now; releasing it here");
+            arbiter.spawn(async move {
+                let lock = registry.move_lock(p);
+                let _one = lock.lock().await;
+                if registry.inner.ownership.epoch(p) != Some(epoch) {
+                    return;
+                }
+                if let Err(e) = registry.release_locked(p).await {
+                    tracing::warn!(project = %p, error = %e, "releasing a project whose fence broke");
+                }
+            });
+        }));
     }
 
     /// Rung whenever emails were durably queued.
@@ -354,6 +677,50 @@ mod tests {
             total, 2,
             "the restarted actor continued from the stored count"
         );
+    }
+
+    #[actix::test]
+    async fn a_release_refuses_new_messages_but_waits_for_and_admits_the_work_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), 8 << 20).unwrap();
+        let reg = Registry::with_ownership(
+            store,
+            Arc::new(SystemClock),
+            RegistryConfig::default(),
+            Ownership::none(),
+        );
+        let p = ProjectId::new();
+        assert!(matches!(
+            reg.send(p, upsert("a@example.com")).await,
+            Err(Error::NotOwner { project }) if project == p
+        ));
+        reg.acquire(p, 1, Duration::from_secs(60)).await.unwrap();
+        reg.send(p, upsert("a@example.com")).await.unwrap();
+        // An email with a mailer, say: it holds the project's work gate.
+        let working = reg.ownership().enter(p).expect("owned");
+        let releasing = {
+            let reg = reg.clone();
+            actix::spawn(async move { reg.release(p).await })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while reg.ownership().owns(p) {
+            assert!(std::time::Instant::now() < deadline, "the release began");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(matches!(
+            reg.send(p, upsert("new@example.com")).await,
+            Err(Error::NotOwner { .. })
+        ));
+        let outcome = reg.send_held(p, upsert("outcome@example.com")).await;
+        assert!(outcome.is_ok(), "the work under way writes its outcome");
+        assert!(!releasing.is_finished(), "the release waits for that work");
+        drop(working);
+        releasing.await.unwrap().unwrap();
+        assert!(!reg.ownership().holds(p));
+        assert!(matches!(
+            reg.send_held(p, upsert("late@example.com")).await,
+            Err(Error::NotOwner { .. })
+        ));
     }
 
     #[actix::test]

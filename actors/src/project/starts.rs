@@ -40,6 +40,12 @@ impl Starts {
         }
     }
 
+    /// Timers that fire only for the projects `ownership` says (a cluster node).
+    pub fn with_ownership(mut self, ownership: Arc<crate::cluster::ownership::Ownership>) -> Self {
+        self.timers = Arc::new(Timers::owned_by(ownership));
+        self
+    }
+
     /// The same engine's starts with a note list of its own, for one project actor.
     pub fn for_actor(&self) -> Starts {
         Starts {

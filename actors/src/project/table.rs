@@ -222,6 +222,11 @@ impl ContactTable {
         self.inner.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the table holds the project's contacts (it starts empty).
+    pub fn is_loaded(&self) -> bool {
+        self.read().loaded
+    }
+
     /// Fills the table from the store unless it is loaded already. Whoever needs the
     /// table first (the actor starting, or a count) pays for the load; the others wait.
     pub fn ensure_loaded(&self, store: &dyn Store, p: ProjectId) -> Result<()> {

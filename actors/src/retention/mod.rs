@@ -153,6 +153,8 @@ impl Purger {
             .store
             .scan(prefix, None, false)
             .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::id_after(&k, prefix)))
+            // Another node purges its own projects.
+            .filter(|p| self.registry.ownership().owns(*p))
             .collect();
         for p in projects {
             if let Err(e) = self.project(p, &mut totals).await {

@@ -33,6 +33,8 @@ struct Inner {
     /// Whether the last failed flush failed for a full disk, so that waiters say so
     /// (the edge answers 503 for that, not 500).
     disk_full: std::sync::atomic::AtomicBool,
+    /// Whether it failed for a store that did not answer in time (also a 503).
+    unavailable: std::sync::atomic::AtomicBool,
 }
 
 impl GroupCommit {
@@ -51,6 +53,7 @@ impl GroupCommit {
             wake: Condvar::new(),
             done,
             disk_full: std::sync::atomic::AtomicBool::new(false),
+            unavailable: std::sync::atomic::AtomicBool::new(false),
         });
         let worker = inner.clone();
         let handle = thread::Builder::new()
@@ -90,6 +93,8 @@ impl GroupCommit {
                             CONTEXT,
                             std::io::Error::from(std::io::ErrorKind::StorageFull),
                         )
+                    } else if inner.unavailable.load(std::sync::atomic::Ordering::Relaxed) {
+                        Error::unavailable(CONTEXT)
                     } else {
                         Error::storage(CONTEXT)
                     },
@@ -142,6 +147,8 @@ impl Inner {
                     tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store flush failed");
                     self.disk_full
                         .store(e.is_disk_full(), std::sync::atomic::Ordering::Relaxed);
+                    self.unavailable
+                        .store(e.is_unavailable(), std::sync::atomic::Ordering::Relaxed);
                     self.done.borrow().1
                 }
             };

@@ -514,6 +514,33 @@ pub fn parse_outbox(k: &[u8]) -> Option<(i64, ProjectId, EmailId)> {
     ))
 }
 
+/// The project a key belongs to, None for a global key (`projects/`, `keys/`, `meta/`).
+/// A node of a cluster holds only the projects it owns, and this is how it tells: every
+/// project's key starts with `p/<project>`, except the global indexes that embed the
+/// project, each at a fixed offset (all after their tag, the timers after due and kind).
+/// A new layout with a project in it must be added here (the test lists them all).
+pub fn project_of(key: &[u8]) -> Option<ProjectId> {
+    const EMBEDDED_AT_TAG: [&[u8]; 6] = [
+        OUTBOX,
+        SENDING_CAMPAIGNS,
+        ERASURES,
+        IMPORTS,
+        READY,
+        ALL_DOMAINS,
+    ];
+    let rest = if let Some(rest) = key.strip_prefix(b"p/") {
+        rest
+    } else if let Some(rest) = key.strip_prefix(TIMERS) {
+        rest.get(8 + 1..)?
+    } else {
+        EMBEDDED_AT_TAG
+            .iter()
+            .find_map(|tag| key.strip_prefix(*tag))?
+    };
+    let id: [u8; 16] = rest.get(..16)?.try_into().ok()?;
+    Some(ProjectId::from_key_bytes(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,5 +570,115 @@ mod tests {
         assert_eq!(parse_outbox(&outbox(42, p, e)), Some((42, p, e)));
         assert!(outbox(9, p, e) < outbox(10, p, e));
         assert!(outbox(255, p, e) < outbox(256, p, e));
+    }
+
+    #[test]
+    fn every_key_of_a_project_names_it_and_global_keys_name_none() {
+        let p = ProjectId::new();
+        let (c, e, s, t) = (
+            ContactId::new(),
+            EmailId::new(),
+            SegmentId::new(),
+            TemplateId::new(),
+        );
+        let (d, cp, i, w, x) = (
+            DomainId::new(),
+            CampaignId::new(),
+            ImportId::new(),
+            WorkflowId::new(),
+            ExecutionId::new(),
+        );
+        let ev = EventId::new();
+        let of_project = [
+            contacts(p),
+            contact(p, c),
+            contact_by_email(p, "a@b.c"),
+            counter(p, "contacts"),
+            events(p),
+            with_id(&events(p), ev.as_bytes()),
+            events_by_contact(p, c),
+            events_by_name(p, "signup"),
+            event_names(p),
+            event_name(p, "signup"),
+            contact_event_stats_by_name(p, "signup"),
+            contact_event_stats(p, "signup", c),
+            segments(p),
+            segment(p, s),
+            segment_members(p, s),
+            segment_member(p, s, c),
+            templates(p),
+            template(p, t),
+            template_text(p, t),
+            emails(p),
+            email(p, e),
+            email_text(p, e),
+            engagement(p, e),
+            attachments(p, e),
+            attachment_users(p, e),
+            idempotency(p, "send", "k"),
+            idempotency_records(p),
+            idempotency_expiries(p),
+            idempotency_expiry(p, 42, "send", "k"),
+            domains(p),
+            domain(p, d),
+            domain_by_name(p, "example.com"),
+            domain_index(p, d),
+            campaigns(p),
+            campaign(p, cp),
+            campaign_stats(p, cp),
+            campaign_audiences(p),
+            campaign_audience(p, cp),
+            campaign_audience_chunk(p, cp, 7),
+            campaign_queued(p, cp),
+            campaign_queued_email(p, cp, e),
+            campaign_unsubscribed(p, cp, c),
+            campaign_unsubscribed_all(p),
+            campaign_unsubscribes(p, cp),
+            campaign_unsubscribes_closed(p, cp),
+            link_unsubscribed(p, c),
+            sending_campaign(p, cp),
+            erasure(p, c),
+            import(p, i),
+            imports_of(p),
+            import_chunk(p, i, 3),
+            workflows(p),
+            workflow(p, w),
+            triggers(p, "signup"),
+            executions(p),
+            execution(p, x),
+            executions_of(p, w),
+            executions_of_contact(p, w, c),
+            execution_of(p, w, c, x),
+            all_entries(p),
+            entries_of(p, w),
+            entries(p, w, c),
+            waiting_for(p, "signup", c),
+            waiting(p, "signup", c, x),
+            ready(p, x),
+            timer(1_700_000_000_000, 2, p, x.as_bytes()),
+            timer(0, 0, p, &[0xff; 16]),
+            link_state(p),
+            outbox(1_700_000_000_000, p, e),
+            outbox_of(p),
+            outbox_after(p),
+        ];
+        for k in &of_project {
+            assert_eq!(project_of(k), Some(p), "{}", String::from_utf8_lossy(k));
+        }
+        let global = [
+            project(p),
+            PROJECTS.to_vec(),
+            key_hash(&[7; 32]),
+            FORMAT_KEY.to_vec(),
+            UPGRADE_PROGRESS_KEY.to_vec(),
+            LINK_KEY.to_vec(),
+            // A prefix too short to hold a project is a scan bound, not a key of one.
+            OUTBOX.to_vec(),
+            TIMERS.to_vec(),
+            b"p/short".to_vec(),
+        ];
+        for k in &global {
+            assert_eq!(project_of(k), None, "{}", String::from_utf8_lossy(k));
+        }
     }
 }

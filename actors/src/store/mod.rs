@@ -21,8 +21,11 @@ pub mod wal;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
+use crate::cluster::leases::Leases;
 use crate::error::Result;
+use crate::id::ProjectId;
 
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use sled_store::{SledConfig, SledStore};
@@ -105,4 +108,54 @@ pub trait Store: Send + Sync + 'static {
     /// is in it and none applied after, however long the walk takes. Writers go on
     /// meanwhile. For backups (`store::backup`).
     fn snapshot(&self) -> Result<KvIter<'_>>;
+
+    // What a node of a cluster needs (PostgreSQL). The defaults are a store that holds
+    // every project and is the only writer (sled), for which each of these is nothing.
+
+    /// Reads the project's keys from the database into this node's view, replacing
+    /// whatever the node held of it. Blocking (a network round trip): call it from a
+    /// blocking thread, never from an actor.
+    fn load_project(&self, _p: ProjectId) -> Result<()> {
+        Ok(())
+    }
+
+    /// Forgets the project's keys from this node's view. Make its writes durable
+    /// first: writes of the project still queued are dropped.
+    fn unload_project(&self, _p: ProjectId) {}
+
+    /// The lease epoch this node holds for `p` (None: not held). Every commit that
+    /// writes keys of `p` checks, in its transaction, that the lease table still says
+    /// this node holds `p` under that epoch; a batch for a project without a fence is
+    /// refused with `Error::NotOwner` when the store serves only the projects it holds.
+    fn set_fence(&self, _p: ProjectId, _epoch: Option<u64>) {}
+
+    /// Called (from the store's committing thread; keep it short) with each project
+    /// whose fence a commit found broken: another node took the lease. The project's
+    /// queued writes are dropped and its fence cleared before the call.
+    fn on_fence_lost(&self, _hook: Arc<dyn Fn(ProjectId) + Send + Sync>) {}
+
+    /// Re-reads the global keys under `prefix` (`projects/`, `keys/`) that other nodes
+    /// or the CLI wrote. Blocking, like `load_project`.
+    fn reload_prefix(&self, _prefix: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
+    /// The lease table, for a store shared by several nodes.
+    fn cluster(&self) -> Option<Arc<dyn Leases>> {
+        None
+    }
+
+    /// Stores `value` at the global `key` unless a value is there, and answers the value
+    /// stored: of all the processes racing to create a key (nodes starting at once on a
+    /// fresh database), one wins and every one answers its value. Blocking, like
+    /// `load_project`. Here (one process owns the store) a look then a write.
+    fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        let mut batch = Batch::new();
+        batch.put(key.to_vec(), value.to_vec());
+        self.apply(batch)?;
+        Ok(value.to_vec())
+    }
 }

@@ -48,6 +48,14 @@ impl Overlay {
         }
     }
 
+    /// Forgets every entry whose key passes `drop` (writes that will never be stored);
+    /// answers how many.
+    pub fn forget(&mut self, drop: impl Fn(&[u8]) -> bool) -> usize {
+        let before = self.map.len();
+        self.map.retain(|k, _| !drop(k));
+        before - self.map.len()
+    }
+
     /// Some(None) when the key was deleted here, None when the overlay knows nothing.
     pub fn get(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
         self.map.get(key).map(|(_, v)| v.clone())

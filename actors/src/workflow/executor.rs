@@ -10,6 +10,10 @@
 //! again after a crash moves it once; a SEND_EMAIL step sends with an idempotency key of
 //! (execution, step), so it sends once too. A clean stop parks an execution between two
 //! steps (see `shutdown`); its queue entry stays, and the next start runs it on.
+//!
+//! In a cluster only the executions of projects this node owns run here: the feeder
+//! hands out no other, and a worker asks `owns(p)` before each step, so an execution
+//! whose project was handed over stops between two steps and runs on at its new owner.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -121,6 +125,8 @@ impl Worker {
                     me.panics().remove(&(p, x));
                     again
                 }
+                // The project moved to another node: it runs on there.
+                Ok(Err(Error::NotOwner { .. })) => false,
                 Ok(Err(e)) => {
                     tracing::warn!(project = %p, execution = %x, error = %e, "a workflow step failed for a passing reason; it runs again shortly");
                     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -256,7 +262,21 @@ impl Executors {
                     _ => store.get(&key).ok().flatten().is_some(),
                 }
             });
+            // Another node's executions (a project handed over) are its own to run.
+            let ownership = self.registry.ownership();
+            waiting.retain(|p, q| {
+                let owned = ownership.owns(*p);
+                if !owned {
+                    for x in q.iter() {
+                        known.remove(&(*p, *x));
+                    }
+                }
+                owned
+            });
             for job in found {
+                if !ownership.owns(job.0) {
+                    continue;
+                }
                 if !self.claimed().contains(&job) && known.insert(job) {
                     waiting.entry(job.0).or_default().push_back(job.1);
                 }
@@ -351,6 +371,9 @@ impl Executors {
             let Some(_step) = self.registry.drain().enter(Work::Workflow) else {
                 return Ok(false);
             };
+            if !self.registry.ownership().owns(p) {
+                return Err(Error::NotOwner { project: p });
+            }
             let e = executions::load(&*store, p, x)?;
             let Some(e) = e.filter(|e| e.status == ExecStatus::Running) else {
                 // Stale: it waits, ended, or is gone. Its queue entry goes.
@@ -464,6 +487,10 @@ impl Executors {
     ) -> Result<Option<Execution>> {
         let (x, kind) = (e.id, step.kind.type_name());
         let now = self.now();
+        // The steps below read the contact from the project's table, which the actor
+        // of a project this node just took may not have read yet: a contact not found
+        // there would fail the step as deleted.
+        self.registry.loaded_contacts(p).await?;
         match &step.kind {
             StepKind::SendEmail { template_id } => {
                 let result = self.send(p, e, step, *template_id).await?;
@@ -611,7 +638,14 @@ impl Executors {
         };
         match send_request(&self.registry, &self.cache, p, req).await {
             Ok(_) => Ok(Ok(())),
-            Err(e @ (Error::Busy { .. } | Error::Storage(_) | Error::Internal(_))) => Err(e),
+            // Passing: full, failing, or the project moved to another node (where the
+            // step runs again under the same idempotency key).
+            Err(
+                e @ (Error::Busy { .. }
+                | Error::Storage(_)
+                | Error::Internal(_)
+                | Error::NotOwner { .. }),
+            ) => Err(e),
             Err(e) => Ok(Err(e.to_string())),
         }
     }

@@ -430,7 +430,7 @@ pub fn update_contact(
     if let Err(err) = contacts::patch(ctx, counts, patch) {
         if matches!(
             err,
-            Error::Storage(_) | Error::Internal(_) | Error::Busy { .. }
+            Error::Storage(_) | Error::Internal(_) | Error::Busy { .. } | Error::NotOwner { .. }
         ) {
             return Err(err);
         }

@@ -215,6 +215,32 @@ impl TestApp {
     pub fn restart(&mut self) {
         self.kill9();
         self.launch();
+        self.wait_for_leases();
+    }
+
+    /// On PostgreSQL a restarted server is a node that takes its projects back once the
+    /// leases of the process before it run out: waits (with a deadline) until it owns
+    /// every project, as a server on sled does at once.
+    fn wait_for_leases(&self) {
+        if super::postgres::postgres_url().is_none() {
+            return;
+        }
+        let listed = self.request("GET", "/admin/projects", Some(ADMIN_TOKEN), None);
+        let Some(projects) = (listed.status == 200)
+            .then(|| listed.json()["projects"].as_array().map(Vec::len))
+            .flatten()
+        else {
+            return;
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let health = self.request("GET", "/health", None, None).json();
+            if health["projectsOwned"].as_u64() >= Some(projects as u64) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the restarted server did not take its {projects} projects back in 30 s");
     }
 
     /// Sends SIGTERM and waits up to `limit` for the server to exit; its exit status, or
@@ -243,6 +269,11 @@ impl TestApp {
     /// The server's log so far (its stderr, kept beside the data directory).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
+    }
+
+    /// Whether this server's process is still ours to talk to (not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     pub fn child_pid(&self) -> u32 {

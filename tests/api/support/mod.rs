@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod campaign;
+pub mod cluster;
 pub mod imports;
 pub mod metrics;
 pub mod postgres;

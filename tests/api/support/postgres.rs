@@ -54,6 +54,8 @@ pub fn open_store(data_dir: &Path) -> std::sync::Arc<dyn mailroom_actors::store:
             url,
             pool_size: 1,
             lock_wait_ms: 5_000,
+            statement_timeout_ms: 5_000,
+            partial: false,
         })
         .expect("open the stopped server's PostgreSQL store"),
         None => SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store"),

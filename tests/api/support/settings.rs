@@ -60,6 +60,13 @@ pub fn write(
     if let Some(url) = super::postgres::schema_url(data_dir) {
         s.storage.backend = Backend::Postgres;
         s.storage.postgres.url = url;
+        // A node's id follows its data directory, not its port (0, a new one at each
+        // start): a restarted server is the same node and takes its leases back at once,
+        // as one restarted on its fixed port does.
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        data_dir.hash(&mut h);
+        s.cluster.node_id = format!("test-{:016x}", h.finish());
     }
     configure(&mut s);
     let text = toml::to_string(&s.settings).expect("settings serialize as TOML");

@@ -1,21 +1,24 @@
 //! The connection side of the PostgreSQL backend: a runtime of its own (the store is
 //! called from actor threads and from inside other runtimes, which must never block on
-//! a network round trip or nest a runtime), a pool that reconnects, and the session that
-//! holds the store's lock.
+//! a network round trip or nest a runtime), a pool that reconnects, the commit
+//! statement with its fence check, and the reads that fill a node's view.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::{pin_mut, TryStreamExt};
 use imbl::OrdMap;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
 use super::schema;
 use super::PostgresConfig;
 use crate::error::{Error, Result};
+use crate::id::{KeyId, ProjectId};
+use crate::store::keys;
 
 /// Writes folded to their last value per key (None = deleted).
 pub type Folded = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
@@ -31,29 +34,81 @@ pub type Map = OrdMap<Bytes, Bytes>;
 /// together or not at all, with one round trip and one WAL flush on the server. The
 /// keys are folded, so no key is both deleted and written, nor written twice (which
 /// ON CONFLICT DO UPDATE would refuse).
-const COMMIT: &str = "WITH gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[])) \
-     INSERT INTO kv (key, value) SELECT * FROM unnest($2::bytea[], $3::bytea[]) \
-     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+///
+/// Fencing rides in the same statement: `held` locks (FOR SHARE) the lease of each
+/// project the group writes under the epoch this node holds, and the writes happen
+/// only when every one of them is still there. A takeover (`try_acquire`'s UPDATE)
+/// waits for this transaction, or this one waits for it and then sees the new epoch,
+/// so no write of an old holder lands after a new holder read the project. The
+/// statement answers the leases it found; any missing one is a broken fence, and then
+/// nothing was written.
+const COMMIT: &str = "WITH held AS ( \
+         SELECT l.project FROM mailroom_leases l \
+         JOIN unnest($4::bytea[], $5::bigint[]) AS f(project, epoch) \
+           ON l.project = f.project AND l.epoch = f.epoch AND l.holder = $7 \
+         FOR SHARE OF l), \
+     ok AS (SELECT count(*) = cardinality($4::bytea[]) AS ok FROM held), \
+     gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), \
+     put AS (INSERT INTO kv (key, value, project) \
+         SELECT k, v, p FROM unnest($2::bytea[], $3::bytea[], $6::bytea[]) AS u(k, v, p) \
+         WHERE (SELECT ok FROM ok) \
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
+     SELECT project FROM held";
 
 pub struct Db {
     runtime: Option<tokio::runtime::Runtime>,
-    pool: Pool,
-    /// The session whose advisory lock keeps a second node off this key space until
-    /// projects have owners of their own (leases); closed with the store.
-    lock: Option<Client>,
+    pub(super) pool: Pool,
     /// Where the store is, for messages (no password).
     pub place: String,
+    /// This process, among every process that ever opened the schema: a lease records
+    /// the process that holds it, not only the node id, so a second process started
+    /// under the same `cluster.node_id` (a restart while the first is merely paused)
+    /// holds it under a new epoch and the first one's writes are fenced off.
+    pub process: [u8; 16],
+    /// How long a commit or a lease call may take (`statement_timeout_ms`).
+    pub(super) limit: Duration,
+}
+
+/// The `application_name` of every connection of a process: `leases.rs` takes a
+/// lease from an earlier process of the same node at once when no connection of it is
+/// left (it was killed; the kernel closed its sockets), and waits for the lease to run
+/// out while one is (it may only be paused).
+pub fn application_name(process: &[u8]) -> String {
+    format!("mailroom {}", hex(process))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Db {
-    /// Connects, takes the store's lock (waiting up to `lock_wait_ms` for a process
-    /// that just died to release it), migrates the schema and loads every pair.
+    /// Connects, migrates the schema and loads the global keys (`partial`) or every
+    /// pair.
     pub fn open(config: &PostgresConfig) -> Result<(Db, Map)> {
-        let pg: tokio_postgres::Config = config
+        let process: [u8; 16] = rand::random();
+        let mut pg: tokio_postgres::Config = config
             .url
             .parse()
             .map_err(|e| Error::storage_caused("storage.postgres.url is not a valid URL", e))?;
         let place = describe(&pg);
+        pg.application_name(application_name(&process));
+        let limit = Duration::from_millis(config.statement_timeout_ms.max(1));
+        // A statement the server works on too long is cancelled there; a connection
+        // whose peer vanished (a half-open TCP connection: no reset ever comes) is
+        // closed by the kernel once sent data waits `limit` for an acknowledgement, or
+        // an idle one fails its keepalive probes, instead of hanging a call for hours.
+        let options = format!(
+            "{} -c statement_timeout={}",
+            pg.get_options().unwrap_or(""),
+            limit.as_millis()
+        );
+        pg.options(options.trim_start())
+            .connect_timeout(limit)
+            .tcp_user_timeout(limit)
+            .keepalives(true)
+            .keepalives_idle(limit)
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("store-postgres")
@@ -61,36 +116,133 @@ impl Db {
             .build()
             .map_err(|e| Error::storage_caused("starting the PostgreSQL runtime", e))?;
         let manager = Manager::from_config(
-            pg.clone(),
+            pg,
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        // All connections busy (each stuck in a slow call) must not queue a caller for
+        // longer than one call may take.
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(limit))
+            .create_timeout(Some(limit))
             .build()
             .map_err(|e| Error::storage_caused("building the PostgreSQL pool", e))?;
-        let mut db = Db {
+        let db = Db {
             runtime: Some(runtime),
             pool,
-            lock: None,
             place,
+            process,
+            limit,
         };
-        let (pool, at, wait) = (
+        let (pool, at, wait, partial) = (
             db.pool.clone(),
             db.place.clone(),
-            Duration::from_millis(config.lock_wait_ms),
+            config.lock_wait_ms,
+            config.partial,
         );
-        let (lock, map) = db.run(async move {
-            let lock = take_lock(&pg, &at, wait).await?;
-            let client = pool.get().await.map_err(|e| connecting(&at, e))?;
-            schema::migrate(&client).await?;
-            let map = load(&client).await?;
-            Ok::<_, Error>((lock, map))
+        let map = db.run(async move {
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            no_older_server(&client, &at).await?;
+            schema::migrate(&client, wait).await?;
+            let (what, filter) = if partial {
+                ("the global keys", "WHERE project IS NULL")
+            } else {
+                ("every pair", "")
+            };
+            let mut map = Map::new();
+            load_into(&mut client, &mut map, filter, &[]).await?;
+            tracing::info!(pairs = map.len(), "loaded {what} from PostgreSQL");
+            Ok::<_, Error>(map)
         })??;
-        db.lock = Some(lock);
         Ok((db, map))
+    }
+
+    /// The pairs of one project, as PostgreSQL has them now.
+    pub fn project(&self, p: ProjectId) -> Result<Map> {
+        let (pool, at) = (self.pool.clone(), self.place.clone());
+        self.run(async move {
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            let mut map = Map::new();
+            let id: &[u8] = p.as_bytes();
+            load_into(&mut client, &mut map, "WHERE project = $1", &[&id]).await?;
+            Ok(map)
+        })?
+    }
+
+    /// The pairs whose keys are in [lower, upper) (no upper: to the end).
+    pub fn range(&self, lower: Vec<u8>, upper: Option<Vec<u8>>) -> Result<Map> {
+        let (pool, at) = (self.pool.clone(), self.place.clone());
+        self.run(async move {
+            let mut client = pool.get().await.map_err(|e| connecting(&at, e))?;
+            let mut map = Map::new();
+            match upper {
+                Some(upper) => {
+                    load_into(
+                        &mut client,
+                        &mut map,
+                        "WHERE key >= $1 AND key < $2",
+                        &[&lower, &upper],
+                    )
+                    .await?
+                }
+                None => load_into(&mut client, &mut map, "WHERE key >= $1", &[&lower]).await?,
+            }
+            Ok(map)
+        })?
+    }
+
+    /// Inserts a global pair unless its key is there; answers the value stored. One
+    /// statement: the insert's row when it won, else the row that was there (the
+    /// outer SELECT sees the table as it was when the statement began, and the insert
+    /// waits for a racing insert of the same key to commit, then does nothing).
+    pub fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<Vec<u8>> {
+        let (pool, at, limit) = (self.pool.clone(), self.place.clone(), self.limit);
+        self.run(async move {
+            tokio::time::timeout(limit + GRACE, async {
+                let client = pool.get().await.map_err(|e| connecting(&at, e))?;
+                let row = client
+                    .query_opt(
+                        "WITH ins AS (INSERT INTO kv (key, value, project) VALUES ($1, $2, NULL) \
+                             ON CONFLICT (key) DO NOTHING RETURNING value) \
+                         SELECT value FROM ins",
+                        &[&key, &value],
+                    )
+                    .await
+                    .map_err(failed)?;
+                if let Some(row) = row {
+                    return Ok(row.get::<_, Vec<u8>>(0));
+                }
+                // Another process's insert won (and committed: ours waited for it).
+                let row = client
+                    .query_one("SELECT value FROM kv WHERE key = $1", &[&key])
+                    .await
+                    .map_err(failed)?;
+                Ok(row.get::<_, Vec<u8>>(0))
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("an insert of a global key", limit)))
+        })?
+    }
+
+    /// Runs `fut` on the store's runtime and answers its outcome to an await on any
+    /// runtime (the lease table's calls).
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> impl Future<Output = Result<T>> + Send + 'static {
+        let task = self.runtime.as_ref().map(|rt| rt.spawn(fut));
+        async move {
+            match task {
+                Some(task) => task
+                    .await
+                    .map_err(|e| Error::storage_caused("the PostgreSQL runtime stopped", e))?,
+                None => Err(Error::storage("the PostgreSQL store is closed")),
+            }
+        }
     }
 
     /// Runs `fut` on the store's runtime and waits for it on this thread (any thread:
@@ -110,21 +262,51 @@ impl Db {
             .map_err(|_| Error::storage("the PostgreSQL runtime stopped"))
     }
 
-    /// Writes one group of writes in one transaction; hands the group back, so the
-    /// caller applies it to its copy (or queues it again) without a copy of its values.
-    pub fn commit(&self, group: Group) -> (Group, Result<()>) {
-        let (pool, at) = (self.pool.clone(), self.place.clone());
+    /// Writes one group of writes in one transaction when every fence of the group
+    /// holds; answers the projects whose fence is broken (then nothing was written).
+    /// Hands the group back, so the caller applies it to its copy (or queues it again)
+    /// without a copy of its values.
+    pub fn commit(&self, group: Group) -> (Group, Result<Vec<ProjectId>>) {
+        let (pool, at, process, limit) = (
+            self.pool.clone(),
+            self.place.clone(),
+            self.process,
+            self.limit,
+        );
         let sent = self.run(async move {
-            let outcome = async {
+            let outcome = tokio::time::timeout(limit + GRACE, async {
                 let client = pool.get().await.map_err(|e| connecting(&at, e))?;
                 let statement = client.prepare_cached(COMMIT).await.map_err(failed)?;
-                client
-                    .execute(&statement, &[&group.gone, &group.keys, &group.values])
+                let (fenced, epochs): (Vec<&[u8]>, Vec<i64>) = group
+                    .fences
+                    .iter()
+                    .map(|(p, e)| (p.as_bytes().as_slice(), *e as i64))
+                    .unzip();
+                let held = client
+                    .query(
+                        &statement,
+                        &[
+                            &group.gone,
+                            &group.keys,
+                            &group.values,
+                            &fenced,
+                            &epochs,
+                            &group.projects,
+                            &process.as_slice(),
+                        ],
+                    )
                     .await
                     .map_err(failed)?;
-                Ok(())
-            }
-            .await;
+                let held: Vec<&[u8]> = held.iter().map(|r| r.get(0)).collect();
+                Ok(group
+                    .fences
+                    .iter()
+                    .map(|(p, _)| *p)
+                    .filter(|p| !held.contains(&p.as_bytes().as_slice()))
+                    .collect())
+            })
+            .await
+            .unwrap_or_else(|_| Err(timed_out("a commit", limit)));
             (group, outcome)
         });
         match sent {
@@ -135,12 +317,17 @@ impl Db {
     }
 }
 
-/// Writes folded to their last value per key, split by kind, each part in key order.
+/// Writes folded to their last value per key, split by kind, each part in key order,
+/// with the project of each written key and the fences the commit checks.
 #[derive(Default)]
 pub struct Group {
     pub gone: Vec<Vec<u8>>,
     pub keys: Vec<Vec<u8>>,
     pub values: Vec<Vec<u8>>,
+    /// `keys::project_of` of each of `keys` (the `project` column).
+    pub projects: Vec<Option<Vec<u8>>>,
+    /// (project, epoch) of each fenced project the group writes.
+    pub fences: Vec<(ProjectId, u64)>,
 }
 
 impl From<Folded> for Group {
@@ -149,6 +336,8 @@ impl From<Folded> for Group {
         for (k, v) in folded {
             match v {
                 Some(v) => {
+                    g.projects
+                        .push(keys::project_of(&k).map(|p| p.as_bytes().to_vec()));
                     g.keys.push(k);
                     g.values.push(v);
                 }
@@ -161,7 +350,6 @@ impl From<Folded> for Group {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.lock.take();
         if let Some(rt) = self.runtime.take() {
             // Not a blocking shutdown: the store may be dropped inside another runtime.
             rt.shutdown_background();
@@ -169,77 +357,123 @@ impl Drop for Db {
     }
 }
 
-/// A session-level advisory lock keyed by the schema: a second process on the same
-/// schema gets `Error::Locked`, as a second process on a sled directory does.
-async fn take_lock(pg: &tokio_postgres::Config, at: &str, wait: Duration) -> Result<Client> {
-    let (client, connection) = pg.connect(NoTls).await.map_err(|e| connecting(at, e))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "the PostgreSQL lock session ended");
-        }
-    });
-    let deadline = Instant::now() + wait;
-    loop {
-        let row = client
-            .query_one(
-                "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))",
-                &[&LOCK_CLASS],
-            )
-            .await
-            .map_err(failed)?;
-        if row.get::<_, bool>(0) {
-            return Ok(client);
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::Locked {
-                path: at.to_owned(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The first key of the store's advisory lock ("mail"), so it cannot meet another
-/// application's locks keyed by a single number.
-const LOCK_CLASS: i32 = 0x6d61_696c;
-
-/// Streams every pair in key order into the map.
-async fn load(client: &Client) -> Result<Map> {
+/// Streams the pairs the filter selects into the map. A large project takes longer
+/// than one commit may: its read is exempt from `statement_timeout` (the connection's
+/// keepalive and user timeout still end a dead one).
+async fn load_into(
+    client: &mut Client,
+    map: &mut Map,
+    filter: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<()> {
     let started = Instant::now();
-    let rows = client
+    let tx = client.transaction().await.map_err(failed)?;
+    tx.batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(failed)?;
+    let rows = tx
         .query_raw(
-            "SELECT key, value FROM kv ORDER BY key",
-            std::iter::empty::<&str>(),
+            &format!("SELECT key, value FROM kv {filter}"),
+            params.iter().copied(),
         )
         .await
         .map_err(failed)?;
     pin_mut!(rows);
-    let mut map = Map::new();
+    let mut n = 0usize;
     while let Some(row) = rows.try_next().await.map_err(failed)? {
         map.insert(
             Bytes::from(row.get::<_, &[u8]>(0)),
             Bytes::from(row.get::<_, &[u8]>(1)),
         );
+        n += 1;
     }
-    tracing::info!(
-        pairs = map.len(),
+    tx.commit().await.map_err(failed)?;
+    tracing::debug!(
+        pairs = n,
         millis = started.elapsed().as_millis() as u64,
-        "loaded the store from PostgreSQL"
+        filter,
+        "read pairs from PostgreSQL"
     );
-    Ok(map)
+    Ok(())
 }
 
-/// A failed statement; a full disk on the server says so, so that the edge answers 503.
+/// Servers before issue #25 held an exclusive session lock on their schema for their
+/// whole run, and write pairs without a project: one must not share a schema with a
+/// node of a cluster. A shared try of the same lock fails while one runs (and never
+/// between two nodes of this version, which take it shared and let go at once).
+async fn no_older_server(client: &Client, at: &str) -> Result<()> {
+    let free: bool = client
+        .query_one(
+            "SELECT pg_try_advisory_lock_shared($1, hashtext(current_schema()))",
+            &[&OLD_LOCK_CLASS],
+        )
+        .await
+        .map_err(failed)?
+        .get(0);
+    if !free {
+        return Err(Error::storage(format!(
+            "a Mailroom server of an older version is running on {at} (it holds the schema's \
+             lock); stop it before starting this version"
+        )));
+    }
+    client
+        .execute(
+            "SELECT pg_advisory_unlock_shared($1, hashtext(current_schema()))",
+            &[&OLD_LOCK_CLASS],
+        )
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
+/// The first key of the older versions' exclusive lock ("mail").
+const OLD_LOCK_CLASS: i32 = 0x6d61_696c;
+
+/// A project id read back from a bytea column.
+pub fn project_id(bytes: &[u8]) -> Result<ProjectId> {
+    let id: [u8; 16] = bytes
+        .try_into()
+        .map_err(|_| Error::storage("a project id in PostgreSQL is not 16 bytes"))?;
+    Ok(ProjectId::from_key_bytes(id))
+}
+
+/// Beyond the server's `statement_timeout`, for the round trip of its cancellation.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// A call that got no answer in time (a slow server or a vanished connection).
+pub fn timed_out(what: &str, limit: Duration) -> Error {
+    Error::unavailable(format!(
+        "{what} on PostgreSQL got no answer within {} ms (storage.postgres.statement_timeout_ms)",
+        limit.as_millis()
+    ))
+}
+
+/// A failed statement; a full disk on the server says so, so that the edge answers 503,
+/// and so does a statement the server cancelled for its timeout, or a lost connection.
 pub fn failed(e: tokio_postgres::Error) -> Error {
     if e.code() == Some(&SqlState::DISK_FULL) {
         let full = std::io::Error::new(std::io::ErrorKind::StorageFull, e);
         return Error::storage_caused("PostgreSQL is out of disk space", full);
     }
+    if e.code() == Some(&SqlState::QUERY_CANCELED) {
+        let late = std::io::Error::new(std::io::ErrorKind::TimedOut, e);
+        return Error::storage_caused(
+            "a PostgreSQL statement ran past storage.postgres.statement_timeout_ms",
+            late,
+        );
+    }
+    if e.is_closed() {
+        let gone = std::io::Error::new(std::io::ErrorKind::NotConnected, e);
+        return Error::storage_caused("the connection to PostgreSQL was lost", gone);
+    }
     Error::storage_caused("a PostgreSQL statement failed", e)
 }
 
-fn connecting(at: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::storage_caused(format!("connecting to PostgreSQL at {at}"), e)
+/// No connection to be had (the server is down or every connection is busy past the
+/// limit): the edge answers 503, as the database may be back in a moment.
+pub(super) fn connecting(at: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    let unreachable = std::io::Error::new(std::io::ErrorKind::NotConnected, e);
+    Error::storage_caused(format!("connecting to PostgreSQL at {at}"), unreachable)
 }
 
 /// Host, port, user and database of the URL, without its password.

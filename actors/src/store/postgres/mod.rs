@@ -9,21 +9,32 @@
 //! queued op, folds them to one value per key and writes them as ONE statement, so one
 //! transaction and one server-side WAL flush acknowledge every batch applied before it.
 //! Once committed, the values move from the overlay into the map.
+//!
+//! Several nodes share one schema. A node of a cluster (`partial`) holds the global
+//! keys and only the projects it owns (`load_project`), and writes a project only under
+//! the lease epoch it holds (`set_fence`), checked in the commit's own statement
+//! (`fence.rs` says what happens when a fence is found broken).
 
 mod db;
+mod fence;
+mod leases;
 mod schema;
+mod view;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use self::db::{Bytes, Db, Folded, Group, Map};
+use self::fence::Lost;
 use super::group_commit::GroupCommit;
 use super::keys;
 use super::overlay::{Merge, Overlay};
 use super::{Batch, Durable, KvIter, KvPair, Op, Store};
+use crate::cluster::leases::Leases;
 use crate::error::{Error, Result};
+use crate::id::ProjectId;
 
 pub use schema::VERSION as SCHEMA_VERSION;
 
@@ -33,9 +44,16 @@ pub struct PostgresConfig {
     /// tables in a schema of their own.
     pub url: String,
     pub pool_size: usize,
-    /// How long `open` waits for the store's lock held by another session (a process
-    /// that was just killed holds it until the server notices).
+    /// How long `open` waits for another process's schema migration to finish.
     pub lock_wait_ms: u64,
+    /// How long a commit, a lease call or a wait for a pooled connection may take (a
+    /// project's load and the migrations are exempt): a hung server or a vanished
+    /// connection then fails the call (503 at the edge) instead of hanging it.
+    pub statement_timeout_ms: u64,
+    /// A node of a cluster: it loads the global keys only, each project when it takes
+    /// its lease (`load_project`), and refuses writes to a project it holds no fence
+    /// for. False: every pair is loaded and no fence is required (one node, the CLI).
+    pub partial: bool,
 }
 
 pub struct PostgresStore {
@@ -55,15 +73,37 @@ struct Shared {
     synced: AtomicU64,
     /// One commit at a time: the flusher's, or a `flush_blocking`.
     committing: Mutex<()>,
+    /// One `reload_prefix` at a time.
+    reloading: Mutex<()>,
+    /// While a `reload_prefix` reads: the keys commits moved into the map meanwhile.
+    moved_while_reading: Mutex<Option<Vec<Vec<u8>>>>,
     /// PostgreSQL transactions committed (one per group commit that had writes).
     transactions: AtomicU64,
     db: Db,
+    partial: bool,
+    /// `durable()` calls so far: a waiter's number orders it against the commits.
+    registered: AtomicU64,
+    /// The last `registered` a successful commit covered: every waiter numbered up to
+    /// it had its writes committed.
+    covered: AtomicU64,
+    /// Writes dropped for a broken fence, so their waiters get an error even when a
+    /// later commit succeeds (`fence.rs`).
+    lost: Mutex<Vec<Lost>>,
+    on_fence_lost: RwLock<Vec<FenceLost>>,
 }
+
+/// Commits tried in one flush when each finds another lease taken over.
+const SYNC_ATTEMPTS: usize = 4;
+
+/// A hook `Store::on_fence_lost` registered.
+type FenceLost = Arc<dyn Fn(ProjectId) + Send + Sync>;
 
 #[derive(Default)]
 struct Pending {
     ops: Vec<Op>,
     overlay: Overlay,
+    /// The lease epoch held for each project this node writes under a fence.
+    fences: HashMap<ProjectId, u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -75,8 +115,8 @@ fn read(m: &RwLock<Map>) -> Map {
 }
 
 impl PostgresStore {
-    /// Connects, migrates the schema, loads every pair and checks the key layout. A
-    /// schema held by another process gives `Error::Locked`.
+    /// Connects, migrates the schema, loads every pair (or, `partial`, the global
+    /// keys) and checks the key layout. Other nodes may share the schema.
     pub fn open(config: &PostgresConfig) -> Result<Arc<Self>> {
         let (db, map) = Db::open(config)?;
         let shared = Arc::new(Shared {
@@ -84,8 +124,15 @@ impl PostgresStore {
             pending: Mutex::new(Pending::default()),
             synced: AtomicU64::new(0),
             committing: Mutex::new(()),
+            reloading: Mutex::new(()),
+            moved_while_reading: Mutex::new(None),
             transactions: AtomicU64::new(0),
             db,
+            partial: config.partial,
+            registered: AtomicU64::new(0),
+            covered: AtomicU64::new(0),
+            lost: Mutex::new(Vec::new()),
+            on_fence_lost: RwLock::new(Vec::new()),
         });
         shared.check_layout()?;
         let flusher = shared.clone();
@@ -100,15 +147,41 @@ impl PostgresStore {
 
 impl Shared {
     /// Commits everything applied so far, then moves it from the overlay to the map.
+    /// A broken fence drops the writes of its project (`fence.rs`) and the commit is
+    /// tried again with the others, so their waiters are not failed for it.
     fn sync(&self) -> Result<()> {
         let _one = lock(&self.committing);
-        let (ops, upto) = {
+        // Each drop clears a fence, and a write to a project without one is refused at
+        // apply, so a retry only meets projects whose lease moved meanwhile.
+        for _ in 0..SYNC_ATTEMPTS {
+            if self.sync_once()? {
+                return Ok(());
+            }
+        }
+        Err(Error::storage(format!(
+            "{SYNC_ATTEMPTS} commits in a row found a lease taken over; the writes are queued \
+             for the next"
+        )))
+    }
+
+    /// One commit; false when a project's writes were dropped (the rest are queued again).
+    fn sync_once(&self) -> Result<bool> {
+        let (ops, upto, registered, fences) = {
             let mut p = lock(&self.pending);
-            (std::mem::take(&mut p.ops), p.overlay.version())
+            // Read under the lock that `apply` takes: a waiter counted here applied
+            // its writes before, so they are in `ops`.
+            let registered = self.registered.load(Ordering::SeqCst);
+            (
+                std::mem::take(&mut p.ops),
+                p.overlay.version(),
+                registered,
+                p.fences.clone(),
+            )
         };
         if ops.is_empty() {
             self.synced.fetch_max(upto, Ordering::AcqRel);
-            return Ok(());
+            self.covered.fetch_max(registered, Ordering::AcqRel);
+            return Ok(true);
         }
         let mut folded = Folded::new();
         for op in ops {
@@ -117,22 +190,25 @@ impl Shared {
                 Op::Delete(k) => folded.insert(k, None),
             };
         }
-        let (group, outcome) = self.db.commit(Group::from(folded));
-        if let Err(e) = outcome {
-            // Queue the group again ahead of later writes, so a later commit has it (its
-            // final values are the same ops' net effect).
-            let mut again: Vec<Op> = group.gone.into_iter().map(Op::Delete).collect();
-            again.extend(
-                group
-                    .keys
-                    .into_iter()
-                    .zip(group.values)
-                    .map(|(k, v)| Op::Put(k, v)),
-            );
-            let mut p = lock(&self.pending);
-            let later = std::mem::replace(&mut p.ops, again);
-            p.ops.extend(later);
-            return Err(e);
+        let mut group = Group::from(folded);
+        let (fenced, unfenced) = fence::of_group(&group, &fences, self.partial);
+        group.fences = fenced;
+        if !unfenced.is_empty() {
+            // Its fence was cleared after the writes were applied: they cannot land.
+            self.lose(group, unfenced, false);
+            return Ok(false);
+        }
+        let (group, outcome) = self.db.commit(group);
+        let broken = match outcome {
+            Ok(broken) => broken,
+            Err(e) => {
+                self.requeue(group, |_| true);
+                return Err(e);
+            }
+        };
+        if !broken.is_empty() {
+            self.lose(group, broken, true);
+            return Ok(false);
         }
         self.transactions.fetch_add(1, Ordering::Relaxed);
         // The map first, then the overlay: a reader that misses a key in the overlay
@@ -149,10 +225,36 @@ impl Shared {
                 moved.push(k);
             }
         }
+        if let Some(log) = lock(&self.moved_while_reading).as_mut() {
+            log.extend(moved.iter().cloned());
+        }
         let mut p = lock(&self.pending);
         p.overlay.moved_upto(moved.iter(), upto);
         self.synced.fetch_max(upto, Ordering::AcqRel);
-        Ok(())
+        self.covered.fetch_max(registered, Ordering::AcqRel);
+        Ok(true)
+    }
+
+    /// Queues the group's writes whose key passes `keep` again, ahead of later writes,
+    /// so a later commit has them (their final values are the same ops' net effect).
+    fn requeue(&self, group: Group, keep: impl Fn(&[u8]) -> bool) {
+        let mut again: Vec<Op> = group
+            .gone
+            .into_iter()
+            .filter(|k| keep(k))
+            .map(Op::Delete)
+            .collect();
+        again.extend(
+            group
+                .keys
+                .into_iter()
+                .zip(group.values)
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| Op::Put(k, v)),
+        );
+        let mut p = lock(&self.pending);
+        let later = std::mem::replace(&mut p.ops, again);
+        p.ops.extend(later);
     }
 
     /// A new (empty) store is marked with this version's key layout; a store in another
@@ -262,16 +364,31 @@ impl Store for PostgresStore {
     }
 
     fn apply(&self, batch: Batch) -> Result<()> {
-        self.batches.add(1);
         let ops = batch.into_ops();
         let mut p = lock(&self.shared.pending);
+        if self.shared.partial {
+            fence::check(&ops, &p.fences)?;
+        }
+        self.batches.add(1);
         p.ops.extend(ops.iter().cloned());
+        let written = fence::projects(&ops);
         p.overlay.apply(ops);
+        fence::note_apply(&self.shared, p.overlay.version(), written);
         Ok(())
     }
 
     fn durable(&self) -> Durable {
-        Box::pin(self.commits.wait())
+        let number = self.shared.registered.fetch_add(1, Ordering::SeqCst) + 1;
+        let own = fence::own_apply(&self.shared);
+        let wait = self.commits.wait();
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let outcome = wait.await;
+            if let Some(project) = shared.lost_for(number, own.as_ref()) {
+                return Err(Error::NotOwner { project });
+            }
+            outcome
+        })
     }
 
     fn flush_blocking(&self) -> Result<()> {
@@ -291,6 +408,59 @@ impl Store for PostgresStore {
         };
         let base = Chunks::new(base, Unbounded, Unbounded, false);
         Ok(Box::new(Merge::new(overlay, base, false)))
+    }
+
+    fn load_project(&self, p: ProjectId) -> Result<()> {
+        self.shared.load_project(p)
+    }
+
+    fn unload_project(&self, p: ProjectId) {
+        self.shared.unload_project(p)
+    }
+
+    fn set_fence(&self, p: ProjectId, epoch: Option<u64>) {
+        let mut pending = lock(&self.shared.pending);
+        match epoch {
+            Some(e) => pending.fences.insert(p, e),
+            None => pending.fences.remove(&p),
+        };
+    }
+
+    fn on_fence_lost(&self, hook: FenceLost) {
+        self.shared
+            .on_fence_lost
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(hook);
+    }
+
+    fn reload_prefix(&self, prefix: &[u8]) -> Result<()> {
+        self.shared.reload_prefix(prefix)
+    }
+
+    fn cluster(&self) -> Option<Arc<dyn Leases>> {
+        Some(Arc::new(leases::PgLeases::new(self.shared.clone())))
+    }
+
+    fn put_if_absent(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if keys::project_of(key).is_some() {
+            return Err(Error::storage(
+                "put_if_absent is for global keys (a project's keys are written by its owner)",
+            ));
+        }
+        if let Some(v) = self.get(key)? {
+            return Ok(v);
+        }
+        // Under the commit lock: no commit of this node moves a value of the key into
+        // the map between the statement and the map's update.
+        let _one = lock(&self.shared.committing);
+        let stored = self.shared.db.put_if_absent(key.to_vec(), value.to_vec())?;
+        self.shared
+            .base
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Bytes::from(key), Bytes::from(stored.as_slice()));
+        Ok(stored)
     }
 }
 

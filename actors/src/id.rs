@@ -81,7 +81,7 @@ impl EventId {
     /// bits are a process-wide counter (from a random start), so ids made in one
     /// millisecond by this process increase in the order they were made: the events of
     /// one write (a tracked event, the segment entry it causes) list in order.
-    pub fn at(t: super::Timestamp) -> Self {
+    pub fn at(t: crate::timestamp::Timestamp) -> Self {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: std::sync::OnceLock<AtomicU64> = std::sync::OnceLock::new();
         let c = COUNTER
@@ -94,7 +94,7 @@ impl EventId {
     }
 
     /// The smallest id an event at `t` can have: a bound for time ranges.
-    pub fn floor(t: super::Timestamp) -> Self {
+    pub fn floor(t: crate::timestamp::Timestamp) -> Self {
         let ms = t.millis().max(0) as u64;
         let mut bytes = [0u8; 16];
         bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
@@ -108,10 +108,10 @@ mod tests {
 
     #[test]
     fn event_ids_sort_by_their_time_and_increase_within_a_millisecond() {
-        let t = crate::model::Timestamp::from(1_700_000_000_123);
+        let t = crate::timestamp::Timestamp::from(1_700_000_000_123);
         let ids: Vec<EventId> = (0..100).map(|_| EventId::at(t)).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        let later = EventId::at(crate::model::Timestamp::from(1_700_000_000_124));
+        let later = EventId::at(crate::timestamp::Timestamp::from(1_700_000_000_124));
         assert!(EventId::floor(t) < ids[0] && ids[99] < EventId::floor(1_700_000_000_124.into()));
         assert!(ids[99] < later);
         assert!(

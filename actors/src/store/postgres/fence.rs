@@ -1,0 +1,236 @@
+//! Fencing: a node writes a project only under the lease epoch it holds, and the commit
+//! statement checks that epoch (`db::COMMIT`). When the check fails, another node has
+//! taken the project: its writes queued here can never land, so they are dropped, with
+//! their overlay entries and the fence, the group's other writes are queued again, and
+//! the fence-lost hooks are told.
+//!
+//! "Acknowledged means durable" holds through it. `durable()` is not tied to a batch,
+//! so a waiter that may have had dropped writes must get an error even when a later
+//! commit succeeds. Two marks say who may have: a waiter's number (`registered`) in
+//! (last number a successful commit covered, number at the drop], and, for a waiter
+//! that applied before the drop but called `durable()` after it (the engine does both
+//! back to back on one thread), the overlay version of its thread's last apply (taken
+//! by its first `durable()`) in
+//! (last committed version, version at the drop]. Such a waiter gets
+//! `Error::NotOwner` only when it wrote the dropped project: each thread notes the
+//! projects of its applies since its last `durable()`, which takes them. A waiter
+//! whose thread applied nothing (it waits for writes made elsewhere) is failed by any
+//! drop in its marks, as its writes are unknown. The commit that found the fence
+//! broken goes on with the group's other writes (`Shared::sync`), so their waiters
+//! get Ok only once those are committed, and never an error for another tenant's
+//! lease.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+
+use super::db::Group;
+use super::{lock, Shared};
+use crate::error::{Error, Result};
+use crate::id::ProjectId;
+use crate::store::{keys, Op};
+
+/// One drop: which project, and the waiters it may have failed.
+pub struct Lost {
+    project: ProjectId,
+    /// Waiter numbers in (from, to].
+    numbers: (u64, u64),
+    /// Overlay versions in (from, to].
+    versions: (u64, u64),
+}
+
+/// What a thread applied to one store since its last `durable()`.
+#[derive(Default)]
+pub struct Own {
+    /// The overlay version after its last apply.
+    pub version: u64,
+    /// The projects its applies wrote.
+    pub projects: Vec<ProjectId>,
+}
+
+thread_local! {
+    /// (store, what this thread applied to it), None after a `durable()` took it.
+    static OWN_APPLY: RefCell<Option<(usize, Own)>> = const { RefCell::new(None) };
+}
+
+fn id(shared: &Shared) -> usize {
+    shared as *const Shared as usize
+}
+
+/// The projects a batch writes.
+pub fn projects(ops: &[Op]) -> Vec<ProjectId> {
+    let mut found: Vec<ProjectId> = Vec::new();
+    for op in ops {
+        let (Op::Put(k, _) | Op::Delete(k)) = op;
+        if let Some(p) = keys::project_of(k) {
+            if !found.contains(&p) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+pub fn note_apply(shared: &Shared, version: u64, written: Vec<ProjectId>) {
+    OWN_APPLY.with(|c| {
+        let mut own = c.borrow_mut();
+        let mine = match own.as_mut() {
+            Some((store, mine)) if *store == id(shared) => mine,
+            _ => &mut own.insert((id(shared), Own::default())).1,
+        };
+        mine.version = version;
+        for p in written {
+            if !mine.projects.contains(&p) {
+                mine.projects.push(p);
+            }
+        }
+    })
+}
+
+/// What this thread applied to this store since its last `durable()` (None: nothing),
+/// taken: the first `durable()` after an apply is the one that waits for it.
+pub fn own_apply(shared: &Shared) -> Option<Own> {
+    OWN_APPLY.with(|c| {
+        let mut own = c.borrow_mut();
+        match own.take() {
+            Some((store, mine)) if store == id(shared) => Some(mine),
+            other => {
+                *own = other;
+                None
+            }
+        }
+    })
+}
+
+/// Refuses a batch that writes a project this node holds no fence for.
+pub fn check(ops: &[Op], fences: &HashMap<ProjectId, u64>) -> Result<()> {
+    for op in ops {
+        let key = match op {
+            Op::Put(k, _) | Op::Delete(k) => k,
+        };
+        if let Some(project) = keys::project_of(key) {
+            if !fences.contains_key(&project) {
+                return Err(Error::NotOwner { project });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The (project, epoch) fences the group's commit checks, and (when `partial`) the
+/// projects it writes without a fence.
+pub fn of_group(
+    group: &Group,
+    fences: &HashMap<ProjectId, u64>,
+    partial: bool,
+) -> (Vec<(ProjectId, u64)>, Vec<ProjectId>) {
+    let written: BTreeSet<ProjectId> = group
+        .gone
+        .iter()
+        .chain(&group.keys)
+        .filter_map(|k| keys::project_of(k))
+        .collect();
+    let (mut fenced, mut unfenced) = (Vec::new(), Vec::new());
+    for p in written {
+        match fences.get(&p) {
+            Some(e) => fenced.push((p, *e)),
+            None if partial => unfenced.push(p),
+            None => {}
+        }
+    }
+    (fenced, unfenced)
+}
+
+impl Shared {
+    /// Drops every write of `projects` (from the group, the queue and the overlay),
+    /// queues the group's other writes again, clears the fences the group checked and
+    /// tells the hooks when `broken` (the lease table said no).
+    pub(super) fn lose(&self, group: Group, projects: Vec<ProjectId>, broken: bool) {
+        let theirs = |k: &[u8]| keys::project_of(k).is_some_and(|p| projects.contains(&p));
+        let checked = group.fences.clone();
+        self.requeue(group, |k| !theirs(k));
+        {
+            let mut pending = lock(&self.pending);
+            pending.ops.retain(|op| match op {
+                Op::Put(k, _) | Op::Delete(k) => !theirs(k),
+            });
+            pending.overlay.forget(|k| theirs(k));
+            for (p, epoch) in checked {
+                if projects.contains(&p) && pending.fences.get(&p) == Some(&epoch) {
+                    pending.fences.remove(&p);
+                }
+            }
+            self.mark_lost(&projects, pending.overlay.version());
+        }
+        for p in &projects {
+            tracing::warn!(
+                project = %p,
+                "writes of a project this node no longer holds were dropped: {}",
+                if broken {
+                    "another node holds its lease now"
+                } else {
+                    "its fence was cleared before they were committed"
+                }
+            );
+        }
+        if broken {
+            let hooks = self
+                .on_fence_lost
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            for p in &projects {
+                for hook in &hooks {
+                    hook(*p);
+                }
+            }
+        }
+    }
+
+    /// Drops the queued writes and overlay entries of `p` (none when its writes were
+    /// made durable first), marking their waiters as failed.
+    pub(super) fn drop_pending(&self, p: ProjectId) {
+        let theirs = |k: &[u8]| keys::project_of(k) == Some(p);
+        let mut pending = lock(&self.pending);
+        let before = pending.ops.len();
+        pending.ops.retain(|op| match op {
+            Op::Put(k, _) | Op::Delete(k) => !theirs(k),
+        });
+        let dropped = before - pending.ops.len() + pending.overlay.forget(theirs);
+        if dropped > 0 {
+            tracing::warn!(project = %p, writes = dropped, "dropped writes of a project not yet committed");
+            self.mark_lost(&[p], pending.overlay.version());
+        }
+    }
+
+    /// Called with the pending lock held, so no apply or take happens in between.
+    fn mark_lost(&self, projects: &[ProjectId], version: u64) {
+        let numbers = (
+            self.covered.load(Ordering::SeqCst),
+            self.registered.load(Ordering::SeqCst),
+        );
+        let versions = (self.synced.load(Ordering::SeqCst), version);
+        let mut lost = lock(&self.lost);
+        for p in projects {
+            lost.push(Lost {
+                project: *p,
+                numbers,
+                versions,
+            });
+        }
+    }
+
+    /// The project a waiter's writes may have been dropped with (`own`: what its thread
+    /// applied).
+    pub(super) fn lost_for(&self, number: u64, own: Option<&Own>) -> Option<ProjectId> {
+        let version = own.map_or(0, |o| o.version);
+        let lost = lock(&self.lost);
+        lost.iter()
+            .find(|l| {
+                ((l.numbers.0 < number && number <= l.numbers.1)
+                    || (l.versions.0 < version && version <= l.versions.1))
+                    && own.is_none_or(|o| o.projects.contains(&l.project))
+            })
+            .map(|l| l.project)
+    }
+}

@@ -1,0 +1,305 @@
+//! Handing a project over between two nodes of a cluster on PostgreSQL: each node has
+//! its own store (a partial view of one schema) and registry, and takes the project
+//! through the lease table, as the node layer does. What one node left waiting runs on
+//! the node that took over, and a node that lost its lease without knowing it cannot
+//! write (the fence) and lets the project go as soon as a write finds that out.
+//!
+//! Needs `MAILROOM_TEST_POSTGRES_URL` (`.ci/postgres.sh start`); without it each test
+//! says so and passes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Actor;
+use mailroom_actors::cluster::ownership::Ownership;
+use mailroom_actors::contact::records::UpsertContact;
+use mailroom_actors::error::Error;
+use mailroom_actors::event::track::Track;
+use mailroom_actors::model::workflow::DelayUnit;
+use mailroom_actors::model::{
+    DataPatch, EmailAddress, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
+};
+use mailroom_actors::project::apply::Apply;
+use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
+use mailroom_actors::store::{PostgresConfig, PostgresStore, Store};
+use mailroom_actors::workflow::records as workflows;
+use mailroom_actors::{AdjustableClock, Clock};
+use tokio::sync::mpsc;
+
+const LEASE_SECONDS: u64 = 30;
+const HOUR_MS: i64 = 3_600_000;
+
+/// A schema of its own for this test, or None (skipped) without a server.
+async fn schema_url() -> Option<String> {
+    let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .expect("connect to MAILROOM_TEST_POSTGRES_URL");
+    let task = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    drop(client);
+    let _ = task.await;
+    let sep = if admin.contains('?') { '&' } else { '?' };
+    Some(format!("{admin}{sep}options=-c%20search_path%3D{schema}"))
+}
+
+/// One node: its own partial view of the schema, a registry that owns nothing until
+/// it acquires, and a Scheduler that reports each timer it fires.
+struct Node {
+    id: &'static str,
+    store: Arc<dyn Store>,
+    registry: Registry,
+    fired: mpsc::UnboundedReceiver<Timer>,
+}
+
+impl Node {
+    fn start(id: &'static str, url: &str, clock: &Arc<AdjustableClock>) -> Node {
+        let store: Arc<dyn Store> = PostgresStore::open(&PostgresConfig {
+            url: url.to_owned(),
+            pool_size: 2,
+            lock_wait_ms: 5_000,
+            statement_timeout_ms: 5_000,
+            partial: true,
+        })
+        .unwrap();
+        let as_clock: Arc<dyn Clock> = clock.clone();
+        let registry = Registry::with_ownership(
+            store.clone(),
+            as_clock.clone(),
+            RegistryConfig::default(),
+            Ownership::none(),
+        );
+        let (tx, fired) = mpsc::unbounded_channel();
+        let fire: Fire = Arc::new(move |t: Timer| {
+            let _ = tx.send(t);
+            Box::pin(async { Ok(()) })
+        });
+        Scheduler::new(registry.timers().clone(), store.clone(), as_clock, fire).start();
+        Node {
+            id,
+            store,
+            registry,
+            fired,
+        }
+    }
+
+    /// Takes `p`'s lease in the table (waiting while another node holds it), then the
+    /// project itself; answers the epoch.
+    async fn take(&self, p: ProjectId) -> u64 {
+        let leases = self.store.cluster().expect("a cluster store");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let epoch = loop {
+            if let Some(epoch) = leases.try_acquire(p, self.id, LEASE_SECONDS).await.unwrap() {
+                break epoch;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} never got the lease",
+                self.id
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        self.registry
+            .acquire(p, epoch, Duration::from_secs(LEASE_SECONDS - 2))
+            .await
+            .unwrap();
+        epoch
+    }
+
+    /// Hands `p` over: locally first, then in the table.
+    async fn give_up(&self, p: ProjectId, epoch: u64) {
+        self.registry.release(p).await.unwrap();
+        let leases = self.store.cluster().unwrap();
+        leases.release(p, self.id, epoch).await.unwrap();
+    }
+}
+
+fn waiting_workflow(now: i64) -> Workflow {
+    let step = |id: &str, kind, next: Option<&str>| Step {
+        id: id.into(),
+        kind,
+        next: next.map(Into::into),
+        yes: None,
+        no: None,
+        timeout_next: None,
+    };
+    Workflow {
+        id: WorkflowId::new(),
+        name: "welcome".into(),
+        description: None,
+        enabled: true,
+        trigger_event: "signup".into(),
+        allow_reentry: true,
+        steps: vec![
+            step(
+                "wait",
+                StepKind::Delay {
+                    amount: 1,
+                    unit: DelayUnit::Hours,
+                },
+                Some("end"),
+            ),
+            step("end", StepKind::Exit, None),
+        ],
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn signup(email: &str) -> Track {
+    Track {
+        email: EmailAddress::parse(email).unwrap(),
+        subscribed: None,
+        contact_data: DataPatch::default(),
+        event: "signup".into(),
+        event_data: Default::default(),
+        idempotency: None,
+        key: KeyKind::Secret,
+    }
+}
+
+fn upsert(email: &str) -> UpsertContact {
+    UpsertContact {
+        email: EmailAddress::parse(email).unwrap(),
+        subscribed: None,
+        default_subscribed: true,
+        data: DataPatch::default(),
+    }
+}
+
+async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[actix::test]
+async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease() {
+    let Some(url) = schema_url().await else {
+        return;
+    };
+    let clock = Arc::new(AdjustableClock::default());
+    let mut a = Node::start("a", &url, &clock);
+    let mut b = Node::start("b", &url, &clock);
+    let p = ProjectId::new();
+
+    let epoch = a.take(p).await;
+    let now = clock.now().timestamp_millis();
+    a.registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
+        )
+        .await
+        .unwrap();
+    a.registry.send(p, signup("one@example.com")).await.unwrap();
+    assert_eq!(a.registry.timers().len(), 1);
+    assert!(
+        b.store.scan(&[], None, false).all(|kv| {
+            let (k, _) = kv.unwrap();
+            !k.starts_with(b"timers/")
+        }),
+        "B holds nothing of a project it has not taken"
+    );
+
+    a.give_up(p, epoch).await;
+    assert!(matches!(
+        a.registry.send(p, signup("two@example.com")).await,
+        Err(Error::NotOwner { .. })
+    ));
+    let taken = b.take(p).await;
+    assert_eq!(taken, epoch + 1, "a new epoch when the lease changes hands");
+    assert_eq!(b.registry.timers().len(), 1, "B loaded the project's timer");
+    let contacts = b.registry.contacts(p);
+    contacts.ensure_loaded(&*b.store, p).unwrap();
+    assert_eq!(contacts.len(), 1, "and its contact");
+
+    clock.advance(2 * HOUR_MS);
+    a.registry.timers().wake();
+    b.registry.timers().wake();
+    let t = tokio::time::timeout(Duration::from_secs(10), b.fired.recv())
+        .await
+        .expect("the delay fires on B")
+        .unwrap();
+    assert_eq!(t.project, p);
+    assert!(a.fired.try_recv().is_err(), "not on A");
+    b.registry.send(p, signup("two@example.com")).await.unwrap();
+}
+
+#[actix::test]
+async fn a_node_that_lost_its_lease_unawares_cannot_write_and_lets_the_project_go() {
+    let Some(url) = schema_url().await else {
+        return;
+    };
+    let clock = Arc::new(AdjustableClock::default());
+    let a = Node::start("a", &url, &clock);
+    let b = Node::start("b", &url, &clock);
+    let p = ProjectId::new();
+    let leases = a.store.cluster().unwrap();
+
+    // A takes the lease for one second and the project for longer than that, as a
+    // node would whose renewals stopped reaching the database.
+    let epoch = loop {
+        if let Some(e) = leases.try_acquire(p, "a", 1).await.unwrap() {
+            break e;
+        }
+    };
+    a.registry
+        .acquire(p, epoch, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    a.registry
+        .send(p, upsert("kept@example.com"))
+        .await
+        .unwrap();
+
+    // B takes over once the lease ran out.
+    let epoch_b = b.take(p).await;
+    b.registry.send(p, upsert("b@example.com")).await.unwrap();
+
+    // A still believes it owns the project: its write is refused by the fence...
+    assert!(a.registry.ownership().owns(p));
+    let refused = a.registry.send(p, upsert("lost@example.com")).await;
+    assert!(
+        refused.is_err(),
+        "A's write after the takeover: {refused:?}"
+    );
+    // ...and A lets the project go.
+    wait_for("A releases the project", Duration::from_secs(10), || {
+        !a.registry.ownership().holds(p)
+    })
+    .await;
+    assert!(matches!(
+        a.registry.send(p, upsert("later@example.com")).await,
+        Err(Error::NotOwner { .. })
+    ));
+
+    // What PostgreSQL holds (B loads the project afresh): A's write before the
+    // takeover and B's, not A's after it.
+    b.give_up(p, epoch_b).await;
+    b.take(p).await;
+    let table = b.registry.contacts(p);
+    table.ensure_loaded(&*b.store, p).unwrap();
+    let mut emails: Vec<String> = ["kept", "b", "lost"]
+        .iter()
+        .filter(|n| {
+            table
+                .by_email(&format!("{n}@example.com"))
+                .unwrap()
+                .is_some()
+        })
+        .map(|n| n.to_string())
+        .collect();
+    emails.sort();
+    assert_eq!(emails, ["b", "kept"]);
+}
