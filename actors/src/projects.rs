@@ -212,6 +212,18 @@ impl Projects {
 /// Whether an operator disabled the project: its mail, campaigns and workflows then
 /// wait, untouched, until it is enabled again. (A project without a record, as in unit
 /// tests of the engine, is not disabled.)
+/// The key of a project's record: a cluster node reads it from the database by itself
+/// when a request names a project it has not seen yet (made on another node or by the
+/// CLI).
+pub fn record_key(id: ProjectId) -> Vec<u8> {
+    keys::project(id)
+}
+
+/// The key of an API key's record, by the key's hash, for the same reason.
+pub fn api_key_record_key(hash: &[u8; 32]) -> Vec<u8> {
+    keys::key_hash(hash)
+}
+
 pub fn is_disabled(store: &dyn crate::store::Store, id: ProjectId) -> bool {
     match store.get(&keys::project(id)) {
         Ok(Some(b)) => codec::decode::<Project>(&b).is_ok_and(|p| p.disabled),

@@ -407,7 +407,7 @@ impl ClusterNode {
             };
             let id = id.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<ProjectId>().ok());
             if let Some(id) = id {
-                store.reload_prefix(&mailroom_actors::store::keys::project(id))?;
+                store.reload_prefix(&mailroom_actors::projects::record_key(id))?;
             }
             Ok(())
         })

@@ -175,7 +175,7 @@ async fn project_of(
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
-        let record = mailroom_actors::store::keys::project(id);
+        let record = mailroom_actors::projects::record_key(id);
         if state.projects.get(id).is_err() && !cluster.read_through(record).await {
             return None;
         }
@@ -191,7 +191,7 @@ async fn project_of(
         return Some(auth.project.id);
     }
     // Perhaps made a moment ago on another node, or by the CLI.
-    let hash = mailroom_actors::store::keys::key_hash(&key.hash());
+    let hash = mailroom_actors::projects::api_key_record_key(&key.hash());
     if cluster.read_through(hash).await {
         if let Ok(Some(auth)) = state.projects.authenticate(&key) {
             return Some(auth.project.id);
