@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use mailroom_actors::cluster::leases::{Leases, Node as LiveNode};
+use mailroom_actors::cluster::leases::{Holder, Leases, Node as LiveNode};
 use mailroom_actors::error::Result;
 use mailroom_actors::model::ProjectId;
 use mailroom_actors::project::Registry;
@@ -60,6 +60,10 @@ pub struct ClusterNode {
     /// Point reads for unknown API keys and project ids in the current second: (when
     /// the second began, how many).
     point_reads: Mutex<(Instant, u32)>,
+    /// Lease holders read for routing, with when: a project's requests read the lease
+    /// table once a tick, not once each. Forgotten when a forward finds the project
+    /// moving.
+    holders: Mutex<HashMap<ProjectId, (Instant, Option<Holder>)>>,
     pub metrics: ClusterMetrics,
 }
 
@@ -72,6 +76,10 @@ const POINT_READS_PER_SECOND: u32 = 50;
 /// enough to serve it soon after the move, long enough not to hammer the lease table.
 const ROUTE_PAUSE_MIN: Duration = Duration::from_millis(100);
 const ROUTE_PAUSE_MAX: Duration = Duration::from_millis(1000);
+
+/// Past this many remembered lease holders the stale ones are dropped (routing reaches
+/// only existing projects, so this bounds memory, not correctness).
+const HOLDERS_MAX: usize = 100_000;
 
 impl ClusterNode {
     pub fn new(
@@ -95,6 +103,7 @@ impl ClusterNode {
             moves: tokio::sync::Mutex::new(()),
             releasing: Mutex::new(HashSet::new()),
             point_reads: Mutex::new((Instant::now(), 0)),
+            holders: Mutex::new(HashMap::new()),
             metrics: ClusterMetrics::default(),
         })
     }
@@ -334,7 +343,38 @@ impl ClusterNode {
                 return Err(Error::NotOwner { project: p });
             }
             tokio::time::sleep(wait.clamp(ROUTE_PAUSE_MIN, ROUTE_PAUSE_MAX).min(left)).await;
+            self.forget_holder(p);
         }
+    }
+
+    /// The holder of `p`'s lease, read at most once a tick.
+    async fn holder(&self, p: ProjectId) -> Result<Option<Holder>> {
+        let fresh = self.identity.tick();
+        if let Some((at, h)) = self
+            .holders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&p)
+        {
+            if at.elapsed() < fresh {
+                return Ok(h.clone());
+            }
+        }
+        let h = self.leases.holder(p).await?;
+        let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+        if holders.len() >= HOLDERS_MAX {
+            holders.retain(|_, (at, _)| at.elapsed() < fresh);
+        }
+        holders.insert(p, (Instant::now(), h.clone()));
+        Ok(h)
+    }
+
+    /// Makes the next routing of `p` read its lease holder afresh (it moved).
+    pub fn forget_holder(&self, p: ProjectId) {
+        self.holders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&p);
     }
 
     /// One routing attempt. Err(wait): nobody can serve `p` yet; try again after about
@@ -345,7 +385,7 @@ impl ClusterNode {
         }
         let live = self.live.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut wait = ROUTE_PAUSE_MIN;
-        if let Some((node, url, expires_ms)) = self.leases.holder(p).await? {
+        if let Some((node, url, expires_ms)) = self.holder(p).await? {
             // This node's wall clock only steers the request here; the database's clock
             // decides who may write.
             let left_ms = expires_ms - chrono::Utc::now().timestamp_millis();

@@ -271,7 +271,9 @@ pub async fn middleware(
         Route::Serve => serve(req, next, &cluster).await,
         Route::Forward { .. } if forwarded => {
             // The sender thought this node the owner; this node thinks otherwise (the
-            // project is moving). The sender re-routes and tries again.
+            // project is moving). The sender re-routes and tries again; so does this
+            // node, reading the holder afresh.
+            cluster.forget_holder(project);
             let mut res = unserved(req, &cluster, ApiError::Engine(Error::NotOwner { project }));
             res.headers_mut().insert(
                 HeaderName::from_static(MOVING),
@@ -413,6 +415,7 @@ async fn forward(
                 }
             }
         }
+        cluster.forget_holder(project);
         tokio::time::sleep(pause).await;
         pause = (pause + PAUSE).min(PAUSE_MAX);
         match cluster.route(project).await {
