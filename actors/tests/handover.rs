@@ -3,20 +3,19 @@
 //! engine started (a workflow waiting on a delay) completes on the engine that took the
 //! project over, once, and nothing of the project runs on the engine that let it go.
 
+#[allow(dead_code)]
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use common::{create_waiting_workflow, signup, wait_for};
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::error::Error;
-use mailroom_actors::event::track::Track;
 use mailroom_actors::metrics::ExecutionMove;
-use mailroom_actors::model::workflow::DelayUnit;
-use mailroom_actors::model::{
-    DataPatch, EmailAddress, ExecStatus, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
-};
-use mailroom_actors::project::apply::Apply;
+use mailroom_actors::model::{ExecStatus, ProjectId};
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::render::TemplateCache;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
@@ -80,60 +79,6 @@ impl Node {
     }
 }
 
-/// A workflow that `signup` starts, whose first step waits an hour.
-fn waiting_workflow(now: i64) -> Workflow {
-    let step = |id: &str, kind, next: Option<&str>| Step {
-        id: id.into(),
-        kind,
-        next: next.map(Into::into),
-        yes: None,
-        no: None,
-        timeout_next: None,
-    };
-    Workflow {
-        id: WorkflowId::new(),
-        name: "welcome".into(),
-        description: None,
-        enabled: true,
-        trigger_event: "signup".into(),
-        allow_reentry: true,
-        steps: vec![
-            step(
-                "wait",
-                StepKind::Delay {
-                    amount: 1,
-                    unit: DelayUnit::Hours,
-                },
-                Some("end"),
-            ),
-            step("end", StepKind::Exit, None),
-        ],
-        created_at: now,
-        updated_at: now,
-    }
-}
-
-fn signup(email: &str) -> Track {
-    Track {
-        email: EmailAddress::parse(email).unwrap(),
-        subscribed: None,
-        contact_data: DataPatch::default(),
-        event: "signup".into(),
-        event_data: Default::default(),
-        idempotency: None,
-        key: KeyKind::Secret,
-    }
-}
-
-/// Polls `done` until it holds, failing past `limit`.
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[actix::test]
 async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_project_over() {
     let dir = tempfile::tempdir().unwrap();
@@ -145,25 +90,13 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
 
     // Neither node serves a project it has not acquired.
     let now = clock.now().timestamp_millis();
-    let refused = a
-        .registry
-        .send(
-            p,
-            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
-        )
-        .await;
+    let refused = create_waiting_workflow(&a.registry, p, now).await;
     assert!(matches!(refused, Err(Error::NotOwner { project }) if project == p));
 
     a.registry.acquire(p, 1, LEASE).await.unwrap();
     assert!(a.registry.ownership().owns(p));
     assert_eq!(a.registry.ownership().owned(), vec![(p, 1)]);
-    a.registry
-        .send(
-            p,
-            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
-        )
-        .await
-        .unwrap();
+    create_waiting_workflow(&a.registry, p, now).await.unwrap();
     a.registry.send(p, signup("one@example.com")).await.unwrap();
     a.registry.send(p, signup("two@example.com")).await.unwrap();
     assert!(matches!(
@@ -232,11 +165,7 @@ async fn a_timer_armed_before_a_release_does_not_fire_on_the_node_that_let_the_p
     let now = clock.now().timestamp_millis();
     for project in [p, q] {
         a.registry.acquire(project, 7, LEASE).await.unwrap();
-        a.registry
-            .send(
-                project,
-                Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
-            )
+        create_waiting_workflow(&a.registry, project, now)
             .await
             .unwrap();
         a.registry

@@ -5,12 +5,16 @@
 //! (one store under both) and on PostgreSQL (each its own view, leases and fences;
 //! skipped without `MAILROOM_TEST_POSTGRES_URL`).
 
+#[allow(dead_code)]
+mod common;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use common::{open_postgres_node, postgres_schema_url};
 use mailroom_actors::campaign::audience;
 use mailroom_actors::campaign::records as campaigns;
 use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStatus, Campaigns, RunnerConfig};
@@ -21,7 +25,7 @@ use mailroom_actors::error::Error;
 use mailroom_actors::mailer::{Dispatcher, DispatcherConfig, MailerActor, TransportConfig};
 use mailroom_actors::model::{CampaignId, DataPatch, EmailAddress, ProjectId, Timestamp};
 use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::store::{PostgresConfig, PostgresStore, SledStore, Store};
+use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::{Clock, SystemClock};
 
 const RECIPIENTS: usize = 300;
@@ -171,8 +175,7 @@ fn campaign(now: Timestamp) -> Campaign {
 async fn a_campaign_handed_over_mid_send_reaches_every_recipient_once() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = SledStore::open(&dir.path().join("data"), 8 << 20).unwrap();
-    let a = Node::start("a", store.clone(), dir.path().join("out-a"));
-    let b = Node::start("b", store, dir.path().join("out-b"));
+    let (a, b) = two_nodes(dir.path(), || store.clone());
     hand_over_mid_send(a, b).await;
 }
 
@@ -184,8 +187,7 @@ async fn on_postgresql_a_campaign_handed_over_mid_send_reaches_every_recipient_o
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let a = Node::start("a", open(), dir.path().join("out-a"));
-    let b = Node::start("b", open(), dir.path().join("out-b"));
+    let (a, b) = two_nodes(dir.path(), open);
     hand_over_mid_send(a, b).await;
 }
 
@@ -198,8 +200,7 @@ async fn on_postgresql_a_campaign_taken_over_before_anything_was_queued_skips_no
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let a = Node::start("a", open(), dir.path().join("out-a"));
-    let b = Node::start("b", open(), dir.path().join("out-b"));
+    let (a, b) = two_nodes(dir.path(), open);
     take_over_before_the_first_batch(a, b).await;
 }
 
@@ -207,41 +208,22 @@ async fn on_postgresql_a_campaign_taken_over_before_anything_was_queued_skips_no
 async fn a_campaign_taken_over_before_anything_was_queued_skips_no_one() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = SledStore::open(&dir.path().join("data"), 8 << 20).unwrap();
-    let a = Node::start("a", store.clone(), dir.path().join("out-a"));
-    let b = Node::start("b", store, dir.path().join("out-b"));
+    let (a, b) = two_nodes(dir.path(), || store.clone());
     take_over_before_the_first_batch(a, b).await;
+}
+
+/// Nodes A and B, each on a store from `open` and writing what it sends under `dir`.
+fn two_nodes(dir: &Path, open: impl Fn() -> Arc<dyn Store>) -> (Node, Node) {
+    let a = Node::start("a", open(), dir.join("out-a"));
+    let b = Node::start("b", open(), dir.join("out-b"));
+    (a, b)
 }
 
 /// Opens stores on a schema of their own, or None (the test skipped) without
 /// `MAILROOM_TEST_POSTGRES_URL`.
 async fn postgres() -> Option<impl Fn() -> Arc<dyn Store>> {
-    let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
-        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
-        return None;
-    };
-    let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());
-    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let task = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .await
-        .unwrap();
-    drop(client);
-    let _ = task.await;
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    let url = format!("{admin}{sep}options=-c%20search_path%3D{schema}");
-    Some(move || -> Arc<dyn Store> {
-        PostgresStore::open(&PostgresConfig {
-            url: url.clone(),
-            pool_size: 2,
-            lock_wait_ms: 5_000,
-            statement_timeout_ms: 5_000,
-            partial: true,
-        })
-        .unwrap()
-    })
+    let url = postgres_schema_url().await?;
+    Some(move || open_postgres_node(&url))
 }
 
 /// A fills the project and sends a campaign, and hands the project to B before its

@@ -7,49 +7,26 @@
 //! Needs `MAILROOM_TEST_POSTGRES_URL` (`.ci/postgres.sh start`); without it each test
 //! says so and passes.
 
+#[allow(dead_code)]
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use common::{create_waiting_workflow, open_postgres_node, postgres_schema_url, signup, wait_for};
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::error::Error;
-use mailroom_actors::event::track::Track;
-use mailroom_actors::model::workflow::DelayUnit;
-use mailroom_actors::model::{
-    DataPatch, EmailAddress, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
-};
-use mailroom_actors::project::apply::Apply;
+use mailroom_actors::model::{DataPatch, EmailAddress, ProjectId};
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
-use mailroom_actors::store::{PostgresConfig, PostgresStore, Store};
-use mailroom_actors::workflow::records as workflows;
+use mailroom_actors::store::Store;
 use mailroom_actors::{AdjustableClock, Clock};
 use tokio::sync::mpsc;
 
 const LEASE_SECONDS: u64 = 30;
 const HOUR_MS: i64 = 3_600_000;
-
-/// A schema of its own for this test, or None (skipped) without a server.
-async fn schema_url() -> Option<String> {
-    let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
-        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
-        return None;
-    };
-    let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());
-    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-        .await
-        .expect("connect to MAILROOM_TEST_POSTGRES_URL");
-    let task = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .await
-        .unwrap();
-    drop(client);
-    let _ = task.await;
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    Some(format!("{admin}{sep}options=-c%20search_path%3D{schema}"))
-}
 
 /// One node: its own partial view of the schema, a registry that owns nothing until
 /// it acquires, and a Scheduler that reports each timer it fires.
@@ -62,14 +39,7 @@ struct Node {
 
 impl Node {
     fn start(id: &'static str, url: &str, clock: &Arc<AdjustableClock>) -> Node {
-        let store: Arc<dyn Store> = PostgresStore::open(&PostgresConfig {
-            url: url.to_owned(),
-            pool_size: 2,
-            lock_wait_ms: 5_000,
-            statement_timeout_ms: 5_000,
-            partial: true,
-        })
-        .unwrap();
+        let store = open_postgres_node(url);
         let as_clock: Arc<dyn Clock> = clock.clone();
         let registry = Registry::with_ownership(
             store.clone(),
@@ -122,50 +92,6 @@ impl Node {
     }
 }
 
-fn waiting_workflow(now: i64) -> Workflow {
-    let step = |id: &str, kind, next: Option<&str>| Step {
-        id: id.into(),
-        kind,
-        next: next.map(Into::into),
-        yes: None,
-        no: None,
-        timeout_next: None,
-    };
-    Workflow {
-        id: WorkflowId::new(),
-        name: "welcome".into(),
-        description: None,
-        enabled: true,
-        trigger_event: "signup".into(),
-        allow_reentry: true,
-        steps: vec![
-            step(
-                "wait",
-                StepKind::Delay {
-                    amount: 1,
-                    unit: DelayUnit::Hours,
-                },
-                Some("end"),
-            ),
-            step("end", StepKind::Exit, None),
-        ],
-        created_at: now,
-        updated_at: now,
-    }
-}
-
-fn signup(email: &str) -> Track {
-    Track {
-        email: EmailAddress::parse(email).unwrap(),
-        subscribed: None,
-        contact_data: DataPatch::default(),
-        event: "signup".into(),
-        event_data: Default::default(),
-        idempotency: None,
-        key: KeyKind::Secret,
-    }
-}
-
 fn upsert(email: &str) -> UpsertContact {
     UpsertContact {
         email: EmailAddress::parse(email).unwrap(),
@@ -175,17 +101,9 @@ fn upsert(email: &str) -> UpsertContact {
     }
 }
 
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[actix::test]
 async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease() {
-    let Some(url) = schema_url().await else {
+    let Some(url) = postgres_schema_url().await else {
         return;
     };
     let clock = Arc::new(AdjustableClock::default());
@@ -195,13 +113,7 @@ async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease(
 
     let epoch = a.take(p).await;
     let now = clock.now().timestamp_millis();
-    a.registry
-        .send(
-            p,
-            Apply::durable(move |ctx, _| workflows::create(ctx, waiting_workflow(now))),
-        )
-        .await
-        .unwrap();
+    create_waiting_workflow(&a.registry, p, now).await.unwrap();
     a.registry.send(p, signup("one@example.com")).await.unwrap();
     assert_eq!(a.registry.timers().len(), 1);
     assert!(
@@ -238,7 +150,7 @@ async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease(
 
 #[actix::test]
 async fn a_node_that_lost_its_lease_unawares_cannot_write_and_lets_the_project_go() {
-    let Some(url) = schema_url().await else {
+    let Some(url) = postgres_schema_url().await else {
         return;
     };
     let clock = Arc::new(AdjustableClock::default());

@@ -2,21 +2,19 @@
 //! `Application`s (or two tests) would be: neither sees the other's timers, limits or
 //! counts.
 
+#[allow(dead_code)]
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
-use mailroom_actors::event::track::Track;
+use common::{create_waiting_workflow, signup};
 use mailroom_actors::metrics::ExecutionMove;
-use mailroom_actors::model::workflow::DelayUnit;
-use mailroom_actors::model::{
-    DataPatch, EmailAddress, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
-};
-use mailroom_actors::project::apply::Apply;
+use mailroom_actors::model::{ProjectId, Workflow};
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::workflow::records as workflows;
 use mailroom_actors::{AdjustableClock, Clock};
 use tokio::sync::mpsc;
 
@@ -60,57 +58,12 @@ impl Engine {
 
     async fn try_add_waiting_workflow(&self) -> mailroom_actors::error::Result<Workflow> {
         let now = self.clock.now().timestamp_millis();
-        let step = |id: &str, kind, next: Option<&str>| Step {
-            id: id.into(),
-            kind,
-            next: next.map(Into::into),
-            yes: None,
-            no: None,
-            timeout_next: None,
-        };
-        let w = Workflow {
-            id: WorkflowId::new(),
-            name: "welcome".into(),
-            description: None,
-            enabled: true,
-            trigger_event: "signup".into(),
-            allow_reentry: true,
-            steps: vec![
-                step(
-                    "wait",
-                    StepKind::Delay {
-                        amount: 1,
-                        unit: DelayUnit::Hours,
-                    },
-                    Some("end"),
-                ),
-                step("end", StepKind::Exit, None),
-            ],
-            created_at: now,
-            updated_at: now,
-        };
-        self.registry
-            .send(
-                self.project,
-                Apply::durable(move |ctx, _| workflows::create(ctx, w)),
-            )
-            .await
+        create_waiting_workflow(&self.registry, self.project, now).await
     }
 
     async fn signup(&self, email: &str) {
         self.registry
-            .send(
-                self.project,
-                Track {
-                    email: EmailAddress::parse(email).unwrap(),
-                    subscribed: None,
-                    contact_data: DataPatch::default(),
-                    event: "signup".into(),
-                    event_data: Default::default(),
-                    idempotency: None,
-                    key: KeyKind::Secret,
-                },
-            )
+            .send(self.project, signup(email))
             .await
             .unwrap();
     }
