@@ -511,7 +511,7 @@ impl Settings {
             builder = builder
                 .add_source(File::new(&path.to_string_lossy(), FileFormat::Toml).required(true));
         }
-        builder
+        let config = builder
             .add_source(
                 Environment::with_prefix("MAILROOM")
                     .prefix_separator("__")
@@ -520,8 +520,39 @@ impl Settings {
                     .with_list_parse_key("dns.nameservers")
                     .try_parsing(true),
             )
-            .build()?
-            .try_deserialize()
+            .build()?;
+        let mut unknown = Vec::new();
+        let settings: Settings =
+            serde_ignored::deserialize(config, |path| unknown.push(path.to_string()))?;
+        match unknown.first() {
+            Some(key) => Err(config::ConfigError::Message(unknown_key(key))),
+            None => Ok(settings),
+        }
+    }
+}
+
+/// A key no setting reads is almost always a typo, which would otherwise start the
+/// server with the default in silence: refuse it, naming the key it was meant to be.
+fn unknown_key(key: &str) -> String {
+    let mut known = Vec::new();
+    if let Ok(table) = DEFAULT_TOML.parse::<toml::Table>() {
+        leaf_keys("", &table, &mut known);
+    }
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    let hint = match mailroom_actors::near_miss::meant(key, &names) {
+        Some(meant) => format!("; did you mean `{meant}`?"),
+        None => String::new(),
+    };
+    format!("unknown configuration key `{key}`{hint} (docs/configuration.md lists every key)")
+}
+
+fn leaf_keys(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
+    for (name, value) in table {
+        let path = format!("{prefix}{name}");
+        match value {
+            toml::Value::Table(inner) => leaf_keys(&format!("{path}."), inner, out),
+            _ => out.push(path),
+        }
     }
 }
 
@@ -535,6 +566,24 @@ mod tests {
             .add_source(File::from_str(toml, FileFormat::Toml))
             .build()?
             .try_deserialize()
+    }
+
+    #[test]
+    fn a_misspelt_key_in_a_config_file_is_refused_naming_the_key_it_meant() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mailroom.toml");
+        std::fs::write(&file, "[cluster]\nlease_second = 5\n").unwrap();
+        let err = Settings::load(Some(&file)).unwrap_err().to_string();
+        assert!(err.contains("`cluster.lease_second`"), "{err}");
+        assert!(
+            err.contains("did you mean `cluster.lease_seconds`"),
+            "{err}"
+        );
+        std::fs::write(&file, "[cluster]\nlease_seconds = 5\n").unwrap();
+        assert_eq!(
+            Settings::load(Some(&file)).unwrap().cluster.lease_seconds,
+            5
+        );
     }
 
     #[test]
