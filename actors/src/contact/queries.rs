@@ -27,6 +27,18 @@ pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Opt
 
 /// Newest first. The cursor is the id of the last contact of the previous page, so a
 /// page boundary survives inserts and deletes without skipping or repeating anyone.
+/// The key a page of contacts starts after: its cursor is a contact id.
+pub fn page_start(p: ProjectId, page: &PageRequest) -> Result<Option<Vec<u8>>> {
+    page.cursor()
+        .map(|c| {
+            let id: ContactId = c
+                .parse()
+                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
+            Ok(keys::contact(p, id))
+        })
+        .transpose()
+}
+
 pub fn list_contacts(
     store: &dyn Store,
     p: ProjectId,
@@ -34,15 +46,7 @@ pub fn list_contacts(
     page: &PageRequest,
 ) -> Result<Page<Contact>> {
     let prefix = keys::contacts(p);
-    let after = match page.cursor() {
-        Some(c) => {
-            let id: ContactId = c
-                .parse()
-                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
-            Some(keys::contact(p, id))
-        }
-        None => None,
-    };
+    let after = page_start(p, page)?;
     let needle = filter.search.as_ref().map(|s| s.trim().to_lowercase());
     let matches = |c: &Contact| {
         filter.subscribed.is_none_or(|s| c.subscribed == s)

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::eval::{Compiled, Subject};
-use crate::error::{Error, FieldCode, Result};
+use crate::error::{Error, Result};
 use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest, ProjectId};
 use crate::project::events::stats_by_contact;
 use crate::project::table::Row;
@@ -187,15 +187,7 @@ pub fn items(
     now: i64,
 ) -> Result<Page<Contact>> {
     let prefix = keys::contacts(p);
-    let after = match page.cursor() {
-        Some(c) => {
-            let id: ContactId = c
-                .parse()
-                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?;
-            Some(keys::contact(p, id))
-        }
-        None => None,
-    };
+    let after = crate::contact::queries::page_start(p, page)?;
     let mut items = Vec::with_capacity(page.limit() + 1);
     for kv in store.scan(&prefix, after.as_deref(), true) {
         let (_, v) = kv?;
