@@ -58,6 +58,20 @@ pub fn open_store(data_dir: &Path) -> std::sync::Arc<dyn mailroom_actors::store:
             partial: false,
         })
         .expect("open the stopped server's PostgreSQL store"),
-        None => SledStore::open(data_dir, 8u64 << 20).expect("open the stopped server's store"),
+        // A killed server's lock on the directory goes when the kernel has closed its
+        // files, which can trail the kill by a moment on a busy machine: wait for it.
+        None => {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                match SledStore::open(data_dir, 8u64 << 20) {
+                    Err(mailroom_actors::Error::Locked { .. })
+                        if std::time::Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(50))
+                    }
+                    opened => break opened.expect("open the stopped server's store"),
+                }
+            }
+        }
     }
 }
