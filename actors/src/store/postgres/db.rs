@@ -11,7 +11,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::{pin_mut, TryStreamExt};
 use imbl::OrdMap;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls};
 
 use super::schema;
@@ -42,18 +42,50 @@ pub type Map = OrdMap<Bytes, Bytes>;
 /// so no write of an old holder lands after a new holder read the project. The
 /// statement answers the leases it found; any missing one is a broken fence, and then
 /// nothing was written.
-const COMMIT: &str = "WITH held AS ( \
-         SELECT l.project FROM mailroom_leases l \
-         JOIN unnest($4::bytea[], $5::bigint[]) AS f(project, epoch) \
-           ON l.project = f.project AND l.epoch = f.epoch AND l.holder = $7 \
-         FOR SHARE OF l), \
-     ok AS (SELECT count(*) = cardinality($4::bytea[]) AS ok FROM held), \
-     gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), \
-     put AS (INSERT INTO kv (key, value, project) \
-         SELECT k, v, p FROM unnest($2::bytea[], $3::bytea[], $6::bytea[]) AS u(k, v, p) \
-         WHERE (SELECT ok FROM ok) \
-         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
-     SELECT project FROM held";
+///
+/// `$gone` is the deletions' part, or nothing: a group without deletions (most) runs
+/// the cached statement without it, and a group with some plans its own statement.
+/// A cached plan of `key = ANY($1)` made while the table was small is a sequential
+/// scan that it keeps as the table grows (seen: every commit scanning 55,000 rows for
+/// no deletion, 3.5 of its 4.9 ms), where a plan made for the statement at hand
+/// looks the keys up in the primary key.
+macro_rules! commit_statement {
+    ($gone:literal) => {
+        concat!(
+            "WITH held AS ( \
+                 SELECT l.project FROM mailroom_leases l \
+                 JOIN unnest($4::bytea[], $5::bigint[]) AS f(project, epoch) \
+                   ON l.project = f.project AND l.epoch = f.epoch AND l.holder = $7 \
+                 FOR SHARE OF l), \
+             ok AS (SELECT count(*) = cardinality($4::bytea[]) AS ok FROM held), ",
+            $gone,
+            "put AS (INSERT INTO kv (key, value, project) \
+                 SELECT k, v, p FROM unnest($2::bytea[], $3::bytea[], $6::bytea[]) AS u(k, v, p) \
+                 WHERE (SELECT ok FROM ok) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
+             SELECT project FROM held"
+        )
+    };
+}
+
+/// The commit of a group that deletes nothing (`$1` is then an empty array).
+const COMMIT: &str = commit_statement!("");
+
+/// The commit of a group with deletions, planned for each such group.
+const COMMIT_DELETING: &str = commit_statement!(
+    "gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), "
+);
+
+/// The parameters' types of both commits, given so that `COMMIT` may leave `$1` out.
+const COMMIT_TYPES: [Type; 7] = [
+    Type::BYTEA_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::INT8_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::BYTEA,
+];
 
 pub struct Db {
     runtime: Option<tokio::runtime::Runtime>,
@@ -276,7 +308,12 @@ impl Db {
         let sent = self.run(async move {
             let outcome = tokio::time::timeout(limit + GRACE, async {
                 let client = pool.get().await.map_err(|e| connecting(&at, e))?;
-                let statement = client.prepare_cached(COMMIT).await.map_err(failed)?;
+                let statement = if group.gone.is_empty() {
+                    client.prepare_typed_cached(COMMIT, &COMMIT_TYPES).await
+                } else {
+                    client.prepare_typed(COMMIT_DELETING, &COMMIT_TYPES).await
+                }
+                .map_err(failed)?;
                 let (fenced, epochs): (Vec<&[u8]>, Vec<i64>) = group
                     .fences
                     .iter()
