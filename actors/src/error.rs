@@ -238,8 +238,13 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut next = e.source();
     while let Some(source) = next {
-        out.push_str(": ");
-        out.push_str(&source.to_string());
+        // Many errors also print their source in their own words (this crate's
+        // `Storage`, tokio-postgres's, deadpool's): said once is enough.
+        let text = source.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         next = source.source();
     }
     out
@@ -286,3 +291,18 @@ impl fmt::Display for Resource {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_says_each_cause_once_where_an_error_also_prints_its_source() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = Error::storage_caused("connecting to PostgreSQL at db:5432", refused);
+        assert_eq!(
+            chain(&e),
+            "storage error: connecting to PostgreSQL at db:5432: refused"
+        );
+    }
+}

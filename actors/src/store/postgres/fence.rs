@@ -30,6 +30,9 @@ use crate::error::{Error, Result};
 use crate::id::ProjectId;
 use crate::store::{keys, Op};
 
+/// How many drops `Shared::lost` keeps (about 40 bytes each).
+const LOST_KEPT: usize = 4096;
+
 /// One drop: which project, and the waiters it may have failed.
 pub struct Lost {
     project: ProjectId,
@@ -218,6 +221,12 @@ impl Shared {
                 versions,
             });
         }
+        // Bounded: a drop only matters to waiters in flight when it happened, and a
+        // lease is lost rarely (a pause, a partition), so the oldest of more than
+        // LOST_KEPT drops are long answered. Without a bound a node that loses leases
+        // over months would keep every one.
+        let over = lost.len().saturating_sub(LOST_KEPT);
+        lost.drain(..over);
     }
 
     /// The project a waiter's writes may have been dropped with (`own`: what its thread
