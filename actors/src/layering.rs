@@ -7,11 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Edges that close a circle today and are still to be cut. Each one must still exist
 /// (a stale entry fails), so the list can only shrink.
-const KNOWN: &[(&str, &str)] = &[
-    ("email", "campaign"),
-    ("project", "workflow"),
-    ("project", "segment"),
-];
+const KNOWN: &[(&str, &str)] = &[("email", "campaign")];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {

@@ -81,7 +81,7 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
         if let Some(url) = url {
             ev.data.insert("url".into(), Value::String(url));
         }
-        events::append_all(store, ctx.starts, &mut batch, p, &[ev])?;
+        events::append_all(ctx, &mut batch, &[ev])?;
     }
     store.apply(batch)
 }
