@@ -3,6 +3,9 @@
 //! code that builds an engine names this module, so no feature reaches it and the
 //! core never names a feature.
 
+use std::sync::Arc;
+
+use crate::campaign::outcomes::CampaignEmails;
 use crate::project::hooks::Hooks;
 use crate::segment::membership::Audience;
 
@@ -11,4 +14,5 @@ pub fn hooks() -> Hooks {
     Hooks::default()
         .after_events(crate::workflow::triggers::on_events)
         .state(|| Box::<Audience>::default())
+        .emails(Arc::new(CampaignEmails))
 }

@@ -8,10 +8,13 @@
 //! still one batch, applied once by whoever made it.
 
 use std::any::Any;
+use std::sync::Arc;
 
 use super::starts::Starts;
 use crate::error::{Error, Result};
-use crate::model::{Contact, ContactId, Event, ProjectId, Timestamp};
+use crate::model::{
+    Contact, ContactId, Engagement, Event, Hit, OutboundEmail, ProjectId, Timestamp,
+};
 use crate::store::{Batch, Store};
 
 /// After events are appended to a batch (the workflows they start or wake): gets the
@@ -49,6 +52,37 @@ pub trait ProjectState: Any + Send {
         batch: &mut Batch,
         p: ProjectId,
         c: ContactId,
+    ) -> Result<()>;
+}
+
+/// A feature's part in what becomes of emails once queued (a campaign counts its
+/// emails' outcomes and first hits, ends with its last email, and calls off the retries
+/// of a cancelled campaign's emails). The email feature calls it and names no other.
+pub trait EmailWatch: Send + Sync {
+    /// Whether `email` was called off since it was queued (its campaign cancelled): a
+    /// retry then ends it instead.
+    fn called_off(&self, store: &dyn Store, p: ProjectId, email: &OutboundEmail) -> Result<bool>;
+
+    /// After `email` got its final status (`called_off`: it ended because it was), in
+    /// the batch that records it.
+    fn after_outcome(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        email: &OutboundEmail,
+        called_off: bool,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// After an email's first open or first click, in the batch that records it.
+    fn after_first_hit(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        engagement: &Engagement,
+        hit: Hit,
     ) -> Result<()>;
 }
 
@@ -125,6 +159,7 @@ fn not_wired<T>() -> Error {
 pub struct Hooks {
     after_events: Vec<AfterEvents>,
     states: Vec<fn() -> Box<dyn ProjectState>>,
+    emails: Vec<Arc<dyn EmailWatch>>,
 }
 
 impl Hooks {
@@ -137,6 +172,57 @@ impl Hooks {
     pub fn state(mut self, make: fn() -> Box<dyn ProjectState>) -> Self {
         self.states.push(make);
         self
+    }
+
+    pub fn emails(mut self, watch: Arc<dyn EmailWatch>) -> Self {
+        self.emails.push(watch);
+        self
+    }
+
+    /// Whether any feature called `email` off.
+    pub fn called_off(
+        &self,
+        store: &dyn Store,
+        p: ProjectId,
+        email: &OutboundEmail,
+    ) -> Result<bool> {
+        for watch in &self.emails {
+            if watch.called_off(store, p, email)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Tells every feature of an email's final outcome, in its batch.
+    pub fn after_outcome(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        email: &OutboundEmail,
+        called_off: bool,
+        now: Timestamp,
+    ) -> Result<()> {
+        for watch in &self.emails {
+            watch.after_outcome(store, batch, p, email, called_off, now)?;
+        }
+        Ok(())
+    }
+
+    /// Tells every feature of an email's first open or first click, in its batch.
+    pub fn after_first_hit(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        engagement: &Engagement,
+        hit: Hit,
+    ) -> Result<()> {
+        for watch in &self.emails {
+            watch.after_first_hit(store, batch, p, engagement, hit)?;
+        }
+        Ok(())
     }
 
     /// Every state, empty, for a new project actor.
