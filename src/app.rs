@@ -112,6 +112,7 @@ impl Application {
                 templates: settings.templates.limits(),
             },
             ownership,
+            mailroom_actors::wiring::hooks(),
         );
         let link_key =
             Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;

@@ -40,6 +40,7 @@ pub mod template;
 pub mod timestamp;
 pub mod upgrade;
 pub mod verify;
+pub mod wiring;
 pub mod workflow;
 
 pub use clock::{AdjustableClock, Clock, SystemClock};

@@ -43,6 +43,7 @@ impl Node {
             as_clock.clone(),
             RegistryConfig::default(),
             Ownership::none(),
+            mailroom_actors::wiring::hooks(),
         );
         let resolver = Resolver::new(&DnsConfig {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],

@@ -48,6 +48,7 @@ impl Node {
             clock.clone(),
             RegistryConfig::default(),
             Ownership::none(),
+            mailroom_actors::wiring::hooks(),
         );
         let mailers = (0..2)
             .map(|_| {

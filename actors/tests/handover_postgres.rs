@@ -46,6 +46,7 @@ impl Node {
             as_clock.clone(),
             RegistryConfig::default(),
             Ownership::none(),
+            mailroom_actors::wiring::hooks(),
         );
         let (tx, fired) = mpsc::unbounded_channel();
         let fire: Fire = Arc::new(move |t: Timer| {

@@ -33,7 +33,12 @@ impl Engine {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
         let clock = Arc::new(AdjustableClock::default());
-        let registry = Registry::new(store.clone(), clock.clone(), config);
+        let registry = Registry::new(
+            store.clone(),
+            clock.clone(),
+            config,
+            mailroom_actors::wiring::hooks(),
+        );
         let (tx, fired) = mpsc::unbounded_channel();
         let fire: Fire = Arc::new(move |t: Timer| {
             let _ = tx.send(t);

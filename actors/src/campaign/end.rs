@@ -1,7 +1,7 @@
 //! When a SENDING campaign becomes SENT: once every recipient is queued (or skipped)
-//! and none of its emails waits in the outbox. A leaf, so that the delivery outcome
-//! that empties the campaign's queue (`sending::record`) ends it in the same batch,
-//! and a crash cannot keep the count and the status apart.
+//! and none of its emails waits in the outbox. The delivery outcome that empties the
+//! campaign's queue (`email::sending::record`, through `outcomes`) ends it in the same
+//! batch, so a crash cannot keep the count and the status apart.
 
 use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
 use crate::error::Result;

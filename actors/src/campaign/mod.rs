@@ -1,5 +1,5 @@
 //! Campaigns: their records (`model`, written by `records`, counted by `stats`, ended by
-//! `end`), the audience, the runner that queues a sending campaign in batches, the use
+//! `end`, told of its emails' outcomes and hits by `outcomes`), the audience, the runner that queues a sending campaign in batches, the use
 //! cases the HTTP edge calls (`actions`), and the unsubscribe link's page and writes.
 //! The signed links themselves are `crate::links`.
 
@@ -7,6 +7,7 @@ pub mod actions;
 pub mod audience;
 pub mod end;
 pub mod model;
+pub mod outcomes;
 pub mod records;
 pub mod runner;
 pub mod stats;

@@ -1,6 +1,6 @@
 //! A campaign's counts, read and written in the batch of what they count (a queued
-//! batch, a delivery outcome, an open, an unsubscribe). A leaf: the send path and the
-//! campaign feature both count, and it uses neither.
+//! batch, a delivery outcome, an open, an unsubscribe: the last two reach it through
+//! `outcomes`, the campaign's hooks on its emails).
 
 use crate::campaign::CampaignStats;
 use crate::error::Result;

@@ -187,10 +187,8 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     let mut batch = Batch::new();
     batch.delete(keys::contact(p, id));
     batch.delete(keys::contact_by_email(p, contact.email.as_str()));
-    // A deleted contact leaves the STATIC segments it was in.
-    for segment in ctx.audience.statics() {
-        crate::project::membership::drop_member(store, &mut batch, p, segment.id, id)?;
-    }
+    // A deleted contact leaves what the features keep of it (its STATIC segments).
+    ctx.states.on_contact_delete(store, &mut batch, p, id)?;
     next.write_changed(counts, &mut batch, p);
     // The rest of its data goes in slices, from this durable record (`erasure`).
     let erasure = super::erasure_record::Erasure::new(contact.email.as_str());

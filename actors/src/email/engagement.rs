@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-use crate::campaign::stats as campaign_stats;
 use crate::email::sending;
 use crate::error::Result;
 use crate::model::{EmailId, Engagement, Event, ProjectId};
@@ -13,12 +12,7 @@ use crate::project::write::WriteCtx;
 use crate::project::Registry;
 use crate::store::{codec, keys, Batch, Store};
 
-/// An open or a click on a tracked link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hit {
-    Open,
-    Click,
-}
+pub use crate::model::Hit;
 
 /// The tracked opens and clicks of an email (zero when none was recorded).
 pub fn engagement(store: &dyn Store, p: ProjectId, email: EmailId) -> Result<Option<Engagement>> {
@@ -54,11 +48,9 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
     first_at.get_or_insert(now.millis());
     let mut batch = Batch::new();
     batch.put(keys::engagement(p, email_id), codec::encode(&e)?);
-    if let (true, Some(c)) = (first, e.campaign_id) {
-        campaign_stats::update(store, &mut batch, p, c, |s| match hit {
-            Hit::Open => s.opened += 1,
-            Hit::Click => s.clicked += 1,
-        })?;
+    if first {
+        // Its campaign counts the first open and the first click.
+        ctx.hooks.after_first_hit(store, &mut batch, p, &e, hit)?;
     }
     // The hit is counted whatever the address; an erased contact gets no event.
     let to = crate::contact::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
@@ -81,7 +73,7 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
         if let Some(url) = url {
             ev.data.insert("url".into(), Value::String(url));
         }
-        events::append_all(store, ctx.starts, &mut batch, p, &[ev])?;
+        events::append_all(ctx, &mut batch, &[ev])?;
     }
     store.apply(batch)
 }

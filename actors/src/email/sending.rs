@@ -6,9 +6,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::campaign::end as campaign_end;
-use crate::campaign::stats as campaign_stats;
-use crate::campaign::{Campaign, CampaignStats, CampaignStatus};
 use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
@@ -453,17 +450,6 @@ pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option
 /// What a cancelled campaign's email says when the cancel took it before it was sent.
 pub const CANCELLED_BEFORE_SENT: &str = "The campaign was cancelled before this email was sent";
 
-/// Whether the email's campaign, if any, has been cancelled.
-fn campaign_cancelled(store: &dyn Store, p: ProjectId, c: Option<CampaignId>) -> Result<bool> {
-    let Some(c) = c else {
-        return Ok(false);
-    };
-    Ok(match store.get(&keys::campaign(p, c))? {
-        Some(bytes) => Campaign::decode(&bytes)?.status == CampaignStatus::Cancelled,
-        None => false,
-    })
-}
-
 pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut batch = Batch::new();
@@ -506,7 +492,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         // A cancel leaves an email that is in an attempt to that attempt; if the attempt
         // is to be retried, the campaign's cancel takes it now rather than a later retry
         // sending it.
-        DeliveryOutcome::Retry { .. } if campaign_cancelled(store, p, email.campaign_id)? => {
+        DeliveryOutcome::Retry { .. } if ctx.hooks.called_off(store, p, &email)? => {
             email.status = EmailStatus::Failed;
             email.last_error = Some(CANCELLED_BEFORE_SENT.into());
             cancelled = true;
@@ -540,19 +526,10 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
         if let Some(c) = email.campaign_id {
             batch.delete(keys::campaign_queued_email(p, c, email.id));
-            let status = email.status;
-            let stats =
-                campaign_stats::update(store, &mut batch, p, c, |s: &mut CampaignStats| {
-                    s.queued = s.queued.saturating_sub(1);
-                    match status {
-                        EmailStatus::Sent => s.delivered += 1,
-                        EmailStatus::Bounced => s.bounced += 1,
-                        _ if cancelled => s.cancelled += 1,
-                        _ => s.failed += 1,
-                    }
-                })?;
-            campaign_end::after_outcome(store, &mut batch, p, c, &stats, now)?;
         }
+        // Its campaign counts it, and ends when it was the last one waiting.
+        ctx.hooks
+            .after_outcome(store, &mut batch, p, &email, cancelled, now)?;
     }
     batch.put(keys::email(p, email.id), email.encode()?);
     let events = match (event, &to) {

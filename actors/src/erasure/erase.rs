@@ -351,7 +351,7 @@ mod tests {
                 event(name, gone, &gone_at, 1_000 + i * 10),
                 event(name, kept, &kept_at, 1_000 + i * 10 + 5),
             ];
-            events::append_all(&*store, &Default::default(), &mut batch, p, &evs).unwrap();
+            events::append(&*store, &mut batch, p, &evs).unwrap();
             store.apply(batch).unwrap();
         }
         let mut batch = Batch::new();

@@ -447,6 +447,7 @@ mod tests {
                 mailbox_capacity: 16,
                 ..Default::default()
             },
+            crate::wiring::hooks(),
         );
         let dkim: DkimLookup =
             Arc::new(|_, _| Err(crate::mailer::NoKey::Unverified("unused".into())));

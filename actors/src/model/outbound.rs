@@ -86,6 +86,13 @@ pub struct OutboundEmail {
     pub sent_at: Option<i64>,
 }
 
+/// An open or a click on a tracked link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Open,
+    Click,
+}
+
 /// Tracked opens and clicks of one email (every recorded hit), and when each was first
 /// seen. Kept apart from the email's record, so a hit rewrites a few bytes, not the
 /// email's HTML.

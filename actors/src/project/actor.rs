@@ -10,8 +10,8 @@ use std::sync::Arc;
 use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 
 use super::counters::Counts;
+use super::hooks::{Hooks, States};
 use super::limits::{self, TenantLimits};
-use super::membership::Audience;
 use super::messages::{Generation, Restart};
 use super::starts::Starts;
 use super::table::ContactTable;
@@ -29,12 +29,14 @@ pub struct ProjectActor {
     clock: Arc<dyn Clock>,
     mailbox_capacity: usize,
     counts: Counts,
-    /// The project's segments, filters compiled, for membership tracking.
-    pub(crate) audience: Audience,
+    /// The features' states (the segments, filters compiled), which judge each contact
+    /// write; each feature's handlers reach its own by type.
+    pub(crate) states: States,
     /// The project's contacts in memory, shared with readers through the registry.
     table: Arc<ContactTable>,
     generation: u64,
     pub(crate) outbox: Arc<tokio::sync::Notify>,
+    hooks: Arc<Hooks>,
 }
 
 /// What every project's actor gets from the Registry, the same for all of them.
@@ -47,6 +49,8 @@ pub struct ActorShared {
     pub outbox: Arc<tokio::sync::Notify>,
     pub limits: TenantLimits,
     pub starts: Starts,
+    /// What the features do inside each write (wired by `crate::wiring`).
+    pub hooks: Arc<Hooks>,
 }
 
 impl ProjectActor {
@@ -58,6 +62,7 @@ impl ProjectActor {
             outbox,
             limits,
             starts,
+            hooks,
         } = shared;
         ProjectActor {
             limits,
@@ -67,10 +72,11 @@ impl ProjectActor {
             clock,
             mailbox_capacity,
             counts: Counts::default(),
-            audience: Audience::default(),
+            states: hooks.new_states(),
             table,
             generation: 0,
             outbox,
+            hooks,
         }
     }
 
@@ -96,12 +102,7 @@ impl ProjectActor {
         if let Err(e) = table {
             tracing::error!(project = %self.project, error = %e, "loading project contacts")
         }
-        match Audience::load(&*self.store, self.project) {
-            Ok(a) => self.audience = a,
-            Err(e) => {
-                tracing::error!(project = %self.project, error = %e, "loading project segments")
-            }
-        }
+        self.states.load(&*self.store, self.project);
     }
 
     /// Splits the actor's state into the write context and the counters it updates.
@@ -111,12 +112,13 @@ impl ProjectActor {
             WriteCtx {
                 store: &*self.store,
                 project: self.project,
-                audience: &self.audience,
+                states: &self.states,
                 table: &self.table,
                 now,
                 limits: &self.limits,
                 starts: &self.starts,
                 metrics: self.starts.metrics(),
+                hooks: &self.hooks,
             },
             &mut self.counts,
         )

@@ -10,6 +10,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
+use super::write::WriteCtx;
 use crate::error::Result;
 use crate::model::{ContactId, Event, EventStats, ProjectId};
 use crate::store::blocks::{self, Blocks};
@@ -41,15 +42,21 @@ fn read_stats(store: &dyn Store, key: &[u8]) -> Result<EventStats> {
     })
 }
 
-/// Adds `events` to `batch`. Callers are the project's actor, so the read-modify-write
-/// of the statistics cannot race with another writer of the same project.
-pub fn append_all(
-    store: &dyn Store,
-    starts: &super::starts::Starts,
-    batch: &mut Batch,
-    p: ProjectId,
-    events: &[Event],
-) -> Result<()> {
+/// Adds `events` to `batch`, and what the features do on them (the after-events hooks:
+/// the workflows they start or wake), in the same batch. Callers are the project's
+/// actor, so the read-modify-write of the statistics cannot race with another writer of
+/// the same project.
+pub fn append_all(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    append(ctx.store, batch, ctx.project, events)?;
+    ctx.hooks
+        .run_after_events(ctx.store, ctx.starts, batch, ctx.project, events)
+}
+
+/// Adds `events` to `batch`, the record and its statistics only: no hook runs.
+pub fn append(store: &dyn Store, batch: &mut Batch, p: ProjectId, events: &[Event]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -102,7 +109,7 @@ pub fn append_all(
         keys::counter(p, EVENTS_COUNTER),
         codec::encode_u64(total + events.len() as u64),
     );
-    crate::workflow::triggers::on_events(store, starts, batch, p, events)
+    Ok(())
 }
 
 /// One contact's statistics for each of `names` (None where it never triggered).

@@ -23,6 +23,7 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
+use super::hooks::Hooks;
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
 use crate::clock::Clock;
@@ -124,6 +125,8 @@ struct Inner {
     moves: Mutex<HashMap<ProjectId, Arc<tokio::sync::Mutex<()>>>>,
     /// What the features resume of a project this node takes.
     resumes: Mutex<Vec<Resume>>,
+    /// What the features do inside each write (`crate::wiring::hooks()`).
+    hooks: Arc<Hooks>,
 }
 
 /// Decrements a mailbox depth however the send ends (answered, failed or cancelled).
@@ -137,8 +140,14 @@ impl Drop for InFlight {
 
 impl Registry {
     /// Must be called inside a running actix System. The engine owns every project.
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: RegistryConfig) -> Self {
-        Registry::with_ownership(store, clock, config, Ownership::everything())
+    /// `hooks` are what the features do inside the core's writes: `wiring::hooks()`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: RegistryConfig,
+        hooks: Hooks,
+    ) -> Self {
+        Registry::with_ownership(store, clock, config, Ownership::everything(), hooks)
     }
 
     /// A registry that serves only the projects `ownership` says (a cluster node:
@@ -149,6 +158,7 @@ impl Registry {
         clock: Arc<dyn Clock>,
         config: RegistryConfig,
         ownership: Arc<Ownership>,
+        hooks: Hooks,
     ) -> Self {
         let arbiters = (0..config.arbiters.max(1))
             .map(|_| Arbiter::new())
@@ -172,6 +182,7 @@ impl Registry {
                 ownership,
                 moves: Mutex::default(),
                 resumes: Mutex::default(),
+                hooks: Arc::new(hooks),
             }),
         };
         if !registry.inner.ownership.is_everything() {
@@ -196,6 +207,7 @@ impl Registry {
                     outbox: self.inner.outbox.clone(),
                     limits: self.inner.config.tenant,
                     starts: self.inner.starts.for_actor(),
+                    hooks: self.inner.hooks.clone(),
                 };
                 let table = Arc::new(ContactTable::default());
                 let actor_table = table.clone();
@@ -658,6 +670,7 @@ mod tests {
                 mailbox_capacity: 16,
                 ..Default::default()
             },
+            crate::wiring::hooks(),
         );
         let p = ProjectId::new();
         reg.send(p, upsert("a@example.com")).await.unwrap();
@@ -688,6 +701,7 @@ mod tests {
             Arc::new(SystemClock),
             RegistryConfig::default(),
             Ownership::none(),
+            crate::wiring::hooks(),
         );
         let p = ProjectId::new();
         assert!(matches!(
@@ -734,6 +748,7 @@ mod tests {
                 arbiters: 2,
                 ..Default::default()
             },
+            crate::wiring::hooks(),
         );
         let p = ProjectId::new();
         let sends = (0..50).map(|_| reg.send(p, upsert("same@example.com")));
@@ -751,8 +766,14 @@ mod tests {
     async fn two_registries_in_one_process_each_keep_the_settings_they_were_built_with() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
-        let build =
-            |config: RegistryConfig| Registry::new(store.clone(), Arc::new(SystemClock), config);
+        let build = |config: RegistryConfig| {
+            Registry::new(
+                store.clone(),
+                Arc::new(SystemClock),
+                config,
+                crate::wiring::hooks(),
+            )
+        };
         let tight = build(RegistryConfig {
             max_entries_per_day: 2,
             erasure_slice: 10,

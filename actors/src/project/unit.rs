@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 
 use super::counters::Counts;
 use super::events;
-use super::membership;
 use super::write::WriteCtx;
 use crate::error::Result;
 use crate::model::{Contact, Event};
@@ -71,7 +70,7 @@ impl Unit {
 
     /// Adds a change prepared from `counts()`: the record, the email index, a
     /// `contact.subscribed` / `.unsubscribed` event when the flag really changes, and
-    /// the segment entries and exits it causes. A contact is staged at most once a
+    /// the events the features' states say it causes (segment entries and exits). A contact is staged at most once a
     /// unit: the table, which the next change is prepared from, changes only in `apply`.
     pub fn stage(&mut self, ctx: &WriteCtx, change: &Change) -> Result<()> {
         let (p, contact) = (ctx.project, &change.after);
@@ -94,10 +93,9 @@ impl Unit {
                 .extend(change.note.iter().map(|(k, v)| (k.clone(), v.clone())));
             self.events.push(ev);
         }
-        let moves = membership::on_contact_write(
+        let moves = ctx.states.after_contact_write(
             ctx.store,
             p,
-            ctx.audience,
             change.before.as_ref(),
             contact,
             &self.events,
@@ -130,7 +128,7 @@ impl Unit {
         let p = ctx.project;
         self.counts
             .write_changed(&self.counts_before, &mut self.batch, p);
-        events::append_all(ctx.store, ctx.starts, &mut self.batch, p, &self.events)?;
+        events::append_all(ctx, &mut self.batch, &self.events)?;
         if !self.batch.is_empty() {
             ctx.store.apply(self.batch)?;
         }

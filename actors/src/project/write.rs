@@ -1,10 +1,10 @@
-//! What a write needs from the project's actor: the store, the project, the segments
-//! judged on each contact change, the contact table, the time, the tenant's limits
-//! and the engine's workflow starts.
+//! What a write needs from the project's actor: the store, the project, the features'
+//! states that judge each contact change (the segments), the contact table, the time, the tenant's limits
+//! the engine's workflow starts, and the features' hooks.
 //! Shared by every feature that writes contacts, so it lives apart from all of them.
 
+use super::hooks::{Hooks, States};
 use super::limits::TenantLimits;
-use super::membership::Audience;
 use super::starts::Starts;
 use super::table::ContactTable;
 use crate::metrics::Metrics;
@@ -14,7 +14,8 @@ use crate::store::Store;
 pub struct WriteCtx<'a> {
     pub store: &'a dyn Store,
     pub project: ProjectId,
-    pub audience: &'a Audience,
+    /// The features' states in the actor (see `hooks::ProjectState`).
+    pub states: &'a States,
     /// The project's contacts in memory; the write path reads contacts from here.
     pub table: &'a ContactTable,
     pub now: Timestamp,
@@ -23,4 +24,6 @@ pub struct WriteCtx<'a> {
     pub starts: &'a Starts,
     /// The engine's counters (what `/metrics` shows).
     pub metrics: &'a Metrics,
+    /// What the features do inside this write (see `hooks`).
+    pub hooks: &'a Hooks,
 }

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use super::events;
 use crate::event::queries::{event_names, list_events, EventFilter};
 use crate::model::{ContactId, EmailAddress, Event, PageRequest, ProjectId, Timestamp};
-use crate::project::events::append_all;
+use crate::project::events::append;
 use crate::store::{Batch, SledStore, Store};
 
 const DAY_MS: i64 = 24 * 3_600_000;
@@ -21,7 +21,7 @@ fn fill(store: &dyn Store, p: ProjectId, days: i64, n: usize, contacts: &[Contac
             })
             .collect();
         let mut batch = Batch::new();
-        append_all(store, &Default::default(), &mut batch, p, &events).unwrap();
+        append(store, &mut batch, p, &events).unwrap();
         store.apply(batch).unwrap();
     }
 }

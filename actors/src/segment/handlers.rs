@@ -3,6 +3,7 @@
 
 use actix::{Handler, ResponseFuture};
 
+use super::membership::Audience;
 use super::records::{
     self as segments, ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
 };
@@ -16,9 +17,13 @@ impl Handler<CreateSegment> for ProjectActor {
     type Result = ResponseFuture<Result<Segment>>;
 
     fn handle(&mut self, msg: CreateSegment, _ctx: &mut Self::Context) -> Self::Result {
-        let now = self.now();
         let result = check_segment_room(self, true, msg.track_membership).and_then(|()| {
-            segments::create(&*self.store, self.project, now, &mut self.audience, msg)
+            let (ctx, _) = self.ctx();
+            segments::create(&ctx, msg)
+        });
+        let result = result.and_then(|segment| {
+            Audience::of_mut(&mut self.states)?.put(segment.clone());
+            Ok(segment)
         });
         self.after_flush(result)
     }
@@ -28,21 +33,16 @@ impl Handler<UpdateSegment> for ProjectActor {
     type Result = ResponseFuture<Result<Segment>>;
 
     fn handle(&mut self, msg: UpdateSegment, _ctx: &mut Self::Context) -> Self::Result {
-        let now = self.now();
         let starts_tracking = msg.track_membership == Some(true)
-            && self
-                .audience
-                .get(msg.id)
-                .is_some_and(|e| !e.segment.track_membership);
+            && Audience::of(&self.states)
+                .is_ok_and(|a| a.get(msg.id).is_some_and(|e| !e.segment.track_membership));
         let result = check_segment_room(self, false, starts_tracking).and_then(|()| {
-            segments::update(
-                &*self.store,
-                &self.starts,
-                self.project,
-                now,
-                &mut self.audience,
-                msg,
-            )
+            let (ctx, _) = self.ctx();
+            segments::update(&ctx, msg)
+        });
+        let result = result.and_then(|segment| {
+            Audience::of_mut(&mut self.states)?.put(segment.clone());
+            Ok(segment)
         });
         self.after_flush(result)
     }
@@ -52,7 +52,14 @@ impl Handler<DeleteSegment> for ProjectActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: DeleteSegment, _ctx: &mut Self::Context) -> Self::Result {
-        let result = segments::delete(&*self.store, self.project, &mut self.audience, msg.id);
+        let result = Audience::of(&self.states).map(drop).and_then(|()| {
+            let (ctx, _) = self.ctx();
+            segments::delete(&ctx, msg.id)
+        });
+        let result = result.and_then(|()| {
+            Audience::of_mut(&mut self.states)?.remove(msg.id);
+            Ok(())
+        });
         self.after_flush(result)
     }
 }
@@ -67,15 +74,18 @@ impl Handler<ChangeMembers> for ProjectActor {
     }
 }
 
-/// Whether one more segment (`new`) or one more tracked segment fits the limits.
+/// Whether one more segment (`new`) or one more tracked segment fits the limits; first
+/// of all, whether the actor keeps the segments (an engine built without `wiring`'s
+/// hooks does not), so that nothing is written that the actor would not know of.
 fn check_segment_room(actor: &ProjectActor, new: bool, tracked: bool) -> Result<()> {
+    let audience = Audience::of(&actor.states)?;
     let l = &actor.limits;
     if new
         && read_counter(&*actor.store, actor.project, segments::SEGMENTS_COUNTER)? >= l.max_segments
     {
         return Err(limits::full("segments", l.max_segments, "max_segments"));
     }
-    if tracked && actor.audience.tracked_count() >= l.max_tracked_segments {
+    if tracked && audience.tracked_count() >= l.max_tracked_segments {
         return Err(limits::full(
             "tracked segments",
             l.max_tracked_segments as u64,

@@ -2,13 +2,13 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
+use super::membership::{self, members_counter, Audience};
+use super::{Group, Segment, SegmentKind};
 use crate::error::{Error, FieldCode, Resource, Result};
-use crate::model::{EmailAddress, Event, ProjectId, SegmentId, Timestamp};
+use crate::model::{EmailAddress, Event, ProjectId, SegmentId};
 use crate::project::counters::{add_to_counter, read_counter};
 use crate::project::events;
-use crate::project::membership::{self, members_counter, Audience};
 use crate::project::write::WriteCtx;
-use crate::segment::{Group, Segment, SegmentKind};
 use crate::store::{keys, Batch, Store};
 use actix::Message;
 
@@ -26,13 +26,9 @@ pub fn load(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Seg
         .transpose()
 }
 
-pub fn create(
-    store: &dyn Store,
-    p: ProjectId,
-    now: Timestamp,
-    audience: &mut Audience,
-    msg: CreateSegment,
-) -> Result<Segment> {
+/// Writes a new segment; the caller puts it in the actor's `Audience` once applied.
+pub fn create(ctx: &WriteCtx, msg: CreateSegment) -> Result<Segment> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let segment = Segment {
         id: SegmentId::new(),
         name: msg.name,
@@ -47,18 +43,12 @@ pub fn create(
     batch.put(keys::segment(p, segment.id), segment.encode()?);
     add_to_counter(store, &mut batch, p, SEGMENTS_COUNTER, 1)?;
     store.apply(batch)?;
-    audience.put(segment.clone());
     Ok(segment)
 }
 
-pub fn update(
-    store: &dyn Store,
-    starts: &crate::project::starts::Starts,
-    p: ProjectId,
-    now: Timestamp,
-    audience: &mut Audience,
-    msg: UpdateSegment,
-) -> Result<Segment> {
+/// Writes a segment's change; the caller puts it in the actor's `Audience` once applied.
+pub fn update(ctx: &WriteCtx, msg: UpdateSegment) -> Result<Segment> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let before = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Segment))?;
     let mut after = before.clone();
     if let Some(name) = msg.name {
@@ -87,20 +77,16 @@ pub fn update(
     if before.track_membership && after.track_membership && before.filters != after.filters {
         if let (Some(old), Some(new)) = (before.compiled(), after.compiled()) {
             let moves = membership::on_filter_change(store, p, &after, old, new, now)?;
-            events::append_all(store, starts, &mut batch, p, &moves)?;
+            events::append_all(ctx, &mut batch, &moves)?;
         }
     }
     store.apply(batch)?;
-    audience.put(after.clone());
     Ok(after)
 }
 
-pub fn delete(
-    store: &dyn Store,
-    p: ProjectId,
-    audience: &mut Audience,
-    id: SegmentId,
-) -> Result<()> {
+/// Deletes a segment; the caller takes it out of the actor's `Audience` once applied.
+pub fn delete(ctx: &WriteCtx, id: SegmentId) -> Result<()> {
+    let (store, p) = (ctx.store, ctx.project);
     let segment = load(store, p, id)?.ok_or(Error::NotFound(Resource::Segment))?;
     let mut batch = Batch::new();
     batch.delete(keys::segment(p, id));
@@ -112,7 +98,6 @@ pub fn delete(
     }
     add_to_counter(store, &mut batch, p, SEGMENTS_COUNTER, -1)?;
     store.apply(batch)?;
-    audience.remove(id);
     Ok(())
 }
 
@@ -136,7 +121,7 @@ pub fn change_members(
     add: bool,
 ) -> Result<MembersOutcome> {
     let (store, p) = (ctx.store, ctx.project);
-    let segment = static_segment(ctx.audience, id)?;
+    let segment = static_segment(Audience::of(ctx.states)?, id)?;
     let mut batch = Batch::new();
     let mut events: Vec<Event> = Vec::new();
     let mut not_found = Vec::new();
@@ -170,7 +155,7 @@ pub fn change_members(
     if changed > 0 {
         let delta = if add { changed } else { -changed };
         add_to_counter(store, &mut batch, p, &members_counter(id), delta)?;
-        events::append_all(store, ctx.starts, &mut batch, p, &events)?;
+        events::append_all(ctx, &mut batch, &events)?;
         store.apply(batch)?;
     }
     Ok(MembersOutcome {

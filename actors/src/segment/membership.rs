@@ -1,7 +1,9 @@
-//! Segment membership tracking. The project actor keeps its segments (`Audience`),
-//! with each DYNAMIC filter compiled once. When a contact changes, the write path
-//! asks `on_contact_write` which tracked segments the contact entered or left, and
-//! records `segment.<slug>.entry` / `.exit` in the same batch as the change.
+//! Segment membership tracking. The project actor keeps its segments (`Audience`, a
+//! state the core holds for this feature: `project::hooks::ProjectState`), with each
+//! DYNAMIC filter compiled once. When a contact changes, the core's write unit asks it
+//! (`after_contact_write`) which tracked segments the contact entered or left, and
+//! records `segment.<slug>.entry` / `.exit` in the same batch as the change; a deleted
+//! contact leaves its STATIC segments in its delete batch (`on_contact_delete`).
 //!
 //! Membership is judged on the change itself: the contact before (with its event
 //! statistics before) against the contact after (with the events of this write), both
@@ -11,14 +13,15 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::counters::add_to_counter;
-use super::events;
+use super::scan::{self, Matcher};
+use super::{Compiled, ContactSubject, Segment, SegmentKind};
 use crate::error::Result;
 use crate::model::{
     Contact, ContactId, EmailAddress, Event, EventStats, ProjectId, SegmentId, Timestamp,
 };
-use crate::segment::scan::{self, Matcher};
-use crate::segment::{Compiled, ContactSubject, Segment, SegmentKind};
+use crate::project::counters::add_to_counter;
+use crate::project::events;
+use crate::project::hooks::{ProjectState, States};
 use crate::store::{keys, Batch, Store};
 
 pub struct Entry {
@@ -33,6 +36,15 @@ pub struct Audience {
 }
 
 impl Audience {
+    /// The project's segments, from the actor's states.
+    pub fn of(states: &States) -> Result<&Audience> {
+        states.get::<Audience>()
+    }
+
+    pub fn of_mut(states: &mut States) -> Result<&mut Audience> {
+        states.get_mut::<Audience>()
+    }
+
     pub fn load(store: &dyn Store, p: ProjectId) -> Result<Self> {
         let mut entries = Vec::new();
         for kv in store.scan(&keys::segments(p), None, false) {
@@ -104,6 +116,42 @@ pub fn membership_event(
         .insert("segmentId".into(), json!(segment.id.to_string()));
     e.data.insert("segmentName".into(), json!(segment.name));
     e
+}
+
+impl ProjectState for Audience {
+    fn name(&self) -> &'static str {
+        "segments"
+    }
+
+    fn load(&mut self, store: &dyn Store, p: ProjectId) -> Result<()> {
+        *self = Audience::load(store, p)?;
+        Ok(())
+    }
+
+    fn after_contact_write(
+        &self,
+        store: &dyn Store,
+        p: ProjectId,
+        before: Option<&Contact>,
+        after: &Contact,
+        new_events: &[Event],
+        now: Timestamp,
+    ) -> Result<Vec<Event>> {
+        on_contact_write(store, p, self, before, after, new_events, now)
+    }
+
+    fn on_contact_delete(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        c: ContactId,
+    ) -> Result<()> {
+        for segment in self.statics() {
+            drop_member(store, batch, p, segment.id, c)?;
+        }
+        Ok(())
+    }
 }
 
 /// The entries and exits caused by one contact write. `new_events` are the events the

@@ -1,0 +1,18 @@
+//! The one place that names the features to hook them into the core (see
+//! `project::hooks`): what `Registry::new` is given in the server and in tests. Only
+//! code that builds an engine names this module, so no feature reaches it and the
+//! core never names a feature.
+
+use std::sync::Arc;
+
+use crate::campaign::outcomes::CampaignEmails;
+use crate::project::hooks::Hooks;
+use crate::segment::membership::Audience;
+
+/// Every feature's hooks.
+pub fn hooks() -> Hooks {
+    Hooks::default()
+        .after_events(crate::workflow::triggers::on_events)
+        .state(|| Box::<Audience>::default())
+        .emails(Arc::new(CampaignEmails))
+}
