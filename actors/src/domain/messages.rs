@@ -35,12 +35,6 @@ impl CreateDomain {
 #[rtype(result = "Result<Domain>")]
 pub struct TrustDomain(pub CreateDomain);
 
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteDomain {
-    pub id: DomainId,
-}
-
 /// Records the outcome of a DNS check made by the caller.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Domain>")]

@@ -4,6 +4,7 @@
 //! runs an evaluator over a project's stored contacts, and `model` is the segment
 //! record.
 
+pub mod actions;
 pub mod budget;
 pub mod eval;
 pub mod filter;
