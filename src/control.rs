@@ -308,7 +308,7 @@ impl Control {
         let now = Timestamp::from(self.clock.now());
         if let Request::DomainTrust { project, domain } = request {
             self.projects.get(project).map_err(Failure::engine)?;
-            let d = mailroom_actors::domain::add::trust(&self.registry, project, domain)
+            let d = mailroom_actors::domain::actions::trust(&self.registry, project, domain)
                 .await
                 .map_err(Failure::engine)?;
             return Ok(domain_json(&d, &self.spf_include));

@@ -176,6 +176,47 @@ fn the_binary_never_names_store_keys() {
     assert!(naming.is_empty(), "src/ names store::keys: {naming:?}");
 }
 
+/// Where a file of the edge sends the project's actor a message itself (`registry.send(`,
+/// `registry().send(`, also split over lines), instead of calling its feature's
+/// `actions`: the handler would then build the engine's messages and own its rules.
+fn sends_to_an_actor(code: &str) -> bool {
+    let flat: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    ["registry", "registry()"].iter().any(|r| {
+        ["send(", "send_held(", "call(", "send::<"]
+            .iter()
+            .any(|m| flat.contains(&format!("{r}.{m}")))
+    })
+}
+
+#[test]
+fn no_handler_sends_the_engine_a_message_itself() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
+    let mut files = Vec::new();
+    rust_files(&src.join("http"), &mut files);
+    rust_files(&src.join("dashboard"), &mut files);
+    assert!(files.len() > 20, "the handlers' sources are read");
+    let sending: Vec<String> = files
+        .iter()
+        .filter(|p| sends_to_an_actor(&shipped_code(p)))
+        .map(|p| p.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        sending.is_empty(),
+        "handlers that send the project's actor a message instead of calling \
+         <feature>::actions: {sending:?}"
+    );
+}
+
+#[test]
+fn a_send_split_over_lines_is_still_a_send() {
+    assert!(sends_to_an_actor("state\n    .registry\n    .send(p, m)"));
+    assert!(sends_to_an_actor("self.registry().send(p, m)"));
+    assert!(!sends_to_an_actor("actions::send(&state.registry, p, id)"));
+    assert!(!sends_to_an_actor(
+        "state.registry.outbox_signal().notify_one()"
+    ));
+}
+
 #[test]
 fn a_group_import_names_each_head() {
     let code = "use crate::{a::x, b, c::{y, z}};\nlet v = crate::d::f();";

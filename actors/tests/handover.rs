@@ -14,6 +14,7 @@ use common::{create_waiting_workflow, signup, wait_for};
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::error::Error;
+use mailroom_actors::event::actions::track;
 use mailroom_actors::metrics::ExecutionMove;
 use mailroom_actors::model::{ExecStatus, ProjectId};
 use mailroom_actors::project::{Registry, RegistryConfig};
@@ -98,10 +99,14 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
     assert!(a.registry.ownership().owns(p));
     assert_eq!(a.registry.ownership().owned(), vec![(p, 1)]);
     create_waiting_workflow(&a.registry, p, now).await.unwrap();
-    a.registry.send(p, signup("one@example.com")).await.unwrap();
-    a.registry.send(p, signup("two@example.com")).await.unwrap();
+    track(&a.registry, p, signup("one@example.com"))
+        .await
+        .unwrap();
+    track(&a.registry, p, signup("two@example.com"))
+        .await
+        .unwrap();
     assert!(matches!(
-        b.registry.send(p, signup("three@example.com")).await,
+        track(&b.registry, p, signup("three@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
     wait_for(
@@ -119,7 +124,7 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
         "A forgot the project's timers"
     );
     assert!(matches!(
-        a.registry.send(p, signup("three@example.com")).await,
+        track(&a.registry, p, signup("three@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
     b.registry.acquire(p, 2, LEASE).await.unwrap();
@@ -149,8 +154,7 @@ async fn a_workflow_waiting_on_a_delay_completes_once_on_the_node_that_took_its_
     assert_eq!(a.ended(), 0, "no execution ran on A");
 
     // B's writes land, and a signup through B starts a new execution there.
-    b.registry
-        .send(p, signup("three@example.com"))
+    track(&b.registry, p, signup("three@example.com"))
         .await
         .unwrap();
     assert_eq!(b.registry.metrics().executions(ExecutionMove::Started), 1);
@@ -169,8 +173,7 @@ async fn a_timer_armed_before_a_release_does_not_fire_on_the_node_that_let_the_p
         create_waiting_workflow(&a.registry, project, now)
             .await
             .unwrap();
-        a.registry
-            .send(project, signup("one@example.com"))
+        track(&a.registry, project, signup("one@example.com"))
             .await
             .unwrap();
     }

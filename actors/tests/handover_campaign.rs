@@ -290,20 +290,21 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
 
 /// A trusted sender domain and `RECIPIENTS` subscribed contacts.
 async fn fill(a: &Node, p: ProjectId) {
-    mailroom_actors::domain::add::trust(&a.registry, p, DomainName::parse("example.com").unwrap())
-        .await
-        .unwrap();
+    mailroom_actors::domain::actions::trust(
+        &a.registry,
+        p,
+        DomainName::parse("example.com").unwrap(),
+    )
+    .await
+    .unwrap();
     for i in 0..RECIPIENTS {
-        a.registry
-            .send(
-                p,
-                UpsertContact {
-                    email: EmailAddress::parse(&format!("r{i}@example.org")).unwrap(),
-                    subscribed: Some(true),
-                    default_subscribed: true,
-                    data: DataPatch::default(),
-                },
-            )
+        let contact = UpsertContact {
+            email: EmailAddress::parse(&format!("r{i}@example.org")).unwrap(),
+            subscribed: Some(true),
+            default_subscribed: true,
+            data: DataPatch::default(),
+        };
+        mailroom_actors::contact::actions::upsert(&a.registry, p, contact)
             .await
             .unwrap();
     }

@@ -16,8 +16,10 @@ use std::time::Duration;
 use actix::Actor;
 use common::{create_waiting_workflow, open_postgres_node, postgres_schema_url, signup, wait_for};
 use mailroom_actors::cluster::ownership::Ownership;
+use mailroom_actors::contact::actions::upsert as upsert_contact;
 use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::error::Error;
+use mailroom_actors::event::actions::track;
 use mailroom_actors::model::{DataPatch, EmailAddress, ProjectId};
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
@@ -115,7 +117,9 @@ async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease(
     let epoch = a.take(p).await;
     let now = clock.now().timestamp_millis();
     create_waiting_workflow(&a.registry, p, now).await.unwrap();
-    a.registry.send(p, signup("one@example.com")).await.unwrap();
+    track(&a.registry, p, signup("one@example.com"))
+        .await
+        .unwrap();
     assert_eq!(a.registry.timers().len(), 1);
     assert!(
         b.store.scan(&[], None, false).all(|kv| {
@@ -127,7 +131,7 @@ async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease(
 
     a.give_up(p, epoch).await;
     assert!(matches!(
-        a.registry.send(p, signup("two@example.com")).await,
+        track(&a.registry, p, signup("two@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
     let taken = b.take(p).await;
@@ -146,7 +150,9 @@ async fn a_delay_left_waiting_on_one_node_fires_on_the_node_that_took_the_lease(
         .unwrap();
     assert_eq!(t.project, p);
     assert!(a.fired.try_recv().is_err(), "not on A");
-    b.registry.send(p, signup("two@example.com")).await.unwrap();
+    track(&b.registry, p, signup("two@example.com"))
+        .await
+        .unwrap();
 }
 
 #[actix::test]
@@ -171,18 +177,19 @@ async fn a_node_that_lost_its_lease_unawares_cannot_write_and_lets_the_project_g
         .acquire(p, epoch, Duration::from_secs(3600))
         .await
         .unwrap();
-    a.registry
-        .send(p, upsert("kept@example.com"))
+    upsert_contact(&a.registry, p, upsert("kept@example.com"))
         .await
         .unwrap();
 
     // B takes over once the lease ran out.
     let epoch_b = b.take(p).await;
-    b.registry.send(p, upsert("b@example.com")).await.unwrap();
+    upsert_contact(&b.registry, p, upsert("b@example.com"))
+        .await
+        .unwrap();
 
     // A still believes it owns the project: its write is refused by the fence...
     assert!(a.registry.ownership().owns(p));
-    let refused = a.registry.send(p, upsert("lost@example.com")).await;
+    let refused = upsert_contact(&a.registry, p, upsert("lost@example.com")).await;
     assert!(
         refused.is_err(),
         "A's write after the takeover: {refused:?}"
@@ -193,7 +200,7 @@ async fn a_node_that_lost_its_lease_unawares_cannot_write_and_lets_the_project_g
     })
     .await;
     assert!(matches!(
-        a.registry.send(p, upsert("later@example.com")).await,
+        upsert_contact(&a.registry, p, upsert("later@example.com")).await,
         Err(Error::NotOwner { .. })
     ));
 

@@ -12,6 +12,7 @@ use mailroom_actors::campaign::{stats, AudienceKind, Campaign, CampaignStatus};
 use mailroom_actors::email::sending::{
     load_email, DeliveryOutcome, RecordDelivery, CANCELLED_BEFORE_SENT,
 };
+use mailroom_actors::event::actions::track;
 use mailroom_actors::event::queries::each_event;
 use mailroom_actors::metrics::ExecutionMove;
 use mailroom_actors::model::{
@@ -21,6 +22,7 @@ use mailroom_actors::model::{
 use mailroom_actors::project::apply::Apply;
 use mailroom_actors::project::hooks::Hooks;
 use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::segment::actions as segment_actions;
 use mailroom_actors::segment::records::CreateSegment;
 use mailroom_actors::segment::{Group, SegmentKind};
 use mailroom_actors::store::{keys, Batch, SledStore, Store};
@@ -62,7 +64,9 @@ impl Engine {
             filters: Some(Group::parse(&filters, "filters").unwrap()),
             track_membership: true,
         };
-        self.registry.send(self.project, segment).await.map(drop)
+        segment_actions::create(&self.registry, self.project, segment)
+            .await
+            .map(drop)
     }
 
     fn event_names(&self) -> Vec<String> {
@@ -87,9 +91,7 @@ async fn a_tracked_event_with_the_segment_entry_and_the_workflow_start_it_causes
         .unwrap();
     engine.add_signed_up_segment().await.unwrap();
     let before = engine.store.batches_applied();
-    engine
-        .registry
-        .send(engine.project, signup("ada@example.com"))
+    track(&engine.registry, engine.project, signup("ada@example.com"))
         .await
         .unwrap();
     assert_eq!(
@@ -116,9 +118,7 @@ async fn an_engine_built_without_hooks_records_events_but_nothing_reacts_to_them
     create_waiting_workflow(&engine.registry, engine.project, now)
         .await
         .unwrap();
-    engine
-        .registry
-        .send(engine.project, signup("ada@example.com"))
+    track(&engine.registry, engine.project, signup("ada@example.com"))
         .await
         .unwrap();
     assert_eq!(engine.event_names(), ["signup"]);
@@ -163,7 +163,7 @@ async fn campaign_with_one_email_queued(
         id: EmailId::new(),
         project: engine.project,
         contact_id: ContactId::new(),
-        to: Mailbox::new(None, &to),
+        to: Mailbox::to(None, &to),
         from: Mailbox::new(None, &from),
         reply_to: None,
         subject: "News".into(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use common::{create_waiting_workflow, signup};
+use mailroom_actors::event::actions::track;
 use mailroom_actors::metrics::ExecutionMove;
 use mailroom_actors::model::{ProjectId, Workflow};
 use mailroom_actors::project::{Registry, RegistryConfig};
@@ -67,8 +68,7 @@ impl Engine {
     }
 
     async fn signup(&self, email: &str) {
-        self.registry
-            .send(self.project, signup(email))
+        track(&self.registry, self.project, signup(email))
             .await
             .unwrap();
     }

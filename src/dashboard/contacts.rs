@@ -2,6 +2,7 @@
 //! (its data, and its events, emails included, as a timeline), edit and delete.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::contact::actions as contact_actions;
 use mailroom_actors::contact::queries::{self, ContactFilter};
 use mailroom_actors::contact::records::PatchContact;
 use mailroom_actors::erasure::runner as erasure_runner;
@@ -270,9 +271,7 @@ pub async fn edit(
         subscribed: Some(form.subscribed.is_some()),
         data: DataPatch::new(patch),
     };
-    state
-        .registry
-        .send(signed.project, msg)
+    contact_actions::patch(&state.registry, signed.project, msg)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other(&format!("/app/contacts/{id}")))

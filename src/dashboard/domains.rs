@@ -83,7 +83,7 @@ pub async fn create(
     let req: CreateDomainRequest =
         body::parse(json!({"domain": form.domain.trim()}).to_string().as_bytes())?;
     let name: DomainName = req.domain;
-    domain::add::add(&state.registry, signed.project, name)
+    domain::actions::add(&state.registry, signed.project, name)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other("/app/domains"))

@@ -136,7 +136,7 @@ pub async fn trust_domain(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
     state.projects.get(id)?;
-    let trusted = mailroom_actors::domain::add::trust(&state.registry, id, name).await?;
+    let trusted = mailroom_actors::domain::actions::trust(&state.registry, id, name).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,
         &state.spf_include,

@@ -2,6 +2,7 @@
 //! bare list object, as Plunk returns them.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::contact::actions;
 use mailroom_actors::contact::queries::{self, ContactFilter};
 use mailroom_actors::contact::records::{PatchContact, UpsertContact};
 use mailroom_actors::erasure::runner::{self as erasure_runner, Erased};
@@ -141,7 +142,7 @@ pub async fn upsert(
         default_subscribed: true,
         data: DataPatch::new(data),
     };
-    let out = state.registry.send(p.id, msg).await?;
+    let out = actions::upsert(&state.registry, p.id, msg).await?;
     let mut view = ContactView::from(&out.contact);
     view.meta = Some(UpsertMeta {
         is_new: out.is_new,
@@ -185,7 +186,7 @@ pub async fn patch(
         subscribed: body.subscribed,
         data: DataPatch::new(data),
     };
-    let contact = state.registry.send(p.id, msg).await?;
+    let contact = actions::patch(&state.registry, p.id, msg).await?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 

@@ -5,7 +5,6 @@
 //! The actor only checks and writes, and answers once the write is durable.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::domain::messages::DeleteDomain;
 use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
 use mailroom_actors::model::DomainId;
 use mailroom_actors::{Error, Resource};
@@ -131,7 +130,7 @@ pub async fn create(
     Body(CreateDomainRequest { domain: name }): Body<CreateDomainRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let created = domain::add::add(&state.registry, p.id, name).await?;
+    let created = domain::actions::add(&state.registry, p.id, name).await?;
     Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
 }
 
@@ -156,7 +155,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    state.registry.send(p.id, DeleteDomain { id }).await?;
+    domain::actions::delete(&state.registry, p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

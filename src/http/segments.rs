@@ -4,10 +4,9 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::error::field_de_error;
 use mailroom_actors::model::{EmailAddress, SegmentId, Timestamp};
+use mailroom_actors::segment::actions;
 use mailroom_actors::segment::queries as segment_queries;
-use mailroom_actors::segment::records::{
-    ChangeMembers, CreateSegment, DeleteSegment, UpdateSegment,
-};
+use mailroom_actors::segment::records::{CreateSegment, UpdateSegment};
 use mailroom_actors::segment::{slug, FilterDocument, Group, Segment, SegmentKind};
 use mailroom_actors::{Error, FieldCode, FieldError, Resource};
 use serde::{Deserialize, Serialize};
@@ -279,7 +278,7 @@ pub async fn create_in(
         filters,
         track_membership: req.track_membership.unwrap_or(false),
     };
-    let segment = state.registry.send(p, msg).await?;
+    let segment = actions::create(&state.registry, p, msg).await?;
     one(state, p, segment).await
 }
 
@@ -344,7 +343,7 @@ pub async fn update(
         filters,
         track_membership: req.track_membership,
     };
-    let segment = state.registry.send(p.id, msg).await?;
+    let segment = actions::update(&state.registry, p.id, msg).await?;
     Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
 }
 
@@ -356,7 +355,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    state.registry.send(p.id, DeleteSegment { id }).await?;
+    actions::delete(&state.registry, p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -401,17 +400,7 @@ pub async fn add_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = state
-        .registry
-        .send(
-            p.id,
-            ChangeMembers {
-                id,
-                emails,
-                add: true,
-            },
-        )
-        .await?;
+    let out = actions::change_members(&state.registry, p.id, id, emails, true).await?;
     Ok(HttpResponse::Ok().json(MembersAdded {
         added: out.changed,
         not_found: out.not_found,
@@ -429,17 +418,7 @@ pub async fn remove_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = state
-        .registry
-        .send(
-            p.id,
-            ChangeMembers {
-                id,
-                emails,
-                add: false,
-            },
-        )
-        .await?;
+    let out = actions::change_members(&state.registry, p.id, id, emails, false).await?;
     Ok(HttpResponse::Ok().json(MembersRemoved {
         removed: out.changed,
         not_found: out.not_found,

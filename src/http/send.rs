@@ -6,7 +6,9 @@ use mailroom_actors::email::send::{replay, send_request, SendRequest as Request}
 use mailroom_actors::email::sending;
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::DataMap;
-use mailroom_actors::model::{Attachment, EmailAddress, EmailId, EmailStatus, TemplateId};
+use mailroom_actors::model::{
+    Attachment, EmailAddress, EmailId, EmailStatus, Engagement, TemplateId,
+};
 use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
@@ -490,8 +492,9 @@ pub async fn get_email(
     };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     let content_removed = mailroom_actors::retention::emails::content_removed(&e);
-    let hits = mailroom_actors::email::engagement::engagement(&*state.store, p.id, id)?
-        .unwrap_or_default();
+    let hits = mailroom_actors::email::engagement::engagement(&*state.store, p.id, id)?;
+    let hit = |f: fn(&Engagement) -> Option<i64>| hits.as_ref().and_then(f).map(iso);
+    let count = |f: fn(&Engagement) -> u32| hits.as_ref().map_or(0, f);
     Ok(HttpResponse::Ok().json(EmailResponse {
         success: true,
         data: EmailView {
@@ -507,10 +510,10 @@ pub async fn get_email(
             last_error: e.last_error,
             created_at: iso(e.created_at),
             sent_at: e.sent_at.map(iso),
-            opened_at: hits.opened_at.map(iso),
-            clicked_at: hits.clicked_at.map(iso),
-            opens: hits.opens,
-            clicks: hits.clicks,
+            opened_at: hit(|h| h.opened_at),
+            clicked_at: hit(|h| h.clicked_at),
+            opens: count(|h| h.opens),
+            clicks: count(|h| h.clicks),
             content_removed,
         },
     }))

@@ -4,8 +4,8 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
 use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
+use mailroom_actors::template::actions;
 use mailroom_actors::template::records as stored;
-use mailroom_actors::template::records::{CreateTemplate, DeleteTemplate, UpdateTemplate};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -136,21 +136,14 @@ pub async fn create_in(
     p: mailroom_actors::model::ProjectId,
     req: CreateTemplateRequest,
 ) -> Result<Template, ApiError> {
-    let (subject, body) = (req.subject.into_string(), req.body.into_string());
-    let text = req.text.map(Text::into_string);
-    state
-        .registry
-        .renders()
-        .compile_with_text(subject.clone(), body.clone(), text.clone())
-        .await?;
     let now = Timestamp::from(state.clock.now());
     let template = Template {
         id: TemplateId::new(),
         name: req.name.into_string(),
         description: req.description.map(Text::into_string),
-        subject,
-        body,
-        text,
+        subject: req.subject.into_string(),
+        body: req.body.into_string(),
+        text: req.text.map(Text::into_string),
         kind: req.kind.unwrap_or(TemplateKind::Transactional),
         from: req.from,
         from_name: req.from_name.map(DisplayName::into_string),
@@ -158,7 +151,7 @@ pub async fn create_in(
         created_at: now,
         updated_at: now,
     };
-    Ok(state.registry.send(p, CreateTemplate(template)).await?)
+    Ok(actions::create(&state.registry, p, template).await?)
 }
 
 #[utoipa::path(get, path = "/templates", tag = "Templates",
@@ -259,22 +252,7 @@ pub async fn update_in(
     req: UpdateTemplateRequest,
 ) -> Result<Template, ApiError> {
     let patch = TemplatePatch::from(req);
-    // Subject and body compile as separate templates, so each given one is checked on
-    // its own (an empty one stands in for the other).
-    if patch.subject.is_some() || patch.body.is_some() || patch.text.is_some() {
-        state
-            .registry
-            .renders()
-            .compile_with_text(
-                patch.subject.clone().unwrap_or_default(),
-                patch.body.clone().unwrap_or_default(),
-                patch.text.clone(),
-            )
-            .await?;
-    }
-    let t = state.registry.send(p, UpdateTemplate { id, patch }).await?;
-    state.templates.invalidate(id);
-    Ok(t)
+    Ok(actions::update(&state.registry, &state.templates, p, id, patch).await?)
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "Templates",
@@ -285,7 +263,6 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    state.registry.send(p.id, DeleteTemplate { id }).await?;
-    state.templates.invalidate(id);
+    actions::delete(&state.registry, &state.templates, p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -3,6 +3,7 @@
 //! envelope.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::event::actions;
 use mailroom_actors::event::track::Track;
 use mailroom_actors::model::{DataMap, DataPatch, EmailAddress, KeyKind};
 use serde::{Deserialize, Serialize};
@@ -107,7 +108,7 @@ pub async fn track(
         idempotency: claim,
         key: p.kind,
     };
-    let out = state.registry.send(p.id, msg).await?;
+    let out = actions::track(&state.registry, p.id, msg).await?;
     Ok(HttpResponse::Ok().json(TrackResponse {
         success: true,
         data: TrackData {

@@ -633,7 +633,7 @@ pub(crate) fn spec(c: &Campaign, content: Arc<Compiled>, marketing: Marketing) -
         content,
         data: Map::new(),
         from: Mailbox::new(c.from_name.clone(), &c.from),
-        reply_to: c.reply_to.as_ref().map(|r| r.to_string()),
+        reply_to: c.reply_to.clone(),
         headers: Vec::new(),
         attachments: Vec::new(),
         marketing: Some(marketing),

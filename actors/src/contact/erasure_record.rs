@@ -4,29 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::model::{ContactId, EmailAddress, ProjectId};
+use crate::error::Result;
+use crate::model::{ContactId, ProjectId};
 use crate::store::{codec, keys, Store};
 
 /// An error text that named the erased recipient.
 pub const ERASED_ERROR: &str = "(erased with the contact)";
-
-/// What an erased email's address becomes. Not a deliverable address (no dot in the
-/// domain), so nothing parses it back into a recipient or an event.
-pub const ERASED: &str = "erased@invalid";
-
-/// The address a stored email went to, typed again for its events: none for an erased
-/// one. Every other stored address was an `EmailAddress` when it was written
-/// (`Mailbox::new`), so one that does not parse is a damaged record: an error for the
-/// caller to report, never an event dropped without a word.
-pub fn recipient_of(stored: &str) -> Result<Option<EmailAddress>> {
-    if stored == ERASED {
-        return Ok(None);
-    }
-    EmailAddress::parse(stored)
-        .map(Some)
-        .map_err(|e| Error::storage(format!("a stored recipient address does not parse: {e}")))
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
@@ -88,19 +71,4 @@ pub fn load(store: &dyn Store, p: ProjectId, c: ContactId) -> Result<Option<Eras
 pub struct Step {
     pub used: usize,
     pub cursor: Option<Vec<u8>>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_erased_recipient_has_no_address_and_a_damaged_one_is_an_error() {
-        assert_eq!(recipient_of(ERASED).unwrap(), None);
-        assert_eq!(
-            recipient_of("ada@example.com").unwrap(),
-            Some(EmailAddress::parse("ada@example.com").unwrap())
-        );
-        assert!(recipient_of("not an address").is_err());
-    }
 }

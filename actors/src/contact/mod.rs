@@ -1,9 +1,10 @@
-//! Contacts: their records and writes (`records`: upsert, patch, delete), the read
-//! queries, the bulk import and the runner that drives its durable slices, and the
-//! record of an erasure under way (the erasure itself is `crate::erasure`).
+//! Contacts: their records and writes (`records`: upsert, patch, delete), the writes
+//! the edge calls (`actions`), the read queries, the bulk import and the runner that
+//! drives its durable slices, and the record of an erasure under way (the erasure
+//! itself is `crate::erasure`).
 
+pub mod actions;
 pub mod erasure_record;
-pub mod handlers;
 pub mod import;
 pub mod import_runner;
 pub mod queries;

@@ -12,7 +12,6 @@ use crate::project::limits::json_len;
 pub use crate::project::unit::{Change, Unit};
 pub use crate::project::write::WriteCtx;
 use crate::store::{codec, keys, Batch, Store};
-use actix::Message;
 use serde_json::{Map, Value};
 
 pub fn find_id_by_email(store: &dyn Store, p: ProjectId, email: &str) -> Result<Option<ContactId>> {
@@ -208,8 +207,7 @@ fn adjust_subscribed(counts: &mut Counts, before: Option<bool>, after: bool) {
 }
 
 /// Create or update a contact by email.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<UpsertOutcome>")]
+#[derive(Debug)]
 pub struct UpsertContact {
     pub email: EmailAddress,
     /// None keeps the current flag; a new contact then gets `default_subscribed`.
@@ -224,8 +222,7 @@ pub struct UpsertOutcome {
     pub is_new: bool,
 }
 
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Contact>")]
+#[derive(Debug)]
 pub struct PatchContact {
     pub id: ContactId,
     pub subscribed: Option<bool>,

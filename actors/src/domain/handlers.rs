@@ -3,7 +3,7 @@
 
 use actix::{Handler, ResponseFuture};
 
-use super::messages::{ApplyDomainCheck, CreateDomain, DeleteDomain, TrustDomain};
+use super::messages::{ApplyDomainCheck, CreateDomain, TrustDomain};
 use super::{queries, writes, Domain};
 use crate::error::Result;
 use crate::project::actor::check_room;
@@ -33,15 +33,6 @@ impl Handler<TrustDomain> for ProjectActor {
                 None => check_domain_room(self),
             })
             .and_then(|()| writes::trust(store, p, msg.0, now));
-        self.after_flush(result)
-    }
-}
-
-impl Handler<DeleteDomain> for ProjectActor {
-    type Result = ResponseFuture<Result<()>>;
-
-    fn handle(&mut self, msg: DeleteDomain, _ctx: &mut Self::Context) -> Self::Result {
-        let result = writes::delete(&*self.store, self.project, msg.id);
         self.after_flush(result)
     }
 }

@@ -1,4 +1,5 @@
-//! The domain feature's messages to the project actor, one struct each.
+//! The domain feature's messages to the project actor, one struct each, sent from
+//! `actions` and `verifier` (`CreateDomain::generate` also makes a key for the CLI).
 
 use actix::Message;
 
@@ -33,18 +34,12 @@ impl CreateDomain {
 /// project lacks it).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Domain>")]
-pub struct TrustDomain(pub CreateDomain);
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteDomain {
-    pub id: DomainId,
-}
+pub(crate) struct TrustDomain(pub CreateDomain);
 
 /// Records the outcome of a DNS check made by the caller.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Domain>")]
-pub struct ApplyDomainCheck {
+pub(crate) struct ApplyDomainCheck {
     pub id: DomainId,
     pub check: DomainCheck,
 }

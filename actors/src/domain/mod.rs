@@ -2,7 +2,7 @@
 //! signs its mail (API.md section 11). Writes go through the project's actor; DNS
 //! checks run before the message is sent, so the actor never waits on DNS.
 
-pub mod add;
+pub mod actions;
 pub mod check;
 pub mod dkim;
 pub mod handlers;

@@ -30,12 +30,7 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
     let mut e = match engagement(store, p, email_id)? {
         Some(e) => e,
         None => match sending::load_email(store, p, email_id)? {
-            Some(email) => Engagement {
-                campaign_id: email.campaign_id,
-                contact_id: email.contact_id,
-                to: email.to.email,
-                ..Default::default()
-            },
+            Some(email) => Engagement::of(&email),
             None => return Ok(()),
         },
     };
@@ -53,17 +48,12 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
         ctx.hooks.after_first_hit(store, &mut batch, p, &e, hit)?;
     }
     // The hit is counted whatever the address; an erased contact gets no event.
-    let to = crate::contact::erasure_record::recipient_of(&e.to).unwrap_or_else(|err| {
-        tracing::error!(project = %p, email = %email_id, error = %err,
-            "the hit is counted without its event");
-        None
-    });
-    if let Some(to) = to {
+    if let Some(to) = e.to.address() {
         let name = match hit {
             Hit::Open => "email.open",
             Hit::Click => "email.click",
         };
-        let mut ev = Event::system(name, e.contact_id, &to, now);
+        let mut ev = Event::system(name, e.contact_id, to, now);
         ev.data
             .insert("emailId".into(), Value::String(email_id.to_string()));
         if let Some(c) = e.campaign_id {

@@ -107,11 +107,9 @@ pub async fn send_request(
         content,
         data: req.data,
         from: Mailbox::new(req.from_name.or(from_name), &from_addr),
-        reply_to: req.reply_to.map(|r| r.to_string()).or_else(|| {
-            template
-                .as_ref()
-                .and_then(|t| t.reply_to.as_ref().map(|r| r.to_string()))
-        }),
+        reply_to: req
+            .reply_to
+            .or_else(|| template.as_ref().and_then(|t| t.reply_to.clone())),
         headers: req.headers,
         attachments: req.attachments,
         marketing: template

@@ -28,7 +28,7 @@ pub struct SendSpec {
     pub content: Arc<Compiled>,
     pub data: Map<String, Value>,
     pub from: Mailbox,
-    pub reply_to: Option<String>,
+    pub reply_to: Option<EmailAddress>,
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
     /// Marketing mail: not sent to unsubscribed contacts, and it carries unsubscribe
@@ -365,7 +365,7 @@ pub fn new_email(
         id,
         project: p,
         contact_id: contact.id,
-        to: Mailbox::new(name, &contact.email),
+        to: Mailbox::to(name, &contact.email),
         from: spec.from.clone(),
         reply_to: spec.reply_to.clone(),
         subject: String::new(),
@@ -469,7 +469,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     let mut cancelled = false;
     // The contact was erased while this email was in an attempt: it is not tried
     // again, and the outcome's text (which may quote the address) is not kept.
-    let erased = email.to.email == crate::contact::erasure_record::ERASED;
+    let erased = email.to.email.is_erased();
     let outcome = match msg.outcome {
         DeliveryOutcome::Retry { .. } | DeliveryOutcome::Failed { .. } if erased => {
             DeliveryOutcome::Failed {
@@ -516,12 +516,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             Some("email.bounce")
         }
     };
-    // The outcome is written whatever the address: losing it would send the email again.
-    let to = crate::contact::erasure_record::recipient_of(&email.to.email).unwrap_or_else(|e| {
-        tracing::error!(project = %p, email = %email.id, error = %e,
-            "the email's outcome is recorded without its event");
-        None
-    });
+    let to = email.to.email.address().cloned();
     if email.status != EmailStatus::Queued {
         release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
         if let Some(c) = email.campaign_id {

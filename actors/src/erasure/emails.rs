@@ -1,18 +1,18 @@
 //! The emails phase of an erasure (`erasure`). Emails have no index by contact, so the
 //! phase walks the project's email records in slices. A contact's email stays, for the
 //! campaign stats and the sender's log, with its status and times; its address becomes
-//! `ERASED`, and its subject, content, headers and attachments go. One still waiting
+//! `Recipient::Erased`, and its subject, content, headers and attachments go. One still waiting
 //! in the outbox is cancelled first (FAILED, counted as `cancelled`), as a campaign's
 //! cancel drops its emails: never sent after the delete.
 
 use std::collections::HashMap;
 
 use crate::campaign::{end as campaign_end, stats as campaign_stats};
-use crate::contact::erasure_record::{Erasure, Step, ERASED, ERASED_ERROR};
+use crate::contact::erasure_record::{Erasure, Step, ERASED_ERROR};
 use crate::email::sending;
 use crate::error::Result;
 use crate::model::{
-    CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Timestamp,
+    CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Recipient, Timestamp,
 };
 use crate::project::attempts::Attempts;
 use crate::store::{codec, keys, Batch, Store};
@@ -48,7 +48,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
         used += 1;
         last = Some(k);
         let mut email = OutboundEmail::decode(&v)?;
-        if email.contact_id != ctx.c || email.to.email == ERASED {
+        if email.contact_id != ctx.c || email.to.email.is_erased() {
             continue;
         }
         let waiting = email.status == EmailStatus::Queued;
@@ -80,7 +80,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
         // The sender's text part may greet the contact by name, as the HTML may.
         batch.delete(keys::email_text(p, email.id));
         if let Some(mut e) = crate::email::engagement::engagement(store, p, email.id)? {
-            e.to = ERASED.into();
+            e.to = Recipient::Erased;
             batch.put(keys::engagement(p, email.id), codec::encode(&e)?);
         }
     }
@@ -103,7 +103,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
 
 /// What an erased email keeps: its ids, status, attempts and times.
 pub fn anonymise(email: &mut OutboundEmail, address: &str) {
-    email.to.email = ERASED.into();
+    email.to.email = Recipient::Erased;
     email.to.name = None;
     email.subject.clear();
     email.html.clear();

@@ -1,7 +1,6 @@
 //! `POST /v1/track`: create or update the contact and record the event, in one batch
 //! (with the idempotent reply, when the request carries an `Idempotency-Key`).
 
-use actix::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::contact::records::{self as contacts, Counts, WriteCtx};
@@ -80,8 +79,7 @@ pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOut
 }
 
 /// Record an event for a contact, creating or updating the contact (POST /v1/track).
-#[derive(Debug, Message)]
-#[rtype(result = "Result<TrackOutcome>")]
+#[derive(Debug)]
 pub struct Track {
     pub email: EmailAddress,
     pub subscribed: Option<bool>,

@@ -5,15 +5,13 @@ use std::sync::Arc;
 
 use super::{DkimLookup, DkimParams, NoKey};
 use crate::domain::verified_sender;
-use crate::model::EmailAddress;
 use crate::store::Store;
 
 /// A sender's key is its verified domain's, read from the store at each delivery, so a
 /// domain that stops being verified stops its mail.
 pub fn lookup(store: Arc<dyn Store>) -> DkimLookup {
     Arc::new(move |project, from| {
-        let from = EmailAddress::parse(from).map_err(|_| NoKey::BadSender(from.to_owned()))?;
-        let sender = verified_sender(&*store, project, &from)
+        let sender = verified_sender(&*store, project, from)
             .map_err(|source| NoKey::Store {
                 domain: from.domain().to_owned(),
                 source,

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{document, plain_text, DkimParams};
-use crate::model::{self, OutboundEmail};
+use crate::model::{EmailAddress, OutboundEmail};
 
 pub type Signer = DkimSigner<RsaSha256Key, Done>;
 
@@ -36,6 +36,8 @@ pub enum MimeError {
     Sign(#[source] mail_auth::Error),
     #[error("the address {0} is not one lettre accepts")]
     Address(String, #[source] lettre::address::AddressError),
+    #[error("the recipient was erased with the contact")]
+    Erased,
     #[error("the header name {0}")]
     Header(String, #[source] lettre::message::header::InvalidHeaderName),
     #[error("building the message")]
@@ -97,12 +99,14 @@ impl SigningKey for RsaSha256Key {
     }
 }
 
-fn mailbox(m: &model::Mailbox) -> Result<Mailbox, MimeError> {
-    let addr: Address = m
-        .email
+/// lettre's own address type, from ours (which lettre may still refuse: a quoted local
+/// part, say), failing this email with the reason.
+fn mailbox(name: Option<String>, email: &EmailAddress) -> Result<Mailbox, MimeError> {
+    let addr: Address = email
+        .as_str()
         .parse()
-        .map_err(|e| MimeError::Address(m.email.to_string(), e))?;
-    Ok(Mailbox::new(m.name.clone(), addr))
+        .map_err(|e| MimeError::Address(email.to_string(), e))?;
+    Ok(Mailbox::new(name, addr))
 }
 
 /// Headers that callers may not set through `headers`: they are ours to write, or they
@@ -226,18 +230,16 @@ pub fn unwind_to_error<T>(f: impl FnOnce() -> Result<T, MimeError>) -> Result<T,
 
 /// The message, and its envelope sender and recipient.
 pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
-    let from = mailbox(&email.from)?;
+    let from = mailbox(email.from.name.clone(), &email.from.email)?;
+    let to = email.to.email.address().ok_or(MimeError::Erased)?;
     let domain = from.email.domain().to_owned();
     let mut b = Message::builder()
         .from(from)
-        .to(mailbox(&email.to)?)
+        .to(mailbox(email.to.name.clone(), to)?)
         .subject(email.subject.clone())
         .message_id(Some(format!("<{}@{}>", email.id, domain)));
     if let Some(r) = &email.reply_to {
-        b = b.reply_to(mailbox(&model::Mailbox {
-            name: None,
-            email: r.clone(),
-        })?);
+        b = b.reply_to(mailbox(None, r)?);
     }
     for (name, value) in &email.headers {
         let name = HeaderName::new_from_ascii(name.clone())
@@ -272,21 +274,19 @@ fn octet_stream() -> ContentType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ContactId, EmailId, EmailStatus, ProjectId};
+    use crate::model::{ContactId, EmailId, EmailStatus, Mailbox, ProjectId, Recipient};
+
+    fn address(s: &str) -> EmailAddress {
+        EmailAddress::parse(s).unwrap()
+    }
 
     fn email(from_name: &str) -> OutboundEmail {
         OutboundEmail {
             id: EmailId::new(),
             project: ProjectId::new(),
             contact_id: ContactId::new(),
-            to: model::Mailbox {
-                name: Some("Ada".into()),
-                email: "ada@example.com".into(),
-            },
-            from: model::Mailbox {
-                name: Some(from_name.into()),
-                email: "news@sender.test".into(),
-            },
+            to: Mailbox::to(Some("Ada".into()), &address("ada@example.com")),
+            from: Mailbox::new(Some(from_name.into()), &address("news@sender.test")),
             reply_to: None,
             subject: "Hello".into(),
             html: "<p>Hi</p>".into(),
@@ -329,6 +329,14 @@ mod tests {
         let (envelope, bytes) = prepare(&email("Newsletter"), &signer).unwrap();
         assert_eq!(envelope.to().len(), 1);
         assert!(String::from_utf8_lossy(&bytes).contains("From: Newsletter <news@sender.test>"));
+    }
+
+    #[test]
+    fn an_erased_recipient_fails_its_email_and_is_never_an_envelope_address() {
+        let mut erased = email("Newsletter");
+        erased.to.email = Recipient::Erased;
+        let err = prepare(&erased, &test_signer()).expect_err("nobody to send to");
+        assert!(matches!(err, MimeError::Erased), "{err:?}");
     }
 
     #[test]

@@ -37,14 +37,14 @@ pub struct DkimParams {
 /// had now (the domain is no longer verified, or the store failed). Mail is never sent
 /// unsigned: without a key the email waits and is retried.
 pub type DkimLookup = std::sync::Arc<
-    dyn Fn(crate::model::ProjectId, &str) -> Result<DkimParams, NoKey> + Send + Sync,
+    dyn Fn(crate::model::ProjectId, &crate::model::EmailAddress) -> Result<DkimParams, NoKey>
+        + Send
+        + Sync,
 >;
 
 /// Why a sender has no signing key now.
 #[derive(Debug, thiserror::Error)]
 pub enum NoKey {
-    #[error("the sender {0} is not an address")]
-    BadSender(String),
     #[error("reading the DKIM key of {domain}")]
     Store {
         domain: String,

@@ -173,12 +173,49 @@ impl Serialize for EmailAddress {
     }
 }
 
+/// A request's address (JSON) is a field error with its code; a stored one (bincode,
+/// not human-readable) that does not parse is damage, said as such, never a panic.
 impl<'de> Deserialize<'de> for EmailAddress {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let readable = d.is_human_readable();
         let s = String::deserialize(d)?;
-        EmailAddress::parse(&s).map_err(|e| field_de_error(e.code(), e))
+        EmailAddress::parse(&s).map_err(|e| match readable {
+            true => field_de_error(e.code(), e),
+            false => stored_error(e),
+        })
     }
 }
+
+pub(crate) fn stored_error<E: serde::de::Error>(e: EmailError) -> E {
+    E::custom(format_args!("a stored address does not parse: {e}"))
+}
+
+/// bincode's own encoding, for a record that derives `bincode::Encode`: exactly the
+/// bytes of the `String` it holds (as the serde form is), so a record whose field was
+/// a `String` reads the same bytes.
+impl bincode::Encode for EmailAddress {
+    fn encode<E: bincode::enc::Encoder>(
+        &self,
+        encoder: &mut E,
+    ) -> Result<(), bincode::error::EncodeError> {
+        self.0.encode(encoder)
+    }
+}
+
+impl<Context> bincode::Decode<Context> for EmailAddress {
+    fn decode<D: bincode::de::Decoder<Context = Context>>(
+        decoder: &mut D,
+    ) -> Result<Self, bincode::error::DecodeError> {
+        let s = String::decode(decoder)?;
+        EmailAddress::parse(&s).map_err(|e| {
+            bincode::error::DecodeError::OtherString(format!(
+                "a stored address does not parse: {e}"
+            ))
+        })
+    }
+}
+
+bincode::impl_borrow_decode!(EmailAddress);
 
 /// What `parse` accepts, as a pattern the API's schema carries (the email format alone
 /// lets `a@b` through, which has no domain to deliver to): a dot-atom local part of at
@@ -208,6 +245,51 @@ impl utoipa::ToSchema for EmailAddress {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn standard() -> bincode::config::Configuration {
+        bincode::config::standard()
+    }
+
+    #[test]
+    fn an_address_is_stored_as_the_bytes_of_its_string_and_read_back_the_same() {
+        let old = String::from("ada.lovelace+news@example.com");
+        for written in [
+            crate::codec::encode(&old).unwrap(),
+            bincode::encode_to_vec(&old, standard()).unwrap(),
+        ] {
+            let read: EmailAddress = crate::codec::decode(&written).unwrap();
+            assert_eq!(read.as_str(), old);
+            let (native, _): (EmailAddress, usize) =
+                bincode::decode_from_slice(&written, standard()).unwrap();
+            assert_eq!(native, read);
+            assert_eq!(crate::codec::encode(&read).unwrap(), written, "serde");
+            assert_eq!(
+                bincode::encode_to_vec(&read, standard()).unwrap(),
+                written,
+                "bincode's own"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stored_string_that_is_not_an_address_is_a_storage_error() {
+        let written = crate::codec::encode(&String::from("not an address")).unwrap();
+        let err = crate::codec::decode::<EmailAddress>(&written).unwrap_err();
+        assert!(matches!(err, crate::Error::Storage(_)), "{err:?}");
+        let said = crate::error::chain(&err);
+        assert!(
+            said.contains("a stored address does not parse: Invalid email"),
+            "{said}"
+        );
+        let native = bincode::decode_from_slice::<EmailAddress, _>(&written, standard());
+        assert!(native.is_err());
+    }
+
+    #[test]
+    fn a_request_address_that_does_not_parse_is_still_a_field_error() {
+        let err = serde_json::from_str::<EmailAddress>("\"ada\"").unwrap_err();
+        assert!(err.to_string().starts_with("invalid_string"), "{err}");
+    }
 
     #[test]
     fn parse_trims_and_lowercases() {

@@ -23,7 +23,7 @@ pub use id::{
     CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ImportId, ProjectId, SegmentId,
     TemplateId, WorkflowId,
 };
-pub use outbound::{Attachment, EmailStatus, Engagement, Hit, Mailbox, OutboundEmail};
+pub use outbound::{Attachment, EmailStatus, Engagement, Hit, Mailbox, OutboundEmail, Recipient};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
 pub use template::{Template, TemplateKind};

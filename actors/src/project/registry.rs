@@ -644,19 +644,22 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::records::UpsertContact;
+    use crate::contact::records::{self as contacts, UpsertContact, UpsertOutcome};
     use crate::model::{DataPatch, EmailAddress};
+    use crate::project::apply::Apply;
     use crate::project::messages::{Generation, Restart};
     use crate::store::SledStore;
     use crate::SystemClock;
 
-    fn upsert(email: &str) -> UpsertContact {
-        UpsertContact {
+    /// A write as `contact::actions::upsert` sends it.
+    fn upsert(email: &str) -> Apply<UpsertOutcome> {
+        let req = UpsertContact {
             email: EmailAddress::parse(email).unwrap(),
             subscribed: None,
             default_subscribed: true,
             data: DataPatch::default(),
-        }
+        };
+        Apply::durable(move |ctx, counts| contacts::upsert(ctx, counts, req))
     }
 
     #[actix::test]

@@ -1,22 +1,34 @@
-//! The project actor's handlers of this feature's messages: the actor (`project::actor`)
-//! knows no feature, so each feature answers its own messages through its write context.
+//! The project actor's handlers of the segment writes that also change the actor's own
+//! state (its `Audience`, the segments it keeps compiled), which an `Apply` cannot
+//! reach. The messages are the engine's own: the edge calls `segment::actions`.
 
-use actix::{Handler, ResponseFuture};
+use actix::{Handler, Message, ResponseFuture};
 
 use super::membership::Audience;
-use super::records::{
-    self as segments, ChangeMembers, CreateSegment, DeleteSegment, MembersOutcome, UpdateSegment,
-};
+use super::records::{self as segments, CreateSegment, UpdateSegment};
 use super::Segment;
 use crate::error::Result;
+use crate::model::SegmentId;
 use crate::project::counters::read_counter;
 use crate::project::limits;
 use crate::project::ProjectActor;
 
-impl Handler<CreateSegment> for ProjectActor {
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub(crate) struct Create(pub(crate) CreateSegment);
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Segment>")]
+pub(crate) struct Update(pub(crate) UpdateSegment);
+
+#[derive(Debug, Message)]
+#[rtype(result = "Result<()>")]
+pub(crate) struct Delete(pub(crate) SegmentId);
+
+impl Handler<Create> for ProjectActor {
     type Result = ResponseFuture<Result<Segment>>;
 
-    fn handle(&mut self, msg: CreateSegment, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, Create(msg): Create, _ctx: &mut Self::Context) -> Self::Result {
         let result = check_segment_room(self, true, msg.track_membership).and_then(|()| {
             let (ctx, _) = self.ctx();
             segments::create(&ctx, msg)
@@ -29,10 +41,10 @@ impl Handler<CreateSegment> for ProjectActor {
     }
 }
 
-impl Handler<UpdateSegment> for ProjectActor {
+impl Handler<Update> for ProjectActor {
     type Result = ResponseFuture<Result<Segment>>;
 
-    fn handle(&mut self, msg: UpdateSegment, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, Update(msg): Update, _ctx: &mut Self::Context) -> Self::Result {
         let starts_tracking = msg.track_membership == Some(true)
             && Audience::of(&self.states)
                 .is_ok_and(|a| a.get(msg.id).is_some_and(|e| !e.segment.track_membership));
@@ -48,28 +60,18 @@ impl Handler<UpdateSegment> for ProjectActor {
     }
 }
 
-impl Handler<DeleteSegment> for ProjectActor {
+impl Handler<Delete> for ProjectActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: DeleteSegment, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, Delete(id): Delete, _ctx: &mut Self::Context) -> Self::Result {
         let result = Audience::of(&self.states).map(drop).and_then(|()| {
             let (ctx, _) = self.ctx();
-            segments::delete(&ctx, msg.id)
+            segments::delete(&ctx, id)
         });
         let result = result.and_then(|()| {
-            Audience::of_mut(&mut self.states)?.remove(msg.id);
+            Audience::of_mut(&mut self.states)?.remove(id);
             Ok(())
         });
-        self.after_flush(result)
-    }
-}
-
-impl Handler<ChangeMembers> for ProjectActor {
-    type Result = ResponseFuture<Result<MembersOutcome>>;
-
-    fn handle(&mut self, msg: ChangeMembers, _ctx: &mut Self::Context) -> Self::Result {
-        let (ctx, _) = self.ctx();
-        let result = segments::change_members(&ctx, msg.id, &msg.emails, msg.add);
         self.after_flush(result)
     }
 }

@@ -5,6 +5,7 @@
 //! record, and `membership` keeps the project actor's segments and judges each contact
 //! write by them (entries and exits, STATIC members of a deleted contact).
 
+pub mod actions;
 pub mod budget;
 pub mod eval;
 pub mod filter;

@@ -10,7 +10,6 @@ use crate::project::counters::{add_to_counter, read_counter};
 use crate::project::events;
 use crate::project::write::WriteCtx;
 use crate::store::{keys, Batch, Store};
-use actix::Message;
 
 pub const SEGMENTS_COUNTER: &str = "segments";
 
@@ -164,8 +163,7 @@ pub fn change_members(
     })
 }
 
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Segment>")]
+#[derive(Debug)]
 pub struct CreateSegment {
     pub name: String,
     pub description: Option<String>,
@@ -176,29 +174,13 @@ pub struct CreateSegment {
 }
 
 /// Each field, when Some, replaces the current value.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<Segment>")]
+#[derive(Debug)]
 pub struct UpdateSegment {
     pub id: SegmentId,
     pub name: Option<String>,
     pub description: Option<Option<String>>,
     pub filters: Option<Group>,
     pub track_membership: Option<bool>,
-}
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteSegment {
-    pub id: SegmentId,
-}
-
-/// Add (`add`) or remove contacts of a STATIC segment, by email.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<MembersOutcome>")]
-pub struct ChangeMembers {
-    pub id: SegmentId,
-    pub emails: Vec<EmailAddress>,
-    pub add: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

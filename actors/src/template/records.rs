@@ -1,9 +1,9 @@
 //! Template records: written in the project's actor, read by id or all at once.
 
 use crate::error::{Error, Resource, Result};
+use crate::model::template::TemplatePatch;
 use crate::model::{ProjectId, Template, TemplateId, Timestamp};
 use crate::store::{keys, Batch, Store};
-use actix::Message;
 
 pub fn load(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<Option<Template>> {
     store
@@ -53,16 +53,17 @@ pub fn create(store: &dyn Store, p: ProjectId, t: Template) -> Result<Template> 
     Ok(t)
 }
 
-/// The patch was compiled at the edge, off the actor (subject and body are separate
+/// The patch was compiled before (`actions::update`), off the actor (subject and body are separate
 /// templates, so each checks on its own).
 pub fn update(
     store: &dyn Store,
     p: ProjectId,
-    msg: UpdateTemplate,
+    id: TemplateId,
+    patch: TemplatePatch,
     now: Timestamp,
 ) -> Result<Template> {
-    let mut t = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Template))?;
-    t.apply(msg.patch, now);
+    let mut t = load(store, p, id)?.ok_or(Error::NotFound(Resource::Template))?;
+    t.apply(patch, now);
     let mut batch = Batch::new();
     put(&mut batch, p, &t)?;
     store.apply(batch)?;
@@ -75,22 +76,4 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
     batch.delete(keys::template(p, id));
     batch.delete(keys::template_text(p, id));
     store.apply(batch)
-}
-
-/// Stores a new template (already compiled once at the edge).
-#[derive(Debug, Message)]
-#[rtype(result = "Result<crate::model::Template>")]
-pub struct CreateTemplate(pub crate::model::Template);
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<crate::model::Template>")]
-pub struct UpdateTemplate {
-    pub id: crate::model::TemplateId,
-    pub patch: crate::model::template::TemplatePatch,
-}
-
-#[derive(Debug, Message)]
-#[rtype(result = "Result<()>")]
-pub struct DeleteTemplate {
-    pub id: crate::model::TemplateId,
 }

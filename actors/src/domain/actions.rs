@@ -1,12 +1,14 @@
-//! Adding a sender domain to a project: `POST /domains`, and the operator's trust
-//! through `/admin`, whose first step is the same.
+//! The sender-domain use cases the edge calls, one function each: adding a domain
+//! (`POST /domains`), the operator's trust through `/admin` (whose first step is the
+//! same), and deleting one. A DNS check is `verifier::check_now`.
 
 use super::queries::find_by_name;
-use super::writes::duplicate;
+use super::writes::{self, duplicate};
 use super::{Domain, DomainName};
 use crate::domain::messages::{CreateDomain, TrustDomain};
 use crate::error::{Error, Result};
-use crate::model::ProjectId;
+use crate::model::{DomainId, ProjectId};
+use crate::project::apply::Apply;
 use crate::project::Registry;
 
 /// A name, with its ownership token and a new DKIM key. The key costs tens of
@@ -30,4 +32,14 @@ pub async fn add(registry: &Registry, p: ProjectId, name: DomainName) -> Result<
 /// operator's call only.
 pub async fn trust(registry: &Registry, p: ProjectId, name: DomainName) -> Result<Domain> {
     registry.send(p, TrustDomain(prepare(name).await?)).await
+}
+
+/// Deletes the domain (404 when the project has no such domain).
+pub async fn delete(registry: &Registry, p: ProjectId, id: DomainId) -> Result<()> {
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| writes::delete(ctx.store, ctx.project, id)),
+        )
+        .await
 }
