@@ -123,7 +123,8 @@ impl Handler<Deliver> for MailerActor {
                 }
             };
             match &*transport {
-                Transport::Smtp(pool) => pool.send(&envelope, &bytes).await,
+                Transport::Smtp(pool) => pool.send(&envelope, &bytes, &msg.owner).await,
+                Transport::File(_) if !msg.owner.owns() => Delivery::NotOwned,
                 Transport::File(dir) => {
                     let path = dir.join(format!("{}.eml", msg.email.id));
                     let write = async {

@@ -12,8 +12,11 @@
 //!
 //! In a cluster it sends only the emails of projects this node owns: a project's
 //! emails are handed to a mailer only while `owns(p)`, asked again right before the
-//! relay gets them (a paced email may wait), and each holds the project's work gate
-//! (`Ownership::enter`) until its outcome is written, which a release waits for.
+//! mailer gets them (a paced email may wait), and by the mailer once more right before
+//! the SMTP transaction (`Deliver::owner`: the wait for the relay may outlast the
+//! lease). An email the mailer gives back that way gets no outcome and stays in the
+//! outbox for the new owner. Each holds the project's work gate (`Ownership::enter`)
+//! until its outcome is written or it was given back, which a release waits for.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -26,7 +29,7 @@ use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use tokio::sync::Notify;
 
-use super::messages::{Deliver, Delivery};
+use super::messages::{Deliver, Delivery, Owner};
 use super::outbox;
 use super::{DkimLookup, MailerActor};
 use crate::clock::Clock;
@@ -290,8 +293,9 @@ impl Shared {
         }
     }
 
-    /// One delivery attempt of a loaded email, and what it came to; None when a clean
-    /// stop came while it waited for its turn (it was not sent and stays in the outbox).
+    /// One delivery attempt of a loaded email, and what it came to; None when it was not
+    /// sent and stays in the outbox: a clean stop came while it waited for its turn, or
+    /// the project was no longer this node's when it was to go.
     async fn attempt(
         &self,
         project: ProjectId,
@@ -341,14 +345,22 @@ impl Shared {
                     // Its campaign was cancelled while it waited for its turn.
                     return Some(DeliveryOutcome::Orphan);
                 }
+                let owner = Owner::new(self.registry.ownership().clone(), project);
                 mailer
-                    .send(Deliver { email, dkim })
+                    .send(Deliver { email, dkim, owner })
                     .await
                     .unwrap_or_else(|e| Delivery::Transient(format!("mailer unavailable: {e}")))
             }
         };
         let now = self.clock.now().timestamp_millis();
         Some(match result {
+            // The project moved while the mailer waited for the relay: nothing was sent,
+            // and the new owner sends it from the outbox (an outcome written here would
+            // be refused by the fence, or worse, land before the new owner's).
+            Delivery::NotOwned => {
+                tracing::info!(email = %id, %project, "the project moved to another node before the SMTP transaction; the email is left to its new owner");
+                return None;
+            }
             Delivery::Sent => DeliveryOutcome::Sent { at: now },
             Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
             Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },

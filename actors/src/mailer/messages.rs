@@ -1,9 +1,12 @@
 //! Messages of the mailer pool.
 
+use std::sync::Arc;
+
 use actix::Message;
 
 use super::DkimParams;
-use crate::model::OutboundEmail;
+use crate::cluster::ownership::Ownership;
+use crate::model::{OutboundEmail, ProjectId};
 
 /// Send one email now.
 #[derive(Debug, Message)]
@@ -12,6 +15,35 @@ pub struct Deliver {
     pub email: OutboundEmail,
     /// Always given: mail is never sent unsigned (see `DkimLookup`).
     pub dkim: DkimParams,
+    /// Asked right before the SMTP transaction: the wait for a connection (a slow relay,
+    /// a full pool) may outlast the lease that the dispatcher saw.
+    pub owner: Owner,
+}
+
+/// Whether this node still owns one email's project.
+#[derive(Clone)]
+pub struct Owner {
+    ownership: Arc<Ownership>,
+    project: ProjectId,
+}
+
+impl Owner {
+    pub fn new(ownership: Arc<Ownership>, project: ProjectId) -> Owner {
+        Owner { ownership, project }
+    }
+
+    /// Whether the email may go out now (`Ownership::owns`).
+    pub fn owns(&self) -> bool {
+        self.ownership.owns(self.project)
+    }
+}
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owner")
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How one attempt ended.
@@ -29,4 +61,8 @@ pub enum Delivery {
     /// This message will not go (we could not build or sign it, or the relay refused its
     /// content for good): FAILED, without touching the contact.
     Failed(String),
+    /// The project was no longer this node's when the transaction was to begin: nothing
+    /// went to the relay and no outcome is written; the email stays in the durable
+    /// outbox for the project's new owner.
+    NotOwned,
 }

@@ -16,7 +16,7 @@ use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter,
 use lettre::transport::smtp::response::{Code, Severity};
 use tokio::net::TcpStream;
 
-use super::messages::Delivery;
+use super::messages::{Delivery, Owner};
 use super::tls::{SmtpSecurity, TlsStream};
 use crate::metrics::{Metrics, RelayFault};
 
@@ -142,7 +142,9 @@ impl SmtpPool {
     }
 
     /// One attempt: an idle connection (or a new one), MAIL/RCPT/DATA, and back to the pool.
-    pub async fn send(&self, envelope: &Envelope, bytes: &[u8]) -> Delivery {
+    /// `owner` is asked once the connection is ready, right before MAIL FROM: a relay
+    /// slow to greet may hold us past the project's lease, and then nothing is sent.
+    pub async fn send(&self, envelope: &Envelope, bytes: &[u8], owner: &Owner) -> Delivery {
         let reused = self.take();
         let was_reused = reused.is_some();
         let mut conn = match reused {
@@ -152,6 +154,11 @@ impl SmtpPool {
                 Err(d) => return d,
             },
         };
+        if !owner.owns() {
+            // Nothing of this email went out: the connection is as clean as it came.
+            self.give_back(conn);
+            return Delivery::NotOwned;
+        }
         match tokio::time::timeout(self.timeout, transaction(&mut conn, envelope, bytes)).await {
             Ok(Ok(())) => {
                 self.give_back(conn);
@@ -172,7 +179,7 @@ impl SmtpPool {
                 } else if was_reused && !answered && stage == Stage::MailFrom {
                     // A pooled connection the server closed meanwhile (it failed at the
                     // first command, so nothing of this email went out): one fresh try.
-                    return Box::pin(self.send(envelope, bytes)).await;
+                    return Box::pin(self.send(envelope, bytes, owner)).await;
                 }
                 self.classify(stage, &e)
             }

@@ -409,7 +409,8 @@ impl Registry {
     /// Hands project `p` over: from now on its messages are refused with
     /// `Error::NotOwner` and nothing new of it starts here (no email to a mailer, no
     /// timer, no campaign batch, no workflow step); the work under way finishes (an
-    /// email with a mailer has its outcome written), its actor's mailbox empties, its
+    /// email in its SMTP transaction has its outcome written; one still waiting for the
+    /// relay goes back to the outbox unsent), its actor's mailbox empties, its
     /// writes are made durable, and the store forgets it (fence cleared, keys
     /// unloaded). Not holding `p` is not an error.
     pub async fn release(&self, p: ProjectId) -> Result<()> {
