@@ -11,27 +11,20 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
-use common::wait_for;
+use common::{deliver_to, email_status, queue_email, trust_sender, wait_for};
 use mailroom_actors::cluster::ownership::Ownership;
-use mailroom_actors::domain::DomainName;
-use mailroom_actors::email::send::{send_request, SendRequest};
-use mailroom_actors::email::sending::load_email;
-use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
-};
-use mailroom_actors::model::{EmailAddress, EmailId, EmailStatus, ProjectId};
+use mailroom_actors::mailer::Dispatcher;
+use mailroom_actors::model::{EmailStatus, ProjectId};
 use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::render::TemplateCache;
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{Clock, SystemClock};
+use mailroom_actors::SystemClock;
 use mailroom_testkit::smtp::SmtpServer;
 
 const LEASE: Duration = Duration::from_secs(3600);
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// One engine: a registry that owns nothing until it acquires, one mailer speaking
-/// SMTP to `relay`, and a dispatcher.
+/// One engine: a registry that owns nothing until it acquires, and a dispatcher with
+/// one mailer speaking SMTP to `relay`.
 struct Node {
     registry: Registry,
     _dispatcher: actix::Addr<Dispatcher>,
@@ -39,40 +32,13 @@ struct Node {
 
 impl Node {
     fn start(store: &Arc<dyn Store>, relay: &SmtpServer) -> Node {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let registry = Registry::with_ownership(
             store.clone(),
-            clock.clone(),
+            Arc::new(SystemClock),
             RegistryConfig::default(),
             Ownership::none(),
         );
-        let mailer = MailerActor::new(
-            TransportConfig::Smtp {
-                host: "127.0.0.1".into(),
-                port: relay.port(),
-                security: SmtpSecurity::None,
-                credentials: None,
-                pool_size: 1,
-                // Longer than any greeting the test holds back.
-                timeout: Duration::from_secs(60),
-            },
-            registry.metrics().clone(),
-        )
-        .start();
-        let dispatcher = Dispatcher::new(
-            store.clone(),
-            clock,
-            registry.clone(),
-            vec![mailer],
-            mailroom_actors::mailer::dkim::lookup(store.clone()),
-            DispatcherConfig {
-                rate_per_second: 0,
-                max_attempts: 3,
-                retry_base_ms: 10,
-                max_in_flight: 4,
-            },
-        )
-        .start();
+        let dispatcher = deliver_to(&registry, relay);
         Node {
             registry,
             _dispatcher: dispatcher,
@@ -88,41 +54,18 @@ impl Node {
     }
 }
 
-/// A trusted sender domain in `p`, then one email queued to one recipient; answers
-/// its id.
-async fn queue_one(node: &Node, p: ProjectId) -> EmailId {
-    let name = DomainName::parse("example.com").unwrap();
-    mailroom_actors::domain::add::trust(&node.registry, p, name)
-        .await
-        .unwrap();
-    let cache = Arc::new(TemplateCache::new(Default::default()));
-    let request = SendRequest {
-        recipients: vec![(EmailAddress::parse("reader@example.org").unwrap(), None)],
-        template: None,
-        subject: Some("Hello".into()),
-        body: Some("<p>Hello</p>".into()),
-        text: None,
-        from: Some((EmailAddress::parse("news@example.com").unwrap(), None)),
-        from_name: None,
-        reply_to: None,
-        subscribed: Some(true),
-        data: Default::default(),
-        headers: Vec::new(),
-        attachments: Vec::new(),
-        idempotency: None,
-        execution: None,
-    };
-    let receipt = send_request(&node.registry, &cache, p, request)
-        .await
-        .unwrap();
-    receipt.emails[0].email_id.expect("queued")
+/// One email queued in `p` (a trusted sender domain first); its id.
+async fn queue_one(node: &Node, p: ProjectId) -> mailroom_actors::model::EmailId {
+    trust_sender(&node.registry, p).await;
+    queue_email(&node.registry, p, "reader@example.org").await
 }
 
-fn status(store: &Arc<dyn Store>, p: ProjectId, id: EmailId) -> EmailStatus {
-    load_email(&**store, p, id)
-        .unwrap()
-        .expect("the email")
-        .status
+fn status(
+    store: &Arc<dyn Store>,
+    p: ProjectId,
+    id: mailroom_actors::model::EmailId,
+) -> EmailStatus {
+    email_status(&**store, p, id)
 }
 
 #[actix::test]

@@ -23,7 +23,9 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, Addr, AsyncContext, Context, Supervised, WrapFuture};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Supervised, WrapFuture,
+};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
@@ -113,13 +115,46 @@ impl Actor for Dispatcher {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let shared = self.shared.clone();
-        ctx.spawn(async move { shared.run().await }.into_actor(self));
+        let run = std::panic::AssertUnwindSafe(async move { shared.run().await });
+        // A panic in a round ends the loop, not the process: the actor stops and its
+        // supervisor starts it again, which walks the durable outbox afresh.
+        ctx.spawn(
+            futures_util::FutureExt::catch_unwind(run)
+                .into_actor(self)
+                .map(|ran, _, ctx| {
+                    if ran.is_err() {
+                        tracing::error!("the dispatcher panicked; it restarts from the outbox");
+                        ctx.stop();
+                    }
+                }),
+        );
     }
 }
 
 impl Supervised for Dispatcher {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
+        // The outbox is the queue, so there is nothing else to rebuild. The emails in
+        // flight stay marked: their deliveries run on and end them, and no round hands
+        // them out twice meanwhile. Where the last round stopped is forgotten, in case
+        // it is what panicked.
+        *self.shared.resume.lock().unwrap_or_else(|p| p.into_inner()) = None;
         tracing::warn!("dispatcher restarting; resuming from the outbox");
+    }
+}
+
+/// One email handed out, from the round that took it until its delivery ends, however
+/// it ends (a panic too): then it is no longer in flight, and the next round may take
+/// it again if it is still in the outbox.
+struct InFlight {
+    shared: Arc<Shared>,
+    id: EmailId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.shared.registry.attempts().end(self.id);
+        self.shared.in_flight().remove(&self.id);
+        self.shared.wake.notify_one();
     }
 }
 
@@ -225,6 +260,9 @@ impl Shared {
                 let Some(working) = self.registry.ownership().enter(project) else {
                     break;
                 };
+                self.registry
+                    .faults()
+                    .hit(crate::faults::Point::DispatcherRound);
                 if !self.registry.attempts().pick(id) {
                     // A cancel is dropping it right now.
                     continue;
@@ -394,6 +432,10 @@ impl Shared {
         // wait for it.
         _busy: (Busy, Option<Working>),
     ) {
+        let _flight = InFlight {
+            shared: self.clone(),
+            id,
+        };
         let email = match sending::load_email(&*self.store, project, id) {
             Ok(email) => email,
             Err(e) => {
@@ -401,9 +443,6 @@ impl Shared {
                 // in flight a moment, then free the slot for a later round.
                 tracing::warn!(email = %id, error = %e, "reading an email to deliver; will retry");
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                self.registry.attempts().end(id);
-                self.in_flight().remove(&id);
-                self.wake.notify_one();
                 return;
             }
         };
@@ -418,9 +457,6 @@ impl Shared {
         if let Some(outcome) = outcome {
             self.record(project, id, key, outcome).await;
         }
-        self.registry.attempts().end(id);
-        self.in_flight().remove(&id);
-        self.wake.notify_one();
     }
 }
 

@@ -1,5 +1,6 @@
 //! Messages of the mailer pool.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix::Message;
@@ -20,21 +21,38 @@ pub struct Deliver {
     pub owner: Owner,
 }
 
-/// Whether this node still owns one email's project.
+/// Whether this node still owns one email's project, asked as its SMTP transaction is
+/// about to begin; it also remembers whether the transaction began.
 #[derive(Clone)]
 pub struct Owner {
     ownership: Arc<Ownership>,
     project: ProjectId,
+    began: Arc<AtomicBool>,
 }
 
 impl Owner {
     pub fn new(ownership: Arc<Ownership>, project: ProjectId) -> Owner {
-        Owner { ownership, project }
+        Owner {
+            ownership,
+            project,
+            began: Arc::default(),
+        }
     }
 
-    /// Whether the email may go out now (`Ownership::owns`).
-    pub fn owns(&self) -> bool {
-        self.ownership.owns(self.project)
+    /// Whether the email may go out now (`Ownership::owns`); when it may, the
+    /// transaction counts as begun from here on.
+    pub fn begin(&self) -> bool {
+        let owns = self.ownership.owns(self.project);
+        if owns {
+            self.began.store(true, Ordering::Release);
+        }
+        owns
+    }
+
+    /// Whether the relay may have been given the email: a mailer that fails after this
+    /// must not let it be sent again.
+    pub fn began(&self) -> bool {
+        self.began.load(Ordering::Acquire)
     }
 }
 

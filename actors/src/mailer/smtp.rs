@@ -154,7 +154,7 @@ impl SmtpPool {
                 Err(d) => return d,
             },
         };
-        if !owner.owns() {
+        if !owner.begin() {
             // Nothing of this email went out: the connection is as clean as it came.
             self.give_back(conn);
             return Delivery::NotOwned;

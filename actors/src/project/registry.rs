@@ -23,6 +23,7 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
+use super::actor::Guarded;
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
 use crate::clock::Clock;
@@ -117,7 +118,7 @@ struct Inner {
     /// The gate a clean stop closes (see `shutdown`).
     drain: Arc<Drain>,
     /// Test faults (debug builds only, see `faults`).
-    faults: Faults,
+    faults: Arc<Faults>,
     /// Which projects this node may run work for.
     ownership: Arc<Ownership>,
     /// One acquire or release of a project at a time.
@@ -168,7 +169,7 @@ impl Registry {
                     .with_ownership(ownership.clone()),
                 links: OnceLock::new(),
                 drain: Arc::default(),
-                faults: Faults::from_env(),
+                faults: Arc::new(Faults::from_env()),
                 ownership,
                 moves: Mutex::default(),
                 resumes: Mutex::default(),
@@ -196,6 +197,7 @@ impl Registry {
                     outbox: self.inner.outbox.clone(),
                     limits: self.inner.config.tenant,
                     starts: self.inner.starts.for_actor(),
+                    faults: self.inner.faults.clone(),
                 };
                 let table = Arc::new(ContactTable::default());
                 let actor_table = table.clone();
@@ -263,7 +265,6 @@ impl Registry {
         M: Message + Send + 'static,
         M::Result: Send,
         ProjectActor: Handler<M>,
-        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
     {
         let capacity = self.inner.config.mailbox_capacity;
         // Asked and counted under the slots' lock, which a release takes to begin: a
@@ -284,9 +285,9 @@ impl Registry {
         };
         let _in_flight = InFlight(slot.depth.clone());
         slot.addr
-            .send(msg)
+            .send::<Guarded<M>>(Guarded(msg))
             .await
-            .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))
+            .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))?
     }
 
     /// The project's in-memory contacts (starting its actor if needed). A reader calls
@@ -560,7 +561,7 @@ impl Registry {
         &self.inner.attempts
     }
 
-    pub fn faults(&self) -> &Faults {
+    pub fn faults(&self) -> &Arc<Faults> {
         &self.inner.faults
     }
 
