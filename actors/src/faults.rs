@@ -20,6 +20,9 @@ pub enum Point {
     /// A mailer, as it takes an email, on its own thread (before the message is built
     /// and long before the SMTP transaction).
     MailerSend,
+    /// A mailer's SMTP transaction, just begun (the relay may have the email): the
+    /// email must fail rather than go again.
+    MailerTransaction,
     /// The Scheduler, once timers that fell due were taken from memory and before
     /// they are fired (they are lost from memory, not from the store).
     SchedulerFire,
@@ -28,11 +31,12 @@ pub enum Point {
 }
 
 impl Point {
-    const ALL: [Point; 6] = [
+    const ALL: [Point; 7] = [
         Point::WorkflowStep,
         Point::CampaignBatch,
         Point::DispatcherRound,
         Point::MailerSend,
+        Point::MailerTransaction,
         Point::SchedulerFire,
         Point::ProjectWrite,
     ];
@@ -43,6 +47,7 @@ impl Point {
             Point::CampaignBatch => "campaign_batch",
             Point::DispatcherRound => "dispatcher_round",
             Point::MailerSend => "mailer_send",
+            Point::MailerTransaction => "mailer_transaction",
             Point::SchedulerFire => "scheduler_fire",
             Point::ProjectWrite => "project_write",
         }

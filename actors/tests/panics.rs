@@ -105,6 +105,33 @@ async fn an_email_whose_mailer_panicked_before_the_relay_had_it_is_delivered_onc
     assert_eq!(relay.count(), 2, "and nothing else");
 }
 
+/// A mailer that panicked once its SMTP transaction had begun cannot know whether the
+/// relay took the email: the email fails, never goes twice, and the restarted mailer
+/// sends what comes after.
+#[actix::test]
+async fn an_email_whose_mailer_panicked_in_the_smtp_transaction_fails_and_is_not_sent_again() {
+    let (dir, relay) = (tempfile::tempdir().unwrap(), SmtpServer::start());
+    let (registry, _dispatcher) = engine(&dir, &relay);
+    let p = ProjectId::new();
+    trust_sender(&registry, p).await;
+    registry.faults().arm(Point::MailerTransaction);
+
+    let id = queue_email(&registry, p, "ada@example.org").await;
+    wait_for("the email to ada is FAILED", LIMIT, || {
+        email_status(&**registry.store(), p, id) == EmailStatus::Failed
+    })
+    .await;
+    let ada = load_email(&**registry.store(), p, id).unwrap().unwrap();
+    assert_eq!(
+        (ada.attempts, ada.last_error.as_deref()),
+        (1, Some("the mailer failed during the SMTP transaction")),
+        "failed at its first attempt, saying why"
+    );
+    send_and_wait(&registry, p, "control@example.org").await;
+    assert_eq!(copies(&relay, "ada@example.org"), 0, "not sent again");
+    assert_eq!(relay.count(), 1, "only the control email went");
+}
+
 /// A write whose handler panicked answers an internal error (never hangs), the actor
 /// restarts from the store, the earlier data is intact and the next writes work, a
 /// closure write (`Apply`) too.

@@ -75,15 +75,18 @@ impl MailerActor {
                 credentials,
                 pool_size,
                 timeout,
-            } => Transport::Smtp(Arc::new(SmtpPool::new(
-                host.clone(),
-                *port,
-                security.clone(),
-                credentials.clone(),
-                *pool_size,
-                *timeout,
-                self.metrics.clone(),
-            ))),
+            } => Transport::Smtp(Arc::new(
+                SmtpPool::new(
+                    host.clone(),
+                    *port,
+                    security.clone(),
+                    credentials.clone(),
+                    *pool_size,
+                    *timeout,
+                    self.metrics.clone(),
+                )
+                .with_faults(self.faults.clone()),
+            )),
             TransportConfig::File { dir } => Transport::File(dir.clone()),
         }));
     }

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 
 use super::messages::{Delivery, Owner};
 use super::tls::{SmtpSecurity, TlsStream};
+use crate::faults::{Faults, Point};
 use crate::metrics::{Metrics, RelayFault};
 
 pub struct SmtpPool {
@@ -31,6 +32,8 @@ pub struct SmtpPool {
     hello: ClientId,
     /// Where relay faults are counted, by class.
     metrics: Arc<Metrics>,
+    /// Test faults (debug builds only).
+    faults: Arc<Faults>,
 }
 
 impl SmtpPool {
@@ -53,7 +56,14 @@ impl SmtpPool {
             idle: Mutex::new(Vec::new()),
             hello: ClientId::Domain("mailroom.localhost".into()),
             metrics,
+            faults: Arc::default(),
         }
+    }
+
+    /// The engine's test faults (debug builds only).
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// A connection ready for MAIL FROM; a failure is counted by its class.
@@ -159,6 +169,7 @@ impl SmtpPool {
             self.give_back(conn);
             return Delivery::NotOwned;
         }
+        self.faults.hit(Point::MailerTransaction);
         match tokio::time::timeout(self.timeout, transaction(&mut conn, envelope, bytes)).await {
             Ok(Ok(())) => {
                 self.give_back(conn);
