@@ -409,8 +409,9 @@ fn start_delivery(
     let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
         .map(|_| {
             let (t, metrics) = (transport.clone(), registry.metrics().clone());
+            let faults = registry.faults().clone();
             Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                MailerActor::new(t.clone(), metrics.clone())
+                MailerActor::new(t.clone(), metrics.clone()).with_faults(faults.clone())
             })
         })
         .collect();
@@ -462,9 +463,10 @@ fn start_campaigns(
             }
         })
     });
-    let timers = registry.timers().clone();
+    let (timers, faults) = (registry.timers().clone(), registry.faults().clone());
     let scheduler = Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
         Scheduler::new(timers.clone(), store.clone(), clock.clone(), fire.clone())
+            .with_faults(faults.clone())
     });
     Ok((campaigns, scheduler))
 }

@@ -1,7 +1,8 @@
 //! Faults the tests inject into the engine, compiled into debug builds only (the ones
 //! tests run; a release build has none of this). `MAILROOM_FAULT_PANIC_ONCE` names the
 //! points, comma-separated, where the engine panics once, to show that the supervisor
-//! restarts what panicked and that the work still completes exactly once.
+//! restarts what panicked and that the work still completes exactly once; engine tests
+//! arm them with `Faults::arm`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,15 +14,42 @@ pub enum Point {
     WorkflowStep,
     /// A campaign runner, after a batch was queued durably and before the next.
     CampaignBatch,
+    /// The dispatcher's round, as it is about to hand a due email to a mailer (the
+    /// email is not yet in flight).
+    DispatcherRound,
+    /// A mailer, as it takes an email, on its own thread (before the message is built
+    /// and long before the SMTP transaction).
+    MailerSend,
+    /// A mailer's SMTP transaction, just begun (the relay may have the email): the
+    /// email must fail rather than go again.
+    MailerTransaction,
+    /// The Scheduler, once timers that fell due were taken from memory and before
+    /// they are fired (they are lost from memory, not from the store).
+    SchedulerFire,
+    /// A project actor, as a write begins (before it changes anything).
+    ProjectWrite,
 }
 
 impl Point {
-    const ALL: [Point; 2] = [Point::WorkflowStep, Point::CampaignBatch];
+    const ALL: [Point; 7] = [
+        Point::WorkflowStep,
+        Point::CampaignBatch,
+        Point::DispatcherRound,
+        Point::MailerSend,
+        Point::MailerTransaction,
+        Point::SchedulerFire,
+        Point::ProjectWrite,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
             Point::WorkflowStep => "workflow_step",
             Point::CampaignBatch => "campaign_batch",
+            Point::DispatcherRound => "dispatcher_round",
+            Point::MailerSend => "mailer_send",
+            Point::MailerTransaction => "mailer_transaction",
+            Point::SchedulerFire => "scheduler_fire",
+            Point::ProjectWrite => "project_write",
         }
     }
 }
@@ -29,7 +57,7 @@ impl Point {
 /// The armed faults of one engine, each fired at most once.
 #[derive(Default)]
 pub struct Faults {
-    armed: [AtomicBool; 2],
+    armed: [AtomicBool; Point::ALL.len()],
 }
 
 impl Faults {
@@ -45,6 +73,19 @@ impl Faults {
             }
         }
         faults
+    }
+
+    /// Arms `point` now (debug builds only): engine tests, which cannot give each
+    /// engine an environment of its own.
+    pub fn arm(&self, point: Point) {
+        if cfg!(debug_assertions) {
+            self.armed[point as usize].store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether `point` is armed and not yet reached (a test sees that its fault fired).
+    pub fn is_armed(&self, point: Point) -> bool {
+        self.armed[point as usize].load(Ordering::Relaxed)
     }
 
     /// Panics the first time `point` is reached, when it is armed.

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, AsyncContext, Context, Supervised, WrapFuture};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Supervised, WrapFuture};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use tokio::sync::Notify;
@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use crate::clock::Clock;
 use crate::cluster::ownership::Ownership;
 use crate::error::Result;
+use crate::faults::{Faults, Point};
 use crate::model::ProjectId;
 use crate::store::{keys, Store};
 
@@ -171,6 +172,7 @@ pub struct Scheduler {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     fire: Fire,
+    faults: Arc<Faults>,
 }
 
 impl Scheduler {
@@ -185,7 +187,14 @@ impl Scheduler {
             store,
             clock,
             fire,
+            faults: Arc::default(),
         }
+    }
+
+    /// The engine's test faults (debug builds only; `Registry::faults`).
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
     }
 }
 
@@ -225,7 +234,20 @@ impl Actor for Scheduler {
             self.clock.clone(),
             self.fire.clone(),
         );
-        ctx.spawn(run(timers, store, clock, fire).into_actor(self));
+        let run = run(timers, store, clock, fire, self.faults.clone());
+        // A panic ends the loop, not the process: the actor stops and its supervisor
+        // starts it again, and `started` arms every timer from the store once more
+        // (those the panic took out of memory too).
+        ctx.spawn(
+            futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run))
+                .into_actor(self)
+                .map(|ran, _, ctx| {
+                    if ran.is_err() {
+                        tracing::error!("the scheduler panicked; it restarts from the store");
+                        ctx.stop();
+                    }
+                }),
+        );
     }
 }
 
@@ -235,11 +257,18 @@ impl Supervised for Scheduler {
     }
 }
 
-async fn run(timers: Arc<Timers>, store: Arc<dyn Store>, clock: Arc<dyn Clock>, fire: Fire) {
+async fn run(
+    timers: Arc<Timers>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    fire: Fire,
+    faults: Arc<Faults>,
+) {
     loop {
         let now = clock.now().timestamp_millis();
         let (due, next) = timers.take_due(now);
         if !due.is_empty() {
+            faults.hit(Point::SchedulerFire);
             tracing::debug!(timers = due.len(), "timers fell due");
             let (timers, store, fire) = (timers.clone(), store.clone(), fire.clone());
             actix::spawn(async move {
@@ -268,11 +297,17 @@ async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
         Ok(Some(_)) => {}
         Err(e) => tracing::warn!(error = %e, "reading a timer; firing it anyway"),
     }
-    if let Err(e) = fire(t).await {
-        tracing::warn!(timer = ?t, error = %e, "a timer's work failed; trying again in a second");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        timers.arm(t);
-    }
+    let fired = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fire(t))).await;
+    let failed = match fired {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e.to_string(),
+        // Its owner's work panicked: contained here like a failure, so that the other
+        // timers of its wave still fire.
+        Err(_) => "it panicked".to_owned(),
+    };
+    tracing::warn!(timer = ?t, error = %failed, "a timer's work failed; trying again in a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    timers.arm(t);
 }
 
 #[cfg(test)]

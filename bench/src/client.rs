@@ -156,6 +156,33 @@ pub async fn call_as(
     content_type: &str,
     body: Option<String>,
 ) -> (u16, serde_json::Value) {
+    let (status, _, json) = exchange(addr, method, path, auth, content_type, body).await;
+    (status, json)
+}
+
+/// A GET on a fresh connection: (status, the node that served it (`X-Mailroom-Node`),
+/// JSON body).
+pub async fn get_served(
+    addr: SocketAddr,
+    path: &str,
+    auth: Option<&str>,
+) -> (u16, Option<String>, serde_json::Value) {
+    let (status, headers, json) = exchange(addr, "GET", path, auth, "application/json", None).await;
+    let node = headers
+        .get("x-mailroom-node")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, node, json)
+}
+
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    content_type: &str,
+    body: Option<String>,
+) -> (u16, hyper::HeaderMap, serde_json::Value) {
     let stream = TcpStream::connect(addr)
         .await
         .expect("connect to the server");
@@ -176,6 +203,7 @@ pub async fn call_as(
         .expect("request");
     let res = sender.send_request(req).await.expect("response");
     let status = res.status().as_u16();
+    let headers = res.headers().clone();
     let bytes = res
         .into_body()
         .collect()
@@ -184,6 +212,7 @@ pub async fn call_as(
         .unwrap_or_default();
     (
         status,
+        headers,
         serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
     )
 }

@@ -10,6 +10,7 @@
 
 mod campaign;
 mod client;
+mod failover;
 mod footprint;
 mod import;
 mod members;
@@ -45,7 +46,9 @@ pub struct Args {
     /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
     /// for --soak-minutes, sampled every 30 s), import (--contacts rows through POST
     /// /contacts/import, timed to COMPLETED), footprint (--contacts through POST /contacts,
-    /// then a restart: RSS per contact and the project's load time).
+    /// then a restart: RSS per contact and the project's load time), failover (needs
+    /// --postgres-url: two nodes, --contacts imported, kill -9 of the owner, the time
+    /// until the other node serves the project).
     #[arg(
         long,
         default_value = "baseline,contacts,track,verify,send,smtp",
@@ -62,7 +65,8 @@ pub struct Args {
     /// client's connection count in the reference figure.
     #[arg(long, default_value_t = 32)]
     smtp_connections: usize,
-    /// Contacts loaded for the `members` and `footprint` scenarios, and rows of the `import` one.
+    /// Contacts loaded for the `members`, `footprint` and `failover` scenarios, and rows
+    /// of the `import` one.
     #[arg(long, default_value_t = 100_000)]
     contacts: u64,
     /// Subscribed contacts the `campaign` scenario sends to.
@@ -91,7 +95,13 @@ pub struct Args {
     /// "postgres", in a fresh schema, beside the sled figures.
     #[arg(long)]
     postgres_url: Option<String>,
+    /// cluster.lease_seconds of the `failover` scenario's nodes.
+    #[arg(long, default_value_t = 10)]
+    lease_seconds: u64,
 }
+
+/// The scenarios `core` runs, on sled and (with --postgres-url) on PostgreSQL.
+const CORE: [&str; 5] = ["baseline", "contacts", "track", "verify", "send"];
 
 fn main() {
     let args = Args::parse();
@@ -107,27 +117,9 @@ fn main() {
     smtp.count_only();
     dns.add_mail_domain("gmail.com");
     let env = setup::env(&dns, &smtp, 0, args.smtp_connections);
-    let (server, results, send_drained) = core(&args, &rt, &bin, &dns, &smtp, "sled", &env);
-    report::print_ratios(&results);
-    if let Some(url) = &args.postgres_url {
-        // One server at a time on the two cores.
-        println!(
-            "server peak RSS (sled): {} MiB",
-            server.peak_rss_kib() / 1024
-        );
-        drop(server);
-        let mut env = env.clone();
-        env.extend(postgres::env(url));
-        let (pg, pg_results, _) = core(&args, &rt, &bin, &dns, &smtp, "postgres", &env);
-        report::print_ratios(&pg_results);
-        postgres::compare(&results, &pg_results);
-        println!(
-            "server peak RSS (postgres): {} MiB",
-            pg.peak_rss_kib() / 1024
-        );
-    } else {
-        println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
-        drop(server);
+    let mut send_drained = None;
+    if CORE.iter().any(|s| wanted(s)) {
+        send_drained = core_on_both(&args, &rt, &bin, &dns, &smtp, &env);
     }
     if wanted("smtp") {
         let addr = smtp.addr();
@@ -186,6 +178,48 @@ fn main() {
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
     }
+    if wanted("failover") {
+        let url = args
+            .postgres_url
+            .as_deref()
+            .expect("the failover scenario needs --postgres-url");
+        failover::run(&rt, &bin, &env, url, args.contacts, args.lease_seconds);
+    }
+}
+
+/// The core scenarios on sled, then (with --postgres-url) on PostgreSQL beside them;
+/// answers the drained delivery rate of `send` on sled.
+fn core_on_both(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    dns: &TestDns,
+    smtp: &SmtpServer,
+    env: &[(String, String)],
+) -> Option<f64> {
+    let (server, results, send_drained) = core(args, rt, bin, dns, smtp, "sled", env);
+    report::print_ratios(&results);
+    if let Some(url) = &args.postgres_url {
+        // One server at a time on the two cores.
+        println!(
+            "server peak RSS (sled): {} MiB",
+            server.peak_rss_kib() / 1024
+        );
+        drop(server);
+        let mut env = env.to_vec();
+        env.extend(postgres::env(url));
+        let (pg, pg_results, _) = core(args, rt, bin, dns, smtp, "postgres", &env);
+        report::print_ratios(&pg_results);
+        postgres::compare(&results, &pg_results);
+        println!(
+            "server peak RSS (postgres): {} MiB",
+            pg.peak_rss_kib() / 1024
+        );
+    } else {
+        println!("server peak RSS: {} MiB", server.peak_rss_kib() / 1024);
+        drop(server);
+    }
+    send_drained
 }
 
 /// The core scenarios on one server: its results, the server (still running) and the
@@ -211,10 +245,7 @@ fn core(
     );
     let mut results = Vec::new();
     let mut send_drained = None;
-    for name in ["baseline", "contacts", "track", "verify", "send"]
-        .into_iter()
-        .filter(|s| wanted(s))
-    {
+    for name in CORE.into_iter().filter(|s| wanted(s)) {
         let s = Scenario::parse(name).expect("known scenario");
         let before = smtp.count();
         let started = Instant::now();

@@ -52,6 +52,25 @@ impl Server {
         }
     }
 
+    /// Starts the server with `env` added to the bench defaults, making no project: one
+    /// more node on a database that already has one (`secret_key` is empty).
+    pub fn start_node(bin: &Path, env: &[(String, String)]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (child, addr) = spawn(bin, &dir.path().join("data"), env, None);
+        Server {
+            child,
+            addr,
+            secret_key: String::new(),
+            _dir: dir,
+        }
+    }
+
+    /// SIGKILL (`kill -9`): no drain, no hand-over; waits for the exit.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Stops the server with SIGTERM (it drains and flushes the store), waits for it, and
     /// starts `bin` again on the same data directory, its log (stderr) written to `log`.
     pub fn restart(&mut self, bin: &Path, env: &[(String, String)], log: &Path) {

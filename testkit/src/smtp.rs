@@ -8,7 +8,8 @@
 //! For fault injection it can also keep refusing a step until told to stop
 //! (`keep_refusing`, `clear_refusals`), hang in the middle of DATA (`hang_in_data`), and
 //! drop connections on accept or after its greeting (`drop_connections`,
-//! `drop_after_greeting`); each fault counts what it did, so that a test can wait until
+//! `drop_after_greeting`), and keep new connections waiting for their greeting
+//! (`hold_greeting`); each fault counts what it did, so that a test can wait until
 //! the client under test has met it instead of sleeping.
 
 use std::collections::VecDeque;
@@ -78,6 +79,12 @@ struct Shared {
     drop_after_greeting: AtomicBool,
     /// Connections closed by the two above so far.
     dropped: AtomicU64,
+    /// `hold_greeting`: new connections wait for their 220 until it is turned off.
+    hold_greeting: AtomicBool,
+    /// Rings when `hold_greeting` is turned off.
+    greeting_freed: tokio::sync::Notify,
+    /// Connections that waited for their greeting so far.
+    held: AtomicU64,
 }
 
 /// A step of an SMTP transaction that the server can be told to refuse.
@@ -270,6 +277,21 @@ impl SmtpServer {
         self.shared.drop_after_greeting.store(on, Ordering::SeqCst);
     }
 
+    /// While on, the server accepts each new connection and keeps it waiting for its
+    /// greeting (220) until turned off: a relay slow to answer, which holds the client
+    /// before its transaction begins. Turned off, every waiting connection is greeted.
+    pub fn hold_greeting(&self, on: bool) {
+        self.shared.hold_greeting.store(on, Ordering::SeqCst);
+        if !on {
+            self.shared.greeting_freed.notify_waiters();
+        }
+    }
+
+    /// Connections that have waited for their greeting so far (`hold_greeting`).
+    pub fn held(&self) -> u64 {
+        self.shared.held.load(Ordering::SeqCst)
+    }
+
     /// Connections closed so far by `drop_connections` and `drop_after_greeting`.
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::SeqCst)
@@ -391,6 +413,18 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
     phase: Phase,
 ) -> std::io::Result<End> {
     if !matches!(phase, Phase::Upgraded) {
+        if shared.hold_greeting.load(Ordering::SeqCst) {
+            shared.held.fetch_add(1, Ordering::SeqCst);
+            loop {
+                // Made before the flag is read again: a `hold_greeting(false)` between
+                // the two still wakes it (notify_waiters reaches futures not yet polled).
+                let freed = shared.greeting_freed.notified();
+                if !shared.hold_greeting.load(Ordering::SeqCst) {
+                    break;
+                }
+                freed.await;
+            }
+        }
         conn.write_all(b"220 test-smtp ready\r\n").await?;
         conn.flush().await?;
     }

@@ -5,12 +5,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, Context, Handler, ResponseFuture, Supervised};
+use actix::{
+    Actor, ActorContext, AsyncContext, Context, Handler, Message, ResponseFuture, Supervised,
+};
 
-use super::messages::{Deliver, Delivery};
+use super::messages::{Deliver, Delivery, Owner};
 use super::mime;
 use super::smtp::SmtpPool;
 use super::tls::SmtpSecurity;
+use crate::faults::{Faults, Point};
+use crate::model::EmailId;
 
 #[derive(Debug, Clone)]
 pub enum TransportConfig {
@@ -42,6 +46,7 @@ pub struct MailerActor {
     transport: Option<Arc<Transport>>,
     signers: mime::Signers,
     metrics: Arc<crate::metrics::Metrics>,
+    faults: Arc<Faults>,
 }
 
 impl MailerActor {
@@ -51,7 +56,14 @@ impl MailerActor {
             transport: None,
             signers: mime::Signers::default(),
             metrics,
+            faults: Arc::default(),
         }
+    }
+
+    /// The engine's test faults (debug builds only; `Registry::faults`).
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
     }
 
     fn connect(&mut self) {
@@ -63,15 +75,18 @@ impl MailerActor {
                 credentials,
                 pool_size,
                 timeout,
-            } => Transport::Smtp(Arc::new(SmtpPool::new(
-                host.clone(),
-                *port,
-                security.clone(),
-                credentials.clone(),
-                *pool_size,
-                *timeout,
-                self.metrics.clone(),
-            ))),
+            } => Transport::Smtp(Arc::new(
+                SmtpPool::new(
+                    host.clone(),
+                    *port,
+                    security.clone(),
+                    credentials.clone(),
+                    *pool_size,
+                    *timeout,
+                    self.metrics.clone(),
+                )
+                .with_faults(self.faults.clone()),
+            )),
             TransportConfig::File { dir } => Transport::File(dir.clone()),
         }));
     }
@@ -87,55 +102,110 @@ impl Actor for MailerActor {
 
 impl Supervised for MailerActor {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
+        // `started` follows with a new pool: a connection that a panic left in the
+        // middle of a transaction is never used again.
+        self.signers = mime::Signers::default();
         tracing::warn!("mailer restarting with fresh connections");
+    }
+}
+
+/// Stops the mailer, for its supervisor to start it afresh (after a panic).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Restart;
+
+impl Handler<Restart> for MailerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Restart, ctx: &mut Self::Context) {
+        ctx.stop();
     }
 }
 
 impl Handler<Deliver> for MailerActor {
     type Result = ResponseFuture<Delivery>;
 
-    fn handle(&mut self, msg: Deliver, _ctx: &mut Self::Context) -> Self::Result {
-        let transport = self.transport.clone();
-        let signer = self.signers.get(&msg.dkim);
+    fn handle(&mut self, msg: Deliver, ctx: &mut Self::Context) -> Self::Result {
+        let owner = msg.owner.clone();
+        let id = msg.email.id;
+        // A panic is contained here and in the future below: the email gets an outcome
+        // that never sends it twice, and the mailer restarts with fresh connections.
+        let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.faults.hit(Point::MailerSend);
+            (self.transport.clone(), self.signers.get(&msg.dkim))
+        }));
+        let Ok((transport, signer)) = ready else {
+            ctx.stop();
+            return Box::pin(async move { after_panic(id, &owner) });
+        };
+        let me = ctx.address();
+        let send = deliver(msg, transport, signer);
         Box::pin(async move {
-            let Some(transport) = transport else {
-                return Delivery::Transient("mailer not started".into());
-            };
-            // A stored key that does not parse is ours to fix, never the recipient's
-            // fault: the email fails (never unsigned) and the contact is not touched.
-            let signer = match signer {
-                Ok(s) => s,
-                Err(e) => {
-                    let e = crate::error::chain(&e);
-                    tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used");
-                    return Delivery::Failed(format!("the DKIM key cannot be used: {e}"));
-                }
-            };
-            let (envelope, bytes) = match mime::prepare(&msg.email, &signer) {
-                Ok(prepared) => prepared,
-                // Our own fault: the email fails, the contact is not touched.
-                Err(e) => {
-                    let e = crate::error::chain(&e);
-                    tracing::error!(email = %msg.email.id, error = %e, "the message could not be built");
-                    return Delivery::Failed(format!(
-                        "the message could not be built or signed: {e}"
-                    ));
-                }
-            };
-            match &*transport {
-                Transport::Smtp(pool) => pool.send(&envelope, &bytes).await,
-                Transport::File(dir) => {
-                    let path = dir.join(format!("{}.eml", msg.email.id));
-                    let write = async {
-                        tokio::fs::create_dir_all(dir).await?;
-                        tokio::fs::write(&path, &bytes).await
-                    };
-                    match write.await {
-                        Ok(()) => Delivery::Sent,
-                        Err(e) => Delivery::Transient(format!("writing {}: {e}", path.display())),
-                    }
+            match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(send)).await {
+                Ok(delivery) => delivery,
+                Err(_) => {
+                    me.do_send(Restart);
+                    after_panic(id, &owner)
                 }
             }
         })
+    }
+}
+
+/// What an email whose delivery panicked comes to: tried again later when the relay
+/// cannot have had it yet, else FAILED (the relay may have it; sending it again could
+/// give the recipient two).
+fn after_panic(id: EmailId, owner: &Owner) -> Delivery {
+    if owner.began() {
+        tracing::error!(email = %id, "a mailer panicked during the SMTP transaction; the email fails rather than risk a second copy");
+        Delivery::Failed("the mailer failed during the SMTP transaction".into())
+    } else {
+        tracing::error!(email = %id, "a mailer panicked before the SMTP transaction; the email is tried again");
+        Delivery::Transient("the mailer failed before the SMTP transaction".into())
+    }
+}
+
+/// Builds, signs and sends one email.
+async fn deliver(
+    msg: Deliver,
+    transport: Option<Arc<Transport>>,
+    signer: Result<Arc<mime::Signer>, mime::MimeError>,
+) -> Delivery {
+    let Some(transport) = transport else {
+        return Delivery::Transient("mailer not started".into());
+    };
+    // A stored key that does not parse is ours to fix, never the recipient's
+    // fault: the email fails (never unsigned) and the contact is not touched.
+    let signer = match signer {
+        Ok(s) => s,
+        Err(e) => {
+            let e = crate::error::chain(&e);
+            tracing::error!(email = %msg.email.id, error = %e, "the sender's DKIM key cannot be used");
+            return Delivery::Failed(format!("the DKIM key cannot be used: {e}"));
+        }
+    };
+    let (envelope, bytes) = match mime::prepare(&msg.email, &signer) {
+        Ok(prepared) => prepared,
+        // Our own fault: the email fails, the contact is not touched.
+        Err(e) => {
+            let e = crate::error::chain(&e);
+            tracing::error!(email = %msg.email.id, error = %e, "the message could not be built");
+            return Delivery::Failed(format!("the message could not be built or signed: {e}"));
+        }
+    };
+    match &*transport {
+        Transport::Smtp(pool) => pool.send(&envelope, &bytes, &msg.owner).await,
+        Transport::File(_) if !msg.owner.begin() => Delivery::NotOwned,
+        Transport::File(dir) => {
+            let path = dir.join(format!("{}.eml", msg.email.id));
+            let write = async {
+                tokio::fs::create_dir_all(dir).await?;
+                tokio::fs::write(&path, &bytes).await
+            };
+            match write.await {
+                Ok(()) => Delivery::Sent,
+                Err(e) => Delivery::Transient(format!("writing {}: {e}", path.display())),
+            }
+        }
     }
 }

@@ -12,21 +12,26 @@
 //!
 //! In a cluster it sends only the emails of projects this node owns: a project's
 //! emails are handed to a mailer only while `owns(p)`, asked again right before the
-//! relay gets them (a paced email may wait), and each holds the project's work gate
-//! (`Ownership::enter`) until its outcome is written, which a release waits for.
+//! mailer gets them (a paced email may wait), and by the mailer once more right before
+//! the SMTP transaction (`Deliver::owner`: the wait for the relay may outlast the
+//! lease). An email the mailer gives back that way gets no outcome and stays in the
+//! outbox for the new owner. Each holds the project's work gate (`Ownership::enter`)
+//! until its outcome is written or it was given back, which a release waits for.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, Addr, AsyncContext, Context, Supervised, WrapFuture};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Supervised, WrapFuture,
+};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use tokio::sync::Notify;
 
-use super::messages::{Deliver, Delivery};
+use super::messages::{Deliver, Delivery, Owner};
 use super::outbox;
 use super::{DkimLookup, MailerActor};
 use crate::clock::Clock;
@@ -110,13 +115,46 @@ impl Actor for Dispatcher {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let shared = self.shared.clone();
-        ctx.spawn(async move { shared.run().await }.into_actor(self));
+        let run = std::panic::AssertUnwindSafe(async move { shared.run().await });
+        // A panic in a round ends the loop, not the process: the actor stops and its
+        // supervisor starts it again, which walks the durable outbox afresh.
+        ctx.spawn(
+            futures_util::FutureExt::catch_unwind(run)
+                .into_actor(self)
+                .map(|ran, _, ctx| {
+                    if ran.is_err() {
+                        tracing::error!("the dispatcher panicked; it restarts from the outbox");
+                        ctx.stop();
+                    }
+                }),
+        );
     }
 }
 
 impl Supervised for Dispatcher {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
+        // The outbox is the queue, so there is nothing else to rebuild. The emails in
+        // flight stay marked: their deliveries run on and end them, and no round hands
+        // them out twice meanwhile. Where the last round stopped is forgotten, in case
+        // it is what panicked.
+        *self.shared.resume.lock().unwrap_or_else(|p| p.into_inner()) = None;
         tracing::warn!("dispatcher restarting; resuming from the outbox");
+    }
+}
+
+/// One email handed out, from the round that took it until its delivery ends, however
+/// it ends (a panic too): then it is no longer in flight, and the next round may take
+/// it again if it is still in the outbox.
+struct InFlight {
+    shared: Arc<Shared>,
+    id: EmailId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.shared.registry.attempts().end(self.id);
+        self.shared.in_flight().remove(&self.id);
+        self.shared.wake.notify_one();
     }
 }
 
@@ -222,6 +260,9 @@ impl Shared {
                 let Some(working) = self.registry.ownership().enter(project) else {
                     break;
                 };
+                self.registry
+                    .faults()
+                    .hit(crate::faults::Point::DispatcherRound);
                 if !self.registry.attempts().pick(id) {
                     // A cancel is dropping it right now.
                     continue;
@@ -290,8 +331,9 @@ impl Shared {
         }
     }
 
-    /// One delivery attempt of a loaded email, and what it came to; None when a clean
-    /// stop came while it waited for its turn (it was not sent and stays in the outbox).
+    /// One delivery attempt of a loaded email, and what it came to; None when it was not
+    /// sent and stays in the outbox: a clean stop came while it waited for its turn, or
+    /// the project was no longer this node's when it was to go.
     async fn attempt(
         &self,
         project: ProjectId,
@@ -341,14 +383,22 @@ impl Shared {
                     // Its campaign was cancelled while it waited for its turn.
                     return Some(DeliveryOutcome::Orphan);
                 }
+                let owner = Owner::new(self.registry.ownership().clone(), project);
                 mailer
-                    .send(Deliver { email, dkim })
+                    .send(Deliver { email, dkim, owner })
                     .await
                     .unwrap_or_else(|e| Delivery::Transient(format!("mailer unavailable: {e}")))
             }
         };
         let now = self.clock.now().timestamp_millis();
         Some(match result {
+            // The project moved while the mailer waited for the relay: nothing was sent,
+            // and the new owner sends it from the outbox (an outcome written here would
+            // be refused by the fence, or worse, land before the new owner's).
+            Delivery::NotOwned => {
+                tracing::info!(email = %id, %project, "the project moved to another node before the SMTP transaction; the email is left to its new owner");
+                return None;
+            }
             Delivery::Sent => DeliveryOutcome::Sent { at: now },
             Delivery::Permanent(e) => DeliveryOutcome::Bounced { error: e },
             Delivery::Failed(e) => DeliveryOutcome::Failed { error: e },
@@ -382,6 +432,10 @@ impl Shared {
         // wait for it.
         _busy: (Busy, Option<Working>),
     ) {
+        let _flight = InFlight {
+            shared: self.clone(),
+            id,
+        };
         let email = match sending::load_email(&*self.store, project, id) {
             Ok(email) => email,
             Err(e) => {
@@ -389,9 +443,6 @@ impl Shared {
                 // in flight a moment, then free the slot for a later round.
                 tracing::warn!(email = %id, error = %e, "reading an email to deliver; will retry");
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                self.registry.attempts().end(id);
-                self.in_flight().remove(&id);
-                self.wake.notify_one();
                 return;
             }
         };
@@ -406,9 +457,6 @@ impl Shared {
         if let Some(outcome) = outcome {
             self.record(project, id, key, outcome).await;
         }
-        self.registry.attempts().end(id);
-        self.in_flight().remove(&id);
-        self.wake.notify_one();
     }
 }
 

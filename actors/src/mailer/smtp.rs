@@ -16,8 +16,9 @@ use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter,
 use lettre::transport::smtp::response::{Code, Severity};
 use tokio::net::TcpStream;
 
-use super::messages::Delivery;
+use super::messages::{Delivery, Owner};
 use super::tls::{SmtpSecurity, TlsStream};
+use crate::faults::{Faults, Point};
 use crate::metrics::{Metrics, RelayFault};
 
 pub struct SmtpPool {
@@ -31,6 +32,8 @@ pub struct SmtpPool {
     hello: ClientId,
     /// Where relay faults are counted, by class.
     metrics: Arc<Metrics>,
+    /// Test faults (debug builds only).
+    faults: Arc<Faults>,
 }
 
 impl SmtpPool {
@@ -53,7 +56,14 @@ impl SmtpPool {
             idle: Mutex::new(Vec::new()),
             hello: ClientId::Domain("mailroom.localhost".into()),
             metrics,
+            faults: Arc::default(),
         }
+    }
+
+    /// The engine's test faults (debug builds only).
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// A connection ready for MAIL FROM; a failure is counted by its class.
@@ -142,7 +152,9 @@ impl SmtpPool {
     }
 
     /// One attempt: an idle connection (or a new one), MAIL/RCPT/DATA, and back to the pool.
-    pub async fn send(&self, envelope: &Envelope, bytes: &[u8]) -> Delivery {
+    /// `owner` is asked once the connection is ready, right before MAIL FROM: a relay
+    /// slow to greet may hold us past the project's lease, and then nothing is sent.
+    pub async fn send(&self, envelope: &Envelope, bytes: &[u8], owner: &Owner) -> Delivery {
         let reused = self.take();
         let was_reused = reused.is_some();
         let mut conn = match reused {
@@ -152,6 +164,12 @@ impl SmtpPool {
                 Err(d) => return d,
             },
         };
+        if !owner.begin() {
+            // Nothing of this email went out: the connection is as clean as it came.
+            self.give_back(conn);
+            return Delivery::NotOwned;
+        }
+        self.faults.hit(Point::MailerTransaction);
         match tokio::time::timeout(self.timeout, transaction(&mut conn, envelope, bytes)).await {
             Ok(Ok(())) => {
                 self.give_back(conn);
@@ -172,7 +190,7 @@ impl SmtpPool {
                 } else if was_reused && !answered && stage == Stage::MailFrom {
                     // A pooled connection the server closed meanwhile (it failed at the
                     // first command, so nothing of this email went out): one fresh try.
-                    return Box::pin(self.send(envelope, bytes)).await;
+                    return Box::pin(self.send(envelope, bytes, owner)).await;
                 }
                 self.classify(stage, &e)
             }

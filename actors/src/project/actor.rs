@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
+use actix::dev::MessageResponse;
+use actix::{Actor, ActorContext, Context, Handler, Message, ResponseFuture, Supervised};
 
 use super::counters::Counts;
 use super::hooks::{Hooks, States};
@@ -17,7 +18,8 @@ use super::starts::Starts;
 use super::table::ContactTable;
 use super::write::WriteCtx;
 use crate::clock::Clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::faults::{Faults, Point};
 use crate::model::{ProjectId, Timestamp};
 use crate::store::Store;
 
@@ -37,6 +39,7 @@ pub struct ProjectActor {
     generation: u64,
     pub(crate) outbox: Arc<tokio::sync::Notify>,
     hooks: Arc<Hooks>,
+    faults: Arc<Faults>,
 }
 
 /// What every project's actor gets from the Registry, the same for all of them.
@@ -51,6 +54,8 @@ pub struct ActorShared {
     pub starts: Starts,
     /// What the features do inside each write (wired by `crate::wiring`).
     pub hooks: Arc<Hooks>,
+    /// Test faults (debug builds only).
+    pub faults: Arc<Faults>,
 }
 
 impl ProjectActor {
@@ -63,6 +68,7 @@ impl ProjectActor {
             limits,
             starts,
             hooks,
+            faults,
         } = shared;
         ProjectActor {
             limits,
@@ -77,6 +83,7 @@ impl ProjectActor {
             generation: 0,
             outbox,
             hooks,
+            faults,
         }
     }
 
@@ -107,6 +114,7 @@ impl ProjectActor {
 
     /// Splits the actor's state into the write context and the counters it updates.
     pub(crate) fn ctx(&mut self) -> (WriteCtx<'_>, &mut Counts) {
+        self.faults.hit(Point::ProjectWrite);
         let now = self.now();
         (
             WriteCtx {
@@ -178,8 +186,49 @@ impl Actor for ProjectActor {
 
 impl Supervised for ProjectActor {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
+        // `started` follows and reloads the counters, the contacts and the segments: a
+        // handler that panicked may have left any of them half changed.
         tracing::warn!(project = %self.project, "project actor restarting; reloading from the store");
     }
+}
+
+/// Any message to a project's actor, as the Registry sends it: a panic in its handler
+/// answers `Error::Internal` and restarts the actor (`Supervised`), instead of ending
+/// its task and leaving every later message for the project unanswerable.
+pub(crate) struct Guarded<M>(pub(crate) M);
+
+impl<M: Message> Message for Guarded<M> {
+    type Result = Result<M::Result>;
+}
+
+impl<M> Handler<Guarded<M>> for ProjectActor
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+    ProjectActor: Handler<M>,
+{
+    type Result = ResponseFuture<Result<M::Result>>;
+
+    fn handle(&mut self, msg: Guarded<M>, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // The handler's own part runs here, on the actor; a future it answers runs as a
+        // task of its own, whose panic drops `tx` (an internal error below) and leaves
+        // the actor's state alone.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let response = <Self as Handler<M>>::handle(self, msg.0, ctx);
+            response.handle(ctx, Some(tx));
+        }));
+        if ran.is_err() {
+            tracing::error!(project = %self.project, "a project actor's handler panicked; the actor restarts from the store");
+            ctx.stop();
+            return Box::pin(async { Err(panicked()) });
+        }
+        Box::pin(async move { rx.await.map_err(|_| panicked()) })
+    }
+}
+
+fn panicked() -> Error {
+    Error::Internal("the project's actor failed while handling this request".into())
 }
 
 impl Handler<Restart> for ProjectActor {

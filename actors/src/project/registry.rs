@@ -23,6 +23,7 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
+use super::actor::Guarded;
 use super::hooks::Hooks;
 use super::starts::Starts;
 use super::{ActorShared, ContactTable, ProjectActor};
@@ -118,7 +119,7 @@ struct Inner {
     /// The gate a clean stop closes (see `shutdown`).
     drain: Arc<Drain>,
     /// Test faults (debug builds only, see `faults`).
-    faults: Faults,
+    faults: Arc<Faults>,
     /// Which projects this node may run work for.
     ownership: Arc<Ownership>,
     /// One acquire or release of a project at a time.
@@ -178,7 +179,7 @@ impl Registry {
                     .with_ownership(ownership.clone()),
                 links: OnceLock::new(),
                 drain: Arc::default(),
-                faults: Faults::from_env(),
+                faults: Arc::new(Faults::from_env()),
                 ownership,
                 moves: Mutex::default(),
                 resumes: Mutex::default(),
@@ -208,6 +209,7 @@ impl Registry {
                     limits: self.inner.config.tenant,
                     starts: self.inner.starts.for_actor(),
                     hooks: self.inner.hooks.clone(),
+                    faults: self.inner.faults.clone(),
                 };
                 let table = Arc::new(ContactTable::default());
                 let actor_table = table.clone();
@@ -275,7 +277,6 @@ impl Registry {
         M: Message + Send + 'static,
         M::Result: Send,
         ProjectActor: Handler<M>,
-        <ProjectActor as Actor>::Context: ToEnvelope<ProjectActor, M>,
     {
         let capacity = self.inner.config.mailbox_capacity;
         // Asked and counted under the slots' lock, which a release takes to begin: a
@@ -296,9 +297,9 @@ impl Registry {
         };
         let _in_flight = InFlight(slot.depth.clone());
         slot.addr
-            .send(msg)
+            .send::<Guarded<M>>(Guarded(msg))
             .await
-            .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))
+            .map_err(|e| Error::Internal(format!("project actor unavailable: {e}")))?
     }
 
     /// The project's in-memory contacts (starting its actor if needed). A reader calls
@@ -421,7 +422,8 @@ impl Registry {
     /// Hands project `p` over: from now on its messages are refused with
     /// `Error::NotOwner` and nothing new of it starts here (no email to a mailer, no
     /// timer, no campaign batch, no workflow step); the work under way finishes (an
-    /// email with a mailer has its outcome written), its actor's mailbox empties, its
+    /// email in its SMTP transaction has its outcome written; one still waiting for the
+    /// relay goes back to the outbox unsent), its actor's mailbox empties, its
     /// writes are made durable, and the store forgets it (fence cleared, keys
     /// unloaded). Not holding `p` is not an error.
     pub async fn release(&self, p: ProjectId) -> Result<()> {
@@ -571,7 +573,7 @@ impl Registry {
         &self.inner.attempts
     }
 
-    pub fn faults(&self) -> &Faults {
+    pub fn faults(&self) -> &Arc<Faults> {
         &self.inner.faults
     }
 

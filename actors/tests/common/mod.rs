@@ -1,7 +1,7 @@
 //! Set-up shared by the integration tests of handing projects over between engines
-//! (handover.rs, handover_postgres.rs, handover_campaign.rs) and of two engines in one
-//! process (two_engines.rs). Each includes it as `mod common;`; not every file uses
-//! every item.
+//! (handover.rs, handover_postgres.rs, handover_campaign.rs, handover_mailer.rs), of two
+//! engines in one process (two_engines.rs) and of panics the supervisors contain
+//! (panics.rs). Each includes it as `mod common;`; not every file uses every item.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,8 @@ use std::time::Duration;
 use mailroom_actors::event::track::Track;
 use mailroom_actors::model::workflow::DelayUnit;
 use mailroom_actors::model::{
-    DataPatch, EmailAddress, KeyKind, ProjectId, Step, StepKind, Workflow, WorkflowId,
+    DataPatch, EmailAddress, EmailId, EmailStatus, KeyKind, ProjectId, Step, StepKind, Workflow,
+    WorkflowId,
 };
 use mailroom_actors::project::apply::Apply;
 use mailroom_actors::project::Registry;
@@ -119,4 +120,87 @@ pub fn open_postgres_node(url: &str) -> Arc<dyn Store> {
         partial: true,
     })
     .unwrap()
+}
+
+/// A dispatcher and one mailer for `registry`, speaking SMTP to `relay` (unpaced,
+/// retrying after 10 ms), with the registry's test faults.
+pub fn deliver_to(
+    registry: &Registry,
+    relay: &mailroom_testkit::smtp::SmtpServer,
+) -> actix::Addr<mailroom_actors::mailer::Dispatcher> {
+    use mailroom_actors::mailer::{
+        Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
+    };
+    let store = registry.store().clone();
+    let mailer = MailerActor::new(
+        TransportConfig::Smtp {
+            host: "127.0.0.1".into(),
+            port: relay.port(),
+            security: SmtpSecurity::None,
+            credentials: None,
+            pool_size: 1,
+            // Longer than any greeting a test holds back.
+            timeout: Duration::from_secs(60),
+        },
+        registry.metrics().clone(),
+    )
+    .with_faults(registry.faults().clone());
+    let mailer = actix::Supervisor::start(move |_| mailer);
+    let dispatcher = Dispatcher::new(
+        store.clone(),
+        registry.clock().clone(),
+        registry.clone(),
+        vec![mailer],
+        mailroom_actors::mailer::dkim::lookup(store),
+        DispatcherConfig {
+            rate_per_second: 0,
+            max_attempts: 3,
+            retry_base_ms: 10,
+            max_in_flight: 4,
+        },
+    );
+    // Supervised, as the server starts them: one that panics is started again.
+    actix::Supervisor::start(move |_| dispatcher)
+}
+
+/// Trusts example.com as a sender domain of `p` (once per project).
+pub async fn trust_sender(registry: &Registry, p: ProjectId) {
+    let name = mailroom_actors::domain::DomainName::parse("example.com").unwrap();
+    mailroom_actors::domain::actions::trust(registry, p, name)
+        .await
+        .unwrap();
+}
+
+/// One email from news@example.com to `to`, queued through the send use case; its id.
+pub async fn queue_email(registry: &Registry, p: ProjectId, to: &str) -> EmailId {
+    use mailroom_actors::email::send::{send_request, SendRequest};
+    let cache = Arc::new(mailroom_actors::render::TemplateCache::new(
+        Default::default(),
+    ));
+    let request = SendRequest {
+        recipients: vec![(EmailAddress::parse(to).unwrap(), None)],
+        template: None,
+        subject: Some("Hello".into()),
+        body: Some("<p>Hello</p>".into()),
+        text: None,
+        from: Some((EmailAddress::parse("news@example.com").unwrap(), None)),
+        from_name: None,
+        reply_to: None,
+        subscribed: Some(true),
+        data: Default::default(),
+        headers: Vec::new(),
+        attachments: Vec::new(),
+        idempotency: None,
+        execution: None,
+    };
+    let receipt = send_request(registry, &cache, p, request).await.unwrap();
+    receipt.emails[0].email_id.expect("queued")
+}
+
+/// The status of email `id` of `p` in `store`.
+pub fn email_status(store: &dyn Store, p: ProjectId, id: EmailId) -> EmailStatus {
+    mailroom_actors::email::sending::load_email(store, p, id)
+        .unwrap()
+        .expect("the email")
+        .status
 }

@@ -25,7 +25,8 @@ pub struct Setup {
 
 impl Setup {
     /// Arms the engine's fault hook (`actors/src/faults.rs`): the server panics once at
-    /// `point` (`workflow_step`, `campaign_batch`).
+    /// `point` (`workflow_step`, `campaign_batch`, `dispatcher_round`, `mailer_send`,
+    /// `mailer_transaction`, `scheduler_fire`, `project_write`; see `Point`).
     pub fn panic_once(&mut self, point: &'static str) {
         self.panic_once.push(point);
     }
