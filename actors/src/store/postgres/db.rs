@@ -43,8 +43,9 @@ pub type Map = OrdMap<Bytes, Bytes>;
 /// statement answers the leases it found; any missing one is a broken fence, and then
 /// nothing was written.
 ///
-/// `$gone` is the deletions' part, or nothing: a group without deletions (most) runs
-/// the cached statement without it, and a group with some plans its own statement.
+/// `$gone` is the deletions' part, or nothing: a group without deletions runs the
+/// cached statement without it, and a group with some sends its own unnamed statement
+/// (`query_typed`), which PostgreSQL plans for the values at hand.
 /// A cached plan of `key = ANY($1)` made while the table was small is a sequential
 /// scan that it keeps as the table grows (seen: every commit scanning 55,000 rows for
 /// no deletion, 3.5 of its 4.9 ms), where a plan made for the statement at hand
@@ -71,7 +72,9 @@ macro_rules! commit_statement {
 /// The commit of a group that deletes nothing (`$1` is then an empty array).
 const COMMIT: &str = commit_statement!("");
 
-/// The commit of a group with deletions, planned for each such group.
+/// The commit of a group with deletions (every delivery outcome removes its outbox
+/// key), sent as an unnamed statement: planned for each such group, in the same one
+/// round trip.
 const COMMIT_DELETING: &str = commit_statement!(
     "gone AS (DELETE FROM kv WHERE key = ANY($1::bytea[]) AND (SELECT ok FROM ok)), "
 );
@@ -308,32 +311,35 @@ impl Db {
         let sent = self.run(async move {
             let outcome = tokio::time::timeout(limit + GRACE, async {
                 let client = pool.get().await.map_err(|e| connecting(&at, e))?;
-                let statement = if group.gone.is_empty() {
-                    client.prepare_typed_cached(COMMIT, &COMMIT_TYPES).await
-                } else {
-                    client.prepare_typed(COMMIT_DELETING, &COMMIT_TYPES).await
-                }
-                .map_err(failed)?;
                 let (fenced, epochs): (Vec<&[u8]>, Vec<i64>) = group
                     .fences
                     .iter()
                     .map(|(p, e)| (p.as_bytes().as_slice(), *e as i64))
                     .unzip();
-                let held = client
-                    .query(
-                        &statement,
-                        &[
-                            &group.gone,
-                            &group.keys,
-                            &group.values,
-                            &fenced,
-                            &epochs,
-                            &group.projects,
-                            &process.as_slice(),
-                        ],
-                    )
-                    .await
-                    .map_err(failed)?;
+                let process = process.as_slice();
+                let params: [&(dyn ToSql + Sync); 7] = [
+                    &group.gone,
+                    &group.keys,
+                    &group.values,
+                    &fenced,
+                    &epochs,
+                    &group.projects,
+                    &process,
+                ];
+                let held = if group.gone.is_empty() {
+                    let statement = client
+                        .prepare_typed_cached(COMMIT, &COMMIT_TYPES)
+                        .await
+                        .map_err(failed)?;
+                    client.query(&statement, &params).await
+                } else {
+                    // An unnamed statement, planned for these values: still one round
+                    // trip (parse, bind and execute sent together).
+                    let typed: Vec<(&(dyn ToSql + Sync), Type)> =
+                        params.into_iter().zip(COMMIT_TYPES).collect();
+                    client.query_typed(COMMIT_DELETING, &typed).await
+                }
+                .map_err(failed)?;
                 let held: Vec<&[u8]> = held.iter().map(|r| r.get(0)).collect();
                 Ok(group
                     .fences

@@ -30,12 +30,14 @@ use crate::error::{Error, Result};
 use crate::id::ProjectId;
 use crate::store::{keys, Op};
 
-/// How many drops `Shared::lost` keeps (about 40 bytes each).
+/// How many drops `Shared::lost` keeps. Drops with no successful commit between them
+/// are one record, whatever the number of projects, so a waiter would have to stay
+/// in flight across this many drops, each after a commit, to miss its own.
 const LOST_KEPT: usize = 4096;
 
-/// One drop: which project, and the waiters it may have failed.
+/// One drop: which projects, and the waiters it may have failed.
 pub struct Lost {
-    project: ProjectId,
+    projects: Vec<ProjectId>,
     /// Waiter numbers in (from, to].
     numbers: (u64, u64),
     /// Overlay versions in (from, to].
@@ -214,15 +216,28 @@ impl Shared {
         );
         let versions = (self.synced.load(Ordering::SeqCst), version);
         let mut lost = lock(&self.lost);
-        for p in projects {
-            lost.push(Lost {
-                project: *p,
+        match lost.last_mut() {
+            // No commit succeeded since the last drop (an outage drops project after
+            // project): every write since then is still pending, so each waiter the
+            // last drop may have failed may also have lost writes to these projects,
+            // and one record says both exactly.
+            Some(last) if last.numbers.0 == numbers.0 && last.versions.0 == versions.0 => {
+                last.numbers.1 = numbers.1;
+                last.versions.1 = versions.1;
+                for p in projects {
+                    if !last.projects.contains(p) {
+                        last.projects.push(*p);
+                    }
+                }
+            }
+            _ => lost.push(Lost {
+                projects: projects.to_vec(),
                 numbers,
                 versions,
-            });
+            }),
         }
-        // Bounded: a drop only matters to waiters in flight when it happened, and a
-        // lease is lost rarely (a pause, a partition), so the oldest of more than
+        // Bounded: a drop only matters to waiters in flight when it happened, and
+        // leases are lost rarely (a pause, a partition), so the oldest of more than
         // LOST_KEPT drops are long answered. Without a bound a node that loses leases
         // over months would keep every one.
         let over = lost.len().saturating_sub(LOST_KEPT);
@@ -235,11 +250,15 @@ impl Shared {
         let version = own.map_or(0, |o| o.version);
         let lost = lock(&self.lost);
         lost.iter()
-            .find(|l| {
-                ((l.numbers.0 < number && number <= l.numbers.1)
-                    || (l.versions.0 < version && version <= l.versions.1))
-                    && own.is_none_or(|o| o.projects.contains(&l.project))
+            .filter(|l| {
+                (l.numbers.0 < number && number <= l.numbers.1)
+                    || (l.versions.0 < version && version <= l.versions.1)
             })
-            .map(|l| l.project)
+            .find_map(|l| {
+                l.projects
+                    .iter()
+                    .find(|p| own.is_none_or(|o| o.projects.contains(p)))
+                    .copied()
+            })
     }
 }
