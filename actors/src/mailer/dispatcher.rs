@@ -436,8 +436,8 @@ impl Shared {
             shared: self.clone(),
             id,
         };
-        let email = match sending::load_email(&*self.store, project, id) {
-            Ok(email) => email,
+        let email = match self.store.get(&keys::email(project, id)) {
+            Ok(bytes) => bytes.map(|b| OutboundEmail::decode(&b)),
             Err(e) => {
                 // A read that failed is not a missing email: leave it in the outbox and
                 // in flight a moment, then free the slot for a later round.
@@ -447,12 +447,18 @@ impl Shared {
             }
         };
         let outcome = match email {
-            // Gone, or final already (a cancel dropped it): nothing to send.
+            // Read, but it does not decode (damaged): it never will, so it is not
+            // retried every round; recording drops its outbox entry and says so.
+            Some(Err(_)) => Some(DeliveryOutcome::Orphan),
+            Some(Ok(email)) => match email {
+                // Final already (a cancel dropped it): nothing to send.
+                email if email.status != crate::model::EmailStatus::Queued => {
+                    Some(DeliveryOutcome::Orphan)
+                }
+                email => self.attempt(project, id, email, mailer).await,
+            },
+            // Gone: nothing to send.
             None => Some(DeliveryOutcome::Orphan),
-            Some(email) if email.status != crate::model::EmailStatus::Queued => {
-                Some(DeliveryOutcome::Orphan)
-            }
-            Some(email) => self.attempt(project, id, email, mailer).await,
         };
         if let Some(outcome) = outcome {
             self.record(project, id, key, outcome).await;

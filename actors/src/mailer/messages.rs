@@ -54,6 +54,12 @@ impl Owner {
     pub fn began(&self) -> bool {
         self.began.load(Ordering::Acquire)
     }
+
+    /// Nothing of the email reached the relay after all (a pooled connection failed
+    /// at MAIL FROM): a panic in the fresh try must not count it as maybe sent.
+    pub fn not_begun(&self) {
+        self.began.store(false, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Owner {

@@ -190,6 +190,7 @@ impl SmtpPool {
                 } else if was_reused && !answered && stage == Stage::MailFrom {
                     // A pooled connection the server closed meanwhile (it failed at the
                     // first command, so nothing of this email went out): one fresh try.
+                    owner.not_begun();
                     return Box::pin(self.send(envelope, bytes, owner)).await;
                 }
                 self.classify(stage, &e)
