@@ -16,7 +16,7 @@
 //! a timer fires until its work is durable. A timer whose key is gone (a cancelled
 //! schedule) is skipped when it falls due.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,6 +89,9 @@ pub struct Timers {
     wake: Notify,
     /// The projects whose timers fire here.
     ownership: Arc<Ownership>,
+    /// Failures in a row of each timer whose work failed (or panicked) and is tried
+    /// again, for its backoff; a timer leaves it when its work succeeds or it is gone.
+    failures: Mutex<HashMap<Timer, u32>>,
 }
 
 impl Default for Timers {
@@ -104,11 +107,16 @@ impl Timers {
             set: Mutex::default(),
             wake: Notify::new(),
             ownership,
+            failures: Mutex::default(),
         }
     }
 
     /// Drops every timer of `p` from memory (its keys stay: the next owner loads them).
     pub fn forget(&self, p: ProjectId) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|t, _| t.project != p);
         self.set().retain(|t| t.project != p);
     }
 
@@ -293,26 +301,66 @@ async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
         return;
     }
     match store.get(&t.key()) {
-        Ok(None) => return,
+        Ok(None) => {
+            timers.failed(&t, false);
+            return;
+        }
         Ok(Some(_)) => {}
         Err(e) => tracing::warn!(error = %e, "reading a timer; firing it anyway"),
     }
     let fired = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fire(t))).await;
     let failed = match fired {
-        Ok(Ok(())) => return,
+        Ok(Ok(())) => {
+            timers.failed(&t, false);
+            return;
+        }
         Ok(Err(e)) => e.to_string(),
         // Its owner's work panicked: contained here like a failure, so that the other
         // timers of its wave still fire.
         Err(_) => "it panicked".to_owned(),
     };
-    tracing::warn!(timer = ?t, error = %failed, "a timer's work failed; trying again in a second");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Backs off (1 s, 2 s, 4 s, ... up to RETRY_MAX): work that fails every time (a
+    // panic restarts and reloads the project's actor) must not do so every second.
+    let wait = retry_wait(timers.failed(&t, true));
+    tracing::warn!(timer = ?t, error = %failed, ?wait, "a timer's work failed; trying again");
+    tokio::time::sleep(wait).await;
     timers.arm(t);
+}
+
+/// The longest wait before a failing timer is tried again.
+const RETRY_MAX: Duration = Duration::from_secs(300);
+
+/// The wait before the `n`th try again of a failing timer (n from 1).
+fn retry_wait(n: u32) -> Duration {
+    (Duration::from_secs(1) * 2u32.saturating_pow(n.saturating_sub(1).min(16))).min(RETRY_MAX)
+}
+
+impl Timers {
+    /// Counts a failure of `t` (answering its failures in a row), or forgets them.
+    fn failed(&self, t: &Timer, failed: bool) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if failed {
+            let n = failures.entry(*t).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        } else {
+            failures.remove(t);
+            0
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_timer_waits_longer_each_time_up_to_five_minutes() {
+        let waits: Vec<u64> = [1, 2, 3, 9, 10, 40]
+            .map(|n| retry_wait(n).as_secs())
+            .to_vec();
+        assert_eq!(waits, [1, 2, 4, 256, 300, 300]);
+    }
 
     #[test]
     fn timer_keys_round_trip_and_sort_by_due_time() {
