@@ -1,5 +1,7 @@
 //! Operations endpoints, without auth: /health, /metrics and /openapi.json.
 
+use std::time::Duration;
+
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -26,13 +28,14 @@ pub struct Health {
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     let projects_owned = match &state.cluster {
         Some(c) => c.leases_held(),
-        // Every project is this server's; the list is small and read from memory.
-        None => {
-            let projects = state.projects.clone();
-            super::blocking(move || projects.list())
-                .await
-                .map_or(0, |l| l.len())
-        }
+        // Every project is this server's: counted at most once a second.
+        None => match state.projects.recent_count(Duration::from_secs(1)) {
+            Some(n) => n,
+            None => {
+                let projects = state.projects.clone();
+                super::blocking(move || projects.count()).await.unwrap_or(0)
+            }
+        },
     };
     HttpResponse::Ok().json(Health {
         status: "ok",
