@@ -189,6 +189,53 @@ async fn a_write_whose_project_actor_panicked_fails_once_and_the_next_one_works(
     );
 }
 
+/// A write that panics every time does not reload its project once per request: the
+/// fourth restart in a row waits (800 ms) before it loads the project again, and then
+/// the project works.
+#[actix::test]
+async fn a_project_whose_writes_keep_panicking_waits_longer_before_each_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
+    let registry = Registry::new(
+        store,
+        Arc::new(SystemClock),
+        RegistryConfig::default(),
+        mailroom_actors::wiring::hooks(),
+    );
+    let p = ProjectId::new();
+    upsert_contact(&registry, p, upsert("before@example.com"))
+        .await
+        .unwrap();
+    let first = registry.call(p, Generation).await.unwrap();
+    for n in 1..=4 {
+        registry.faults().arm(Point::ProjectWrite);
+        let failed = tokio::time::timeout(
+            LIMIT,
+            upsert_contact(&registry, p, upsert(&format!("lost{n}@example.com"))),
+        )
+        .await
+        .expect("the caller gets an answer");
+        assert!(
+            matches!(failed, Err(Error::Internal(_))),
+            "panic {n}: {failed:?}"
+        );
+    }
+    let started = std::time::Instant::now();
+    upsert_contact(&registry, p, upsert("after@example.com"))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "the fourth restart in a row waited before its reload: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        registry.call(p, Generation).await.unwrap(),
+        first + 4,
+        "one reload per panic, no more"
+    );
+}
+
 /// The Scheduler that panicked with due timers taken out of memory restarts, arms them
 /// again from the store, and each fires once.
 #[actix::test]

@@ -8,7 +8,10 @@
 use std::sync::Arc;
 
 use actix::dev::MessageResponse;
-use actix::{Actor, ActorContext, Context, Handler, Message, ResponseFuture, Supervised};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseFuture,
+    Supervised,
+};
 
 use super::counters::Counts;
 use super::hooks::{Hooks, States};
@@ -40,6 +43,27 @@ pub struct ProjectActor {
     pub(crate) outbox: Arc<tokio::sync::Notify>,
     hooks: Arc<Hooks>,
     faults: Arc<Faults>,
+    /// Panics in a row, each within PANIC_WINDOW of the last (kept across restarts:
+    /// the supervisor restarts this same value), and when the last one was.
+    panics: u32,
+    last_panic: Option<std::time::Instant>,
+}
+
+/// Panics further apart than this start the count again.
+const PANIC_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+/// The longest wait before a project whose actor keeps panicking is loaded again.
+const RELOAD_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a restart after `panics` panics in a row waits before it reloads the
+/// project: none after the first, then 200 ms, 400 ms, ... up to RELOAD_WAIT_MAX. A
+/// request that panics every time then reloads its project (every contact, on an
+/// arbiter other projects share) a few times a minute, not once per request.
+fn reload_wait(panics: u32) -> std::time::Duration {
+    match panics {
+        0 | 1 => std::time::Duration::ZERO,
+        n => (std::time::Duration::from_millis(100) * 2u32.saturating_pow((n - 1).min(16)))
+            .min(RELOAD_WAIT_MAX),
+    }
 }
 
 /// What every project's actor gets from the Registry, the same for all of them.
@@ -84,6 +108,8 @@ impl ProjectActor {
             outbox,
             hooks,
             faults,
+            panics: 0,
+            last_panic: None,
         }
     }
 
@@ -179,6 +205,16 @@ impl Actor for ProjectActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.mailbox_capacity);
+        let wait = reload_wait(self.panics);
+        if !wait.is_zero() {
+            // Messages wait in the mailbox (up to its capacity, then 503) meanwhile.
+            tracing::warn!(project = %self.project, panics = self.panics, ?wait, "a project actor that keeps panicking waits before it reloads");
+            ctx.wait(
+                actix::fut::wrap_future::<_, Self>(tokio::time::sleep(wait))
+                    .map(|_, act, _| act.load()),
+            );
+            return;
+        }
         self.load();
         tracing::debug!(project = %self.project, generation = self.generation, "project actor started");
     }
@@ -219,7 +255,16 @@ where
             response.handle(ctx, Some(tx));
         }));
         if ran.is_err() {
-            tracing::error!(project = %self.project, "a project actor's handler panicked; the actor restarts from the store");
+            let recent = self
+                .last_panic
+                .is_some_and(|at| at.elapsed() < PANIC_WINDOW);
+            self.panics = if recent {
+                self.panics.saturating_add(1)
+            } else {
+                1
+            };
+            self.last_panic = Some(std::time::Instant::now());
+            tracing::error!(project = %self.project, panics = self.panics, "a project actor's handler panicked; the actor restarts from the store");
             ctx.stop();
             return Box::pin(async { Err(panicked()) });
         }
