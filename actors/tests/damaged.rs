@@ -5,14 +5,11 @@
 #[allow(dead_code)]
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{deliver_to, email_status, queue_email, trust_sender, wait_for};
+use common::{deliver_to, email_status, queue_email, sled_engine, trust_sender, wait_for};
 use mailroom_actors::model::{EmailStatus, ProjectId};
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::store::{keys, Batch, SledStore, Store};
-use mailroom_actors::SystemClock;
+use mailroom_actors::store::{keys, Batch, Store};
 use mailroom_testkit::smtp::SmtpServer;
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -20,13 +17,8 @@ const LIMIT: Duration = Duration::from_secs(20);
 #[actix::test]
 async fn an_email_record_that_does_not_decode_leaves_the_outbox_and_the_next_email_goes_out() {
     let (dir, relay) = (tempfile::tempdir().unwrap(), SmtpServer::start());
-    let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
-    let registry = Registry::new(
-        store.clone(),
-        Arc::new(SystemClock),
-        RegistryConfig::default(),
-        mailroom_actors::wiring::hooks(),
-    );
+    let registry = sled_engine(&dir);
+    let store = registry.store().clone();
     let p = ProjectId::new();
     trust_sender(&registry, p).await;
     // Queued before any dispatcher runs, then damaged where it is stored.

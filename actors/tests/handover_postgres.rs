@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
-use common::{create_waiting_workflow, open_postgres_node, postgres_schema_url, signup, wait_for};
+use common::{
+    create_waiting_workflow, open_postgres_node, postgres_schema_url, signup, upsert, wait_for,
+};
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::contact::actions::upsert as upsert_contact;
-use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::error::Error;
 use mailroom_actors::event::actions::track;
-use mailroom_actors::model::{DataPatch, EmailAddress, ProjectId};
+use mailroom_actors::model::ProjectId;
 use mailroom_actors::project::{Registry, RegistryConfig};
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
 use mailroom_actors::store::Store;
@@ -92,15 +93,6 @@ impl Node {
         self.registry.release(p).await.unwrap();
         let leases = self.store.cluster().unwrap();
         leases.release(p, self.id, epoch).await.unwrap();
-    }
-}
-
-fn upsert(email: &str) -> UpsertContact {
-    UpsertContact {
-        email: EmailAddress::parse(email).unwrap(),
-        subscribed: None,
-        default_subscribed: true,
-        data: DataPatch::default(),
     }
 }
 

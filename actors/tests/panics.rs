@@ -11,20 +11,20 @@ use std::time::Duration;
 
 use actix::{Addr, Supervisor};
 use common::{
-    create_waiting_workflow, deliver_to, email_status, queue_email, trust_sender, wait_for,
+    create_waiting_workflow, deliver_to, email_status, queue_email, sled_engine, trust_sender,
+    upsert, wait_for,
 };
 use mailroom_actors::contact::actions::upsert as upsert_contact;
-use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::email::sending::load_email;
 use mailroom_actors::error::Error;
 use mailroom_actors::faults::{Faults, Point};
 use mailroom_actors::mailer::Dispatcher;
-use mailroom_actors::model::{DataPatch, EmailAddress, EmailStatus, OutboundEmail, ProjectId};
+use mailroom_actors::model::{EmailStatus, OutboundEmail, ProjectId};
 use mailroom_actors::project::messages::Generation;
-use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::project::Registry;
 use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind, Timers};
 use mailroom_actors::store::{Batch, SledStore, Store};
-use mailroom_actors::{AdjustableClock, Clock, SystemClock};
+use mailroom_actors::{AdjustableClock, Clock};
 use mailroom_testkit::smtp::SmtpServer;
 use tokio::sync::mpsc;
 
@@ -36,13 +36,7 @@ const HOUR_MS: i64 = 3_600_000;
 /// dispatcher's address is kept by the caller (a supervisor restarts an actor only
 /// while someone can still reach it).
 fn engine(dir: &tempfile::TempDir, relay: &SmtpServer) -> (Registry, Addr<Dispatcher>) {
-    let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
-    let registry = Registry::new(
-        store,
-        Arc::new(SystemClock),
-        RegistryConfig::default(),
-        mailroom_actors::wiring::hooks(),
-    );
+    let registry = sled_engine(dir);
     let dispatcher = deliver_to(&registry, relay);
     (registry, dispatcher)
 }
@@ -144,14 +138,8 @@ async fn an_email_whose_mailer_panicked_in_the_smtp_transaction_fails_and_is_not
 #[actix::test]
 async fn a_write_whose_project_actor_panicked_fails_once_and_the_next_one_works() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let registry = Registry::new(
-        store,
-        clock.clone(),
-        RegistryConfig::default(),
-        mailroom_actors::wiring::hooks(),
-    );
+    let registry = sled_engine(&dir);
+    let clock = registry.clock().clone();
     let p = ProjectId::new();
     upsert_contact(&registry, p, upsert("before@example.com"))
         .await
@@ -195,13 +183,7 @@ async fn a_write_whose_project_actor_panicked_fails_once_and_the_next_one_works(
 #[actix::test]
 async fn a_project_whose_writes_keep_panicking_waits_longer_before_each_reload() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = SledStore::open(dir.path(), 8 << 20).unwrap();
-    let registry = Registry::new(
-        store,
-        Arc::new(SystemClock),
-        RegistryConfig::default(),
-        mailroom_actors::wiring::hooks(),
-    );
+    let registry = sled_engine(&dir);
     let p = ProjectId::new();
     upsert_contact(&registry, p, upsert("before@example.com"))
         .await
@@ -302,13 +284,4 @@ async fn a_timer_taken_by_a_scheduler_that_panicked_still_fires_once() {
         .unwrap();
     assert_eq!(got, control, "and the first did not fire twice");
     drop(scheduler);
-}
-
-fn upsert(email: &str) -> UpsertContact {
-    UpsertContact {
-        email: EmailAddress::parse(email).unwrap(),
-        subscribed: None,
-        default_subscribed: true,
-        data: DataPatch::default(),
-    }
 }

@@ -78,6 +78,29 @@ pub fn signup(email: &str) -> Track {
     }
 }
 
+/// An engine on a sled store in `dir`, with the system clock, the default config and
+/// every feature's hooks: it owns every project.
+pub fn sled_engine(dir: &tempfile::TempDir) -> Registry {
+    let store: Arc<dyn Store> =
+        mailroom_actors::store::SledStore::open(dir.path(), 8 << 20).unwrap();
+    Registry::new(
+        store,
+        Arc::new(mailroom_actors::SystemClock),
+        mailroom_actors::project::RegistryConfig::default(),
+        mailroom_actors::wiring::hooks(),
+    )
+}
+
+/// An upsert of `email` with no data, subscribed if it is new.
+pub fn upsert(email: &str) -> mailroom_actors::contact::records::UpsertContact {
+    mailroom_actors::contact::records::UpsertContact {
+        email: EmailAddress::parse(email).unwrap(),
+        subscribed: None,
+        default_subscribed: true,
+        data: DataPatch::default(),
+    }
+}
+
 /// Polls `done` until it holds, failing past `limit`.
 pub async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
