@@ -568,23 +568,12 @@ async fn after_a_takeover_the_old_holders_writes_are_refused_and_the_new_holders
 async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commit_succeeds() {
     let Some(config) = config().await else { return };
     let (a, b) = (node(&config), node(&config));
-    let leases = a.cluster().unwrap();
     let (p, q) = (ProjectId::new(), ProjectId::new());
     let (tx, mut told) = tokio::sync::mpsc::unbounded_channel();
     a.on_fence_lost(Arc::new(move |p| {
         let _ = tx.send(p);
     }));
-    let old = leases.try_acquire(p, "a", 0).await.unwrap().unwrap();
-    a.set_fence(p, Some(old));
-    a.set_fence(q, leases.try_acquire(q, "a", 30).await.unwrap());
-    let new = b
-        .cluster()
-        .unwrap()
-        .try_acquire(p, "b", 30)
-        .await
-        .unwrap()
-        .unwrap();
-    b.set_fence(p, Some(new));
+    paused_holder_loses_p(&a, &b, p, q).await;
 
     put_key(&a, keys::counter(p, "contacts"), "dropped").unwrap();
     let first = a.durable();
@@ -602,11 +591,9 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
     }
 }
 
-#[tokio::test]
-async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
-    let Some(config) = config().await else { return };
-    let (a, b) = (node(&config), node(&config));
-    let (p, q) = (ProjectId::new(), ProjectId::new());
+/// `a` holds `p` under a lease that has already run out (as if `a` were paused) and
+/// `q` under a live one, each fenced; then `b` takes `p` over and fences it.
+async fn paused_holder_loses_p(a: &PostgresStore, b: &PostgresStore, p: ProjectId, q: ProjectId) {
     let ours = a.cluster().unwrap();
     let old = ours.try_acquire(p, "a", 0).await.unwrap().unwrap();
     a.set_fence(p, Some(old));
@@ -619,6 +606,14 @@ async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
         .unwrap()
         .unwrap();
     b.set_fence(p, Some(new));
+}
+
+#[tokio::test]
+async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
+    let Some(config) = config().await else { return };
+    let (a, b) = (node(&config), node(&config));
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    paused_holder_loses_p(&a, &b, p, q).await;
 
     // Two tenants' writers on threads of their own (as two actors are), both applied
     // before either waits, so one commit carries both.
