@@ -1,6 +1,7 @@
 //! The Mailroom engine: the domain model, the store and the actors that own each
 //! project's writes. Nothing in this crate knows about HTTP.
 
+pub mod backoff;
 pub mod campaign;
 pub mod clock;
 

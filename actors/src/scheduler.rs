@@ -302,7 +302,7 @@ async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
     }
     match store.get(&t.key()) {
         Ok(None) => {
-            timers.failed(&t, false);
+            timers.forget_failures(&t);
             return;
         }
         Ok(Some(_)) => {}
@@ -311,7 +311,7 @@ async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
     let fired = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fire(t))).await;
     let failed = match fired {
         Ok(Ok(())) => {
-            timers.failed(&t, false);
+            timers.forget_failures(&t);
             return;
         }
         Ok(Err(e)) => e.to_string(),
@@ -321,7 +321,7 @@ async fn fire_one(timers: &Timers, store: &dyn Store, fire: &Fire, t: Timer) {
     };
     // Backs off (1 s, 2 s, 4 s, ... up to RETRY_MAX): work that fails every time (a
     // panic restarts and reloads the project's actor) must not do so every second.
-    let wait = retry_wait(timers.failed(&t, true));
+    let wait = retry_wait(timers.note_failure(&t));
     tracing::warn!(timer = ?t, error = %failed, ?wait, "a timer's work failed; trying again");
     tokio::time::sleep(wait).await;
     timers.arm(t);
@@ -332,21 +332,24 @@ const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// The wait before the `n`th try again of a failing timer (n from 1).
 fn retry_wait(n: u32) -> Duration {
-    (Duration::from_secs(1) * 2u32.saturating_pow(n.saturating_sub(1).min(16))).min(RETRY_MAX)
+    crate::backoff::doubling(Duration::from_secs(1), n, RETRY_MAX)
 }
 
 impl Timers {
-    /// Counts a failure of `t` (answering its failures in a row), or forgets them.
-    fn failed(&self, t: &Timer, failed: bool) -> u32 {
+    /// Counts a failure of `t`; answers its failures in a row.
+    fn note_failure(&self, t: &Timer) -> u32 {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if failed {
-            let n = failures.entry(*t).or_insert(0);
-            *n = n.saturating_add(1);
-            *n
-        } else {
-            failures.remove(t);
-            0
-        }
+        let n = failures.entry(*t).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    }
+
+    /// `t` succeeded, or is gone: its failures in a row start again from none.
+    fn forget_failures(&self, t: &Timer) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(t);
     }
 }
 

@@ -108,10 +108,7 @@ impl Actor for Runner {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let wait = match self.panics {
-            0 => Duration::ZERO,
-            n => (Duration::from_secs(1) * 2u32.saturating_pow(n - 1)).min(PANIC_BACKOFF_MAX),
-        };
+        let wait = crate::backoff::doubling(Duration::from_secs(1), self.panics, PANIC_BACKOFF_MAX);
         ctx.run_later(wait, |act, ctx| act.resume(ctx));
     }
 }

@@ -441,10 +441,19 @@ pub fn load_attachments(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<
 }
 
 pub fn load_email(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<Option<OutboundEmail>> {
-    store
+    read_email(store, p, id)?.transpose()
+}
+
+/// Email `id` of `p` as read: the outer error is a read that failed (it may work
+/// again), the inner one a record that does not decode (it never will).
+pub fn read_email(
+    store: &dyn Store,
+    p: ProjectId,
+    id: EmailId,
+) -> Result<Option<Result<OutboundEmail>>> {
+    Ok(store
         .get(&keys::email(p, id))?
-        .map(|b| OutboundEmail::decode(&b))
-        .transpose()
+        .map(|b| OutboundEmail::decode(&b)))
 }
 
 /// What a cancelled campaign's email says when the cancel took it before it was sent.

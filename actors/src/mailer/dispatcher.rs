@@ -436,8 +436,8 @@ impl Shared {
             shared: self.clone(),
             id,
         };
-        let email = match self.store.get(&keys::email(project, id)) {
-            Ok(bytes) => bytes.map(|b| OutboundEmail::decode(&b)),
+        let email = match sending::read_email(&*self.store, project, id) {
+            Ok(email) => email,
             Err(e) => {
                 // A read that failed is not a missing email: leave it in the outbox and
                 // in flight a moment, then free the slot for a later round.

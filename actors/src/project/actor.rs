@@ -59,11 +59,11 @@ const RELOAD_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(30);
 /// request that panics every time then reloads its project (every contact, on an
 /// arbiter other projects share) a few times a minute, not once per request.
 fn reload_wait(panics: u32) -> std::time::Duration {
-    match panics {
-        0 | 1 => std::time::Duration::ZERO,
-        n => (std::time::Duration::from_millis(100) * 2u32.saturating_pow((n - 1).min(16)))
-            .min(RELOAD_WAIT_MAX),
-    }
+    crate::backoff::doubling(
+        std::time::Duration::from_millis(200),
+        panics.saturating_sub(1),
+        RELOAD_WAIT_MAX,
+    )
 }
 
 /// What every project's actor gets from the Registry, the same for all of them.

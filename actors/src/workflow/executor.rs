@@ -217,7 +217,7 @@ impl Executors {
             *n = n.saturating_add(1);
             *n
         };
-        let wait = (Duration::from_secs(1) * 2u32.saturating_pow(n - 1)).min(PANIC_BACKOFF_MAX);
+        let wait = crate::backoff::doubling(Duration::from_secs(1), n, PANIC_BACKOFF_MAX);
         let me = self.clone();
         actix::spawn(async move {
             tokio::time::sleep(wait).await;
