@@ -140,6 +140,11 @@ fn domain_name(raw: &str) -> Result<DomainName, String> {
 }
 
 pub fn main() -> ExitCode {
+    // Whatever the caller's umask, what this process makes (the store, its write-ahead
+    // log, outbox files, backups, exports, restored directories) is its owner's alone:
+    // it holds every contact and the link key.
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = Cli::parse();
     let mut settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,

@@ -148,8 +148,8 @@ pub fn write_file(
             .map_err(|e| Failure::caused("writing the export", e.into_error()))?;
         file.sync_all()
             .map_err(|e| Failure::caused(format!("syncing {}", partial.display()), e))?;
-        std::fs::rename(&partial, path)
-            .map_err(|e| Failure::caused(format!("renaming to {}", path.display()), e))?;
+        backup::publish(&partial, path)
+            .map_err(|e| Failure::caused(format!("moving the export to {}", path.display()), e))?;
         backup::sync_parent(path);
         Ok(tally)
     })();

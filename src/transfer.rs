@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::store::backup;
+use mailroom_actors::store::{backup, Store};
 use mailroom_actors::upgrade::KEY_FORMAT;
 use serde_json::Value;
 
@@ -66,19 +66,24 @@ pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failu
     }
     let started = Instant::now();
     let mut report = progress("restore");
-    let (header, tally) = backup::restore(file, dir, settings.storage.sled(), &mut |t| {
+    let restored = backup::restore(file, dir, settings.storage.sled(), &mut |t| {
         report(Progress::from(t))
     })
     .map_err(Failure::engine)?;
+    let (header, tally) = (restored.header, restored.tally);
     // Migrated now rather than at the first start, so a backup that cannot be brought
-    // up to date fails here, where the operator is looking.
-    if header.key_format != KEY_FORMAT {
-        let s = &settings.storage;
-        drop(
-            mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice)
-                .map_err(Failure::engine)?,
-        );
+    // up to date fails here, where the operator is looking; on the handle that wrote
+    // the records (sled may not have released a dropped one's lock yet).
+    if restored.layout != KEY_FORMAT {
+        mailroom_actors::upgrade::upgrade(
+            &*restored.store,
+            restored.layout,
+            settings.storage.upgrade_slice,
+        )
+        .map_err(Failure::engine)?;
     }
+    restored.store.flush_blocking().map_err(Failure::engine)?;
+    drop(restored.store);
     let answer = serde_json::json!({
         "dataDir": dir,
         "backupKeyLayout": header.key_format,

@@ -259,3 +259,40 @@ fn an_email_waiting_in_the_outbox_is_cancelled_by_the_delete_and_never_sent() {
     control(&app, &p, &smtp, KEEP);
     assert_eq!(mails_to(&smtp, VICTIM), 0, "the cancelled email never went");
 }
+
+#[test]
+fn deleting_a_contact_erases_its_address_from_the_rejected_rows_of_its_imports() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    const ADDRESS: &str = "zelda.import.q7x@example.com";
+    let r = app.post("/contacts", &p.secret, json!({"email": ADDRESS}));
+    assert_eq!(r.status, 201, "{}", r.text);
+    let contact = id(&r.json());
+    // The row is refused for its number, and the import keeps its email cell (in the
+    // case the file had) and the reason.
+    let job = crate::support::imports::import(
+        &app,
+        &p.secret,
+        "email,age:number\nZelda.Import.Q7X@example.com,old\nkeep.q7x@example.com,3\n",
+    );
+    let before = crate::support::imports::finished(&app, &p.secret, &job);
+    assert!(
+        before.to_string().to_lowercase().contains(ADDRESS),
+        "the rejected row names the address: {before}"
+    );
+
+    let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
+    assert!([202, 204].contains(&r.status), "{}", r.text);
+    let after = campaigns::eventually(
+        30,
+        || crate::support::imports::status(&app, &p.secret, &job),
+        |v| !v.to_string().to_lowercase().contains(ADDRESS),
+    );
+    assert!(
+        !after.to_string().to_lowercase().contains(ADDRESS),
+        "the import still names the erased address: {after}"
+    );
+    let rejected = after["rejected"].as_array().expect("rejected rows");
+    assert_eq!(rejected.len(), 1, "the row is still counted: {after}");
+    assert_eq!(rejected[0]["line"], 2, "{after}");
+}

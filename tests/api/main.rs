@@ -19,6 +19,7 @@ mod erasure;
 mod errors;
 mod events;
 mod faults;
+mod files;
 mod isolation;
 mod limits;
 mod links;

@@ -19,6 +19,9 @@ pub enum Phase {
     Events,
     Stats,
     Idempotency,
+    /// The rejected rows of the project's imports (a row refused for a limit keeps its
+    /// address). Last, and so new records' phases keep their stored numbers.
+    Imports,
 }
 
 impl Phase {
@@ -29,7 +32,8 @@ impl Phase {
             Phase::Emails => Some(Phase::Events),
             Phase::Events => Some(Phase::Stats),
             Phase::Stats => Some(Phase::Idempotency),
-            Phase::Idempotency => None,
+            Phase::Idempotency => Some(Phase::Imports),
+            Phase::Imports => None,
         }
     }
 }

@@ -121,6 +121,22 @@ pub struct Import {
 }
 
 impl Import {
+    /// Erasure of a contact: every rejected row whose email cell or reason names
+    /// `email` (in any case) loses both. True when a row changed.
+    pub fn erase_rejected(&mut self, email: &str) -> bool {
+        let needle = email.to_lowercase();
+        let names = |text: &str| !needle.is_empty() && text.to_lowercase().contains(&needle);
+        let mut changed = false;
+        for r in &mut self.rejected {
+            if r.email.as_deref().is_some_and(names) || names(&r.reason) {
+                r.email = None;
+                r.reason = super::erasure_record::ERASED_ERROR.to_owned();
+                changed = true;
+            }
+        }
+        changed
+    }
+
     fn reject(&mut self, r: Rejected) {
         if self.rejected.len() < MAX_LISTED_REJECTS {
             self.rejected.push(Rejected {

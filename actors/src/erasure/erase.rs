@@ -12,7 +12,8 @@
 //!    its status and times for the campaign stats but loses its address and content;
 //! 4. events, from the contact's index: the log, the by-name index, then the index;
 //! 5. the contact's per-name statistics;
-//! 6. remembered Idempotency-Key answers that name the contact.
+//! 6. remembered Idempotency-Key answers that name the contact;
+//! 7. the rejected rows of imports that name the address.
 //!
 //! Emails come before events: a delivery outcome of an email not yet anonymised still
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
@@ -79,6 +80,7 @@ pub fn run(
             Phase::Events => events(store, &mut batch, p, c, left)?,
             Phase::Stats => stats(store, &mut batch, p, c, &erasure, left)?,
             Phase::Idempotency => idempotency(store, &mut batch, p, c, &erasure, left)?,
+            Phase::Imports => imports(store, &mut batch, p, &erasure, left)?,
         };
         used += step.used.max(1);
         match step.cursor {
@@ -311,6 +313,24 @@ fn idempotency(
             Ok(())
         },
     )
+}
+
+/// Imports whose rejected rows name the address: those rows lose their email cell and
+/// reason (their line and the import's counts stay).
+fn imports(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    erasure: &Erasure,
+    left: usize,
+) -> Result<Step> {
+    walk(store, &keys::imports_of(p), erasure, left, |k, v| {
+        let mut import: crate::contact::import::Import = codec::decode(v)?;
+        if import.erase_rejected(&erasure.email) {
+            batch.put(k.to_vec(), codec::encode(&import)?);
+        }
+        Ok(())
+    })
 }
 
 pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -13,6 +13,7 @@
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{keys, KvPair, SledConfig, SledStore, Store};
@@ -89,7 +90,7 @@ pub fn write_file(
         })?;
         file.sync_all()
             .map_err(io(format!("syncing {}", partial.display())))?;
-        fs::rename(&partial, path).map_err(io(format!("renaming to {}", path.display())))?;
+        publish(&partial, path).map_err(io(format!("moving the backup to {}", path.display())))?;
         sync_parent(path);
         Ok(tally)
     })();
@@ -109,6 +110,25 @@ pub fn create_private(path: &Path) -> std::io::Result<File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)
+}
+
+/// Puts a whole `partial` file at `path`, which must not exist: a hard link, which
+/// fails when a file (or a symbolic link an attacker planted) appeared at `path` since
+/// it was checked, where a rename would silently replace it. Then `partial` goes.
+pub fn publish(partial: &Path, path: &Path) -> std::io::Result<()> {
+    fs::hard_link(partial, path)?;
+    fs::remove_file(partial)
+}
+
+/// Narrows a directory this process made or uses to its owner alone (0700): the store
+/// holds every contact and the link key.
+pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// `<path>.partial`, where a file is written before it is renamed into place.
@@ -368,15 +388,27 @@ pub fn verify(file: &Path, report: &mut dyn FnMut(Tally)) -> Result<(Header, Tal
     Ok((header, reader.tally()))
 }
 
+/// A data directory made from a backup, and the store open on it.
+pub struct Restored {
+    pub header: Header,
+    pub tally: Tally,
+    /// The one handle on the new directory, from writing to migrating: a second open
+    /// right after this one's drop could find sled's lock still held.
+    pub store: Arc<SledStore>,
+    /// The key layout the directory is in (the backup's).
+    pub layout: u32,
+}
+
 /// Makes the data directory `dir` (absent or empty) from a backup file: checks the file
 /// through first, then writes its records. On a failure nothing is left in `dir`. A
-/// backup in an older key layout is restored as it is; `upgrade::open` migrates it.
+/// backup in an older key layout is restored as it is; `upgrade::upgrade` on the store
+/// it hands back migrates it.
 pub fn restore(
     file: &Path,
     dir: &Path,
     config: SledConfig,
     report: &mut dyn FnMut(Tally),
-) -> Result<(Header, Tally)> {
+) -> Result<Restored> {
     let made = match fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -397,6 +429,7 @@ pub fn restore(
     };
     let (header, tally) = verify(file, report)?;
     fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    make_private_dir(dir).map_err(io(format!("narrowing {} to 0700", dir.display())))?;
     let mut reader = open(file)?;
     let mut ticker = Ticker {
         report,
@@ -408,7 +441,12 @@ pub fn restore(
         next
     });
     match SledStore::create_from(dir, config, header.key_format, pairs) {
-        Ok(_) => Ok((header, tally)),
+        Ok((_, store, layout)) => Ok(Restored {
+            header,
+            tally,
+            store,
+            layout,
+        }),
         Err(e) => {
             if made {
                 let _ = fs::remove_dir_all(dir);
@@ -509,11 +547,12 @@ mod tests {
             assert_eq!(tally.records, 22, "20 pairs, `late` and the layout mark");
         }
         let target = dir.path().join("restored");
-        restore(&file, &target, SledConfig::default(), &mut |_| {}).unwrap();
-        let s = SledStore::open(&target, SledConfig::default()).unwrap();
+        let s = restore(&file, &target, SledConfig::default(), &mut |_| {})
+            .unwrap()
+            .store;
         assert_eq!(s.scan(b"k/", None, false).count(), 20);
         assert_eq!(s.get(b"late").unwrap(), Some(b"v".to_vec()));
-        let again = restore(&file, &target, SledConfig::default(), &mut |_| {});
+        let again = restore(&file, &target, SledConfig::default(), &mut |_| {}).map(|_| ());
         assert!(matches!(again, Err(Error::Conflict { .. })), "{again:?}");
     }
 

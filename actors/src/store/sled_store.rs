@@ -219,21 +219,15 @@ impl SledStore {
     /// migrations from; answers the layout found, for `upgrade` to bring up to date.
     pub fn open_any_layout(path: &Path, config: impl Into<SledConfig>) -> Result<(Arc<Self>, u32)> {
         let config = config.into();
-        let db_path = path.join("db");
-        let db = sled::Config::new()
-            .path(&db_path)
-            .cache_capacity(config.cache_capacity_bytes)
-            // Durability comes from the write-ahead log; sled's own periodic flush would
-            // only add background IO (it is flushed at checkpoints and at shutdown).
-            .flush_every_ms(None)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(ref io) if io.to_string().contains("lock") => Error::Locked {
-                    path: path.display().to_string(),
-                },
-                other => Error::storage_caused(format!("opening {}", path.display()), other),
-            })?;
+        let db = open_db(path, &config)?;
+        Self::from_db(path, config, db)
+    }
+
+    /// The store around a sled database already open: its log replayed, its mover
+    /// started. `create_from` hands its own handle here, because sled releases its lock
+    /// on the directory only once its background threads let go of a dropped handle,
+    /// and a second open right after the first one's drop could find it still held.
+    fn from_db(path: &Path, config: SledConfig, db: sled::Db) -> Result<(Arc<Self>, u32)> {
         let wal_dir = path.join("wal");
         let files = wal::existing(&wal_dir)?;
         let spares = Arc::new(Mutex::new(Vec::new()));
@@ -323,15 +317,9 @@ impl SledStore {
         config: SledConfig,
         layout: u32,
         pairs: impl Iterator<Item = Result<super::KvPair>>,
-    ) -> Result<u64> {
+    ) -> Result<(u64, Arc<Self>, u32)> {
         const PAIRS_PER_BATCH: u64 = 10_000;
-        let db = sled::Config::new()
-            .path(path.join("db"))
-            .cache_capacity(config.cache_capacity_bytes)
-            .flush_every_ms(None)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(|e| Error::storage_caused(format!("creating {}", path.display()), e))?;
+        let db = open_db(path, &config)?;
         let mut batch = sled::Batch::default();
         let mut n = 0u64;
         for kv in pairs {
@@ -347,8 +335,27 @@ impl SledStore {
             db.insert(keys::FORMAT_KEY, &layout.to_be_bytes())?;
         }
         db.flush()?;
-        Ok(n)
+        let (store, layout) = Self::from_db(path, config, db)?;
+        Ok((n, store, layout))
     }
+}
+
+/// Opens (or makes) the sled database of the data directory `path`.
+fn open_db(path: &Path, config: &SledConfig) -> Result<sled::Db> {
+    sled::Config::new()
+        .path(path.join("db"))
+        .cache_capacity(config.cache_capacity_bytes)
+        // Durability comes from the write-ahead log; sled's own periodic flush would
+        // only add background IO (it is flushed at checkpoints and at shutdown).
+        .flush_every_ms(None)
+        .mode(sled::Mode::HighThroughput)
+        .open()
+        .map_err(|e| match e {
+            sled::Error::Io(ref io) if io.to_string().contains("lock") => Error::Locked {
+                path: path.display().to_string(),
+            },
+            other => Error::storage_caused(format!("opening {}", path.display()), other),
+        })
 }
 
 /// The key layout of the directory (the log's mark, if it wrote one, else sled's). A

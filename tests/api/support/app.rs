@@ -14,6 +14,22 @@ use super::settings::{self, Setup};
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdefghijklmnop";
 
+/// Every process the tests start runs under umask 022, the usual default that leaves
+/// new files readable by every local user: the server must make its own files private
+/// whatever it was started with (`files.rs`).
+pub fn command() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin());
+    // SAFETY: umask is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+            Ok(())
+        });
+    }
+    cmd
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mailroom")
 }
@@ -170,7 +186,7 @@ impl TestApp {
             .append(true)
             .open(self.data_dir.with_extension("log"))
             .expect("server log file");
-        let mut child = Command::new(bin())
+        let mut child = command()
             .args(["serve", "--config"])
             .arg(&self.settings)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -398,7 +414,7 @@ pub fn mailroom_with(
 ) -> std::process::Output {
     let file = data.with_extension("cli.toml");
     let env = settings::write(&file, data, configure);
-    Command::new(bin())
+    command()
         .args(args)
         .arg("--config")
         .arg(&file)
@@ -415,7 +431,7 @@ pub fn refused_start(configure: impl FnOnce(&mut Setup)) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("settings.toml");
     let env = settings::write(&file, &dir.path().join("data"), configure);
-    let out = Command::new(bin())
+    let out = command()
         .args(["serve", "--config"])
         .arg(&file)
         .envs(env)
