@@ -41,9 +41,12 @@ pub struct Projects {
 }
 
 /// Keys seen lately, so that a request costs one hash lookup instead of two store reads
-/// and a decode. Only this process writes projects while it holds the data directory
-/// (the CLI refuses a locked one), and every write here clears the map, so an entry is
-/// never stale. `generation` keeps a lookup that raced a write from caching what it read.
+/// and a decode. An entry must never outlive the records it was read from: every write
+/// here clears the map, and so does every re-read of the records that another process
+/// wrote (a cluster node re-reads `projects/` and `keys/` each tick and then calls
+/// `forget_cached_keys`), so a key rotated or a project disabled anywhere is refused here
+/// as soon as this process can see the change. `generation` keeps a lookup that raced a
+/// write or a re-read from caching what it read.
 #[derive(Default)]
 struct KnownKeys {
     by_hash: HashMap<[u8; 32], Authenticated>,
@@ -64,7 +67,9 @@ impl Projects {
         }
     }
 
-    fn forget_known_keys(&self) {
+    /// Empties the cache of keys: the records behind it were read again (they may have
+    /// been changed by another node or the CLI).
+    pub fn forget_cached_keys(&self) {
         let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
         known.by_hash.clear();
         known.generation += 1;
@@ -157,7 +162,7 @@ impl Projects {
         let mut batch = Batch::new();
         self.put(&mut batch, &project)?;
         self.store.apply(batch)?;
-        self.forget_known_keys();
+        self.forget_cached_keys();
         Ok(project)
     }
 
@@ -186,7 +191,7 @@ impl Projects {
         self.put(&mut batch, &project)?;
         crate::link_state::advance(&*self.store, &mut batch, id, now)?;
         self.store.apply(batch)?;
-        self.forget_known_keys();
+        self.forget_cached_keys();
         Ok(IssuedKeys {
             project,
             secret_key,

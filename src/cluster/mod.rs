@@ -5,6 +5,7 @@
 pub mod identity;
 pub mod node;
 pub mod rendezvous;
+pub mod replay;
 
 pub use identity::Identity;
 pub use node::{ClusterNode, Route};

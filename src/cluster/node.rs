@@ -65,6 +65,8 @@ pub struct ClusterNode {
     /// moving.
     holders: Mutex<HashMap<ProjectId, (Instant, Option<Holder>)>>,
     pub metrics: ClusterMetrics,
+    /// Forwarding proofs accepted here, each good for one request.
+    pub proofs: super::replay::ReplayCache,
 }
 
 /// At most this many point reads a second for API keys or project ids this node does
@@ -105,6 +107,7 @@ impl ClusterNode {
             point_reads: Mutex::new((Instant::now(), 0)),
             holders: Mutex::new(HashMap::new()),
             metrics: ClusterMetrics::default(),
+            proofs: Default::default(),
         })
     }
 
@@ -146,6 +149,20 @@ impl ClusterNode {
                 }
             }
         });
+        // Revocation has its own timer too: a tick that takes many projects can last
+        // seconds, and a key rotated or a project disabled elsewhere (another node, the
+        // CLI) must be refused here within a lease and two seconds.
+        let node = self.clone();
+        actix_web::rt::spawn(async move {
+            let mut every = tokio::time::interval(node.identity.tick());
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if let Err(e) = node.refresh_keys().await {
+                    tracing::warn!(error = %e, node = node.me(), "re-reading projects and keys failed; retrying at the next tick");
+                }
+            }
+        });
         let node = self.clone();
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(node.identity.tick());
@@ -172,7 +189,7 @@ impl ClusterNode {
             });
         }
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.clone();
-        self.reload(&[b"projects/", b"keys/"]).await?;
+        self.refresh_keys().await?;
         let projects = self.project_ids().await?;
         let ids: Vec<&str> = live.iter().map(|n| n.id.as_str()).collect();
         let _one = self.moves.lock().await;
@@ -457,15 +474,20 @@ impl ClusterNode {
         .is_ok()
     }
 
-    async fn reload(&self, prefixes: &'static [&'static [u8]]) -> Result<()> {
+    /// Re-reads the projects and keys that other nodes or the CLI wrote, then empties
+    /// the cache of keys built on the old copies: a rotated key, a disabled or a deleted
+    /// project is refused here from now on.
+    pub async fn refresh_keys(&self) -> Result<()> {
         let store = self.store.clone();
         actix_web::rt::task::spawn_blocking(move || {
-            prefixes
+            [b"projects/".as_slice(), b"keys/".as_slice()]
                 .iter()
                 .try_for_each(|prefix| store.reload_prefix(prefix))
         })
         .await
-        .map_err(|e| Error::Internal(format!("reloading global keys: {e}")))?
+        .map_err(|e| Error::Internal(format!("reloading global keys: {e}")))??;
+        self.projects.forget_cached_keys();
+        Ok(())
     }
 
     async fn project_ids(&self) -> Result<Vec<ProjectId>> {

@@ -27,7 +27,7 @@ use hmac::{Hmac, Mac};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use mailroom_actors::model::{ApiKey, ProjectId};
+use mailroom_actors::model::{ApiKey, KeyKind, ProjectId};
 use mailroom_actors::Error;
 use sha2::Sha256;
 
@@ -73,13 +73,21 @@ pub fn client() -> ForwardClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
-/// What a forwarding proof covers: the request line, when it was sent, by which node,
-/// for which client. A captured proof is good for this request only, and for
+/// The SHA-256 of a forwarded request's body (hex), which its proof covers: the owner
+/// checks the body it reads against it.
+pub const BODY_DIGEST: &str = "x-mailroom-body-sha256";
+
+/// What a forwarding proof covers: the request line, its `Authorization` header and the
+/// SHA-256 of its body, when it was sent, by which node, for which client, and a nonce.
+/// A captured proof is good for this request only, once (`ReplayCache`), within
 /// `PROOF_WINDOW_MS`.
 struct Signed<'a> {
     method: &'a str,
     target: &'a str,
+    authorization: &'a str,
+    body_sha256: &'a str,
     at_ms: i64,
+    nonce: &'a str,
     node: &'a str,
     client: &'a str,
 }
@@ -88,51 +96,179 @@ fn mac(secret: &str, s: &Signed) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes())
         .expect("HMAC takes a key of any length");
     for part in [
-        "mailroom-forward",
+        "mailroom-forward-2",
         s.method,
         s.target,
+        s.authorization,
+        s.body_sha256,
         &s.at_ms.to_string(),
+        s.nonce,
         s.node,
         s.client,
     ] {
+        // Each part's length first: no two different requests sign the same bytes.
+        mac.update(&(part.len() as u64).to_be_bytes());
         mac.update(part.as_bytes());
-        mac.update(b"\n");
     }
     mac
 }
 
-/// The proof of `cluster.secret` a forwarded request carries (`<ms>.<hex HMAC>`): the
-/// secret itself never crosses the network.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex32(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The proof of `cluster.secret` a forwarded request carries
+/// (`<ms>.<nonce>.<hex HMAC>`): the secret itself never crosses the network.
 fn proof(secret: &str, s: &Signed) -> String {
     let tag = mac(secret, s).finalize().into_bytes();
-    let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}.{hex}", s.at_ms)
+    format!("{}.{}.{}", s.at_ms, s.nonce, hex(&tag))
+}
+
+/// A request as a node forwards it: what its proof covers.
+pub struct Forwarded<'a> {
+    pub method: &'a str,
+    /// The path and query.
+    pub target: &'a str,
+    /// The `Authorization` header ("" without one).
+    pub authorization: &'a str,
+    pub body: &'a [u8],
+    /// The forwarding node's id.
+    pub node: &'a str,
+    /// The client's address the forwarding node vouches for.
+    pub client: &'a str,
+}
+
+impl Forwarded<'_> {
+    /// The headers that carry the request's proof of `secret`, made now with a fresh
+    /// nonce (the owner accepts them once).
+    pub fn headers(&self, secret: &str) -> [(&'static str, String); 4] {
+        let (digest, nonce) = (body_digest(self.body), nonce());
+        let signed = Signed {
+            method: self.method,
+            target: self.target,
+            authorization: self.authorization,
+            body_sha256: &digest,
+            at_ms: now_ms(),
+            nonce: &nonce,
+            node: self.node,
+            client: self.client,
+        };
+        [
+            (FORWARDED_BY, self.node.to_owned()),
+            (FORWARD_AUTH, proof(secret, &signed)),
+            (BODY_DIGEST, digest),
+            (CLIENT_ADDR, self.client.to_owned()),
+        ]
+    }
+}
+
+/// A fresh nonce for a proof: two identical requests forwarded in the same millisecond
+/// are still two proofs.
+fn nonce() -> String {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).expect("the OS random number generator");
+    hex(&bytes)
+}
+
+fn body_digest(body: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&Sha256::digest(body))
 }
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Whether `req` carries a valid, fresh proof; the client address it vouches for.
-fn verify(req: &ServiceRequest, secret: &str) -> Option<std::net::IpAddr> {
-    let (at, tag) = header(req, FORWARD_AUTH)?.split_once('.')?;
+/// What a valid proof vouches for.
+struct Vouched {
+    client: std::net::IpAddr,
+    body_sha256: [u8; 32],
+    /// The HMAC itself: the key of the replay cache.
+    tag: [u8; 32],
+    at_ms: i64,
+}
+
+/// Whether `req` carries a valid, fresh proof; what it vouches for. (Whether it was
+/// shown before is the caller's question: `ReplayCache`.)
+fn verify(req: &ServiceRequest, secret: &str) -> Option<Vouched> {
+    let mut parts = header(req, FORWARD_AUTH)?.splitn(3, '.');
+    let (at, nonce, tag) = (parts.next()?, parts.next()?, parts.next()?);
     let at_ms: i64 = at.parse().ok()?;
-    if (now_ms() - at_ms).abs() > PROOF_WINDOW_MS || tag.len() != 64 {
+    if (now_ms() - at_ms).abs() > PROOF_WINDOW_MS || nonce.len() > 64 {
         return None;
     }
-    let tag: Vec<u8> = (0..32)
-        .map(|i| u8::from_str_radix(tag.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
+    let tag = unhex32(tag)?;
+    let digest = header(req, BODY_DIGEST)?;
+    let body_sha256 = unhex32(digest)?;
     let client = header(req, CLIENT_ADDR)?;
     let signed = Signed {
         method: req.method().as_str(),
         target: target_of(req),
+        authorization: header(req, AUTHORIZATION.as_str()).unwrap_or(""),
+        body_sha256: digest,
         at_ms,
+        nonce,
         node: header(req, FORWARDED_BY)?,
         client,
     };
     mac(secret, &signed).verify_slice(&tag).ok()?;
-    client.parse().ok()
+    Some(Vouched {
+        client: client.parse().ok()?,
+        body_sha256,
+        tag,
+        at_ms,
+    })
+}
+
+/// The request's body as it streams to the handler, checked at its end against the
+/// digest the proof covers: a body swapped under a captured proof fails to read (400)
+/// before any handler acts on it.
+fn checked_body(req: &mut ServiceRequest, expected: [u8; 32]) {
+    use sha2::Digest;
+    let mut payload = req.take_payload();
+    let mut hasher = Some(Sha256::new());
+    let stream = futures_util::stream::poll_fn(move |cx| {
+        use std::task::Poll;
+        let Some(h) = hasher.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match payload.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                h.update(&chunk);
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => {
+                let got = hasher.take().map(|h| h.finalize());
+                if got.is_some_and(|g| g.as_slice() == expected) {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Ready(Some(Err(actix_web::error::PayloadError::Io(
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            "the body is not the one the forwarding proof covers",
+                        ),
+                    ))))
+                }
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    });
+    let boxed: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<Bytes, actix_web::error::PayloadError>>>,
+    > = Box::pin(stream);
+    req.set_payload(actix_web::dev::Payload::Stream { payload: boxed });
 }
 
 fn target_of(req: &ServiceRequest) -> &str {
@@ -169,9 +305,16 @@ async fn project_of(
         // Routed only for the holder of the admin token and a project that exists: an
         // anonymous caller must not make this node read the lease table, or take and
         // load a project, for a made-up id. The handler here answers everyone else.
+        // The guard is asked before the token is compared: a blocked address is
+        // answered here, the same for a right token and a wrong one (no forward, no
+        // X-Mailroom-Node to tell them apart).
+        let client = super::client_addr::of_service_request(req, &state.trusted_proxies);
+        if state.guard.blocked_for(client).await.is_some() {
+            return None;
+        }
         let expected = state.admin_token.as_deref()?;
         let given = header(req, AUTHORIZATION.as_str())?.strip_prefix("Bearer ")?;
-        if !super::admin_guard::token_matches(expected, given.trim()) {
+        if !super::guard::token_matches(expected, given.trim()) {
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
@@ -181,12 +324,7 @@ async fn project_of(
         }
         return state.projects.get(id).ok().map(|_| id);
     }
-    let bearer = header(req, AUTHORIZATION.as_str())?;
-    let (scheme, token) = bearer.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    let key = ApiKey::parse(token.trim())?;
+    let key = bearer_key(req)?;
     if let Ok(Some(auth)) = state.projects.authenticate(&key) {
         return Some(auth.project.id);
     }
@@ -198,6 +336,16 @@ async fn project_of(
         }
     }
     None
+}
+
+/// The API key of the request's `Authorization: Bearer` header, when it holds one.
+fn bearer_key(req: &ServiceRequest) -> Option<ApiKey> {
+    let bearer = header(req, AUTHORIZATION.as_str())?;
+    let (scheme, token) = bearer.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    ApiKey::parse(token.trim())
 }
 
 /// The project a dashboard session works on. Sessions live in this node's memory, so a
@@ -221,7 +369,7 @@ fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId
 }
 
 pub async fn middleware(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
@@ -232,17 +380,23 @@ pub async fn middleware(
     };
     let forwarded = header(&req, FORWARDED_BY).is_some();
     if forwarded {
-        let client = cluster
+        let vouched = cluster
             .identity
             .secret
             .as_deref()
-            .and_then(|secret| verify(&req, secret));
-        let Some(client) = client else {
+            .and_then(|secret| verify(&req, secret))
+            .filter(|v| {
+                cluster
+                    .proofs
+                    .first_use(v.tag, v.at_ms + PROOF_WINDOW_MS, now_ms())
+            });
+        let Some(vouched) = vouched else {
             return Ok(req.error_response(ApiError::Forbidden(
-                "X-Mailroom-Forwarded-By is for the nodes of a cluster, with a fresh proof of cluster.secret",
+                "X-Mailroom-Forwarded-By is for the nodes of a cluster, with a fresh proof of cluster.secret used once",
             )));
         };
-        req.extensions_mut().insert(ForwardedClient(client));
+        req.extensions_mut().insert(ForwardedClient(vouched.client));
+        checked_body(&mut req, vouched.body_sha256);
     }
     let Some(project) = project_of(&req, &state, &cluster).await else {
         return Ok(next.call(req).await?.map_into_boxed_body());
@@ -362,6 +516,16 @@ async fn forward(
     project: ProjectId,
     mut target: (String, String),
 ) -> Result<ServiceResponse<BoxBody>, Failed> {
+    // A key that cannot use the route is refused here, before a byte of the body is
+    // read: the owner would refuse it anyway, and a `pk_` key from a web page must not
+    // make this node buffer an import's worth of body.
+    if let Some(key) = bearer_key(&req) {
+        if key.kind() == KeyKind::Public && req.path() != "/v1/track" {
+            return Ok(req.error_response(ApiError::Forbidden(
+                "A public key (pk_) can only be used with POST /v1/track",
+            )));
+        }
+    }
     // The route's own limit: only an import takes more than a JSON body.
     let limit = if req.path() == "/contacts/import" {
         state.limits.max_import_bytes
@@ -461,27 +625,24 @@ async fn send(
         .uri(&target);
     for (name, value) in req.headers() {
         if HOP_BY_HOP.contains(&name.as_str())
-            || [FORWARDED_BY, FORWARD_AUTH, CLIENT_ADDR].contains(&name.as_str())
+            || [FORWARDED_BY, FORWARD_AUTH, CLIENT_ADDR, BODY_DIGEST].contains(&name.as_str())
         {
             continue;
         }
         out = out.header(name.as_str(), value.as_bytes());
     }
-    let client = req
-        .peer_addr()
-        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip())
-        .to_string();
-    let signed = Signed {
+    let client = super::client_addr::of_service_request(req, &state.trusted_proxies).to_string();
+    let request = Forwarded {
         method: req.method().as_str(),
         target: target_of(req),
-        at_ms: now_ms(),
+        authorization: header(req, AUTHORIZATION.as_str()).unwrap_or(""),
+        body: &body,
         node: &cluster.identity.node_id,
         client: &client,
     };
-    out = out
-        .header(FORWARDED_BY, cluster.identity.node_id.as_str())
-        .header(FORWARD_AUTH, proof(secret, &signed))
-        .header(CLIENT_ADDR, client.as_str());
+    for (name, value) in request.headers(secret) {
+        out = out.header(name, value);
+    }
     let request = out
         .body(http_body_util::Full::new(body))
         .map_err(|e| (format!("building the request: {e}"), false))?;
@@ -507,62 +668,105 @@ mod tests {
     use super::*;
 
     const SECRET: &str = "a-cluster-secret-0123456789abcdefghij";
+    const BODY: &[u8] = br#"{"email":"ada@example.com"}"#;
 
-    fn forwarded(path: &str, at_ms: i64, client: &str, secret: &str) -> ServiceRequest {
+    /// A request forwarded by node-1 for `client`, with `auth` and `body` signed.
+    fn forwarded(path: &str, at_ms: i64, client: &str, secret: &str) -> TestRequest {
+        let digest = body_digest(BODY);
+        let nonce = nonce();
         let signed = Signed {
             method: "POST",
             target: path,
+            authorization: "Bearer sk_test",
+            body_sha256: &digest,
             at_ms,
+            nonce: &nonce,
             node: "node-1",
             client,
         };
         TestRequest::post()
             .uri(path)
+            .insert_header((AUTHORIZATION, "Bearer sk_test"))
             .insert_header((FORWARDED_BY, "node-1"))
             .insert_header((FORWARD_AUTH, proof(secret, &signed)))
+            .insert_header((BODY_DIGEST, digest))
             .insert_header((CLIENT_ADDR, client))
-            .to_srv_request()
     }
 
     #[test]
-    fn a_fresh_proof_vouches_for_its_client() {
-        let req = forwarded("/contacts?limit=5", now_ms(), "192.0.2.7", SECRET);
-        assert_eq!(verify(&req, SECRET), Some("192.0.2.7".parse().unwrap()));
+    fn a_fresh_proof_vouches_for_its_client_and_its_body() {
+        let req = forwarded("/contacts?limit=5", now_ms(), "192.0.2.7", SECRET).to_srv_request();
+        let v = verify(&req, SECRET).expect("a valid proof");
+        assert_eq!(v.client, "192.0.2.7".parse::<std::net::IpAddr>().unwrap());
+        assert_eq!(hex(&v.body_sha256), body_digest(BODY));
     }
 
     #[test]
     fn a_proof_made_with_another_secret_or_too_long_ago_is_refused() {
         let other = forwarded("/contacts", now_ms(), "192.0.2.7", "another-secret");
-        assert_eq!(verify(&other, SECRET), None);
+        assert!(verify(&other.to_srv_request(), SECRET).is_none());
         let old = forwarded(
             "/contacts",
             now_ms() - PROOF_WINDOW_MS - 1_000,
             "192.0.2.7",
             SECRET,
         );
-        assert_eq!(verify(&old, SECRET), None);
+        assert!(verify(&old.to_srv_request(), SECRET).is_none());
+    }
+
+    /// The headers of a valid forwarded request, with one of them changed.
+    fn tampered(name: &str, value: &str) -> ServiceRequest {
+        let good = forwarded("/contacts", now_ms(), "192.0.2.7", SECRET).to_srv_request();
+        let mut req = TestRequest::post().uri("/contacts");
+        for (n, v) in good.headers() {
+            if n.as_str() != name {
+                req = req.insert_header((n.clone(), v.clone()));
+            }
+        }
+        req.insert_header((HeaderName::from_bytes(name.as_bytes()).unwrap(), value))
+            .to_srv_request()
     }
 
     #[test]
-    fn a_proof_replayed_on_another_path_or_for_another_client_is_refused() {
+    fn a_proof_with_another_path_client_key_or_body_digest_is_refused() {
         let at = now_ms();
-        let signed = Signed {
-            method: "POST",
-            target: "/contacts",
-            at_ms: at,
-            node: "node-1",
-            client: "192.0.2.7",
+        let replayed = |path: &str| forwarded(path, at, "192.0.2.7", SECRET).to_srv_request();
+        assert!(verify(&replayed("/contacts"), SECRET).is_some());
+        let moved = {
+            let good = replayed("/contacts");
+            let mut req = TestRequest::post().uri("/campaigns");
+            for (n, v) in good.headers() {
+                req = req.insert_header((n.clone(), v.clone()));
+            }
+            req.to_srv_request()
         };
-        let replayed = |path: &str, client: &str| {
-            TestRequest::post()
-                .uri(path)
-                .insert_header((FORWARDED_BY, "node-1"))
-                .insert_header((FORWARD_AUTH, proof(SECRET, &signed)))
-                .insert_header((CLIENT_ADDR, client))
-                .to_srv_request()
-        };
-        assert!(verify(&replayed("/contacts", "192.0.2.7"), SECRET).is_some());
-        assert_eq!(verify(&replayed("/campaigns", "192.0.2.7"), SECRET), None);
-        assert_eq!(verify(&replayed("/contacts", "198.51.100.1"), SECRET), None);
+        assert!(verify(&moved, SECRET).is_none(), "another path");
+        assert!(verify(&tampered(CLIENT_ADDR, "198.51.100.1"), SECRET).is_none());
+        assert!(
+            verify(&tampered("authorization", "Bearer sk_other"), SECRET).is_none(),
+            "another key"
+        );
+        assert!(
+            verify(&tampered(BODY_DIGEST, &body_digest(b"{}")), SECRET).is_none(),
+            "another body"
+        );
+    }
+
+    #[actix_web::test]
+    async fn a_body_that_is_not_the_one_signed_fails_to_read() {
+        use actix_web::FromRequest;
+        for (body, ok) in [
+            (BODY, true),
+            (br#"{"email":"eve@example.com"}"#.as_slice(), false),
+        ] {
+            let mut req = forwarded("/contacts", now_ms(), "192.0.2.7", SECRET)
+                .set_payload(body.to_vec())
+                .to_srv_request();
+            let v = verify(&req, SECRET).expect("a valid proof");
+            checked_body(&mut req, v.body_sha256);
+            let (http, mut payload) = req.into_parts();
+            let read = Bytes::from_request(&http, &mut payload).await;
+            assert_eq!(read.is_ok(), ok, "{:?}", read.map(|b| b.len()));
+        }
     }
 }

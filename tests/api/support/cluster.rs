@@ -74,6 +74,18 @@ impl TestCluster {
         })
     }
 
+    /// The CLI on a machine that has the cluster's settings but runs no node: it writes
+    /// to the database itself, one more client of it.
+    pub fn cli_without_a_node(&self, args: &[&str]) -> std::process::Output {
+        let url = postgres::schema_url(&self.shared).expect("the PostgreSQL pass");
+        crate::support::app::mailroom_with(&self.tmp.path().join("cli-only"), args, |s| {
+            s.storage.postgres.url = url;
+            s.cluster.node_id = "cli".into();
+            s.cluster.secret = SECRET.into();
+            (self.configure)(s);
+        })
+    }
+
     pub fn node(&self, i: usize) -> &TestApp {
         &self.nodes[i]
     }
