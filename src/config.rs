@@ -54,9 +54,16 @@ pub struct Server {
     pub public_url_check_ms: u64,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
+    /// Proxies (addresses or CIDR networks) whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Server {
+    /// `trusted_proxies`, parsed; the entry that is neither an address nor a network.
+    pub fn trusted_proxies(&self) -> Result<crate::http::client_addr::TrustedProxies, String> {
+        crate::http::client_addr::TrustedProxies::parse(&self.trusted_proxies)
+    }
+
     /// The configured base for links in emails; None means "follow the listening address".
     pub fn public_url(&self) -> Option<&str> {
         Some(self.public_url.trim())
@@ -92,6 +99,16 @@ pub struct PostgresSettings {
 }
 
 impl Storage {
+    /// The data directory, its owner's alone (0700).
+    fn narrow(&self) -> mailroom_actors::error::Result<()> {
+        mailroom_actors::store::backup::make_private_dir(&self.path).map_err(|e| {
+            mailroom_actors::error::Error::storage_caused(
+                format!("narrowing {} to 0700", self.path.display()),
+                e,
+            )
+        })
+    }
+
     /// Opens the configured store: the data directory (first migrating it if an older
     /// version wrote it), or PostgreSQL (its schema migrated the same way).
     pub fn open(
@@ -116,7 +133,12 @@ impl Storage {
         use mailroom_actors::store::{PostgresConfig, PostgresStore};
         Ok(match self.backend {
             Backend::Sled => {
-                mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)?
+                let store =
+                    mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)?;
+                // A directory made before the process set its umask (or by an older
+                // version) may be open to every local user.
+                self.narrow()?;
+                store
             }
             Backend::Postgres => {
                 if self.postgres.url.trim().is_empty() {
@@ -137,6 +159,7 @@ impl Storage {
                             e,
                         )
                     })?;
+                self.narrow()?;
                 PostgresStore::open(&PostgresConfig {
                     url: self.postgres.url.clone(),
                     pool_size: self.postgres.pool_size,

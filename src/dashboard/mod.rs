@@ -38,10 +38,6 @@ pub struct Dashboard {
     /// `Secure` on the cookies even when the request did not come over https (a TLS
     /// proxy in front that does not say so).
     pub secure_cookie: bool,
-    /// Wrong keys at sign-in, per address: a guard of its own, so that a tenant's wrong
-    /// keys (behind a proxy, every client's address is the proxy's) do not lock the
-    /// admin API out too.
-    pub sign_in_guard: crate::http::admin_guard::AdminGuard,
 }
 
 impl Dashboard {
@@ -51,7 +47,6 @@ impl Dashboard {
             sessions: session::Sessions::default(),
             lifetime_ms: i64::from(settings.session_minutes.max(1)).saturating_mul(60_000),
             secure_cookie: settings.secure_cookie,
-            sign_in_guard: Default::default(),
         }
     }
 }

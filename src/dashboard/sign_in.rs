@@ -14,7 +14,7 @@ use super::auth::{self, AdminSession};
 use super::error::PageError;
 use super::layout;
 use super::session::{self, Principal};
-use crate::http::{admin_guard, AppState};
+use crate::http::{guard, AppState};
 
 const SIGN_IN_COOKIE: &str = "mailroom_sign_in";
 
@@ -66,17 +66,15 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
     if expected.is_empty() || !session::csrf_matches(&expected, &csrf) {
         return Err(PageError::Csrf);
     }
-    let ip = req
-        .peer_addr()
-        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    if state.dashboard.sign_in_guard.blocked_for(ip).is_some() {
+    let ip = crate::http::client_addr::of_request(&req, &state.trusted_proxies);
+    if state.guard.blocked_for(ip).await.is_some() {
         return Ok(too_many(&req));
     }
     let given = form.key.trim();
     let principal = match principal(&state, given)? {
         Ok(p) => p,
         Err(refusal) => {
-            if state.dashboard.sign_in_guard.failed(ip).is_some() {
+            if state.guard.failed(ip).await.is_some() {
                 return Ok(too_many(&req));
             }
             return Ok(form_response(
@@ -141,7 +139,7 @@ fn principal(state: &AppState, given: &str) -> Result<Result<Principal, &'static
         }));
     }
     match &state.admin_token {
-        Some(token) if admin_guard::token_matches(token, given) => {
+        Some(token) if guard::token_matches(token, given) => {
             Ok(Ok(Principal::Admin { picked: None }))
         }
         _ => Ok(Err(WRONG)),

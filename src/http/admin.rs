@@ -1,8 +1,6 @@
 //! The admin API (`/admin`), enabled only when `admin.token` is set: the CLI's project
 //! commands over HTTP, for use while the server runs.
 
-use std::future::{ready, Ready};
-
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
@@ -12,57 +10,53 @@ use mailroom_actors::Resource;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::admin_guard;
 use super::body::Body;
 use super::error::ApiError;
 use super::validate::path_id;
 use super::AppState;
+use super::{client_addr, guard};
 
 pub struct Admin;
 
 impl FromRequest for Admin {
     type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let expected = req
-            .app_data::<web::Data<AppState>>()
-            .and_then(|s| s.admin_token.clone());
-        let Some(expected) = expected else {
-            return ready(Err(mailroom_actors::Error::NotFound(Resource::Route).into()));
-        };
-        let Some(state) = req.app_data::<web::Data<AppState>>() else {
-            return ready(Err(ApiError::MissingAuth));
-        };
-        // A request forwarded by another node counts against its client's address (the
-        // proof vouches for it), not the node's: else five bad tokens sent through one
-        // node would lock every operator out of the owner through that node.
-        let forwarded = actix_web::HttpMessage::extensions(req)
-            .get::<super::forward::ForwardedClient>()
-            .map(|c| c.0);
-        let ip = forwarded.unwrap_or_else(|| {
-            req.peer_addr()
-                .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip())
-        });
-        if let Some(secs) = state.admin_guard.blocked_for(ip) {
-            return ready(Err(ApiError::RateLimited {
-                retry_after_secs: secs,
-            }));
-        }
-        let given = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        ready(match given {
-            Some(g) if admin_guard::token_matches(&expected, g.trim()) => Ok(Admin),
-            given => match state.admin_guard.failed(ip) {
-                Some(secs) => Err(ApiError::RateLimited {
+        let req = req.clone();
+        Box::pin(async move {
+            let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+                return Err(ApiError::MissingAuth);
+            };
+            let Some(expected) = state.admin_token.clone() else {
+                return Err(mailroom_actors::Error::NotFound(Resource::Route).into());
+            };
+            // Counted by the client a forwarding node vouched for, or the one a trusted
+            // proxy names: else five bad tokens sent through one node or proxy would lock
+            // every operator out.
+            let ip = client_addr::of_request(&req, &state.trusted_proxies);
+            // Charged before the token is looked at: a blocked address gets the same
+            // answer for a right token and a wrong one.
+            if let Some(secs) = state.guard.blocked_for(ip).await {
+                return Err(ApiError::RateLimited {
                     retry_after_secs: secs,
-                }),
-                None if given.is_none() => Err(ApiError::MissingAuth),
-                None => Err(ApiError::InvalidApiKey),
-            },
+                });
+            }
+            let given = req
+                .headers()
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            match given {
+                Some(g) if guard::token_matches(&expected, g.trim()) => Ok(Admin),
+                given => match state.guard.failed(ip).await {
+                    Some(secs) => Err(ApiError::RateLimited {
+                        retry_after_secs: secs,
+                    }),
+                    None if given.is_none() => Err(ApiError::MissingAuth),
+                    None => Err(ApiError::InvalidApiKey),
+                },
+            }
         })
     }
 }

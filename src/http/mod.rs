@@ -2,10 +2,10 @@
 
 mod access;
 pub mod admin;
-pub(crate) mod admin_guard;
 pub mod auth;
 pub mod body;
 pub mod campaigns;
+pub mod client_addr;
 pub mod contacts;
 pub mod contacts_bulk;
 pub mod domains;
@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod error;
 pub mod events;
 pub mod forward;
+pub(crate) mod guard;
 pub mod idempotency;
 pub mod links;
 pub mod metrics;
@@ -62,7 +63,11 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     pub metrics_enabled: bool,
     pub admin_token: Option<String>,
-    pub admin_guard: admin_guard::AdminGuard,
+    /// Wrong admin tokens and sign-in keys, per client (`guard.rs`): one budget for
+    /// the admin API and the dashboard, shared by the nodes of a cluster.
+    pub guard: guard::Guard,
+    /// `server.trusted_proxies`: whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: client_addr::TrustedProxies,
     pub templates: std::sync::Arc<mailroom_actors::render::TemplateCache>,
     /// Shared by domain checks and /v1/verify.
     pub resolver: Arc<Resolver>,
@@ -99,6 +104,7 @@ impl AppState {
     ) -> Self {
         let engine_metrics = registry.metrics().clone();
         AppState {
+            guard: guard::Guard::new(store.guard_counts()),
             registry,
             projects,
             store,
@@ -115,7 +121,7 @@ impl AppState {
             )),
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
-            admin_guard: admin_guard::AdminGuard::default(),
+            trusted_proxies: settings.server.trusted_proxies().unwrap_or_default(),
             templates: std::sync::Arc::new(mailroom_actors::render::TemplateCache::new(
                 settings.templates.limits(),
             )),

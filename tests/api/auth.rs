@@ -207,3 +207,75 @@ fn the_clock_cannot_be_moved_unless_config_allows_it() {
     let r = app.post("/admin/clock/advance", ADMIN_TOKEN, json!({"ms": 1000}));
     assert_eq!(r.status, 404, "{}", r.text);
 }
+
+#[test]
+fn a_client_behind_a_trusted_proxy_is_locked_out_without_locking_out_the_others() {
+    let app = TestApp::spawn_with(|s| {
+        s.server.trusted_proxies = vec!["127.0.0.0/8".into(), "::1".into()];
+    });
+    let from = |client: &str, token: &str| {
+        app.request_with(
+            "GET",
+            "/admin/projects",
+            Some(token),
+            None,
+            &[("X-Forwarded-For", client)],
+        )
+    };
+    for i in 0..5 {
+        let r = from("203.0.113.5", &format!("guess-{i}"));
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    assert_eq!(from("203.0.113.5", "guess-5").status, 429);
+    assert_eq!(from("203.0.113.5", ADMIN_TOKEN).status, 429);
+    assert_eq!(
+        from("198.51.100.1, 203.0.113.5", ADMIN_TOKEN).status,
+        429,
+        "an address the client put in front of the proxy's is not believed"
+    );
+    let other = from("203.0.113.6", ADMIN_TOKEN);
+    assert_eq!(
+        other.status, 200,
+        "another client behind the proxy: {}",
+        other.text
+    );
+}
+
+#[test]
+fn x_forwarded_for_from_a_client_that_is_not_a_trusted_proxy_changes_nothing() {
+    let app = TestApp::spawn();
+    for i in 0..5 {
+        let r = app.request_with(
+            "GET",
+            "/admin/projects",
+            Some(&format!("guess-{i}")),
+            None,
+            &[("X-Forwarded-For", &format!("203.0.113.{i}"))],
+        );
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    let r = app.request_with(
+        "GET",
+        "/admin/projects",
+        Some(ADMIN_TOKEN),
+        None,
+        &[("X-Forwarded-For", "203.0.113.200")],
+    );
+    assert_eq!(
+        r.status, 200,
+        "five guesses are within the budget: {}",
+        r.text
+    );
+    let r = app.request_with(
+        "GET",
+        "/admin/projects",
+        Some("guess-5"),
+        None,
+        &[("X-Forwarded-For", "203.0.113.201")],
+    );
+    assert_eq!(
+        r.status, 429,
+        "counted by the connection's address: {}",
+        r.text
+    );
+}

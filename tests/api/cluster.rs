@@ -94,6 +94,187 @@ fn a_project_made_through_one_node_is_written_through_a_second_and_read_through_
     assert_eq!(owned, 1, "exactly one node owns the project");
 }
 
+/// Asks every node with `key` until each gives `status` (or the deadline of a lease and
+/// two seconds, plus a second of slack for the test's own requests, passes).
+fn every_node_answers(c: &TestCluster, key: &str, status: u16) {
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_secs(crate::support::cluster::LEASE_SECONDS + 3);
+    for i in 0..c.nodes.len() {
+        let r = eventually(
+            crate::support::cluster::LEASE_SECONDS + 3,
+            || c.node(i).get("/contacts?limit=1", key),
+            |r| r.status == status || std::time::Instant::now() >= deadline,
+        );
+        assert_eq!(r.status, status, "node-{i}: {}", r.text);
+    }
+}
+
+#[test]
+fn keys_rotated_and_projects_disabled_by_the_cli_are_refused_by_every_node() {
+    let Some(c) = TestCluster::start(3, |_| {}) else {
+        return;
+    };
+    c.settled(3);
+    let p = c.node(0).create_project("Acme");
+    // Every node has used (and so cached) the key.
+    for i in 0..3 {
+        let r = c.node(i).get("/contacts?limit=1", &p.secret);
+        assert_eq!(r.status, 200, "node-{i}: {}", r.text);
+    }
+    let rotated = c.cli_without_a_node(&["project", "rotate-keys", &p.id]);
+    assert!(
+        rotated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rotated.stderr)
+    );
+    let keys: Value = serde_json::from_slice(&rotated.stdout).expect("the new keys as JSON");
+    let new_secret = keys["secretKey"].as_str().expect("a new secret key");
+    every_node_answers(&c, &p.secret, 401);
+    every_node_answers(&c, new_secret, 200);
+
+    let disabled = c.cli_without_a_node(&["project", "disable", &p.id]);
+    assert!(
+        disabled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&disabled.stderr)
+    );
+    every_node_answers(&c, new_secret, 403);
+    let write = c
+        .node(1)
+        .post("/contacts", new_secret, json!({"email": "ada@example.com"}));
+    assert_eq!(
+        write.status, 403,
+        "a disabled project takes no write: {}",
+        write.text
+    );
+}
+
+#[test]
+fn a_blocked_address_gets_the_same_answer_for_the_right_admin_token_as_for_a_wrong_one() {
+    let Some(c) = TestCluster::start(2, |_| {}) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    let owner = c.owner_of(0, &p.secret);
+    let via = c.other_than(owner);
+    let path = format!("/admin/projects/{}/enable", p.id);
+    let ask = |token: &str| c.node(via).request("POST", &path, Some(token), Some("{}"));
+    let routed = ask(ADMIN_TOKEN);
+    assert_eq!(routed.status, 200, "{}", routed.text);
+    assert_eq!(
+        routed.header("X-Mailroom-Node"),
+        Some(format!("node-{owner}").as_str()),
+        "the right token is routed to the owner"
+    );
+    for i in 0..5 {
+        let r = ask(&format!("guess-{i}"));
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    assert_eq!(ask("guess-5").status, 429);
+    let (right, wrong) = (ask(ADMIN_TOKEN), ask("guess-6"));
+    assert_eq!(right.status, 429, "{}", right.text);
+    assert_eq!(
+        (right.status, right.header("X-Mailroom-Node")),
+        (wrong.status, wrong.header("X-Mailroom-Node")),
+        "nothing tells the right token from a wrong one"
+    );
+}
+
+#[test]
+fn two_nodes_count_wrong_admin_tokens_against_one_budget() {
+    let Some(c) = TestCluster::start(2, |_| {}) else {
+        return;
+    };
+    for (node, i) in [(0, 0), (1, 1), (0, 2), (1, 3), (0, 4)] {
+        let r = c.node(node).get("/admin/projects", &format!("guess-{i}"));
+        assert_eq!(r.status, 401, "guess {i} on node-{node}: {}", r.text);
+    }
+    let sixth = c.node(1).get("/admin/projects", "guess-5");
+    assert_eq!(sixth.status, 429, "{}", sixth.text);
+    for node in 0..2 {
+        let r = c.node(node).get("/admin/projects", ADMIN_TOKEN);
+        assert_eq!(
+            r.status, 429,
+            "node-{node} blocks the address too: {}",
+            r.text
+        );
+    }
+}
+
+#[test]
+fn a_forwarding_proof_is_good_once_and_only_for_the_body_it_was_made_for() {
+    let Some(c) = TestCluster::start(1, |_| {}) else {
+        return;
+    };
+    let p = c.node(0).create_project("Acme");
+    let auth = format!("Bearer {}", p.secret);
+    let proof = |body: &str| {
+        mailroom::http::forward::Forwarded {
+            method: "POST",
+            target: "/contacts",
+            authorization: &auth,
+            body: body.as_bytes(),
+            node: "node-9",
+            client: "192.0.2.7",
+        }
+        .headers(crate::support::cluster::SECRET)
+    };
+    let send = |headers: &[(&'static str, String)], body: &str| {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        c.node(0)
+            .request_with("POST", "/contacts", Some(&p.secret), Some(body), &headers)
+    };
+    let ada = r#"{"email":"ada@example.com"}"#;
+    let headers = proof(ada);
+    let first = send(&headers, ada);
+    assert_eq!(first.status, 201, "{}", first.text);
+    let replayed = send(&headers, ada);
+    assert_eq!(replayed.status, 403, "a replayed proof: {}", replayed.text);
+    let swapped = send(&proof(ada), r#"{"email":"eve@example.com"}"#);
+    assert_eq!(
+        swapped.status, 400,
+        "another body under a fresh proof: {}",
+        swapped.text
+    );
+    let eve = c.node(0).get("/contacts?search=eve@example.com", &p.secret);
+    assert_eq!(eve.json()["total"], 0, "{}", eve.text);
+}
+
+#[test]
+fn a_non_owner_refuses_a_public_key_outside_v1_track_before_reading_the_body() {
+    use std::io::{Read, Write};
+    let Some(c) = TestCluster::start(2, |_| {}) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    let via = c.other_than(c.owner_of(0, &p.secret));
+    let addr = c.node(via).base.trim_start_matches("http://").to_owned();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // Forty megabytes announced, a few bytes sent: a node that waited for the body
+    // would not answer within the timeout.
+    write!(
+        conn,
+        "POST /contacts/import HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: text/csv\r\nContent-Length: 40000000\r\n\r\nemail\n",
+        p.public
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match conn.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            other => panic!("no answer before the body: {other:?} after {head:?}"),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+}
+
 #[test]
 fn a_forwarded_request_without_the_clusters_secret_is_refused() {
     let Some(c) = TestCluster::start(1, |_| {}) else {

@@ -395,13 +395,26 @@ fn dashboard_pages_spend_the_projects_api_budget() {
 }
 
 #[test]
-fn wrong_keys_at_the_dashboards_sign_in_do_not_lock_the_admin_api_out() {
+fn wrong_keys_at_the_sign_in_and_wrong_admin_tokens_spend_one_budget() {
     let app = TestApp::spawn();
     let mut v = Visitor::new(&app);
-    let mut last = 0;
-    for _ in 0..10 {
-        last = v.sign_in("sk_wrong").status;
+    for i in 0..3 {
+        let r = v.sign_in("sk_wrong");
+        assert_eq!(r.status, 401, "wrong key {i}: {}", r.text);
     }
-    assert_eq!(last, 429, "the sign-in form is throttled");
-    assert_eq!(app.get("/admin/projects", ADMIN_TOKEN).status, 200);
+    for i in 0..2 {
+        let r = app.get("/admin/projects", &format!("guess-{i}"));
+        assert_eq!(r.status, 401, "guess {i}: {}", r.text);
+    }
+    let r = app.get("/admin/projects", "guess-2");
+    assert_eq!(
+        r.status, 429,
+        "the sixth wrong secret, wherever: {}",
+        r.text
+    );
+    assert_eq!(
+        v.sign_in(ADMIN_TOKEN).status,
+        429,
+        "the sign-in is closed to the blocked address too, right token or not"
+    );
 }

@@ -145,6 +145,12 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Failed authentication attempts counted across nodes, for a store shared by
+    /// several nodes.
+    fn guard_counts(&self) -> Option<Arc<dyn crate::cluster::guard::GuardCounts>> {
+        None
+    }
+
     /// Stores `value` at the global `key` unless a value is there, and answers the value
     /// stored: of all the processes racing to create a key (nodes starting at once on a
     /// fresh database), one wins and every one answers its value. Blocking, like

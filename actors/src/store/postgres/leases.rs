@@ -49,7 +49,7 @@ impl PgLeases {
         self.shared.db.process.to_vec()
     }
 
-    fn call<T, F, Fut>(&self, f: F) -> LeaseFuture<T>
+    pub(super) fn call<T, F, Fut>(&self, f: F) -> LeaseFuture<T>
     where
         T: Send + 'static,
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,

@@ -17,6 +17,7 @@
 
 mod db;
 mod fence;
+mod guard;
 mod leases;
 mod schema;
 mod view;
@@ -436,6 +437,10 @@ impl Store for PostgresStore {
 
     fn reload_prefix(&self, prefix: &[u8]) -> Result<()> {
         self.shared.reload_prefix(prefix)
+    }
+
+    fn guard_counts(&self) -> Option<Arc<dyn crate::cluster::guard::GuardCounts>> {
+        Some(Arc::new(leases::PgLeases::new(self.shared.clone())))
     }
 
     fn cluster(&self) -> Option<Arc<dyn Leases>> {

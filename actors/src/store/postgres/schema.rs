@@ -53,6 +53,12 @@ const MIGRATIONS: &[&[Step]] = &[
     &[Step::Sql(
         "ALTER TABLE mailroom_leases ADD COLUMN holder bytea NOT NULL DEFAULT ''::bytea",
     )],
+    // Failed authentication attempts per client, shared by the nodes (`guard.rs`).
+    &[Step::Sql(
+        "CREATE TABLE mailroom_guard (client text PRIMARY KEY, \
+             level double precision NOT NULL, at timestamptz NOT NULL, \
+             blocked_until timestamptz)",
+    )],
 ];
 
 /// The schema version this build writes and reads.

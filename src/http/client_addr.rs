@@ -1,0 +1,141 @@
+//! The address of the client a request comes from. Behind a load balancer or proxy every
+//! connection comes from the proxy, so a guard counting connections would lock every
+//! client out at once; `server.trusted_proxies` names the proxies whose
+//! `X-Forwarded-For` is believed. The client is the rightmost address in that header
+//! that is not itself a trusted proxy: a client can put anything at the left of the
+//! header, but each trusted proxy appends the address it saw.
+
+use std::net::IpAddr;
+
+use actix_web::dev::ServiceRequest;
+use actix_web::{HttpMessage, HttpRequest};
+
+use super::forward::ForwardedClient;
+
+/// A list of addresses and networks (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`).
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(Vec<ipnet::IpNet>);
+
+impl TrustedProxies {
+    /// Parses each entry as an address or a network; the first that is neither is the
+    /// error.
+    pub fn parse(entries: &[String]) -> Result<Self, String> {
+        entries
+            .iter()
+            .map(|e| {
+                let e = e.trim();
+                e.parse::<ipnet::IpNet>()
+                    .or_else(|_| e.parse::<IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        format!("server.trusted_proxies: {e:?} is neither an address nor a network (CIDR)")
+                    })
+            })
+            .collect::<Result<_, _>>()
+            .map(TrustedProxies)
+    }
+
+    fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.0.iter().any(|net| net.contains(&ip))
+    }
+
+    /// The client of a connection from `peer` that carried `forwarded_for` (the values
+    /// of every `X-Forwarded-For` header, in order).
+    pub fn client<'a>(&self, peer: IpAddr, forwarded_for: impl Iterator<Item = &'a str>) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let hops: Vec<IpAddr> = forwarded_for
+            .flat_map(|v| v.split(','))
+            .filter_map(|a| a.trim().parse().ok())
+            .collect();
+        hops.iter()
+            .rev()
+            .copied()
+            .find(|ip| !self.trusts(*ip))
+            .or_else(|| hops.first().copied())
+            .unwrap_or(peer)
+    }
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn peer(addr: Option<std::net::SocketAddr>) -> IpAddr {
+    addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+}
+
+/// The client of `req`: the one a forwarding node vouched for, else by the trusted
+/// proxies.
+pub fn of_request(req: &HttpRequest, trusted: &TrustedProxies) -> IpAddr {
+    if let Some(c) = req.extensions().get::<ForwardedClient>() {
+        return c.0;
+    }
+    trusted.client(
+        peer(req.peer_addr()),
+        req.headers()
+            .get_all("x-forwarded-for")
+            .filter_map(|v| v.to_str().ok()),
+    )
+}
+
+/// The same for a request in a middleware.
+pub fn of_service_request(req: &ServiceRequest, trusted: &TrustedProxies) -> IpAddr {
+    if let Some(c) = req.extensions().get::<ForwardedClient>() {
+        return c.0;
+    }
+    trusted.client(
+        peer(req.peer_addr()),
+        req.headers()
+            .get_all("x-forwarded-for")
+            .filter_map(|v| v.to_str().ok()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_names_the_client_and_the_rightmost_untrusted_hop_is_it() {
+        let trusted = TrustedProxies::parse(&["10.0.0.0/8".into(), "192.0.2.9".into()]).unwrap();
+        // A client that is not a proxy cannot name another address.
+        assert_eq!(
+            trusted.client(ip("198.51.100.7"), ["203.0.113.1"].into_iter()),
+            ip("198.51.100.7")
+        );
+        // Through two trusted proxies; the client forged a left-most entry.
+        assert_eq!(
+            trusted.client(
+                ip("10.0.0.2"),
+                ["6.6.6.6, 203.0.113.5", "192.0.2.9"].into_iter()
+            ),
+            ip("203.0.113.5")
+        );
+        // IPv4-mapped peers are the same address.
+        assert_eq!(
+            trusted.client(ip("::ffff:10.0.0.2"), ["203.0.113.5"].into_iter()),
+            ip("203.0.113.5")
+        );
+        // A trusted proxy without the header is the client.
+        assert_eq!(
+            trusted.client(ip("10.0.0.2"), std::iter::empty()),
+            ip("10.0.0.2")
+        );
+    }
+
+    #[test]
+    fn an_entry_that_is_neither_an_address_nor_a_network_is_refused_by_name() {
+        let e = TrustedProxies::parse(&["10.0.0.0/33".into()]).unwrap_err();
+        assert!(e.contains("10.0.0.0/33"), "{e}");
+        assert!(TrustedProxies::parse(&["::1".into(), "fd00::/8".into()]).is_ok());
+    }
+}
