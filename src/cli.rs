@@ -54,14 +54,29 @@ pub enum Command {
         out: PathBuf,
     },
     /// Make a new data directory from a backup FILE (checked through first); start a
-    /// server on it with --data-dir DIR.
+    /// server on it with --data-dir DIR. With storage.backend = "postgres", the backup
+    /// goes into the (empty) schema of storage.postgres.url instead, as `migrate` does.
     Restore {
         /// A file made by `mailroom backup`.
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// The data directory to make: absent or empty.
+        /// The data directory to make: absent or empty. On PostgreSQL, where the
+        /// backup is unpacked on its way (removed once it is in the database).
         #[arg(long, value_name = "DIR")]
         data: PathBuf,
+    },
+    /// Move a stopped server's sled data directory (--data-dir, or storage.path) into an
+    /// empty PostgreSQL schema: every record, in batches, each committed with where it
+    /// got to, so a run that stops goes on where it stopped when run again. Then start
+    /// the nodes with storage.backend = "postgres" (docs/cluster.md).
+    Migrate {
+        /// The database to move into: a libpq-style URL, as storage.postgres.url
+        /// (storage.postgres.tls and ca_file apply).
+        #[arg(long, value_name = "URL")]
+        to_postgres: String,
+        /// Records per committed batch.
+        #[arg(long, value_name = "N", default_value_t = 5000)]
+        batch: usize,
     },
 }
 
@@ -163,6 +178,9 @@ pub fn main() -> ExitCode {
         Some(Command::Domain(cmd)) => print(control::run(&settings, domain(cmd))),
         Some(Command::Backup { out }) => crate::transfer::backup(&settings, &out),
         Some(Command::Restore { file, data }) => crate::transfer::restore(&settings, &file, &data),
+        Some(Command::Migrate { to_postgres, batch }) => {
+            crate::transfer::migrate(&settings, &to_postgres, batch)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -96,6 +96,39 @@ pub struct PostgresSettings {
     pub pool_size: usize,
     pub lock_wait_ms: u64,
     pub statement_timeout_ms: u64,
+    pub tls: PostgresTls,
+    pub ca_file: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PostgresTls {
+    Disable,
+    Require,
+    VerifyFull,
+}
+
+impl PostgresSettings {
+    /// The store's settings for this database at `url` (a node of a cluster when
+    /// `partial`).
+    pub fn store_config(&self, url: &str, partial: bool) -> mailroom_actors::store::PostgresConfig {
+        use mailroom_actors::store::postgres::PgTls;
+        mailroom_actors::store::PostgresConfig {
+            url: url.to_owned(),
+            pool_size: self.pool_size,
+            lock_wait_ms: self.lock_wait_ms,
+            statement_timeout_ms: self.statement_timeout_ms,
+            partial,
+            tls: match self.tls {
+                PostgresTls::Disable => PgTls::Disable,
+                PostgresTls::Require => PgTls::Require,
+                PostgresTls::VerifyFull => PgTls::VerifyFull,
+            },
+            ca_file: Some(self.ca_file.trim())
+                .filter(|f| !f.is_empty())
+                .map(PathBuf::from),
+        }
+    }
 }
 
 impl Storage {
@@ -130,7 +163,7 @@ impl Storage {
         &self,
         node: bool,
     ) -> mailroom_actors::error::Result<std::sync::Arc<dyn mailroom_actors::store::Store>> {
-        use mailroom_actors::store::{PostgresConfig, PostgresStore};
+        use mailroom_actors::store::PostgresStore;
         Ok(match self.backend {
             Backend::Sled => {
                 let store =
@@ -160,13 +193,7 @@ impl Storage {
                         )
                     })?;
                 self.narrow()?;
-                PostgresStore::open(&PostgresConfig {
-                    url: self.postgres.url.clone(),
-                    pool_size: self.postgres.pool_size,
-                    lock_wait_ms: self.postgres.lock_wait_ms,
-                    statement_timeout_ms: self.postgres.statement_timeout_ms,
-                    partial: node,
-                })?
+                PostgresStore::open(&self.postgres.store_config(&self.postgres.url, node))?
             }
         })
     }

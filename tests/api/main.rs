@@ -24,6 +24,7 @@ mod isolation;
 mod limits;
 mod links;
 mod ops;
+mod postgres_tls;
 mod readme;
 mod retention;
 mod sandbox;

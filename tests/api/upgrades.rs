@@ -148,11 +148,8 @@ fn paths(ids: &Value) -> Vec<String> {
 
 #[test]
 fn every_fixture_layout_restores_into_a_server_that_reads_back_every_kind_of_record() {
-    if crate::support::postgres::skipped_on_postgres(
-        "it upgrades sled data directories; a PostgreSQL store starts at the current layout",
-    ) {
-        return;
-    }
+    // On the PostgreSQL pass, restore unpacks into the data directory, upgrades it and
+    // moves it into the directory's schema, where the server then reads it.
     let all = every_fixture();
     assert!(
         all.iter().any(|(layout, _, _)| *layout == keys::FORMAT),
@@ -414,4 +411,65 @@ fn data_or_plain(r: &crate::support::app::Resp) -> Value {
         v if v["success"] == true => data(r, 201),
         v => v,
     }
+}
+
+#[test]
+fn migrate_moves_a_sled_directory_with_every_kind_of_record_into_postgres_for_a_node_to_serve() {
+    let Some(_) = crate::support::postgres::postgres_url() else {
+        eprintln!("skipped: migrating into PostgreSQL needs MAILROOM_TEST_POSTGRES_URL");
+        return;
+    };
+    let sled = |s: &mut Setup| s.storage.backend = crate::support::settings::Backend::Sled;
+    let (_, file, manifest) = every_fixture()
+        .into_iter()
+        .find(|(layout, _, _)| *layout == keys::FORMAT)
+        .expect("a fixture of the current layout");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("laptop");
+    succeeded(&crate::support::app::mailroom_with(
+        &dir,
+        &[
+            "restore",
+            file.to_str().unwrap(),
+            "--data",
+            dir.to_str().unwrap(),
+        ],
+        sled,
+    ));
+    let node = tmp.path().join("node");
+    let url = crate::support::postgres::schema_url(&node).expect("the PostgreSQL pass");
+    let migrate = || {
+        crate::support::app::mailroom_with(
+            &dir,
+            &["migrate", "--to-postgres", &url, "--batch", "7"],
+            sled,
+        )
+    };
+    let moved = succeeded(&migrate());
+    let kinds = moved["kinds"].as_object().expect("records per kind");
+    for kind in [
+        "projects",
+        "api keys",
+        "contacts",
+        "templates",
+        "campaigns",
+        "workflows",
+    ] {
+        assert!(
+            kinds.get(kind).and_then(Value::as_u64).unwrap_or(0) > 0,
+            "{kind}: {moved}"
+        );
+    }
+    assert_eq!(
+        moved["records"].as_u64(),
+        Some(kinds.values().filter_map(Value::as_u64).sum::<u64>()),
+        "{moved}"
+    );
+    let again = migrate();
+    assert!(!again.status.success(), "a second run into a full schema");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("holds data already"), "{stderr}");
+
+    let app = TestApp::start(node, keep_everything);
+    assert_reads_back(&app, &manifest, "migrated to PostgreSQL");
 }

@@ -541,10 +541,87 @@ pub fn project_of(key: &[u8]) -> Option<ProjectId> {
     Some(ProjectId::from_key_bytes(id))
 }
 
+/// What kind of record `key` is, in words: the tallies of a migration.
+pub fn kind_of(key: &[u8]) -> &'static str {
+    const PER_PROJECT: &[(&[u8], &str)] = &[
+        (b"/c/", "contacts"),
+        (b"/ce/", "contact email index"),
+        (b"/n/", "counters"),
+        (b"/e/", "event blocks"),
+        (b"/ec/", "events by contact"),
+        (b"/en/", "events by name"),
+        (b"/names/", "event names"),
+        (b"/nc/", "contact event statistics"),
+        (b"/s/", "segments"),
+        (b"/sm/", "segment members"),
+        (b"/t/", "templates"),
+        (b"/tt/", "template texts"),
+        (b"/m/", "emails"),
+        (b"/mt/", "email texts"),
+        (b"/mx/", "engagements"),
+        (b"/att/", "attachments"),
+        (b"/att-users/", "attachment users"),
+        (b"/idem/", "idempotency records"),
+        (b"/idem-exp/", "idempotency expiries"),
+        (b"/d/", "domains"),
+        (b"/dn/", "domain names"),
+        (b"/cp/", "campaigns"),
+        (b"/cps/", "campaign statistics"),
+        (b"/cpa/", "campaign audiences"),
+        (b"/cpq/", "campaign queues"),
+        (b"/cpu/", "campaign unsubscribes"),
+        (b"/cpx/", "campaign unsubscribes closed"),
+        (b"/lun/", "link unsubscribes"),
+        (b"/ic/", "import chunks"),
+        (b"/wf/", "workflows"),
+        (b"/wtr/", "workflow triggers"),
+        (b"/wx/", "workflow executions"),
+        (b"/wxl/", "executions by contact"),
+        (b"/wxd/", "workflow entries"),
+        (b"/wxe/", "workflow waits"),
+        (b"/lk/", "link state"),
+    ];
+    const GLOBAL: &[(&[u8], &str)] = &[
+        (PROJECTS, "projects"),
+        (b"keys/", "api keys"),
+        (ALL_DOMAINS, "domain index"),
+        (SENDING_CAMPAIGNS, "sending campaigns"),
+        (ERASURES, "erasures"),
+        (IMPORTS, "imports"),
+        (READY, "ready executions"),
+        (TIMERS, "timers"),
+        (OUTBOX, "outbox"),
+        (b"meta/", "meta"),
+    ];
+    if let Some(rest) = key.strip_prefix(b"p/").and_then(|r| r.get(16..)) {
+        return PER_PROJECT
+            .iter()
+            .find(|(tag, _)| rest.starts_with(tag))
+            .map_or("other project records", |(_, name)| name);
+    }
+    GLOBAL
+        .iter()
+        .find(|(tag, _)| key.starts_with(tag))
+        .map_or("other", |(_, name)| name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::EventId;
+
+    #[test]
+    fn a_key_is_named_by_its_kind() {
+        let p = ProjectId::new();
+        assert_eq!(kind_of(&contacts(p)), "contacts");
+        assert_eq!(
+            kind_of(&contact_by_email(p, "a@b.c")),
+            "contact email index"
+        );
+        assert_eq!(kind_of(&project(p)), "projects");
+        assert_eq!(kind_of(&import(p, ImportId::new())), "imports");
+        assert_eq!(kind_of(b"zzz"), "other");
+    }
 
     #[test]
     fn ids_read_back_from_keys_and_indexes_do_not_overlap() {

@@ -141,6 +141,8 @@ pub fn open_postgres_node(url: &str) -> Arc<dyn Store> {
         lock_wait_ms: 5_000,
         statement_timeout_ms: 5_000,
         partial: true,
+        tls: Default::default(),
+        ca_file: None,
     })
     .unwrap()
 }

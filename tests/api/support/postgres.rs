@@ -15,6 +15,19 @@ pub fn postgres_url() -> Option<String> {
 
 /// On the PostgreSQL pass, the URL of the (new or existing) schema of `data_dir`.
 pub fn schema_url(data_dir: &Path) -> Option<String> {
+    schema_url_on(&postgres_url()?, data_dir)
+}
+
+/// The same schema reached over TCP with TLS (`.ci/postgres.sh` serves a certificate
+/// its own CA signed), and that CA's file: (URL, CA file).
+pub fn tls_schema_url(data_dir: &Path) -> Option<(String, String)> {
+    let tls = std::env::var("MAILROOM_TEST_POSTGRES_TLS_URL").ok()?;
+    let ca = std::env::var("MAILROOM_TEST_POSTGRES_CA").ok()?;
+    schema_url(data_dir)?;
+    Some((schema_url_on(&tls, data_dir)?, ca))
+}
+
+fn schema_url_on(base: &str, data_dir: &Path) -> Option<String> {
     let admin = postgres_url()?;
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -30,8 +43,8 @@ pub fn schema_url(data_dir: &Path) -> Option<String> {
         "creating schema {schema}: {}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let sep = if admin.contains('?') { '&' } else { '?' };
-    Some(format!("{admin}{sep}options=-c%20search_path%3D{schema}"))
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(format!("{base}{sep}options=-c%20search_path%3D{schema}"))
 }
 
 /// For a test that reads or writes the sled data directory itself (its files, a backup
@@ -56,6 +69,8 @@ pub fn open_store(data_dir: &Path) -> std::sync::Arc<dyn mailroom_actors::store:
             lock_wait_ms: 5_000,
             statement_timeout_ms: 5_000,
             partial: false,
+            tls: Default::default(),
+            ca_file: None,
         })
         .expect("open the stopped server's PostgreSQL store"),
         // A killed server's lock on the directory goes when the kernel has closed its

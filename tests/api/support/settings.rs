@@ -6,7 +6,7 @@
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
-pub use mailroom::config::{Backend, LogFormat, MailTransport, Settings, SmtpTls};
+pub use mailroom::config::{Backend, LogFormat, MailTransport, PostgresTls, Settings, SmtpTls};
 
 use super::app::test_config;
 

@@ -150,13 +150,16 @@ impl Db {
             .enable_all()
             .build()
             .map_err(|e| Error::storage_caused("starting the PostgreSQL runtime", e))?;
-        let manager = Manager::from_config(
-            pg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let recycling = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match super::tls::connector(config.tls, config.ca_file.as_deref())? {
+            Some(tls) => {
+                pg.ssl_mode(tokio_postgres::config::SslMode::Require);
+                Manager::from_config(pg, tls, recycling)
+            }
+            None => Manager::from_config(pg, NoTls, recycling),
+        };
         // All connections busy (each stuck in a slow call) must not queue a caller for
         // longer than one call may take.
         let pool = Pool::builder(manager)

@@ -19,7 +19,9 @@ mod db;
 mod fence;
 mod guard;
 mod leases;
+pub mod migrate;
 mod schema;
+mod tls;
 mod view;
 
 use std::collections::{HashMap, VecDeque};
@@ -38,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::id::ProjectId;
 
 pub use schema::VERSION as SCHEMA_VERSION;
+pub use tls::PgTls;
 
 #[derive(Debug, Clone)]
 pub struct PostgresConfig {
@@ -55,6 +58,9 @@ pub struct PostgresConfig {
     /// its lease (`load_project`), and refuses writes to a project it holds no fence
     /// for. False: every pair is loaded and no fence is required (one node, the CLI).
     pub partial: bool,
+    /// TLS to the server (`tls.rs`), and extra roots for `VerifyFull`.
+    pub tls: PgTls,
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 pub struct PostgresStore {

@@ -6,7 +6,7 @@
 use super::*;
 
 /// A fresh schema of its own for each store, so tests do not see each other's keys.
-async fn config() -> Option<PostgresConfig> {
+pub(super) async fn config() -> Option<PostgresConfig> {
     let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
         eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
         return None;
@@ -29,6 +29,8 @@ async fn config() -> Option<PostgresConfig> {
         lock_wait_ms: 200,
         statement_timeout_ms: 5_000,
         partial: false,
+        tls: Default::default(),
+        ca_file: None,
     })
 }
 
