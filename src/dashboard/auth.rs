@@ -2,7 +2,7 @@
 //! project (a secret-key session, or an admin session that picked one); `Posted<T>` is
 //! a form of such a session whose CSRF token matched, with its fields as `T`.
 
-use std::future::{ready, Future, Ready};
+use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
@@ -53,19 +53,20 @@ pub fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
 }
 
 /// The session behind the request's cookie, with its id.
-fn session(req: &HttpRequest, state: &AppState) -> Result<(String, Session), PageError> {
+async fn session(req: &HttpRequest, state: &AppState) -> Result<(String, Session), PageError> {
     let id = cookie(req, session::COOKIE).ok_or(PageError::SignIn)?;
     let session = state
         .dashboard
         .sessions
         .get(&id, now_ms(state))
+        .await?
         .ok_or(PageError::SignIn)?;
     Ok((id, session))
 }
 
-fn signed(req: &HttpRequest) -> Result<Signed, PageError> {
-    let state = state(req)?;
-    let (id, s) = session(req, &state)?;
+async fn signed(req: HttpRequest) -> Result<Signed, PageError> {
+    let state = state(&req)?;
+    let (id, s) = session(&req, &state).await?;
     let (project_id, admin) = match s.principal {
         Principal::Project { id, .. } => (id, false),
         Principal::Admin { picked: Some(p) } => (p, true),
@@ -82,7 +83,7 @@ fn signed(req: &HttpRequest) -> Result<Signed, PageError> {
         Principal::Admin { .. } => state.admin_token.is_some(),
     };
     if !key_still_valid || (project.disabled && !admin) {
-        state.dashboard.sessions.end(&id);
+        state.dashboard.sessions.end(&id).await?;
         return Err(PageError::SignIn);
     }
     // The project's API budget: a page reaches the same engine work (test sends, filter
@@ -102,20 +103,22 @@ fn signed(req: &HttpRequest) -> Result<Signed, PageError> {
 
 impl FromRequest for Signed {
     type Error = PageError;
-    type Future = Ready<Result<Self, PageError>>;
+    type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(signed(req))
+        Box::pin(signed(req.clone()))
     }
 }
 
 impl FromRequest for AdminSession {
     type Error = PageError;
-    type Future = Ready<Result<Self, PageError>>;
+    type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(state(req).and_then(|state| {
-            let (id, s) = session(req, &state)?;
+        let req = req.clone();
+        Box::pin(async move {
+            let state = state(&req)?;
+            let (id, s) = session(&req, &state).await?;
             match s.principal {
                 Principal::Admin { .. } if state.admin_token.is_some() => Ok(AdminSession {
                     csrf: s.csrf,
@@ -123,7 +126,7 @@ impl FromRequest for AdminSession {
                 }),
                 _ => Err(PageError::NotFound),
             }
-        }))
+        })
     }
 }
 
@@ -150,11 +153,11 @@ impl<T: DeserializeOwned + 'static> FromRequest for Posted<T> {
     type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let signed = signed(req);
+        let signed = signed(req.clone());
         let limit = state(req).map_or(0, |s| s.limits.max_body_bytes);
         let body = web::Bytes::from_request(req, payload);
         Box::pin(async move {
-            let signed = signed?;
+            let signed = signed.await?;
             let body = body.await.map_err(|_| PageError::BadForm)?;
             if body.len() > limit {
                 return Err(PageError::BadForm);

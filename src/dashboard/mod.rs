@@ -41,10 +41,13 @@ pub struct Dashboard {
 }
 
 impl Dashboard {
-    pub fn new(settings: &crate::config::DashboardSettings) -> Self {
+    pub fn new(
+        settings: &crate::config::DashboardSettings,
+        store: std::sync::Arc<dyn mailroom_actors::store::Store>,
+    ) -> Self {
         Dashboard {
             enabled: settings.enabled,
-            sessions: session::Sessions::default(),
+            sessions: session::Sessions::new(store),
             lifetime_ms: i64::from(settings.session_minutes.max(1)).saturating_mul(60_000),
             secure_cookie: settings.secure_cookie,
         }

@@ -56,13 +56,17 @@ pub async fn rotate(
     let issued = state.projects.rotate_keys(signed.project, now)?;
     state.store.durable().await?;
     if !signed.admin {
-        state.dashboard.sessions.set_principal(
-            &signed.session_id,
-            Principal::Project {
-                id: issued.project.id,
-                key_hash: issued.project.secret_key_hash,
-            },
-        );
+        state
+            .dashboard
+            .sessions
+            .set_principal(
+                &signed.session_id,
+                Principal::Project {
+                    id: issued.project.id,
+                    key_hash: issued.project.secret_key_hash,
+                },
+            )
+            .await?;
     }
     let keys = keys_json(&issued);
     let body = html! {

@@ -93,6 +93,7 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
         .dashboard
         .sessions
         .start(principal, now, state.dashboard.lifetime_ms)
+        .await?
     else {
         return Ok(form_response(
             &req,
@@ -162,11 +163,16 @@ pub async fn sign_out(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse
     let state = auth::state(&req)?;
     let (csrf, _): (String, Empty) = auth::parse_form(&body)?;
     if let Some(id) = auth::cookie(&req, session::COOKIE) {
-        if let Some(s) = state.dashboard.sessions.get(&id, auth::now_ms(&state)) {
+        if let Some(s) = state
+            .dashboard
+            .sessions
+            .get(&id, auth::now_ms(&state))
+            .await?
+        {
             if !session::csrf_matches(&s.csrf, &csrf) {
                 return Err(PageError::Csrf);
             }
-            state.dashboard.sessions.end(&id);
+            state.dashboard.sessions.end(&id).await?;
         }
     }
     Ok(HttpResponse::SeeOther()
@@ -238,6 +244,7 @@ pub async fn pick(
     state
         .dashboard
         .sessions
-        .set_principal(&admin.session_id, Principal::Admin { picked: Some(id) });
+        .set_principal(&admin.session_id, Principal::Admin { picked: Some(id) })
+        .await?;
     Ok(super::see_other("/app/overview"))
 }

@@ -299,7 +299,7 @@ async fn project_of(
         }
     }
     if path == "/app" || path.starts_with("/app/") {
-        return dashboard_project(req, state);
+        return dashboard_project(req, state).await;
     }
     if let Some(rest) = path.strip_prefix("/admin/projects/") {
         // Routed only for the holder of the admin token and a project that exists: an
@@ -348,10 +348,10 @@ fn bearer_key(req: &ServiceRequest) -> Option<ApiKey> {
     ApiKey::parse(token.trim())
 }
 
-/// The project a dashboard session works on. Sessions live in this node's memory, so a
-/// dashboard request is never forwarded: the project is taken here when it falls to this
-/// node, and otherwise the engine answers 503 NOT_OWNER (docs/cluster.md, Limits).
-fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId> {
+/// The project a dashboard session works on. Sessions live in the store, so the owner
+/// reads the one this request names wherever it was started, and the request is
+/// forwarded like any other.
+async fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId> {
     use crate::dashboard::session::{Principal, COOKIE};
     let id = req
         .headers()
@@ -362,7 +362,14 @@ fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<ProjectId
         .find(|(k, _)| *k == COOKIE)
         .map(|(_, v)| v.to_owned())?;
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis();
-    match state.dashboard.sessions.get(&id, now)?.principal {
+    match state
+        .dashboard
+        .sessions
+        .get(&id, now)
+        .await
+        .ok()??
+        .principal
+    {
         Principal::Project { id, .. } => Some(id),
         Principal::Admin { picked } => picked,
     }
@@ -414,14 +421,7 @@ pub async fn middleware(
             return Ok(unserved(req, &cluster, e));
         }
     };
-    let dashboard = req.path() == "/app" || req.path().starts_with("/app/");
     match route {
-        Route::Forward { .. } if dashboard => {
-            // The session lives here, the project's data on its owner: the pages would
-            // read this node's partial view and show empty lists as if they were true.
-            let e = ApiError::Engine(Error::NotOwner { project });
-            Ok(unserved(req, &cluster, e))
-        }
         Route::Serve => serve(req, next, &cluster).await,
         Route::Forward { .. } if forwarded => {
             // The sender thought this node the owner; this node thinks otherwise (the
@@ -526,8 +526,9 @@ async fn forward(
             )));
         }
     }
-    // The route's own limit: only an import takes more than a JSON body.
-    let limit = if req.path() == "/contacts/import" {
+    // The route's own limit: only an import (the API's or the dashboard's form) takes
+    // more than a JSON body.
+    let limit = if ["/contacts/import", "/app/contacts/import"].contains(&req.path()) {
         state.limits.max_import_bytes
     } else {
         state.limits.max_body_bytes

@@ -103,6 +103,7 @@ impl AppState {
         campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     ) -> Self {
         let engine_metrics = registry.metrics().clone();
+        let dashboard = crate::dashboard::Dashboard::new(&settings.dashboard, store.clone());
         AppState {
             guard: guard::Guard::new(store.guard_counts()),
             registry,
@@ -135,7 +136,7 @@ impl AppState {
             campaigns,
             hits: Default::default(),
             access_log: settings.log.access,
-            dashboard: crate::dashboard::Dashboard::new(&settings.dashboard),
+            dashboard,
             cluster: None,
             node_id: String::new(),
             backend: match settings.storage.backend {

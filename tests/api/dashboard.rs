@@ -418,3 +418,56 @@ fn wrong_keys_at_the_sign_in_and_wrong_admin_tokens_spend_one_budget() {
         "the sign-in is closed to the blocked address too, right token or not"
     );
 }
+
+#[test]
+fn a_session_outlives_a_restart_of_the_server() {
+    let mut app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let cookies = {
+        let mut v = Visitor::new(&app);
+        assert_eq!(v.sign_in(&p.secret).status, 303);
+        v.cookies.clone()
+    };
+    app.restart();
+    let mut v = Visitor::new(&app);
+    v.cookies = cookies;
+    let page = v.get("/app/overview");
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("Acme"));
+}
+
+#[test]
+fn a_session_started_on_one_node_is_served_and_ended_through_another() {
+    use crate::support::cluster::TestCluster;
+    let Some(c) = TestCluster::start(2, |_| {}) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    let owner = c.owner_of(0, &p.secret);
+    let other = c.other_than(owner);
+    // Signed in through the node that does not own the project, then served by both.
+    let mut first = Visitor::new(c.node(other));
+    assert_eq!(first.sign_in(&p.secret).status, 303);
+    let page = first.get("/app/overview");
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("Acme"));
+    assert_eq!(
+        page.header("X-Mailroom-Node"),
+        Some(format!("node-{owner}").as_str()),
+        "the owner served the page"
+    );
+    let mut second = Visitor::new(c.node(owner));
+    second.cookies = first.cookies.clone();
+    assert_eq!(second.get("/app/overview").status, 200);
+    // Signed out through the owner: the other node knows it at once.
+    let form = second.get("/app/overview");
+    let csrf = hidden(&form.text, "csrf");
+    let out = second.post("/app/sign-out", &[("csrf", &csrf)]);
+    assert_eq!(out.status, 303, "{}", out.text);
+    assert_eq!(
+        first.get("/app/overview").header("location"),
+        Some("/app/sign-in"),
+        "the session ended on every node"
+    );
+}

@@ -45,6 +45,14 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 
 pub const PROJECTS: &[u8] = b"projects/";
 
+/// The dashboard's signed-in sessions, by the SHA-256 of the cookie's id: global keys,
+/// so that every node of a cluster reads them.
+pub const SESSIONS: &[u8] = b"sessions/";
+
+pub fn session(id_digest: &[u8; 32]) -> Vec<u8> {
+    key([SESSIONS, id_digest.as_slice()].into_iter())
+}
+
 pub fn key_hash(hash: &[u8; 32]) -> Vec<u8> {
     key([b"keys/".as_slice(), hash].into_iter())
 }
@@ -592,6 +600,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (TIMERS, "timers"),
         (OUTBOX, "outbox"),
         (b"meta/", "meta"),
+        (SESSIONS, "dashboard sessions"),
     ];
     if let Some(rest) = key.strip_prefix(b"p/").and_then(|r| r.get(16..)) {
         return PER_PROJECT
