@@ -103,6 +103,15 @@ impl AppState {
         campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     ) -> Self {
         let engine_metrics = registry.metrics().clone();
+        let rate_limit = rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute);
+        let public_rate_limit =
+            rate_limit::ProjectRateLimit::new(settings.limits.public_requests_per_minute);
+        // A project that moves to another node keeps what it spent of its budgets.
+        for (name, limit) in [("api", &rate_limit), ("api-public", &public_rate_limit)] {
+            if let Some(limit) = limit {
+                registry.carry_pace(name, limit.pace());
+            }
+        }
         let dashboard = crate::dashboard::Dashboard::new(&settings.dashboard, store.clone());
         AppState {
             guard: guard::Guard::new(store.guard_counts()),
@@ -113,10 +122,8 @@ impl AppState {
             adjustable_clock: None,
             limits: settings.limits.clone(),
             idempotency_ttl_ms: settings.retention.engine().idempotency_ttl_ms(),
-            rate_limit: rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute),
-            public_rate_limit: rate_limit::ProjectRateLimit::new(
-                settings.limits.public_requests_per_minute,
-            ),
+            rate_limit,
+            public_rate_limit,
             metrics: metrics::Metrics::new(std::time::Duration::from_millis(
                 settings.metrics.scan_interval_ms,
             )),

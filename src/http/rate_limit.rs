@@ -1,27 +1,23 @@
 //! The per-project API rate limit: a GCRA budget of `limits.requests_per_minute`
-//! (governor), checked when a request authenticates. Every response to an
-//! authenticated request carries `RateLimit-Limit`, `-Remaining` and `-Reset`.
+//! (`mailroom_actors::pace`), checked when a request authenticates. Every response to an
+//! authenticated request carries `RateLimit-Limit`, `-Remaining` and `-Reset`. The
+//! budget's state moves with the project: a lease move does not refill it.
 
-use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::HttpMessage;
-use governor::clock::{Clock, DefaultClock};
-use governor::middleware::StateInformationMiddleware;
-use governor::state::keyed::DashMapStateStore;
-use governor::{Quota, RateLimiter};
 use mailroom_actors::model::ProjectId;
+use mailroom_actors::pace::{Pace, Verdict};
 
 use super::error::ApiError;
 
-type Keyed =
-    RateLimiter<ProjectId, DashMapStateStore<ProjectId>, DefaultClock, StateInformationMiddleware>;
-
 pub struct ProjectRateLimit {
-    limiter: Keyed,
+    pace: Arc<Pace>,
     per_minute: u32,
 }
 
@@ -36,37 +32,38 @@ pub struct RateLimitInfo {
 impl ProjectRateLimit {
     /// None when the limit is off (`0`).
     pub fn new(per_minute: u32) -> Option<Self> {
-        let n = NonZeroU32::new(per_minute)?;
-        Some(ProjectRateLimit {
-            limiter: RateLimiter::dashmap(Quota::per_minute(n))
-                .with_middleware::<StateInformationMiddleware>(),
+        (per_minute > 0).then(|| ProjectRateLimit {
+            // One request back every 60/limit seconds, the whole limit at once.
+            pace: Arc::new(Pace::new(
+                Duration::from_secs_f64(60.0 / f64::from(per_minute)),
+                per_minute,
+            )),
             per_minute,
         })
     }
 
+    /// The budget's state, for the registry to hand over with each project.
+    pub fn pace(&self) -> Arc<Pace> {
+        self.pace.clone()
+    }
+
     /// Takes one request from the project's budget.
     pub fn check(&self, project: ProjectId) -> (RateLimitInfo, Result<(), ApiError>) {
-        // Each request refills after 60/limit seconds; the budget is full again after
-        // that times the number of requests spent.
-        let per_request = 60.0 / self.per_minute as f64;
-        match self.limiter.check_key(&project) {
-            Ok(snapshot) => {
-                let remaining = snapshot.remaining_burst_capacity();
-                let spent = self.per_minute.saturating_sub(remaining);
+        match self.pace.check(project) {
+            Verdict::Allowed { remaining, full_in } => {
                 let info = RateLimitInfo {
                     limit: self.per_minute,
                     remaining,
-                    reset_secs: (spent as f64 * per_request).ceil() as u64,
+                    reset_secs: full_in.as_secs_f64().ceil() as u64,
                 };
                 (info, Ok(()))
             }
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
+            Verdict::Wait(wait) => {
                 let retry_after_secs = wait.as_secs_f64().ceil().max(1.0) as u64;
                 let info = RateLimitInfo {
                     limit: self.per_minute,
                     remaining: 0,
-                    reset_secs: (self.per_minute as f64 * per_request).ceil() as u64,
+                    reset_secs: 60,
                 };
                 (info, Err(ApiError::RateLimited { retry_after_secs }))
             }

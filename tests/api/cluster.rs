@@ -449,6 +449,82 @@ fn kill_9_of_the_owner_during_a_campaign_moves_it_to_another_node_that_completes
 }
 
 #[test]
+fn a_project_paced_at_one_a_second_keeps_its_pace_across_a_move() {
+    let (dns, smtp) = (TestDns::start(), SmtpServer::start());
+    let relay = relayed(&dns, &smtp);
+    let Some(mut c) = TestCluster::start(2, move |s| {
+        relay(s);
+        s.sending.rate_per_second = 1;
+    }) else {
+        return;
+    };
+    c.settled(2);
+    let (p, owner) = project(&c, &dns);
+    let heir = c.other_than(owner);
+    let to: Vec<String> = (0..5).map(|i| format!("paced-{i}@example.com")).collect();
+    let r = c.node(owner).post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": to, "from": format!("hello@{DOMAIN}"), "subject": "s", "body": "b"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let under_way = eventually(30, || smtp.count(), |n| *n >= 2);
+    assert!(under_way >= 2, "the owner is sending");
+    // A clean stop hands the project over, its place in the pace with it.
+    assert!(c.nodes[owner]
+        .sigterm(std::time::Duration::from_secs(30))
+        .is_some());
+    let got = eventually(60, || smtp.received(), |got| got.len() >= 5);
+    assert_eq!(got.len(), 5, "every email arrived once");
+    let mut at: Vec<_> = got.iter().map(|m| m.at).collect();
+    at.sort();
+    let gaps: Vec<u128> = at
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]).as_millis())
+        .collect();
+    assert!(
+        gaps.iter().all(|g| *g >= 950),
+        "at most one email a second, the move included (gaps in ms): {gaps:?}"
+    );
+    let h = c.health(heir);
+    assert_eq!(
+        h["projectsOwned"], 1,
+        "the other node took the project: {h}"
+    );
+}
+
+#[test]
+fn a_projects_spent_api_budget_stays_spent_when_it_moves() {
+    let Some(mut c) = TestCluster::start(2, |s| s.limits.requests_per_minute = 5) else {
+        return;
+    };
+    c.settled(2);
+    let p = c.node(0).create_project("Acme");
+    let owner = c.owner_of(0, &p.secret);
+    let heir = c.other_than(owner);
+    // owner_of spent one; four more empty the budget.
+    for i in 0..4 {
+        let r = c.node(owner).get("/contacts?limit=1", &p.secret);
+        assert_eq!(r.status, 200, "request {i}: {}", r.text);
+    }
+    assert_eq!(
+        c.node(owner).get("/contacts?limit=1", &p.secret).status,
+        429
+    );
+    assert!(c.nodes[owner]
+        .sigterm(std::time::Duration::from_secs(30))
+        .is_some());
+    let h = eventually(30, || c.health(heir), |h| h["projectsOwned"] == 1);
+    assert_eq!(h["projectsOwned"], 1, "{h}");
+    let r = c.node(heir).get("/contacts?limit=1", &p.secret);
+    assert_eq!(r.status, 429, "the budget came along: {}", r.text);
+    assert_eq!(
+        r.header("X-Mailroom-Node"),
+        Some(format!("node-{heir}").as_str())
+    );
+}
+
+#[test]
 fn an_owner_paused_past_its_lease_loses_the_project_and_its_writes_are_refused_when_it_wakes() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let relay = relayed(&dns, &smtp);

@@ -3,7 +3,8 @@
 //! robin, and records each outcome through the project's actor. It holds at most
 //! `max_in_flight` emails in memory at a time.
 //!
-//! Pacing: each project has a governor limiter (`sending.rate_per_second`, no bursts), and
+//! Pacing: each project has a pace (`sending.rate_per_second`, no bursts; `crate::pace`,
+//! whose state moves with the project to its next owner), and
 //! an email waits for its turn right before it goes to a mailer, not when it leaves the
 //! outbox, so that a slow moment between the two cannot bunch deliveries up (measured:
 //! pacing at the outbox let 36-43 emails arrive in one second at 14/s). A paced project
@@ -26,9 +27,6 @@ use std::time::Duration;
 use actix::{
     Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Supervised, WrapFuture,
 };
-use governor::clock::DefaultClock;
-use governor::state::keyed::DashMapStateStore;
-use governor::{Quota, RateLimiter};
 use tokio::sync::Notify;
 
 use super::messages::{Deliver, Delivery, Owner};
@@ -52,8 +50,6 @@ pub struct DispatcherConfig {
     pub max_in_flight: usize,
 }
 
-type Limiter = RateLimiter<ProjectId, DashMapStateStore<ProjectId>, DefaultClock>;
-
 /// Emails of one paced project that may be between the outbox and the SMTP server.
 const PACED_IN_FLIGHT: usize = 2;
 
@@ -64,7 +60,7 @@ struct Shared {
     mailers: Vec<Addr<MailerActor>>,
     dkim: DkimLookup,
     config: DispatcherConfig,
-    limiter: Option<Limiter>,
+    limiter: Option<Arc<crate::pace::Pace>>,
     wake: Arc<Notify>,
     in_flight: Mutex<HashMap<EmailId, ProjectId>>,
     /// Where the last round stopped for want of free slots: the next starts there, so
@@ -88,9 +84,12 @@ impl Dispatcher {
         // One email every 1/rate seconds, 2% slower than that: SMTP arrival jitter of up to
         // ~20 ms then still never puts rate + 1 deliveries into one second, and the average
         // stays within 0.5/s of the rate up to 25/s.
-        let limiter = NonZeroU32::new(config.rate_per_second).and_then(|n| {
+        let limiter = NonZeroU32::new(config.rate_per_second).map(|n| {
             let period = Duration::from_secs_f64(1.02 / f64::from(n.get()));
-            Quota::with_period(period).map(|q| RateLimiter::dashmap(q.allow_burst(NonZeroU32::MIN)))
+            let pace = Arc::new(crate::pace::Pace::new(period, 1));
+            // A project that moves to another node keeps its place in the pace there.
+            registry.carry_pace("sending", pace.clone());
+            pace
         });
         let wake = registry.outbox_signal();
         Dispatcher {
@@ -371,7 +370,7 @@ impl Shared {
             Ok(dkim) => {
                 if let Some(limiter) = &self.limiter {
                     tokio::select! {
-                        _ = limiter.until_key_ready(&project) => {}
+                        _ = limiter.until_ready(project) => {}
                         _ = self.registry.drain().stopped() => return None,
                     }
                 }

@@ -126,6 +126,8 @@ struct Inner {
     moves: Mutex<HashMap<ProjectId, Arc<tokio::sync::Mutex<()>>>>,
     /// What the features resume of a project this node takes.
     resumes: Mutex<Vec<Resume>>,
+    /// Per-project rates whose state moves with a project (`carry_pace`).
+    paces: Mutex<Vec<(String, Arc<crate::pace::Pace>)>>,
     /// What the features do inside each write (`crate::wiring::hooks()`).
     hooks: Arc<Hooks>,
 }
@@ -183,6 +185,7 @@ impl Registry {
                 ownership,
                 moves: Mutex::default(),
                 resumes: Mutex::default(),
+                paces: Mutex::default(),
                 hooks: Arc::new(hooks),
             }),
         };
@@ -356,6 +359,53 @@ impl Registry {
             .push(resume);
     }
 
+    /// Hands `pace`'s state of each project over with the project: written to the store
+    /// when this node releases it, read by the node that acquires it next. `name` keys
+    /// it (`sending`, `api`, ...).
+    pub fn carry_pace(&self, name: &str, pace: Arc<crate::pace::Pace>) {
+        self.inner
+            .paces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((name.to_owned(), pace));
+    }
+
+    fn paces(&self) -> Vec<(String, Arc<crate::pace::Pace>)> {
+        self.inner
+            .paces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Writes where each carried pace of `p` stands (made durable with the release's
+    /// other writes, under the fence still held), and forgets it here.
+    fn hand_over_paces(&self, p: ProjectId) -> Result<()> {
+        let mut batch = crate::store::Batch::new();
+        for (name, pace) in self.paces() {
+            if let Some(tat) = pace.export(p) {
+                batch.put(keys::pace(p, &name), tat.to_be_bytes().to_vec());
+            }
+            pace.forget(p);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.inner.store.apply(batch)
+    }
+
+    /// Starts each carried pace of `p` where its last owner left it.
+    fn take_paces(&self, p: ProjectId) {
+        for (name, pace) in self.paces() {
+            let stored = self.inner.store.get(&keys::pace(p, &name));
+            if let Ok(Some(bytes)) = stored {
+                if let Ok(raw) = <[u8; 8]>::try_from(bytes.as_slice()) {
+                    pace.seed(p, i64::from_be_bytes(raw));
+                }
+            }
+        }
+    }
+
     fn move_lock(&self, p: ProjectId) -> Arc<tokio::sync::Mutex<()>> {
         let mut moves = self.inner.moves.lock().unwrap_or_else(|p| p.into_inner());
         moves.entry(p).or_default().clone()
@@ -398,6 +448,7 @@ impl Registry {
             self.inner.store.set_fence(p, None);
             return Err(e);
         }
+        self.take_paces(p);
         // The time spent loading came off the lease.
         ownership.hold(p, epoch, valid_for.saturating_sub(started.elapsed()));
         self.resume(p);
@@ -472,6 +523,9 @@ impl Registry {
             self.inner.ownership.forget(p);
         }
         self.inner.starts.timers().forget(p);
+        if let Err(e) = self.hand_over_paces(p) {
+            tracing::warn!(project = %p, error = %e, "writing a project's paces for its next owner");
+        }
         let durable = self.inner.store.durable().await;
         self.inner.store.set_fence(p, None);
         self.inner.store.unload_project(p);

@@ -45,6 +45,12 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 
 pub const PROJECTS: &[u8] = b"projects/";
 
+/// Where a project's rate (its sending pace, its API budget) stood when its last owner
+/// let it go (`Registry::carry_pace`): the next allowed time, ms since the epoch.
+pub fn pace(p: ProjectId, name: &str) -> Vec<u8> {
+    in_project(p, b"/pace/", &[name.as_bytes()])
+}
+
 /// The dashboard's signed-in sessions, by the SHA-256 of the cookie's id: global keys,
 /// so that every node of a cluster reads them.
 pub const SESSIONS: &[u8] = b"sessions/";
@@ -588,6 +594,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/wxd/", "workflow entries"),
         (b"/wxe/", "workflow waits"),
         (b"/lk/", "link state"),
+        (b"/pace/", "paces"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[
         (PROJECTS, "projects"),
