@@ -132,14 +132,18 @@ impl PostgresSettings {
 }
 
 impl Storage {
-    /// The data directory, its owner's alone (0700).
+    /// The data directory, its owner's alone (0700). A directory this process may use
+    /// but not change (a volume another user owns) is left as it is, with a warning:
+    /// what the process makes in it is private anyway (umask 077).
     fn narrow(&self) -> mailroom_actors::error::Result<()> {
-        mailroom_actors::store::backup::make_private_dir(&self.path).map_err(|e| {
-            mailroom_actors::error::Error::storage_caused(
-                format!("narrowing {} to 0700", self.path.display()),
-                e,
-            )
-        })
+        if let Err(e) = mailroom_actors::store::backup::make_private_dir(&self.path) {
+            tracing::warn!(
+                dir = %self.path.display(),
+                error = %e,
+                "could not narrow the data directory to 0700; its files are private all the same"
+            );
+        }
+        Ok(())
     }
 
     /// Opens the configured store: the data directory (first migrating it if an older

@@ -59,8 +59,9 @@ pub fn backup(settings: &Settings, out: &Path) -> Result<(), Failure> {
 /// PostgreSQL it makes one in `dir` on the way, moves it into the database's schema
 /// (which must be empty) and removes it.
 pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failure> {
-    let mut answer = restore_into_sled(settings, file, dir)?;
+    let (mut answer, store) = restore_into_sled(settings, file, dir)?;
     if settings.storage.backend != crate::config::Backend::Postgres {
+        drop(store);
         println!("{answer}");
         return Ok(());
     }
@@ -71,7 +72,10 @@ pub fn restore(settings: &Settings, file: &Path, dir: &Path) -> Result<(), Failu
              restore into",
         ));
     }
-    let moved = move_to_postgres(settings, dir, url, 5000);
+    // From the handle that wrote the records: sled may not have released a dropped
+    // one's lock yet.
+    let moved = move_to_postgres(settings, &*store, dir, url, 5000);
+    drop(store);
     if let Ok(moved) = &moved {
         let _ = std::fs::remove_dir_all(dir);
         answer["postgres"] = moved.clone();
@@ -98,12 +102,20 @@ pub fn migrate(settings: &Settings, url: &str, batch: usize) -> Result<(), Failu
             dir.display()
         )));
     }
-    println!("{}", move_to_postgres(settings, dir, url, batch)?);
+    let s = &settings.storage;
+    // Brought to this version's key layout first (what a start would do), so the
+    // records land in the layout the nodes read.
+    let source =
+        mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice).map_err(Failure::engine)?;
+    println!("{}", move_to_postgres(settings, &*source, dir, url, batch)?);
     Ok(())
 }
 
+/// Every record of `source` (the sled store of `dir`, in this version's layout) into the
+/// empty schema at `url`, or on from where an earlier run stopped.
 fn move_to_postgres(
     settings: &Settings,
+    source: &dyn Store,
     dir: &Path,
     url: &str,
     batch: usize,
@@ -111,10 +123,6 @@ fn move_to_postgres(
     use mailroom_actors::store::postgres::migrate;
     let started = Instant::now();
     let s = &settings.storage;
-    // Brought to this version's key layout first (what a start would do), so the
-    // records land in the layout the nodes read.
-    let source =
-        mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice).map_err(Failure::engine)?;
     let target = mailroom_actors::store::PostgresStore::open(&s.postgres.store_config(url, false))
         .map_err(Failure::engine)?;
     let after = migrate::resume_point(&*target).map_err(Failure::engine)?;
@@ -154,7 +162,13 @@ fn move_to_postgres(
     Ok(answer)
 }
 
-fn restore_into_sled(settings: &Settings, file: &Path, dir: &Path) -> Result<Value, Failure> {
+/// The data directory `dir` from the backup `file`, in this version's layout, and the
+/// store open on it.
+fn restore_into_sled(
+    settings: &Settings,
+    file: &Path,
+    dir: &Path,
+) -> Result<(Value, std::sync::Arc<mailroom_actors::store::SledStore>), Failure> {
     let started = Instant::now();
     let mut report = progress("restore");
     let restored = backup::restore(file, dir, settings.storage.sled(), &mut |t| {
@@ -174,7 +188,6 @@ fn restore_into_sled(settings: &Settings, file: &Path, dir: &Path) -> Result<Val
         .map_err(Failure::engine)?;
     }
     restored.store.flush_blocking().map_err(Failure::engine)?;
-    drop(restored.store);
     let answer = serde_json::json!({
         "dataDir": dir,
         "backupKeyLayout": header.key_format,
@@ -184,7 +197,7 @@ fn restore_into_sled(settings: &Settings, file: &Path, dir: &Path) -> Result<Val
         "backupCreatedAt": mailroom_actors::model::Timestamp::from(header.created_at_ms).to_iso(),
     });
     summary("restore", &answer, started);
-    Ok(answer)
+    Ok((answer, restored.store))
 }
 
 /// To a file when `out` is given; else to stdout, through a file in a private temporary

@@ -4,8 +4,11 @@
 //! everywhere. The id itself is never stored (the CSRF token kept beside its digest is
 //! useless without it). The binary's `dashboard::session` makes the ids and hashes them.
 //!
-//! On a shared store (PostgreSQL) each lookup reads the session's record from the
-//! database first: another node may have started, changed or ended it.
+//! On a shared store (PostgreSQL) each lookup of a session this node has seen reads its
+//! record from the database first: another node may have changed or ended it. An id
+//! this node has not seen (started elsewhere, or made up) is read from the database at
+//! most `UNKNOWN_READS_PER_SECOND` times a second: cookies a client makes up must not
+//! turn into a database read each.
 
 use std::sync::Arc;
 
@@ -52,10 +55,28 @@ pub struct Session {
     pub expires_at: i64,
 }
 
+/// Reads a second, per node, of session ids the node has not seen.
+const UNKNOWN_READS_PER_SECOND: u32 = 50;
+
 pub struct SessionRecords {
     store: Arc<dyn Store>,
     /// Other processes write sessions too (a cluster's nodes): read each afresh.
     shared: bool,
+    /// Reads of unseen ids in the current second: (when it began, how many).
+    unknown_reads: Arc<std::sync::Mutex<(std::time::Instant, u32)>>,
+}
+
+/// Whether one more unseen id may be read from the database this second.
+fn may_read_unknown(reads: &std::sync::Mutex<(std::time::Instant, u32)>) -> bool {
+    let mut reads = reads.lock().unwrap_or_else(|p| p.into_inner());
+    if reads.0.elapsed() >= std::time::Duration::from_secs(1) {
+        *reads = (std::time::Instant::now(), 0);
+    }
+    if reads.1 >= UNKNOWN_READS_PER_SECOND {
+        return false;
+    }
+    reads.1 += 1;
+    true
 }
 
 /// Runs store work that may wait on the database off the async threads.
@@ -70,7 +91,11 @@ async fn off_thread<T: Send + 'static>(
 impl SessionRecords {
     pub fn new(store: Arc<dyn Store>) -> Self {
         let shared = store.cluster().is_some();
-        SessionRecords { store, shared }
+        SessionRecords {
+            store,
+            shared,
+            unknown_reads: Arc::new(std::sync::Mutex::new((std::time::Instant::now(), 0))),
+        }
     }
 
     /// Keeps `session` under `digest`, sweeping expired sessions and the principal's
@@ -122,8 +147,9 @@ impl SessionRecords {
         let key = keys::session(&digest);
         let store = self.store.clone();
         let shared = self.shared;
+        let reads = self.unknown_reads.clone();
         off_thread(move || {
-            if shared {
+            if shared && (store.get(&key)?.is_some() || may_read_unknown(&reads)) {
                 store.reload_prefix(&key)?;
             }
             let Some(bytes) = store.get(&key)? else {
@@ -140,7 +166,12 @@ impl SessionRecords {
     pub async fn set_principal(&self, digest: [u8; 32], principal: Principal) -> Result<()> {
         let key = keys::session(&digest);
         let store = self.store.clone();
+        let shared = self.shared;
         let changed = off_thread(move || {
+            // Read afresh: a sign-out on another node must not be undone here.
+            if shared {
+                store.reload_prefix(&key)?;
+            }
             let Some(bytes) = store.get(&key)? else {
                 return Ok(false);
             };

@@ -71,7 +71,7 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
         return Ok(too_many(&req));
     }
     let given = form.key.trim();
-    let principal = match principal(&state, given)? {
+    let principal = match principal(&state, given).await? {
         Ok(p) => p,
         Err(refusal) => {
             if state.guard.failed(ip).await.is_some() {
@@ -120,10 +120,24 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
 }
 
 /// Who the key signs in as, or why it does not.
-fn principal(state: &AppState, given: &str) -> Result<Result<Principal, &'static str>, PageError> {
+async fn principal(
+    state: &AppState,
+    given: &str,
+) -> Result<Result<Principal, &'static str>, PageError> {
     const WRONG: &str = "That is neither a project's secret key nor the admin token.";
     if let Some(key) = ApiKey::parse(given) {
-        let Some(auth) = state.projects.authenticate(&key)? else {
+        let mut found = state.projects.authenticate(&key)?;
+        if found.is_none() {
+            // Perhaps made a moment ago on another node, or by the CLI (as the API's
+            // routing does, within the same budget of point reads).
+            if let Some(cluster) = &state.cluster {
+                let record = mailroom_actors::projects::api_key_record_key(&key.hash());
+                if cluster.read_through(record).await {
+                    found = state.projects.authenticate(&key)?;
+                }
+            }
+        }
+        let Some(auth) = found else {
             return Ok(Err(WRONG));
         };
         if auth.kind == KeyKind::Public {

@@ -35,6 +35,18 @@ impl FromRequest for Admin {
             // proxy names: else five bad tokens sent through one node or proxy would lock
             // every operator out.
             let ip = client_addr::of_request(&req, &state.trusted_proxies);
+            // Counted already where the request was routed: answered from that.
+            let charged = actix_web::HttpMessage::extensions(&req)
+                .get::<guard::Charged>()
+                .copied();
+            if let Some(guard::Charged(wait)) = charged {
+                return Err(match wait {
+                    Some(secs) => ApiError::RateLimited {
+                        retry_after_secs: secs,
+                    },
+                    None => ApiError::InvalidApiKey,
+                });
+            }
             // Charged before the token is looked at: a blocked address gets the same
             // answer for a right token and a wrong one.
             if let Some(secs) = state.guard.blocked_for(ip).await {

@@ -40,22 +40,51 @@ impl TrustedProxies {
     }
 
     /// The client of a connection from `peer` that carried `forwarded_for` (the values
-    /// of every `X-Forwarded-For` header, in order).
-    pub fn client<'a>(&self, peer: IpAddr, forwarded_for: impl Iterator<Item = &'a str>) -> IpAddr {
+    /// of every `X-Forwarded-For` header, in order, as bytes: a client can put anything
+    /// in front of what the proxy appends, and must not make the proxy's entry unread).
+    ///
+    /// The entries are read from the right, past each trusted proxy, to the first that
+    /// is not one: that is the client. An entry that is not an address (`ip`, `ip:port`
+    /// or `[ip]:port`) stops the walk, and the last trusted hop before it is counted:
+    /// the client cannot name a fresh address for each guess that way.
+    pub fn client<'a>(
+        &self,
+        peer: IpAddr,
+        forwarded_for: impl Iterator<Item = &'a [u8]>,
+    ) -> IpAddr {
         if !self.trusts(peer) {
             return peer;
         }
-        let hops: Vec<IpAddr> = forwarded_for
-            .flat_map(|v| v.split(','))
-            .filter_map(|a| a.trim().parse().ok())
+        let values: Vec<String> = forwarded_for
+            .map(|v| String::from_utf8_lossy(v).into_owned())
             .collect();
-        hops.iter()
-            .rev()
-            .copied()
-            .find(|ip| !self.trusts(*ip))
-            .or_else(|| hops.first().copied())
-            .unwrap_or(peer)
+        let mut last_trusted = peer;
+        for entry in values.iter().rev().flat_map(|v| v.rsplit(',')) {
+            let Some(ip) = address(entry.trim()) else {
+                return last_trusted;
+            };
+            if !self.trusts(ip) {
+                return canonical(ip);
+            }
+            last_trusted = ip;
+        }
+        last_trusted
     }
+}
+
+/// An address as proxies write it: `192.0.2.1`, `192.0.2.1:4711`, `2001:db8::1` or
+/// `[2001:db8::1]:4711`.
+fn address(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse() {
+        return Some(ip);
+    }
+    if let Ok(sock) = entry.parse::<std::net::SocketAddr>() {
+        return Some(sock.ip());
+    }
+    entry
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .and_then(|inner| inner.parse().ok())
 }
 
 fn canonical(ip: IpAddr) -> IpAddr {
@@ -79,7 +108,7 @@ pub fn of_request(req: &HttpRequest, trusted: &TrustedProxies) -> IpAddr {
         peer(req.peer_addr()),
         req.headers()
             .get_all("x-forwarded-for")
-            .filter_map(|v| v.to_str().ok()),
+            .map(|v| v.as_bytes()),
     )
 }
 
@@ -92,7 +121,7 @@ pub fn of_service_request(req: &ServiceRequest, trusted: &TrustedProxies) -> IpA
         peer(req.peer_addr()),
         req.headers()
             .get_all("x-forwarded-for")
-            .filter_map(|v| v.to_str().ok()),
+            .map(|v| v.as_bytes()),
     )
 }
 
@@ -109,25 +138,56 @@ mod tests {
         let trusted = TrustedProxies::parse(&["10.0.0.0/8".into(), "192.0.2.9".into()]).unwrap();
         // A client that is not a proxy cannot name another address.
         assert_eq!(
-            trusted.client(ip("198.51.100.7"), ["203.0.113.1"].into_iter()),
+            trusted.client(ip("198.51.100.7"), [b"203.0.113.1".as_slice()].into_iter()),
             ip("198.51.100.7")
         );
         // Through two trusted proxies; the client forged a left-most entry.
         assert_eq!(
             trusted.client(
                 ip("10.0.0.2"),
-                ["6.6.6.6, 203.0.113.5", "192.0.2.9"].into_iter()
+                [b"6.6.6.6, 203.0.113.5".as_slice(), b"192.0.2.9"].into_iter()
             ),
             ip("203.0.113.5")
         );
         // IPv4-mapped peers are the same address.
         assert_eq!(
-            trusted.client(ip("::ffff:10.0.0.2"), ["203.0.113.5"].into_iter()),
+            trusted.client(
+                ip("::ffff:10.0.0.2"),
+                [b"203.0.113.5".as_slice()].into_iter()
+            ),
             ip("203.0.113.5")
         );
         // A trusted proxy without the header is the client.
         assert_eq!(
             trusted.client(ip("10.0.0.2"), std::iter::empty()),
+            ip("10.0.0.2")
+        );
+    }
+
+    #[test]
+    fn bytes_a_client_puts_in_front_do_not_hide_the_address_the_proxy_appended() {
+        let trusted = TrustedProxies::parse(&["10.0.0.0/8".into()]).unwrap();
+        // nginx appends to the client's own value, in the same header line.
+        let line = b"\xff\xfe nonsense, 203.0.113.5";
+        assert_eq!(
+            trusted.client(ip("10.0.0.2"), [line.as_slice()].into_iter()),
+            ip("203.0.113.5")
+        );
+        // Addresses with ports, as some proxies write them.
+        for entry in ["203.0.113.5:4711", "[2001:db8::5]:4711", "[2001:db8::5]"] {
+            let want = address(entry).expect(entry);
+            assert_eq!(
+                trusted.client(ip("10.0.0.2"), [entry.as_bytes()].into_iter()),
+                want
+            );
+        }
+        // Garbage where the proxy's entry should be: the proxy is counted, not an
+        // address the client picked to the left of it.
+        assert_eq!(
+            trusted.client(
+                ip("10.0.0.2"),
+                [b"198.51.100.9, garbage".as_slice()].into_iter()
+            ),
             ip("10.0.0.2")
         );
     }

@@ -82,6 +82,8 @@ pub const BODY_DIGEST: &str = "x-mailroom-body-sha256";
 /// A captured proof is good for this request only, once (`ReplayCache`), within
 /// `PROOF_WINDOW_MS`.
 struct Signed<'a> {
+    /// The node it is sent to: a proof is good at that node only.
+    to: &'a str,
     method: &'a str,
     target: &'a str,
     authorization: &'a str,
@@ -96,7 +98,8 @@ fn mac(secret: &str, s: &Signed) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes())
         .expect("HMAC takes a key of any length");
     for part in [
-        "mailroom-forward-2",
+        "mailroom-forward-3",
+        s.to,
         s.method,
         s.target,
         s.authorization,
@@ -137,6 +140,8 @@ fn proof(secret: &str, s: &Signed) -> String {
 
 /// A request as a node forwards it: what its proof covers.
 pub struct Forwarded<'a> {
+    /// The node it is sent to.
+    pub to: &'a str,
     pub method: &'a str,
     /// The path and query.
     pub target: &'a str,
@@ -155,6 +160,7 @@ impl Forwarded<'_> {
     pub fn headers(&self, secret: &str) -> [(&'static str, String); 4] {
         let (digest, nonce) = (body_digest(self.body), nonce());
         let signed = Signed {
+            to: self.to,
             method: self.method,
             target: self.target,
             authorization: self.authorization,
@@ -201,7 +207,7 @@ struct Vouched {
 
 /// Whether `req` carries a valid, fresh proof; what it vouches for. (Whether it was
 /// shown before is the caller's question: `ReplayCache`.)
-fn verify(req: &ServiceRequest, secret: &str) -> Option<Vouched> {
+fn verify(req: &ServiceRequest, secret: &str, me: &str) -> Option<Vouched> {
     let mut parts = header(req, FORWARD_AUTH)?.splitn(3, '.');
     let (at, nonce, tag) = (parts.next()?, parts.next()?, parts.next()?);
     let at_ms: i64 = at.parse().ok()?;
@@ -213,6 +219,7 @@ fn verify(req: &ServiceRequest, secret: &str) -> Option<Vouched> {
     let body_sha256 = unhex32(digest)?;
     let client = header(req, CLIENT_ADDR)?;
     let signed = Signed {
+        to: me,
         method: req.method().as_str(),
         target: target_of(req),
         authorization: header(req, AUTHORIZATION.as_str()).unwrap_or(""),
@@ -307,14 +314,17 @@ async fn project_of(
         // load a project, for a made-up id. The handler here answers everyone else.
         // The guard is asked before the token is compared: a blocked address is
         // answered here, the same for a right token and a wrong one (no forward, no
-        // X-Mailroom-Node to tell them apart).
+        // X-Mailroom-Node to tell them apart); a wrong token is counted here, so no
+        // path (one no handler takes) compares tokens for free.
+        let expected = state.admin_token.as_deref()?;
+        let given = header(req, AUTHORIZATION.as_str())?.strip_prefix("Bearer ")?;
         let client = super::client_addr::of_service_request(req, &state.trusted_proxies);
         if state.guard.blocked_for(client).await.is_some() {
             return None;
         }
-        let expected = state.admin_token.as_deref()?;
-        let given = header(req, AUTHORIZATION.as_str())?.strip_prefix("Bearer ")?;
         if !super::guard::token_matches(expected, given.trim()) {
+            let wait = state.guard.failed(client).await;
+            req.extensions_mut().insert(super::guard::Charged(wait));
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
@@ -391,7 +401,7 @@ pub async fn middleware(
             .identity
             .secret
             .as_deref()
-            .and_then(|secret| verify(&req, secret))
+            .and_then(|secret| verify(&req, secret, &cluster.identity.node_id))
             .filter(|v| {
                 cluster
                     .proofs
@@ -559,7 +569,7 @@ async fn forward(
         std::time::Instant::now() + cluster.identity.lease + std::time::Duration::from_secs(2);
     let mut pause = PAUSE;
     let answer = loop {
-        let sent = send(&req, state, cluster, secret, &target.1, body.clone()).await;
+        let sent = send(&req, state, cluster, secret, &target, body.clone()).await;
         // Sent again only when the owner surely did nothing with it: it said the
         // project is moving, or no connection was made. A timeout is not retried: the
         // owner may still act on the request.
@@ -617,7 +627,7 @@ async fn send(
     state: &AppState,
     cluster: &ClusterNode,
     secret: &str,
-    base: &str,
+    (to_node, base): &(String, String),
     body: Bytes,
 ) -> Result<hyper::Response<hyper::body::Incoming>, (String, bool)> {
     let target = format!("{base}{}", target_of(req));
@@ -634,6 +644,7 @@ async fn send(
     }
     let client = super::client_addr::of_service_request(req, &state.trusted_proxies).to_string();
     let request = Forwarded {
+        to: to_node,
         method: req.method().as_str(),
         target: target_of(req),
         authorization: header(req, AUTHORIZATION.as_str()).unwrap_or(""),
@@ -676,6 +687,7 @@ mod tests {
         let digest = body_digest(BODY);
         let nonce = nonce();
         let signed = Signed {
+            to: "node-2",
             method: "POST",
             target: path,
             authorization: "Bearer sk_test",
@@ -697,22 +709,26 @@ mod tests {
     #[test]
     fn a_fresh_proof_vouches_for_its_client_and_its_body() {
         let req = forwarded("/contacts?limit=5", now_ms(), "192.0.2.7", SECRET).to_srv_request();
-        let v = verify(&req, SECRET).expect("a valid proof");
+        let v = verify(&req, SECRET, "node-2").expect("a valid proof");
         assert_eq!(v.client, "192.0.2.7".parse::<std::net::IpAddr>().unwrap());
         assert_eq!(hex(&v.body_sha256), body_digest(BODY));
+        assert!(
+            verify(&req, SECRET, "node-3").is_none(),
+            "a proof is good at the node it was made for only"
+        );
     }
 
     #[test]
     fn a_proof_made_with_another_secret_or_too_long_ago_is_refused() {
         let other = forwarded("/contacts", now_ms(), "192.0.2.7", "another-secret");
-        assert!(verify(&other.to_srv_request(), SECRET).is_none());
+        assert!(verify(&other.to_srv_request(), SECRET, "node-2").is_none());
         let old = forwarded(
             "/contacts",
             now_ms() - PROOF_WINDOW_MS - 1_000,
             "192.0.2.7",
             SECRET,
         );
-        assert!(verify(&old.to_srv_request(), SECRET).is_none());
+        assert!(verify(&old.to_srv_request(), SECRET, "node-2").is_none());
     }
 
     /// The headers of a valid forwarded request, with one of them changed.
@@ -732,7 +748,7 @@ mod tests {
     fn a_proof_with_another_path_client_key_or_body_digest_is_refused() {
         let at = now_ms();
         let replayed = |path: &str| forwarded(path, at, "192.0.2.7", SECRET).to_srv_request();
-        assert!(verify(&replayed("/contacts"), SECRET).is_some());
+        assert!(verify(&replayed("/contacts"), SECRET, "node-2").is_some());
         let moved = {
             let good = replayed("/contacts");
             let mut req = TestRequest::post().uri("/campaigns");
@@ -741,14 +757,24 @@ mod tests {
             }
             req.to_srv_request()
         };
-        assert!(verify(&moved, SECRET).is_none(), "another path");
-        assert!(verify(&tampered(CLIENT_ADDR, "198.51.100.1"), SECRET).is_none());
+        assert!(verify(&moved, SECRET, "node-2").is_none(), "another path");
+        assert!(verify(&tampered(CLIENT_ADDR, "198.51.100.1"), SECRET, "node-2").is_none());
         assert!(
-            verify(&tampered("authorization", "Bearer sk_other"), SECRET).is_none(),
+            verify(
+                &tampered("authorization", "Bearer sk_other"),
+                SECRET,
+                "node-2"
+            )
+            .is_none(),
             "another key"
         );
         assert!(
-            verify(&tampered(BODY_DIGEST, &body_digest(b"{}")), SECRET).is_none(),
+            verify(
+                &tampered(BODY_DIGEST, &body_digest(b"{}")),
+                SECRET,
+                "node-2"
+            )
+            .is_none(),
             "another body"
         );
     }
@@ -763,7 +789,7 @@ mod tests {
             let mut req = forwarded("/contacts", now_ms(), "192.0.2.7", SECRET)
                 .set_payload(body.to_vec())
                 .to_srv_request();
-            let v = verify(&req, SECRET).expect("a valid proof");
+            let v = verify(&req, SECRET, "node-2").expect("a valid proof");
             checked_body(&mut req, v.body_sha256);
             let (http, mut payload) = req.into_parts();
             let read = Bytes::from_request(&http, &mut payload).await;

@@ -36,6 +36,12 @@ pub struct Guard {
     shared: Option<Arc<dyn GuardCounts>>,
 }
 
+/// A request whose wrong secret was counted already (by the forwarding middleware, which
+/// compares an admin token to route it): the handler answers from this instead of
+/// counting it again. The seconds to wait, when the failure blocked the client.
+#[derive(Debug, Clone, Copy)]
+pub struct Charged(pub Option<u64>);
+
 impl Guard {
     /// A guard that counts in `shared` (a cluster's database) when given, else in this
     /// process's memory.
@@ -46,16 +52,25 @@ impl Guard {
         }
     }
 
-    /// Seconds the address must still wait, if it is blocked.
+    /// Seconds the address must still wait, if it is blocked. A block this node knows
+    /// of is answered from memory: a blocked client's requests cost the database nothing.
     pub async fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
         let ip = client(ip);
+        if let Some(left) = self.local.blocked_for(ip) {
+            return Some(left);
+        }
         if let Some(shared) = &self.shared {
             match shared.blocked_for(&ip.to_string()).await {
-                Ok(left) => return left.or_else(|| self.local.blocked_for(ip)),
+                Ok(left) => {
+                    if let Some(secs) = left {
+                        self.local.remember(ip, secs);
+                    }
+                    return left;
+                }
                 Err(e) => tracing::warn!(error = %e, "reading the shared guard; counting here"),
             }
         }
-        self.local.blocked_for(ip)
+        None
     }
 
     /// Counts a wrong secret; answers the seconds to wait once the address is over
@@ -68,7 +83,12 @@ impl Guard {
                 .failed(&ip.to_string(), FAILURES_PER_MINUTE, refill)
                 .await
             {
-                Ok(wait) => return wait,
+                Ok(wait) => {
+                    if let Some(secs) = wait {
+                        self.local.remember(ip, secs);
+                    }
+                    return wait;
+                }
                 Err(e) => tracing::warn!(error = %e, "counting in the shared guard; counting here"),
             }
         }
@@ -93,6 +113,18 @@ impl Default for LocalCounts {
 }
 
 impl LocalCounts {
+    /// A block the shared counts gave, kept here until it ends.
+    fn remember(&self, ip: IpAddr, secs: u64) {
+        let mut blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
+        if blocked.len() >= BLOCKED_MAX {
+            let now = Instant::now();
+            blocked.retain(|_, until| *until > now);
+        }
+        if blocked.len() < BLOCKED_MAX {
+            blocked.insert(ip, Instant::now() + Duration::from_secs(secs));
+        }
+    }
+
     fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
         let blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
         let until = *blocked.get(&ip)?;

@@ -182,6 +182,23 @@ fn a_blocked_address_gets_the_same_answer_for_the_right_admin_token_as_for_a_wro
 }
 
 #[test]
+fn a_wrong_admin_token_on_a_path_no_handler_takes_is_counted_all_the_same() {
+    let Some(c) = TestCluster::start(1, |_| {}) else {
+        return;
+    };
+    let p = c.node(0).create_project("Acme");
+    // Routing compares the token for any path under the project: no such path may
+    // compare tokens for free.
+    for i in 0..6 {
+        let path = format!("/admin/projects/{}/no/such/thing", p.id);
+        let r = c.node(0).get(&path, &format!("guess-{i}"));
+        assert_eq!(r.status, 404, "guess {i}: {}", r.text);
+    }
+    let r = c.node(0).get("/admin/projects", ADMIN_TOKEN);
+    assert_eq!(r.status, 429, "six wrong guesses were counted: {}", r.text);
+}
+
+#[test]
 fn two_nodes_count_wrong_admin_tokens_against_one_budget() {
     let Some(c) = TestCluster::start(2, |_| {}) else {
         return;
@@ -211,6 +228,7 @@ fn a_forwarding_proof_is_good_once_and_only_for_the_body_it_was_made_for() {
     let auth = format!("Bearer {}", p.secret);
     let proof = |body: &str| {
         mailroom::http::forward::Forwarded {
+            to: "node-0",
             method: "POST",
             target: "/contacts",
             authorization: &auth,

@@ -448,7 +448,8 @@ fn a_session_started_on_one_node_is_served_and_ended_through_another() {
     let other = c.other_than(owner);
     // Signed in through the node that does not own the project, then served by both.
     let mut first = Visitor::new(c.node(other));
-    assert_eq!(first.sign_in(&p.secret).status, 303);
+    let signed_in = first.sign_in(&p.secret);
+    assert_eq!(signed_in.status, 303, "{}", signed_in.text);
     let page = first.get("/app/overview");
     assert_eq!(page.status, 200, "{}", page.text);
     assert!(page.text.contains("Acme"));

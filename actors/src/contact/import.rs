@@ -122,10 +122,11 @@ pub struct Import {
 
 impl Import {
     /// Erasure of a contact: every rejected row whose email cell or reason names
-    /// `email` (in any case) loses both. True when a row changed.
+    /// `email` (in any case, as a whole address: `a@b.co` is not in `xa@b.com`) loses
+    /// both. True when a row changed.
     pub fn erase_rejected(&mut self, email: &str) -> bool {
         let needle = email.to_lowercase();
-        let names = |text: &str| !needle.is_empty() && text.to_lowercase().contains(&needle);
+        let names = |text: &str| names_address(&text.to_lowercase(), &needle);
         let mut changed = false;
         for r in &mut self.rejected {
             if r.email.as_deref().is_some_and(names) || names(&r.reason) {
@@ -148,6 +149,17 @@ impl Import {
             self.rejected_unlisted += 1;
         }
     }
+}
+
+/// Whether `text` holds `address` with no address character joined to either end.
+fn names_address(text: &str, address: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || "._%+-@".contains(c);
+    !address.is_empty()
+        && text.match_indices(address).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + address.len()..].chars().next();
+            !before.is_some_and(part) && !after.is_some_and(part)
+        })
 }
 
 /// One contact row, parsed.
@@ -663,6 +675,42 @@ fn drop_chunks(batch: &mut Batch, p: ProjectId, import: &Import) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn erasure_takes_rejected_rows_that_name_the_whole_address_only() {
+        let row = |email: &str, reason: &str| Rejected {
+            line: 2,
+            email: Some(email.to_owned()),
+            reason: reason.to_owned(),
+        };
+        let mut import = Import {
+            id: ImportId::new(),
+            status: ImportStatus::Completed,
+            rows: 3,
+            processed: 3,
+            created: 0,
+            updated: 0,
+            rejected: vec![
+                row("A@B.co", "age: not a number"),
+                row("xa@b.com", "limit"),
+                row("", "duplicate of a@b.co on line 2"),
+            ],
+            rejected_unlisted: 0,
+            chunks: 0,
+            columns: vec![],
+            cursor: Cursor::default(),
+            created_at: 0,
+            finished_at: None,
+            error: None,
+        };
+        assert!(import.erase_rejected("a@b.co"));
+        assert_eq!(import.rejected[0].email, None);
+        assert_eq!(import.rejected[1].email.as_deref(), Some("xa@b.com"));
+        assert_eq!(
+            import.rejected[2].reason,
+            super::super::erasure_record::ERASED_ERROR
+        );
+    }
 
     fn header(names: &[&str]) -> Result<Vec<Column>> {
         columns(&csv::StringRecord::from(names.to_vec()))

@@ -153,7 +153,16 @@ impl Db {
         let recycling = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
-        let manager = match super::tls::connector(config.tls, config.ca_file.as_deref())? {
+        // A socket host never speaks TLS (the server answers its SSLRequest with "no").
+        let over_tcp = pg
+            .get_hosts()
+            .iter()
+            .any(|h| matches!(h, tokio_postgres::config::Host::Tcp(_)));
+        let tls = match over_tcp {
+            true => super::tls::connector(config.tls, config.ca_file.as_deref())?,
+            false => None,
+        };
+        let manager = match tls {
             Some(tls) => {
                 pg.ssl_mode(tokio_postgres::config::SslMode::Require);
                 Manager::from_config(pg, tls, recycling)

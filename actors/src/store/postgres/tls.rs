@@ -1,6 +1,7 @@
 //! TLS to PostgreSQL (`storage.postgres.tls`), on rustls with the ring provider, as the
-//! relay's TLS is. `verify-full` checks the server's certificate against the webpki
-//! (Mozilla) roots plus `storage.postgres.ca_file` and its name against the URL's host;
+//! relay's TLS is. `verify-full` checks the server's certificate against
+//! `storage.postgres.ca_file` (alone, as libpq's `sslrootcert`), or the webpki (Mozilla)
+//! roots when none is named, and its name against the URL's host;
 //! `require` encrypts but, like libpq's `sslmode=require`, takes any certificate (it
 //! keeps a passive listener out, not an active one: use `verify-full` where the network
 //! is not yours).
@@ -45,8 +46,12 @@ pub fn connector(tls: PgTls, ca_file: Option<&Path>) -> Result<Option<MakeRustls
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth(),
         PgTls::VerifyFull => {
+            // As libpq's sslrootcert: a CA file named is the only trust, so no public CA
+            // can vouch for the database's host; without one, the Mozilla roots.
             let mut roots = RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            if ca_file.is_none() {
+                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            }
             if let Some(file) = ca_file {
                 for der in ca_certificates(file)? {
                     roots.add(der).map_err(|e| {
