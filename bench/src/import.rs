@@ -10,6 +10,11 @@ use crate::server::Server;
 pub fn run(rt: &tokio::runtime::Runtime, server: &Server, rows: u64) {
     let done = import(rt, server.addr(), &server.secret_key, rows);
     let (last, took) = (&done.last, done.took.as_secs_f64());
+    // The rate of an import that failed or gave up is no figure at all.
+    assert_eq!(
+        last["status"], "COMPLETED",
+        "import: the job did not complete: {last}"
+    );
     println!(
         "import: {rows} rows ({} MiB) answered 202 in {:.2} s, {} in {took:.2} s = {:.0} rows/s (created {}, rejected {})",
         done.bytes / (1 << 20),

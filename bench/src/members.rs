@@ -167,8 +167,13 @@ pub fn count(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64) {
     let mut count = serde_json::Value::Null;
     for _ in 0..5 {
         let t = Instant::now();
-        let (_, s) = rt.block_on(client::call(addr, "GET", &path, key, None));
+        let (code, s) = rt.block_on(client::call(addr, "GET", &path, key, None));
         times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(code, 200, "GET {path}: {s}");
+        assert!(
+            s["memberCount"].is_u64(),
+            "GET {path}: no memberCount in {s}"
+        );
         count = s["memberCount"].clone();
     }
     times.sort_by(|a, b| a.total_cmp(b));

@@ -61,14 +61,18 @@ fn call(rt: &tokio::runtime::Runtime, s: &Server, method: &str, path: &str, body
 
 fn total(rt: &tokio::runtime::Runtime, s: &Server, workflow: &str, status: &str) -> u64 {
     let path = format!("/workflows/{workflow}/executions?status={status}&limit=1");
-    let (_, v) = rt.block_on(client::call(
+    let (code, v) = rt.block_on(client::call(
         s.addr(),
         "GET",
         &path,
         Some(&s.secret_key),
         None,
     ));
-    v["total"].as_u64().unwrap_or(0)
+    // A failed read is an error of the scenario, never "0 of n past their timers".
+    assert_eq!(code, 200, "GET {path}: {v}");
+    v["total"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("GET {path}: no total in {v}"))
 }
 
 fn workflow(rt: &tokio::runtime::Runtime, s: &Server, trigger: &str, steps: Value) -> String {

@@ -411,6 +411,16 @@ fn spamassassin_finds_nothing_in_a_transactional_a_tracked_campaign_or_a_workflo
     );
     assert_eq!(r.status, 200, "{}", r.text);
 
+    // The control: a report that did not parse would score 0 and pass every check
+    // below, so the standard test message must score as the spam it is.
+    let gtube = b"From: hello@acme.test\r\nTo: ada@example.com\r\nSubject: control\r\n\r\n\
+        XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\r\n";
+    let control = spam_report(gtube, &prefs);
+    assert!(
+        control.rules.iter().any(|(r, _)| r == "GTUBE") && control.score() >= 100.0,
+        "GTUBE must be read as spam, or the scores below mean nothing: {}",
+        control.text
+    );
     let mut failures = Vec::new();
     for (kind, subject) in [
         ("transactional", "Your receipt for order 1042"),

@@ -323,7 +323,7 @@ fn a_data_directory_of_a_newer_layout_is_refused_naming_both_layouts_and_left_as
 /// template, a segment, a campaign sent through a real SMTP server with its stats, a
 /// workflow with a completed execution, events, emails and a verified domain.
 #[test]
-#[ignore]
+#[ignore = "writes tests/fixtures: run by hand when the key layout changes (see the module's comment)"]
 fn generate_the_fixture_of_the_current_layout() {
     let (_dns, smtp, app, p) = rig(|_| {});
     let Project { secret, .. } = &p;

@@ -9,8 +9,20 @@ use std::time::{Duration, Instant};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const CHROMIUM: &str = "/usr/bin/chromium";
+/// A program on the PATH, as the shell (and `.ci/run`'s `command -v`) finds it.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+fn chromedriver() -> Option<std::path::PathBuf> {
+    on_path("chromedriver")
+}
+
+fn chromium() -> Option<std::path::PathBuf> {
+    on_path("chromium")
+}
 
 /// How long a page may take to show what a test waits for.
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -24,14 +36,14 @@ pub struct Browser {
 
 /// Whether the tests can run here; without Chromium they skip, except under CI.
 pub fn available() -> bool {
-    let present = Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists();
+    let present = chromedriver().is_some() && chromium().is_some();
     if !present {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI is set but chromium/chromedriver are missing (apt-get install chromium chromium-driver)"
         );
         eprintln!(
-            "skipped: no {CHROMIUM} or {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
+            "skipped: no chromium or chromedriver on the PATH (apt-get install chromium chromium-driver)"
         );
     }
     present
@@ -50,7 +62,7 @@ impl Browser {
         let port = free_port();
         // A process group of its own, which Chromium joins: a test that fails (and so
         // never ends its session) still takes the whole browser down with the group.
-        let driver = Command::new(CHROMEDRIVER)
+        let driver = Command::new(chromedriver().expect("chromedriver on the PATH"))
             .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
@@ -68,7 +80,7 @@ impl Browser {
         caps.insert(
             "goog:chromeOptions".into(),
             serde_json::json!({
-                "binary": CHROMIUM,
+                "binary": chromium().expect("chromium on the PATH"),
                 "args": [
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",

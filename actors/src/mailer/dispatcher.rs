@@ -476,7 +476,7 @@ mod tests {
     /// in-flight slots taken (so the round dispatches nothing and only looks).
     /// `cargo test -p mailroom-actors --release a_round_over -- --ignored --nocapture`
     #[actix::test]
-    #[ignore]
+    #[ignore = "a measurement: cargo test -p mailroom-actors --release a_round_over -- --ignored --nocapture"]
     async fn a_round_over_a_paced_backlog_of_100000() {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = SledStore::open(dir.path(), 64 << 20).unwrap();

@@ -86,7 +86,7 @@ mod tests {
     /// What one /metrics scan costs with 100,000 emails waiting.
     /// `cargo test -p mailroom-actors --release depth_of_an_outbox -- --ignored --nocapture`
     #[test]
-    #[ignore]
+    #[ignore = "a measurement: cargo test -p mailroom-actors --release depth_of_an_outbox -- --ignored --nocapture"]
     fn depth_of_an_outbox_of_100000() {
         use crate::model::ProjectId;
         use crate::store::{Batch, SledStore};

@@ -583,7 +583,7 @@ mod tests {
     /// A measurement, not a check: `cargo test -p mailroom-actors --release -- --ignored
     /// backup_and_restore_of_200k_pairs --nocapture`.
     #[tokio::test]
-    #[ignore]
+    #[ignore = "a measurement: cargo test -p mailroom-actors --release -- --ignored backup_and_restore_of_200k_pairs --nocapture"]
     async fn backup_and_restore_of_200k_pairs() {
         let dir = tempfile::tempdir().unwrap();
         let s = SledStore::open(&dir.path().join("live"), SledConfig::default()).unwrap();

@@ -161,7 +161,7 @@ fn a_store_of_a_newer_layout_is_refused_naming_both_layouts() {
 /// A measurement, not a check: `cargo test -p mailroom-actors --release -- --ignored
 /// upgrade_of_100k_executions --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a measurement: cargo test -p mailroom-actors --release -- --ignored upgrade_of_100k_executions --nocapture"]
 fn upgrade_of_100k_executions() {
     let dir = tempfile::tempdir().unwrap();
     let workflows = layout_5_store(dir.path(), 33_331);
