@@ -125,7 +125,8 @@ fn move_to_postgres(
     let s = &settings.storage;
     let target = mailroom_actors::store::PostgresStore::open(&s.postgres.store_config(url, false))
         .map_err(Failure::engine)?;
-    let after = migrate::resume_point(&*target).map_err(Failure::engine)?;
+    let source_id = migrate::fingerprint(source).map_err(Failure::engine)?;
+    let after = migrate::resume_point(&*target, &source_id).map_err(Failure::engine)?;
     if let Some(k) = &after {
         eprintln!(
             "migrate: an earlier run stopped; going on after {}",
@@ -136,6 +137,7 @@ fn move_to_postgres(
     let moved = migrate::copy(
         source.scan(b"", after.as_deref(), false),
         &*target,
+        &source_id,
         after.as_deref(),
         batch,
         &mut |m| {

@@ -4,7 +4,8 @@
 //! (`MARKER`), in the same transaction, so a migration that stops (a crash, ^C, a lost
 //! connection) goes on after that key when it is run again; the last batch deletes
 //! the marker. A schema that holds anything but its layout mark and no marker is
-//! refused: this never merges two stores.
+//! refused, and so is a marker left by a migration from another store
+//! (`fingerprint`): this never merges two stores.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,25 @@ use crate::store::{keys, Batch, KvPair, Store};
 
 /// The last source key a migration has committed, while it is under way.
 pub const MARKER: &[u8] = b"meta/migrated-through";
+
+/// Which store a migration under way comes from (`fingerprint`), beside the marker.
+pub const SOURCE: &[u8] = b"meta/migrated-from";
+
+/// What tells one store from another: the SHA-256 of its link key (random, made once
+/// per store), or of its first thousand keys when it never made one.
+pub fn fingerprint(source: &dyn Store) -> Result<Vec<u8>> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    match source.get(keys::LINK_KEY)? {
+        Some(key) => h.update(&key),
+        None => {
+            for kv in source.scan(b"", None, false).take(1000) {
+                h.update(kv?.0);
+            }
+        }
+    }
+    Ok(h.finalize().to_vec())
+}
 
 /// What a run moved.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -25,10 +45,16 @@ pub struct Moved {
     pub resumed_after: Option<String>,
 }
 
-/// Where a run begins: after the marker of an interrupted run, or at the start of an
-/// empty target. Err for a target that holds another store.
-pub fn resume_point(target: &dyn Store) -> Result<Option<Vec<u8>>> {
+/// Where a run from the store `source` (its `fingerprint`) begins: after the marker of
+/// an interrupted run from it, or at the start of an empty target. Err for a target that
+/// holds another store, or another store's unfinished migration.
+pub fn resume_point(target: &dyn Store, source: &[u8]) -> Result<Option<Vec<u8>>> {
     if let Some(last) = target.get(MARKER)? {
+        if target.get(SOURCE)?.as_deref() != Some(source) {
+            return Err(Error::conflict(
+                "the PostgreSQL schema holds an unfinished migration from another store:                  finish it with that store, or migrate into another empty schema",
+            ));
+        }
         return Ok(Some(last));
     }
     for kv in target.scan(b"", None, false) {
@@ -50,6 +76,7 @@ pub fn resume_point(target: &dyn Store) -> Result<Option<Vec<u8>>> {
 pub fn copy(
     pairs: impl Iterator<Item = Result<KvPair>>,
     target: &dyn Store,
+    source: &[u8],
     resumed_after: Option<&[u8]>,
     per_batch: usize,
     report: &mut dyn FnMut(&Moved),
@@ -64,7 +91,7 @@ pub fn copy(
         let (k, v) = kv?;
         // The target has its own layout mark (the same: the source is migrated to this
         // version's layout first), and a source never holds a marker of its own.
-        if k == keys::FORMAT_KEY || k == MARKER {
+        if k == keys::FORMAT_KEY || k == MARKER || k == SOURCE {
             continue;
         }
         *moved.kinds.entry(keys::kind_of(&k)).or_default() += 1;
@@ -72,6 +99,7 @@ pub fn copy(
         in_batch += 1;
         if in_batch == per_batch.max(1) {
             batch.put(MARKER.to_vec(), k.clone());
+            batch.put(SOURCE.to_vec(), source.to_vec());
             batch.put(k, v);
             commit(target, std::mem::take(&mut batch))?;
             in_batch = 0;
@@ -81,6 +109,7 @@ pub fn copy(
         }
     }
     batch.delete(MARKER.to_vec());
+    batch.delete(SOURCE.to_vec());
     commit(target, batch)?;
     report(&moved);
     Ok(moved)
@@ -113,7 +142,7 @@ mod tests {
         let source = pairs(1_000);
         {
             let pg = PostgresStore::open(&config).unwrap();
-            assert_eq!(resume_point(&*pg).unwrap(), None, "an empty schema");
+            assert_eq!(resume_point(&*pg, b"one").unwrap(), None, "an empty schema");
             // The source fails at its 450th pair: four batches of 100 are in.
             let failing = source.iter().cloned().enumerate().map(|(i, kv)| {
                 if i == 450 {
@@ -122,22 +151,29 @@ mod tests {
                     Ok(kv)
                 }
             });
-            assert!(copy(failing, &*pg, None, 100, &mut |_| {}).is_err());
+            assert!(copy(failing, &*pg, b"one", None, 100, &mut |_| {}).is_err());
         }
         let pg = PostgresStore::open(&config).unwrap();
-        let after = resume_point(&*pg).unwrap().expect("a marker");
+        let other = resume_point(&*pg, b"another").unwrap_err();
+        assert!(other.to_string().contains("another store"), "{other}");
+        let after = resume_point(&*pg, b"one").unwrap().expect("a marker");
         assert_eq!(after, b"k/00399".to_vec());
         let rest = source
             .iter()
             .filter(|(k, _)| k.as_slice() > after.as_slice())
             .cloned()
             .map(Ok);
-        let moved = copy(rest, &*pg, Some(&after), 100, &mut |_| {}).unwrap();
+        let moved = copy(rest, &*pg, b"one", Some(&after), 100, &mut |_| {}).unwrap();
         assert_eq!(moved.pairs, 600);
         assert_eq!(
             pg.get(MARKER).unwrap(),
             None,
             "the marker goes with the last batch"
+        );
+        assert_eq!(
+            pg.get(SOURCE).unwrap(),
+            None,
+            "and the source's fingerprint"
         );
         let pg = PostgresStore::open(&config).unwrap();
         let got: Vec<KvPair> = pg.scan(b"k/", None, false).map(|kv| kv.unwrap()).collect();
@@ -152,7 +188,7 @@ mod tests {
         b.put(b"projects/x".to_vec(), b"y".to_vec());
         pg.apply(b).unwrap();
         pg.flush_blocking().unwrap();
-        let e = resume_point(&*pg).unwrap_err();
+        let e = resume_point(&*pg, b"one").unwrap_err();
         assert!(e.to_string().contains("holds data already"), "{e}");
     }
 
@@ -170,7 +206,15 @@ mod tests {
         sled.apply(b).unwrap();
         let target_dir = tempfile::tempdir().unwrap();
         let target = SledStore::open(target_dir.path(), 8 << 20).unwrap();
-        let moved = copy(sled.scan(b"", None, false), &*target, None, 10, &mut |_| {}).unwrap();
+        let moved = copy(
+            sled.scan(b"", None, false),
+            &*target,
+            b"one",
+            None,
+            10,
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(moved.kinds.get("projects"), Some(&1));
         assert_eq!(moved.kinds.get("contacts"), Some(&1));
         assert_eq!(moved.pairs, 2, "the layout mark is not moved: {moved:?}");
