@@ -18,18 +18,67 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The code of a file that ships: tests and comments left out.
+/// The code of a file that ships: comments and every item under `#[cfg(test)]` left
+/// out, item by item (a `mod tests;`, a `mod tests { .. }`, a test-only `use` or `fn`),
+/// so that the code after an early test module is still read.
 fn shipped_code(path: &Path) -> String {
     let name = path.file_name().unwrap().to_string_lossy();
     if name == "tests.rs" || name == "proptests.rs" {
         return String::new();
     }
-    let text = std::fs::read_to_string(path).unwrap();
-    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-    code.lines()
+    without_test_items(&std::fs::read_to_string(path).unwrap())
+}
+
+/// `text` without comments and without the items `#[cfg(test)]` marks.
+fn without_test_items(text: &str) -> String {
+    let code: String = text
+        .lines()
         .map(|l| l.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + "#[cfg(test)]".len()..];
+        // The item ends at its first `;` outside braces, or where its first `{` closes.
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_test_module_is_left_out_and_the_code_after_it_is_read() {
+    let text = "use crate::a::x;\n#[cfg(test)]\nmod contract;\n#[cfg(test)]\nmod tests {\n    use crate::b::y;\n    fn f() { if true { } }\n}\nuse crate::c::z; // crate::d\n";
+    let code = without_test_items(text);
+    assert_eq!(
+        named_tops(&code),
+        ["a", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>(),
+        "{code}"
+    );
 }
 
 fn is_word(c: char) -> bool {

@@ -31,7 +31,12 @@ fn fresh(id: &str) -> String {
 /// `but_message` (it may name the id asked for).
 fn sweep(app: &TestApp, key: &str, requests: &[(&str, String, Option<Value>)], but_message: bool) {
     for (method, path, body) in requests {
-        let id = path.split('/').nth(2).unwrap();
+        // The first segment that is an id (has a digit): `/contacts/imports/<id>` too.
+        let id = path
+            .split('/')
+            .skip(2)
+            .find(|seg| seg.chars().any(|c| c.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("{path}: no id in it"));
         let other = path.replacen(id, &fresh(id), 1);
         let send = |p: &str| {
             let text = body.as_ref().map(Value::to_string);
@@ -120,7 +125,6 @@ fn project_b_cannot_tell_project_as_ids_from_ids_that_never_existed() {
         ("POST", format!("/domains/{domain}/verify"), Some(json!({}))),
         ("DELETE", format!("/domains/{domain}"), None),
         ("GET", format!("/events/{event}"), None),
-        ("GET", format!("/emails/{contact}"), None),
     ];
     // The message may name the id that was asked for; everything else must match.
     sweep(&app, &b.secret, &requests, true);
@@ -278,4 +282,152 @@ fn project_b_cannot_tell_project_as_campaigns_workflows_and_executions_from_ids_
     );
     let w = app.get(&format!("/workflows/{workflow}"), &a.secret).json();
     assert_eq!(w["enabled"], true, "{w}");
+}
+
+/// A body that passes each route's own checks, so that the answer is about the id.
+fn body_for(method: &str, template: &str) -> Option<Value> {
+    Some(match (method, template) {
+        ("DELETE", "/segments/{id}/members") => json!({"emails": ["ada@example.com"]}),
+        ("GET" | "DELETE", _) => return None,
+        ("PATCH", "/contacts/{id}") => json!({"data": {"x": 1}}),
+        ("PATCH", "/templates/{id}" | "/segments/{id}" | "/campaigns/{id}") => {
+            json!({"name": "x"})
+        }
+        ("PATCH", "/workflows/{id}") => json!({"enabled": false}),
+        ("POST", "/segments/{id}/members") => json!({"emails": ["ada@example.com"]}),
+        ("POST", "/campaigns/{id}/test") => json!({"email": "b@example.com"}),
+        _ => json!({}),
+    })
+}
+
+#[test]
+fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_no_record() {
+    let app = TestApp::spawn();
+    let a = app.create_project("A");
+    let b = app.create_project("B");
+    for p in [&a, &b] {
+        let path = format!("/admin/projects/{}/domains/trust", p.id);
+        let r = app.post(&path, ADMIN_TOKEN, json!({"domain": "acme.test"}));
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let id_of = |r: &Resp| -> String {
+        let v = r.json();
+        v["data"]["id"]
+            .as_str()
+            .or(v["id"].as_str())
+            .unwrap_or_else(|| panic!("an id: {}", r.text))
+            .to_owned()
+    };
+    // One record of every kind a path can name, all A's.
+    let contact = app.upsert(
+        &a.secret,
+        json!({"email": "ada@example.com", "subscribed": true}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let template = id_of(&app.post(
+        "/templates",
+        &a.secret,
+        json!({"name": "t", "subject": "s", "body": "b", "from": "hi@acme.test"}),
+    ));
+    let segment = id_of(&app.post(
+        "/segments",
+        &a.secret,
+        json!({"name": "s", "type": "STATIC"}),
+    ));
+    let domain = id_of(&app.post("/domains", &a.secret, json!({"domain": "a.example"})));
+    let campaign = id_of(&app.post(
+        "/campaigns",
+        &a.secret,
+        json!({"name": "c", "subject": "s", "body": "b", "from": "hi@acme.test",
+               "audienceType": "ALL"}),
+    ));
+    let workflow = id_of(&app.post(
+        "/workflows",
+        &a.secret,
+        json!({"name": "w", "triggerEvent": "go", "enabled": true,
+               "steps": [{"id": "wait", "type": "DELAY", "config": {"amount": 1, "unit": "days"}}]}),
+    ));
+    let tracked = app.post(
+        "/v1/track",
+        &a.secret,
+        json!({"email": "ada@example.com", "event": "go"}),
+    );
+    assert_eq!(tracked.status, 200, "{}", tracked.text);
+    let event = app.get("/events?limit=1", &a.secret).json()["events"][0]["id"]
+        .as_str()
+        .expect("an event")
+        .to_owned();
+    let execution = app
+        .get(&format!("/workflows/{workflow}/executions"), &a.secret)
+        .json()["executions"][0]["id"]
+        .as_str()
+        .expect("an execution")
+        .to_owned();
+    let sent = app.post(
+        "/v1/send",
+        &a.secret,
+        json!({"to": "ada@example.com", "from": "hi@acme.test", "subject": "s", "body": "b"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let email = sent.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .expect("an email id")
+        .to_owned();
+    let import = crate::support::imports::import(&app, &a.secret, "email\nbea@example.com\n");
+    crate::support::imports::finished(&app, &a.secret, &import);
+
+    let doc = app.request("GET", "/openapi.json", None, None).json();
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut requests: Vec<(String, String, Option<Value>)> = Vec::new();
+    for (pattern, methods) in paths {
+        if !pattern.contains('{') || pattern.starts_with("/admin") {
+            continue;
+        }
+        let id = match pattern.split('/').nth(1) {
+            _ if pattern.starts_with("/contacts/imports/") => &import,
+            Some("contacts") => &contact,
+            Some("templates") => &template,
+            Some("segments") => &segment,
+            Some("domains") => &domain,
+            Some("campaigns") => &campaign,
+            Some("workflows") => &workflow,
+            Some("events") => &event,
+            Some("emails") => &email,
+            other => panic!(
+                "{pattern}: no record of this kind in the sweep ({other:?}); add one, so that \
+                 B's key is tried against A's"
+            ),
+        };
+        let path = pattern
+            .replace("{id}", id)
+            .replace("{executionId}", &execution);
+        assert!(
+            !path.contains('{'),
+            "{pattern}: a parameter the sweep does not fill"
+        );
+        for method in methods.as_object().expect("methods").keys() {
+            let method = method.to_uppercase();
+            let body = body_for(&method, pattern);
+            requests.push((method, path.clone(), body));
+        }
+    }
+    assert!(requests.len() >= 20, "the document's paths: {requests:?}");
+    let borrowed: Vec<(&str, String, Option<Value>)> = requests
+        .iter()
+        .map(|(m, p, b)| (m.as_str(), p.clone(), b.clone()))
+        .collect();
+    // The message may name the id asked for; everything else must match.
+    sweep(&app, &b.secret, &borrowed, true);
+    // And the records are A's still.
+    for path in [
+        format!("/contacts/{contact}"),
+        format!("/templates/{template}"),
+        format!("/emails/{email}"),
+        format!("/contacts/imports/{import}"),
+        format!("/workflows/{workflow}/executions/{execution}"),
+    ] {
+        assert_eq!(app.get(&path, &a.secret).status, 200, "{path}");
+    }
 }
