@@ -224,6 +224,13 @@ impl Application {
         state.cluster = cluster.clone();
         state.node_id = identity.node_id.clone();
         state.templates = templates;
+        // Event webhooks: the node's delivery loop (it sends only for the projects this
+        // node owns, and ends with the engine).
+        mailroom_actors::webhooks::deliver::Deliverer::start(
+            state.registry.clone(),
+            state.webhook_client.clone(),
+            state.webhooks.clone(),
+        );
         let state = web::Data::new(state);
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),

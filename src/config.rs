@@ -28,6 +28,7 @@ pub struct Settings {
     pub dns: Dns,
     pub domains: Domains,
     pub workflows: Workflows,
+    pub webhooks: Webhooks,
     pub erasure: Erasure,
     pub tracking: Tracking,
     pub links: LinkSettings,
@@ -303,6 +304,7 @@ pub struct Limits {
     pub max_templates: usize,
     pub max_campaigns: u64,
     pub max_workflows: u64,
+    pub max_webhooks: usize,
     pub max_filter_evaluations: u64,
 }
 
@@ -396,6 +398,31 @@ pub struct Dns {
 pub struct Domains {
     pub recheck_seconds: u64,
     pub spf_include: String,
+}
+
+/// Event webhooks to the caller (API.md 26).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Webhooks {
+    pub timeout_seconds: u64,
+    pub retry_seconds: Vec<u64>,
+    pub disable_after_hours: u64,
+    pub allow_private_addresses: bool,
+    pub max_in_flight: usize,
+    pub max_in_flight_per_endpoint: usize,
+}
+
+impl Webhooks {
+    pub fn engine(&self, max_webhooks: usize) -> mailroom_actors::webhooks::WebhookConfig {
+        mailroom_actors::webhooks::WebhookConfig {
+            retry_seconds: self.retry_seconds.clone(),
+            timeout_ms: self.timeout_seconds.max(1) * 1000,
+            disable_after_hours: self.disable_after_hours,
+            allow_private_addresses: self.allow_private_addresses,
+            max_per_project: max_webhooks,
+            max_in_flight: self.max_in_flight.max(1),
+            max_in_flight_per_endpoint: self.max_in_flight_per_endpoint.max(1),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

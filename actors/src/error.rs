@@ -267,6 +267,7 @@ pub enum Resource {
     Execution,
     Project,
     Import,
+    Webhook,
     Route,
 }
 
@@ -283,6 +284,7 @@ impl fmt::Display for Resource {
             Resource::Event => "Event",
             Resource::Execution => "Execution",
             Resource::Import => "Import",
+            Resource::Webhook => "Webhook",
             Resource::Project => "Project",
             Resource::Route => "Route",
         };

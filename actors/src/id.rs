@@ -74,6 +74,8 @@ id_type!(CampaignId);
 id_type!(WorkflowId);
 id_type!(ExecutionId);
 id_type!(ImportId);
+id_type!(WebhookId);
+id_type!(DeliveryId);
 
 impl EventId {
     /// An id that sorts at the event's own time (which comes from the injected clock),

@@ -43,6 +43,7 @@ pub mod template;
 pub mod timestamp;
 pub mod upgrade;
 pub mod verify;
+pub mod webhooks;
 pub mod wiring;
 pub mod workflow;
 

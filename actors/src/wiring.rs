@@ -13,6 +13,7 @@ use crate::segment::membership::Audience;
 pub fn hooks() -> Hooks {
     Hooks::default()
         .after_events(crate::workflow::triggers::on_events)
+        .after_events(crate::webhooks::fanout::on_events)
         .state(|| Box::<Audience>::default())
         .emails(Arc::new(CampaignEmails))
 }

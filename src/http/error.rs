@@ -52,6 +52,7 @@ fn not_found_code(r: Resource) -> &'static str {
         Resource::Segment => "SEGMENT_NOT_FOUND",
         Resource::Workflow => "WORKFLOW_NOT_FOUND",
         Resource::Domain => "DOMAIN_NOT_FOUND",
+        Resource::Webhook => "WEBHOOK_NOT_FOUND",
         Resource::Email
         | Resource::Event
         | Resource::Execution

@@ -29,6 +29,7 @@ pub mod track;
 pub mod validate;
 mod value_de;
 pub mod verify;
+pub mod webhooks;
 pub mod wire;
 pub mod workflows;
 
@@ -90,6 +91,10 @@ pub struct AppState {
     pub backend: &'static str,
     /// Passes requests to the owner of their project (forward.rs).
     pub forward_client: forward::ForwardClient,
+    /// Event webhooks: their settings, and the client that calls endpoints (the test
+    /// event; the delivery loop has its own handle on it).
+    pub webhooks: mailroom_actors::webhooks::WebhookConfig,
+    pub webhook_client: Arc<mailroom_actors::workflow::WebhookClient>,
 }
 
 impl AppState {
@@ -113,6 +118,11 @@ impl AppState {
             }
         }
         let dashboard = crate::dashboard::Dashboard::new(&settings.dashboard, store.clone());
+        let webhook_client = Arc::new(mailroom_actors::workflow::WebhookClient::new(
+            resolver.clone(),
+            settings.webhooks.allow_private_addresses,
+            std::time::Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
+        ));
         AppState {
             guard: guard::Guard::new(store.guard_counts()),
             registry,
@@ -151,6 +161,8 @@ impl AppState {
                 crate::config::Backend::Postgres => "postgres",
             },
             forward_client: forward::client(),
+            webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
+            webhook_client,
         }
     }
 }
@@ -282,6 +294,25 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/domains/{id}/verify").route(web::post().to(domains::verify)))
             .service(resource("/v1/verify").route(web::post().to(verify::verify)))
+            .service(
+                resource("/webhooks")
+                    .route(web::get().to(webhooks::list))
+                    .route(web::post().to(webhooks::create)),
+            )
+            .service(
+                resource("/webhooks/{id}")
+                    .route(web::get().to(webhooks::get))
+                    .route(web::patch().to(webhooks::update))
+                    .route(web::delete().to(webhooks::delete)),
+            )
+            .service(
+                resource("/webhooks/{id}/rotate-secret")
+                    .route(web::post().to(webhooks::rotate_secret)),
+            )
+            .service(
+                resource("/webhooks/{id}/deliveries").route(web::get().to(webhooks::deliveries)),
+            )
+            .service(resource("/webhooks/{id}/test").route(web::post().to(webhooks::test)))
             .service(
                 resource("/campaigns")
                     .route(web::get().to(campaigns::list))

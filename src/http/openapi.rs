@@ -5,7 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     admin, campaigns, contacts, contacts_bulk, domains, events, ops, segments, send, templates,
-    track, verify, workflows,
+    track, verify, webhooks, workflows,
 };
 
 #[derive(OpenApi)]
@@ -27,6 +27,8 @@ use super::{
         campaigns::send, campaigns::cancel, campaigns::test, campaigns::stats,
         workflows::list, workflows::create, workflows::get, workflows::update, workflows::delete,
         workflows::executions, workflows::execution,
+        webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
+        webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -48,6 +50,9 @@ use super::{
         workflows::WorkflowView, workflows::WorkflowList, workflows::ExecutionView,
         workflows::ExecutionList, workflows::HistoryView, workflows::CreateWorkflowRequest,
         workflows::UpdateWorkflowRequest,
+        webhooks::WebhookView, webhooks::WebhookList, webhooks::DeliveryView,
+        webhooks::DeliveryList, webhooks::TestResult, webhooks::CreateWebhookRequest,
+        webhooks::UpdateWebhookRequest,
     )),
     modifiers(&BearerAuth),
 )]
@@ -217,8 +222,9 @@ fn complete(doc: &mut serde_json::Value) {
             let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
                 continue;
             };
-            // Campaign answers come inside `{success, data}` (API.md section 1).
-            if path.starts_with("/campaigns") {
+            // Campaign and webhook answers come inside `{success, data}` (API.md
+            // sections 1 and 26).
+            if path.starts_with("/campaigns") || path.starts_with("/webhooks") {
                 for status in ["200", "201"] {
                     let schema = responses
                         .get_mut(status)

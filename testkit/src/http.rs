@@ -45,6 +45,14 @@ pub struct HookServer {
 
 impl HookServer {
     pub fn start(status: u16) -> HookServer {
+        HookServer::answering(vec![status])
+    }
+
+    /// A server that answers its n-th request with `statuses[n]`, and every request past
+    /// the list with its last status (`[500, 503, 200]`: two failures, then success).
+    pub fn answering(statuses: Vec<u16>) -> HookServer {
+        assert!(!statuses.is_empty(), "at least one status");
+        let statuses = Arc::new(statuses);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test HTTP server");
         let addr = listener.local_addr().expect("local addr");
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -58,8 +66,8 @@ impl HookServer {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
-                    let kept = kept.clone();
-                    std::thread::spawn(move || serve_hook(stream, &kept, status));
+                    let (kept, statuses) = (kept.clone(), statuses.clone());
+                    std::thread::spawn(move || serve_hook(stream, &kept, &statuses));
                 }
             })
             .expect("spawn the test HTTP server");
@@ -88,7 +96,7 @@ impl Drop for HookServer {
 }
 
 /// Reads one request (Content-Length or chunked body), keeps it, then answers.
-fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, status: u16) {
+fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, statuses: &[u16]) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let Ok(read_half) = stream.try_clone() else {
         return;
@@ -156,15 +164,22 @@ fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, status: u16) {
             body = buf;
         }
     }
-    hits.lock().unwrap().push(Hit {
-        method,
-        path,
-        headers,
-        body,
-    });
+    let status = {
+        let mut hits = hits.lock().unwrap();
+        let n = hits.len();
+        hits.push(Hit {
+            method,
+            path,
+            headers,
+            body,
+        });
+        statuses[n.min(statuses.len() - 1)]
+    };
     let reason = match status {
         200 => "OK",
+        410 => "Gone",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "Status",
     };
     let mut stream = stream;

@@ -293,7 +293,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("PATCH", "/templates/{id}" | "/segments/{id}" | "/campaigns/{id}") => {
             json!({"name": "x"})
         }
-        ("PATCH", "/workflows/{id}") => json!({"enabled": false}),
+        ("PATCH", "/workflows/{id}" | "/webhooks/{id}") => json!({"enabled": false}),
         ("POST", "/segments/{id}/members") => json!({"emails": ["ada@example.com"]}),
         ("POST", "/campaigns/{id}/test") => json!({"email": "b@example.com"}),
         _ => json!({}),
@@ -375,6 +375,11 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
         .as_str()
         .expect("an email id")
         .to_owned();
+    let webhook = id_of(&app.post(
+        "/webhooks",
+        &a.secret,
+        json!({"url": "https://example.com/hook", "events": ["*"]}),
+    ));
     let import = crate::support::imports::import(&app, &a.secret, "email\nbea@example.com\n");
     crate::support::imports::finished(&app, &a.secret, &import);
 
@@ -395,6 +400,7 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
             Some("workflows") => &workflow,
             Some("events") => &event,
             Some("emails") => &email,
+            Some("webhooks") => &webhook,
             other => panic!(
                 "{pattern}: no record of this kind in the sweep ({other:?}); add one, so that \
                  B's key is tried against A's"
@@ -426,6 +432,7 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
         format!("/templates/{template}"),
         format!("/emails/{email}"),
         format!("/contacts/imports/{import}"),
+        format!("/webhooks/{webhook}"),
         format!("/workflows/{workflow}/executions/{execution}"),
     ] {
         assert_eq!(app.get(&path, &a.secret).status, 200, "{path}");

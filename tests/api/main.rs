@@ -36,4 +36,5 @@ mod templates;
 mod track;
 mod upgrades;
 mod verify;
+mod webhooks;
 mod workflows;

@@ -20,8 +20,8 @@ pub use data::{DataMap, DataPatch};
 pub use email::{EmailAddress, EmailError, Flaw};
 pub use event::{Event, EventSource, EventStats};
 pub use id::{
-    CampaignId, ContactId, DomainId, EmailId, EventId, ExecutionId, ImportId, ProjectId, SegmentId,
-    TemplateId, WorkflowId,
+    CampaignId, ContactId, DeliveryId, DomainId, EmailId, EventId, ExecutionId, ImportId,
+    ProjectId, SegmentId, TemplateId, WebhookId, WorkflowId,
 };
 pub use outbound::{Attachment, EmailStatus, Engagement, Hit, Mailbox, OutboundEmail, Recipient};
 pub use page::{Page, PageRequest};

@@ -10,8 +10,8 @@
 //! Layout 3 keeps the event log and its indexes in blocks (`store::blocks`).
 
 use crate::model::{
-    CampaignId, ContactId, DomainId, EmailId, ExecutionId, ImportId, ProjectId, SegmentId,
-    TemplateId, WorkflowId,
+    CampaignId, ContactId, DeliveryId, DomainId, EmailId, ExecutionId, ImportId, ProjectId,
+    SegmentId, TemplateId, WebhookId, WorkflowId,
 };
 
 /// The key layout's version, kept under `FORMAT_KEY` (see `SledStore::open`).
@@ -44,6 +44,49 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 }
 
 pub const PROJECTS: &[u8] = b"projects/";
+
+/// A project's event webhooks (`webhooks`).
+pub fn webhooks(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/wh/", &[])
+}
+
+pub fn webhook(p: ProjectId, w: WebhookId) -> Vec<u8> {
+    in_project(p, b"/wh/", &[w.as_bytes()])
+}
+
+/// One endpoint's deliveries, oldest first (ids sort by their time).
+pub fn deliveries(p: ProjectId, w: WebhookId) -> Vec<u8> {
+    in_project(p, b"/whd/", &[w.as_bytes()])
+}
+
+pub fn delivery(p: ProjectId, w: WebhookId, d: DeliveryId) -> Vec<u8> {
+    in_project(p, b"/whd/", &[w.as_bytes(), d.as_bytes()])
+}
+
+/// Deliveries waiting for their next attempt, every project's, by when it is due:
+/// `wh-due/<due ms, 8 bytes big-endian><project><webhook><delivery>`.
+pub const WEBHOOK_DUE: &[u8] = b"wh-due/";
+
+pub fn webhook_due(due_ms: i64, p: ProjectId, w: WebhookId, d: DeliveryId) -> Vec<u8> {
+    let due = (due_ms.max(0) as u64).to_be_bytes();
+    key([WEBHOOK_DUE, &due, p.as_bytes(), w.as_bytes(), d.as_bytes()].into_iter())
+}
+
+/// (due ms, project, webhook, delivery) of a `webhook_due` key.
+pub fn parse_webhook_due(k: &[u8]) -> Option<(i64, ProjectId, WebhookId, DeliveryId)> {
+    let rest = k.strip_prefix(WEBHOOK_DUE)?;
+    if rest.len() != 8 + 48 {
+        return None;
+    }
+    let due = u64::from_be_bytes(rest[..8].try_into().ok()?) as i64;
+    let id = |at: usize| -> Option<[u8; 16]> { rest.get(at..at + 16)?.try_into().ok() };
+    Some((
+        due,
+        ProjectId::from_key_bytes(id(8)?),
+        WebhookId::from_key_bytes(id(24)?),
+        DeliveryId::from_key_bytes(id(40)?),
+    ))
+}
 
 /// Where a project's rate (its sending pace, its API budget) stood when its last owner
 /// let it go (`Registry::carry_pace`): the next allowed time, ms since the epoch.
@@ -546,6 +589,8 @@ pub fn project_of(key: &[u8]) -> Option<ProjectId> {
         rest
     } else if let Some(rest) = key.strip_prefix(TIMERS) {
         rest.get(8 + 1..)?
+    } else if let Some(rest) = key.strip_prefix(WEBHOOK_DUE) {
+        rest.get(8..)?
     } else {
         EMBEDDED_AT_TAG
             .iter()
@@ -595,6 +640,8 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/wxe/", "workflow waits"),
         (b"/lk/", "link state"),
         (b"/pace/", "paces"),
+        (b"/wh/", "webhooks"),
+        (b"/whd/", "webhook deliveries"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[
         (PROJECTS, "projects"),
@@ -608,6 +655,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (OUTBOX, "outbox"),
         (b"meta/", "meta"),
         (SESSIONS, "dashboard sessions"),
+        (WEBHOOK_DUE, "webhook queue"),
     ];
     if let Some(rest) = key.strip_prefix(b"p/").and_then(|r| r.get(16..)) {
         return PER_PROJECT

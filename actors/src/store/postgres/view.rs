@@ -41,16 +41,19 @@ fn keys_of(map: &Map, p: ProjectId) -> Vec<Bytes> {
     for tag in INDEXES {
         range([tag, p.as_bytes()].concat());
     }
-    let timers = prefix_end(keys::TIMERS).map(|e| e.to_vec());
-    let upper = match &timers {
-        Some(e) => Excluded(e.as_slice()),
-        None => Unbounded,
-    };
-    found.extend(
-        map.range::<_, [u8]>((Included(keys::TIMERS), upper))
-            .filter(|(k, _)| keys::project_of(k) == Some(p))
-            .map(|(k, _)| k.clone()),
-    );
+    // The indexes ordered by time first: every entry is looked at.
+    for tag in [keys::TIMERS, keys::WEBHOOK_DUE] {
+        let end = prefix_end(tag).map(|e| e.to_vec());
+        let upper = match &end {
+            Some(e) => Excluded(e.as_slice()),
+            None => Unbounded,
+        };
+        found.extend(
+            map.range::<_, [u8]>((Included(tag), upper))
+                .filter(|(k, _)| keys::project_of(k) == Some(p))
+                .map(|(k, _)| k.clone()),
+        );
+    }
     found
 }
 

@@ -1,0 +1,249 @@
+//! The delivery loop of a node: every 200 ms it walks the queue of deliveries due
+//! (`keys::webhook_due`, by time), takes those of the projects this node owns, and
+//! POSTs each to its endpoint, at most `max_in_flight` at once and
+//! `max_in_flight_per_endpoint` per endpoint, so a slow or dead endpoint holds a few
+//! slots, not the loop, and never an actor or an HTTP worker. Each outcome is written
+//! through the project's actor: delivered, retried on the schedule, failed for good, or
+//! the endpoint disabled (a 410, or failures for `disable_after_hours`). A delivery
+//! whose outcome a `kill -9` lost is still in the queue and is sent again, under the
+//! same `webhook-id`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::model::{DeliveryId, ProjectId, Timestamp, WebhookId};
+use crate::project::apply::Apply;
+use crate::project::registry::Registry;
+use crate::store::{keys, Batch};
+use crate::workflow::webhook::WebhookClient;
+
+use super::model::{DeliveryStatus, Webhook};
+use super::{records, sign, WebhookConfig};
+
+const ROUND: Duration = Duration::from_millis(200);
+
+/// The headers of a delivery (and of a test event).
+pub fn headers(hook: &Webhook, id: &str, now: Timestamp, body: &[u8]) -> Vec<(String, String)> {
+    let ts = now.millis().div_euclid(1000);
+    vec![
+        ("content-type".into(), "application/json".into()),
+        ("webhook-id".into(), id.to_owned()),
+        ("webhook-timestamp".into(), ts.to_string()),
+        (
+            "webhook-signature".into(),
+            sign::header(&hook.signing_secrets(now.millis()), id, ts, body),
+        ),
+    ]
+}
+
+/// What an attempt got.
+enum Answer {
+    Status(u16),
+    NoAnswer(String),
+}
+
+pub struct Deliverer {
+    registry: Registry,
+    client: Arc<WebhookClient>,
+    config: WebhookConfig,
+    in_flight: Mutex<HashSet<DeliveryId>>,
+    per_endpoint: Mutex<HashMap<WebhookId, usize>>,
+}
+
+impl Deliverer {
+    /// Starts the loop on the current runtime; it ends when the engine stops.
+    pub fn start(
+        registry: Registry,
+        client: Arc<WebhookClient>,
+        config: WebhookConfig,
+    ) -> Arc<Deliverer> {
+        let me = Arc::new(Deliverer {
+            registry,
+            client,
+            config,
+            in_flight: Mutex::default(),
+            per_endpoint: Mutex::default(),
+        });
+        let looping = me.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(ROUND) => {}
+                    _ = looping.registry.drain().stopped() => return,
+                }
+                if let Err(e) = looping.round() {
+                    tracing::warn!(error = %e, "a webhook delivery round failed; trying again");
+                }
+            }
+        });
+        me
+    }
+
+    /// Hands every due delivery this node may send to its own task.
+    fn round(self: &Arc<Self>) -> Result<()> {
+        let now = Timestamp::from(self.registry.clock().now()).millis();
+        let store = self.registry.store().clone();
+        for kv in store.scan(keys::WEBHOOK_DUE, None, false) {
+            let (k, _) = kv?;
+            let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
+                continue;
+            };
+            if due > now {
+                break;
+            }
+            if !self.registry.ownership().owns(p) {
+                continue;
+            }
+            {
+                let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                if in_flight.contains(&d) {
+                    continue;
+                }
+                if in_flight.len() >= self.config.max_in_flight {
+                    break;
+                }
+                let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
+                let n = per.entry(w).or_default();
+                if *n >= self.config.max_in_flight_per_endpoint {
+                    continue;
+                }
+                *n += 1;
+                in_flight.insert(d);
+            }
+            let me = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = me.attempt(p, w, d, due).await {
+                    tracing::warn!(project = %p, delivery = %d, error = %e, "a webhook delivery");
+                }
+                me.in_flight
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&d);
+                let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(n) = per.get_mut(&w) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        per.remove(&w);
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
+    async fn attempt(&self, p: ProjectId, w: WebhookId, d: DeliveryId, due: i64) -> Result<()> {
+        let store = self.registry.store().clone();
+        let delivery = records::load_delivery(&*store, p, w, d)?;
+        let hook = records::load(&*store, p, w)?;
+        let answer = match (&delivery, &hook) {
+            (Some(delivery), Some(hook))
+                if delivery.status == DeliveryStatus::Pending && hook.enabled =>
+            {
+                let now = Timestamp::from(self.registry.clock().now());
+                let id = delivery.event.to_string();
+                let body = delivery.payload.clone().into_bytes();
+                let headers = headers(hook, &id, now, &body);
+                Some(
+                    match self.client.call(&hook.url, "POST", &headers, body).await {
+                        Ok(code) => Answer::Status(code),
+                        Err(e) => {
+                            tracing::debug!(project = %p, delivery = %d, detail = %e.detail(), "a webhook got no answer");
+                            Answer::NoAnswer(e.to_string())
+                        }
+                    },
+                )
+            }
+            // Gone, done, or its endpoint disabled: it leaves the queue.
+            _ => None,
+        };
+        let config = self.config.clone();
+        self.registry
+            .send(
+                p,
+                Apply::durable(move |ctx, _| record(ctx, &config, w, d, due, answer)),
+            )
+            .await
+    }
+}
+
+/// Writes what an attempt got, in the project's actor.
+fn record(
+    ctx: &crate::project::write::WriteCtx,
+    config: &WebhookConfig,
+    w: WebhookId,
+    d: DeliveryId,
+    due: i64,
+    answer: Option<Answer>,
+) -> Result<()> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
+    let mut batch = Batch::new();
+    batch.delete(keys::webhook_due(due, p, w, d));
+    let Some(mut delivery) = records::load_delivery(store, p, w, d)? else {
+        return store.apply(batch);
+    };
+    if delivery.status != DeliveryStatus::Pending || delivery.next_attempt_at != Some(due) {
+        // Recorded already (an attempt that raced a restart's).
+        return store.apply(batch);
+    }
+    let mut hook = records::load(store, p, w)?;
+    delivery.next_attempt_at = None;
+    match answer {
+        None => delivery.status = DeliveryStatus::Cancelled,
+        Some(answer) => {
+            delivery.attempts += 1;
+            delivery.attempted_at = Some(now);
+            let (code, error) = match answer {
+                Answer::Status(code) => (Some(code), None),
+                Answer::NoAnswer(e) => (None, Some(e)),
+            };
+            delivery.status_code = code;
+            delivery.error = error;
+            match code {
+                Some(200..=299) => {
+                    delivery.status = DeliveryStatus::Delivered;
+                    if let Some(h) = hook.as_mut() {
+                        h.failing_since = None;
+                    }
+                }
+                Some(410) => {
+                    delivery.status = DeliveryStatus::Failed;
+                    if let Some(h) = hook.as_mut() {
+                        h.enabled = false;
+                        h.disabled_reason = Some("the endpoint answered 410 Gone".into());
+                    }
+                }
+                _ => {
+                    let failing_since = hook
+                        .as_mut()
+                        .map(|h| *h.failing_since.get_or_insert(now))
+                        .unwrap_or(now);
+                    let hours = config.disable_after_hours as i64 * 3_600_000;
+                    if config.disable_after_hours > 0 && now - failing_since >= hours {
+                        if let Some(h) = hook.as_mut() {
+                            h.enabled = false;
+                            h.disabled_reason = Some(format!(
+                                "every delivery failed for {} hours",
+                                config.disable_after_hours
+                            ));
+                        }
+                    }
+                    match config.retry_seconds.get(delivery.attempts as usize - 1) {
+                        Some(wait) => {
+                            let next = now + (*wait as i64) * 1000;
+                            delivery.next_attempt_at = Some(next);
+                            batch.put(keys::webhook_due(next, p, w, d), Vec::new());
+                        }
+                        None => delivery.status = DeliveryStatus::Failed,
+                    }
+                }
+            }
+        }
+    }
+    records::put_delivery(&mut batch, p, &delivery)?;
+    if let Some(h) = &hook {
+        records::put(&mut batch, p, h)?;
+    }
+    store.apply(batch)
+}

@@ -1,0 +1,72 @@
+//! The hook that turns events into deliveries (`project::hooks::AfterEvents`): in the
+//! batch that records the events, one delivery per event and subscribed endpoint, and
+//! its entry in the queue, due at once.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::Result;
+use crate::model::{DeliveryId, Event, ProjectId};
+use crate::project::starts::Starts;
+use crate::store::{keys, Batch, Store};
+
+use super::model::{Delivery, DeliveryStatus};
+use super::records;
+
+/// The JSON an endpoint receives for `event` (API.md 26): `{id, type, createdAt, data}`,
+/// `data` holding the contact and what the event recorded (`emailId`, `campaignId`,
+/// a link, ...).
+pub fn payload(event: &Event) -> String {
+    let mut data = Map::new();
+    data.insert("contactId".into(), json!(event.contact_id.to_string()));
+    data.insert("email".into(), json!(event.email.as_str()));
+    for (k, v) in event.data.iter() {
+        data.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    json!({
+        "id": event.id.to_string(),
+        "type": event.name,
+        "createdAt": event.created_at.to_iso(),
+        "data": Value::Object(data),
+    })
+    .to_string()
+}
+
+pub fn on_events(
+    store: &dyn Store,
+    _starts: &Starts,
+    batch: &mut Batch,
+    p: ProjectId,
+    events: &[Event],
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let endpoints = records::all(store, p)?;
+    if endpoints.iter().all(|w| !w.enabled) {
+        return Ok(());
+    }
+    for event in events {
+        let mut body = None;
+        for w in endpoints.iter().filter(|w| w.wants(&event.name)) {
+            let payload = body.get_or_insert_with(|| payload(event)).clone();
+            let at = event.created_at.millis();
+            let d = Delivery {
+                id: DeliveryId::new(),
+                webhook: w.id,
+                event: event.id,
+                kind: event.name.clone(),
+                payload,
+                attempts: 0,
+                status: DeliveryStatus::Pending,
+                status_code: None,
+                error: None,
+                created_at: at,
+                attempted_at: None,
+                next_attempt_at: Some(at),
+            };
+            records::put_delivery(batch, p, &d)?;
+            batch.put(keys::webhook_due(at, p, w.id, d.id), Vec::new());
+        }
+    }
+    Ok(())
+}

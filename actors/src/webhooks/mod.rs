@@ -1,0 +1,45 @@
+//! Event webhooks to the caller (API.md 26): a project's endpoints, each subscribed to
+//! event names; every event an endpoint subscribes to becomes a delivery written in the
+//! same batch as the event (`fanout`), so the event and its deliveries are durable
+//! together; a delivery loop on each node (`deliver`) POSTs the due ones of the projects
+//! the node owns, signed as Standard Webhooks sign (`sign`), and retries on the
+//! configured schedule.
+
+pub mod actions;
+pub mod deliver;
+pub mod fanout;
+pub mod model;
+pub mod records;
+pub mod sign;
+
+pub use model::{Delivery, DeliveryStatus, Webhook};
+
+/// What the operator set (`[webhooks]`, `limits.max_webhooks`).
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Seconds to wait after each failed attempt, in order; past the last, the delivery
+    /// has failed for good.
+    pub retry_seconds: Vec<u64>,
+    pub timeout_ms: u64,
+    /// Failures in a row for this long disable the endpoint.
+    pub disable_after_hours: u64,
+    pub allow_private_addresses: bool,
+    pub max_per_project: usize,
+    /// Requests under way at once, in all and per endpoint.
+    pub max_in_flight: usize,
+    pub max_in_flight_per_endpoint: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            retry_seconds: vec![5, 60, 600, 3600, 21600, 43200],
+            timeout_ms: 10_000,
+            disable_after_hours: 72,
+            allow_private_addresses: false,
+            max_per_project: 10,
+            max_in_flight: 32,
+            max_in_flight_per_endpoint: 4,
+        }
+    }
+}

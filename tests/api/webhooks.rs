@@ -1,0 +1,319 @@
+//! Event webhooks to the caller (API.md 26), against a real HTTP server on loopback
+//! (`mailroom_testkit::HookServer`): endpoints and their checks, deliveries signed as
+//! Standard Webhooks sign (verified here with an HMAC of the test's own), retries on the
+//! schedule under one `webhook-id` (time moved with the injected clock), a 410 that
+//! disables the endpoint, and a deleted endpoint that receives nothing more.
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use mailroom_testkit::{Hit, HookServer};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::support::app::{Project, TestApp};
+use crate::support::campaign::{advance, eventually};
+
+/// A server whose endpoints may be on loopback (the test's receiver is).
+fn app() -> (TestApp, Project) {
+    let app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.retry_seconds = vec![5, 60];
+    });
+    let p = app.create_project("Acme");
+    (app, p)
+}
+
+fn data(r: &crate::support::app::Resp, status: u16) -> Value {
+    assert_eq!(r.status, status, "{}", r.text);
+    let v = r.json();
+    assert_eq!(v["success"], true, "{}", r.text);
+    v["data"].clone()
+}
+
+fn endpoint(app: &TestApp, p: &Project, url: &str, events: Value) -> Value {
+    data(
+        &app.post(
+            "/webhooks",
+            &p.secret,
+            json!({"url": url, "events": events}),
+        ),
+        201,
+    )
+}
+
+fn track(app: &TestApp, p: &Project, email: &str, event: &str) {
+    let r = app.post(
+        "/v1/track",
+        &p.secret,
+        json!({"email": email, "event": event}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+/// The hits once there are at least `n` (or after the deadline).
+fn hits(server: &HookServer, n: usize) -> Vec<Hit> {
+    eventually(30, || server.hits(), |h: &Vec<Hit>| h.len() >= n)
+}
+
+/// Whether `hit` carries a signature of its id, timestamp and body with `secret`, as a
+/// Standard Webhooks library checks it.
+fn signed_with(hit: &Hit, secret: &str) -> bool {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let key = b64
+        .decode(secret.strip_prefix("whsec_").expect("a whsec_ secret"))
+        .expect("base64");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).unwrap();
+    let (id, ts) = (
+        hit.header("webhook-id").expect("webhook-id"),
+        hit.header("webhook-timestamp").expect("webhook-timestamp"),
+    );
+    mac.update(format!("{id}.{ts}.").as_bytes());
+    mac.update(&hit.body);
+    let want = format!("v1,{}", b64.encode(mac.finalize().into_bytes()));
+    hit.header("webhook-signature")
+        .expect("webhook-signature")
+        .split(' ')
+        .any(|s| s == want)
+}
+
+#[test]
+fn an_endpoint_shows_its_secret_once_and_bad_urls_names_and_counts_are_refused() {
+    let app = TestApp::spawn_with(|s| s.limits.max_webhooks = 1);
+    let p = app.create_project("Acme");
+    let bad = |body: Value| app.post("/webhooks", &p.secret, body);
+    for (body, field) in [
+        (
+            json!({"url": "ftp://example.com/x", "events": ["*"]}),
+            "url",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/x", "events": ["*"]}),
+            "url",
+        ),
+        (json!({"url": "http://10.1.2.3/x", "events": ["*"]}), "url"),
+        (
+            json!({"url": "https://example.com/x", "events": []}),
+            "events",
+        ),
+        (
+            json!({"url": "https://example.com/x", "events": ["email.sentt"]}),
+            "events.0",
+        ),
+    ] {
+        let r = bad(body.clone());
+        assert_eq!(r.status, 422, "{body}: {}", r.text);
+        assert_eq!(r.field_codes()[0].0, field, "{body}: {}", r.text);
+    }
+    let r = bad(json!({"url": "https://example.com/x", "events": ["email.sentt"]}));
+    assert!(
+        r.text.contains("did you mean \\\"email.sent\\\""),
+        "{}",
+        r.text
+    );
+
+    let made = endpoint(
+        &app,
+        &p,
+        "https://example.com/hook",
+        json!(["email.sent", "signup"]),
+    );
+    let secret = made["secret"].as_str().expect("the secret, once");
+    assert!(secret.starts_with("whsec_"), "{made}");
+    assert_eq!(made["enabled"], true);
+    let id = made["id"].as_str().unwrap();
+    let read = data(&app.get(&format!("/webhooks/{id}"), &p.secret), 200);
+    assert!(read.get("secret").is_none(), "not shown again: {read}");
+    let listed = data(&app.get("/webhooks", &p.secret), 200);
+    assert_eq!(listed["webhooks"][0]["id"], id, "{listed}");
+
+    let over = bad(json!({"url": "https://example.com/2", "events": ["*"]}));
+    assert_eq!(over.status, 409, "limits.max_webhooks: {}", over.text);
+
+    let patched = data(
+        &app.patch(
+            &format!("/webhooks/{id}"),
+            &p.secret,
+            json!({"enabled": false, "description": "paused"}),
+        ),
+        200,
+    );
+    assert_eq!(
+        (
+            patched["enabled"].as_bool(),
+            patched["description"].as_str()
+        ),
+        (Some(false), Some("paused"))
+    );
+    let rotated = data(
+        &app.post(
+            &format!("/webhooks/{id}/rotate-secret"),
+            &p.secret,
+            json!({}),
+        ),
+        200,
+    );
+    assert_ne!(rotated["secret"], made["secret"]);
+    assert_eq!(
+        app.delete(&format!("/webhooks/{id}"), &p.secret).status,
+        204
+    );
+    let gone = app.get(&format!("/webhooks/{id}"), &p.secret);
+    assert_eq!(
+        (gone.status, gone.code().as_str()),
+        (404, "WEBHOOK_NOT_FOUND")
+    );
+}
+
+#[test]
+fn a_tracked_event_arrives_signed_with_the_event_and_its_contact() {
+    let (app, p) = app();
+    let server = HookServer::start(200);
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["*"]));
+    let secret = made["secret"].as_str().unwrap().to_owned();
+    track(&app, &p, "ada@example.com", "signup");
+    let got = eventually(
+        30,
+        || server.hits(),
+        |h: &Vec<Hit>| h.iter().any(|h| h.json()["type"] == "signup"),
+    );
+    let hit = got
+        .iter()
+        .find(|h| h.json()["type"] == "signup")
+        .expect("the signup event");
+    assert!(signed_with(hit, &secret), "the signature verifies: {hit:?}");
+    assert!(!signed_with(hit, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+    let body = hit.json();
+    assert_eq!(body["data"]["email"], "ada@example.com", "{body}");
+    let events = app.get("/events?name=signup", &p.secret).json();
+    let event = &events["events"][0];
+    assert_eq!(
+        body["id"], event["id"],
+        "the payload's id is the event's: {body}"
+    );
+    assert_eq!(hit.header("webhook-id"), event["id"].as_str());
+    assert_eq!(
+        body["data"]["contactId"], event["contactId"],
+        "{body} {event}"
+    );
+    assert_eq!(hit.header("content-type"), Some("application/json"));
+
+    let test = data(
+        &app.post(
+            &format!("/webhooks/{}/test", made["id"].as_str().unwrap()),
+            &p.secret,
+            json!({}),
+        ),
+        200,
+    );
+    assert_eq!(
+        (test["delivered"].as_bool(), test["statusCode"].as_u64()),
+        (Some(true), Some(200))
+    );
+    let last = hits(&server, got.len() + 1);
+    assert!(
+        last.iter().any(|h| h.json()["type"] == "webhook.test"),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn a_500_then_a_503_then_a_200_are_one_delivery_retried_under_one_webhook_id() {
+    let (app, p) = app();
+    let server = HookServer::answering(vec![500, 503, 200]);
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    let id = made["id"].as_str().unwrap();
+    track(&app, &p, "ada@example.com", "signup");
+    assert_eq!(hits(&server, 1).len(), 1, "the first attempt");
+    let deliveries = |app: &TestApp| {
+        data(
+            &app.get(&format!("/webhooks/{id}/deliveries"), &p.secret),
+            200,
+        )["deliveries"]
+            .clone()
+    };
+    let first = eventually(30, || deliveries(&app), |d| d[0]["attempt"] == 1);
+    assert_eq!(
+        (first[0]["status"].as_str(), first[0]["statusCode"].as_u64()),
+        (Some("PENDING"), Some(500)),
+        "{first}"
+    );
+    assert!(first[0]["nextAttemptAt"].is_string(), "{first}");
+    // retry_seconds = [5, 60]: the clock moves, no test sleeps through it.
+    advance(&app, 5_000);
+    assert_eq!(hits(&server, 2).len(), 2, "the second attempt, 5 s later");
+    eventually(30, || deliveries(&app), |d| d[0]["attempt"] == 2);
+    advance(&app, 60_000);
+    let all = hits(&server, 3);
+    assert_eq!(all.len(), 3, "the third attempt, 60 s later");
+    let ids: Vec<_> = all.iter().map(|h| h.header("webhook-id")).collect();
+    assert!(ids.iter().all(|i| *i == ids[0]), "one webhook-id: {ids:?}");
+    let done = eventually(30, || deliveries(&app), |d| d[0]["status"] == "DELIVERED");
+    assert_eq!(
+        (done[0]["attempt"].as_u64(), done[0]["statusCode"].as_u64()),
+        (Some(3), Some(200)),
+        "{done}"
+    );
+    assert_eq!(done.as_array().unwrap().len(), 1, "one delivery: {done}");
+}
+
+#[test]
+fn a_410_disables_the_endpoint_and_it_gets_no_more_deliveries() {
+    let (app, p) = app();
+    let server = HookServer::start(410);
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    let id = made["id"].as_str().unwrap();
+    track(&app, &p, "ada@example.com", "signup");
+    assert_eq!(hits(&server, 1).len(), 1);
+    let hook = eventually(
+        30,
+        || data(&app.get(&format!("/webhooks/{id}"), &p.secret), 200),
+        |h| h["enabled"] == false,
+    );
+    assert_eq!(hook["enabled"], false, "{hook}");
+    assert!(
+        hook["disabledReason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("410"),
+        "{hook}"
+    );
+    track(&app, &p, "bea@example.com", "signup");
+    let listed = data(
+        &app.get(&format!("/webhooks/{id}/deliveries"), &p.secret),
+        200,
+    );
+    assert_eq!(
+        listed["deliveries"].as_array().unwrap().len(),
+        1,
+        "a disabled endpoint gets no delivery: {listed}"
+    );
+    assert_eq!(listed["deliveries"][0]["status"], "FAILED", "{listed}");
+}
+
+#[test]
+fn a_deleted_endpoint_receives_nothing_more_while_a_live_one_does() {
+    let (app, p) = app();
+    let (dead, live) = (HookServer::start(500), HookServer::start(200));
+    let doomed = endpoint(&app, &p, &dead.url("/hook"), json!(["signup"]));
+    track(&app, &p, "ada@example.com", "signup");
+    assert_eq!(hits(&dead, 1).len(), 1, "the first attempt failed");
+    let id = doomed["id"].as_str().unwrap();
+    assert_eq!(
+        app.delete(&format!("/webhooks/{id}"), &p.secret).status,
+        204
+    );
+    endpoint(&app, &p, &live.url("/hook"), json!(["signup"]));
+    // Past every retry of the deleted endpoint's delivery; then a control event that
+    // the live endpoint receives, after the same delivery round.
+    advance(&app, 120_000);
+    track(&app, &p, "bea@example.com", "signup");
+    assert_eq!(hits(&live, 1).len(), 1, "the live endpoint got the control");
+    advance(&app, 120_000);
+    track(&app, &p, "cy@example.com", "signup");
+    assert_eq!(hits(&live, 2).len(), 2);
+    assert_eq!(
+        dead.hits().len(),
+        1,
+        "nothing more reached the deleted endpoint"
+    );
+}
