@@ -317,3 +317,57 @@ fn a_deleted_endpoint_receives_nothing_more_while_a_live_one_does() {
         "nothing more reached the deleted endpoint"
     );
 }
+
+#[test]
+fn deleting_a_contact_calls_off_its_waiting_deliveries_and_erases_their_payloads() {
+    let (app, p) = app();
+    let (dead, live) = (HookServer::start(500), HookServer::start(200));
+    let hook = endpoint(&app, &p, &dead.url("/hook"), json!(["signup"]));
+    const VICTIM: &str = "zelda.webhook.q7x@example.com";
+    track(&app, &p, VICTIM, "signup");
+    assert_eq!(
+        hits(&dead, 1).len(),
+        1,
+        "the first attempt failed; a retry waits"
+    );
+    let contact = app
+        .get(&format!("/contacts?search={VICTIM}"), &p.secret)
+        .json()["contacts"][0]["id"]
+        .as_str()
+        .expect("the contact")
+        .to_owned();
+    let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
+    assert!([202, 204].contains(&r.status), "{}", r.text);
+    let id = hook["id"].as_str().unwrap();
+    let listed = eventually(
+        30,
+        || {
+            data(
+                &app.get(&format!("/webhooks/{id}/deliveries"), &p.secret),
+                200,
+            )
+        },
+        |l| l["deliveries"][0]["status"] == "CANCELLED",
+    );
+    assert_eq!(listed["deliveries"][0]["status"], "CANCELLED", "{listed}");
+    // Past the retry, and a control event through a live endpoint after it.
+    endpoint(&app, &p, &live.url("/hook"), json!(["control"]));
+    advance(&app, 120_000);
+    track(&app, &p, "control.q7x@example.com", "control");
+    assert_eq!(hits(&live, 1).len(), 1);
+    assert_eq!(
+        dead.hits().len(),
+        1,
+        "the erased contact's delivery was not retried"
+    );
+    if !crate::support::postgres::skipped_on_postgres("reads the sled store's files") {
+        drop(live);
+        let mut app = app;
+        app.kill9();
+        assert_eq!(
+            crate::support::store::store_copies_of(&app.data_dir, VICTIM),
+            Vec::<String>::new(),
+            "no copy of the address is left in the store"
+        );
+    }
+}

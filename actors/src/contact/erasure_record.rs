@@ -22,6 +22,9 @@ pub enum Phase {
     /// The rejected rows of the project's imports (a row refused for a limit keeps its
     /// address). Last, and so new records' phases keep their stored numbers.
     Imports,
+    /// Event webhook deliveries that carry the contact: those still waiting are called
+    /// off, and every one loses its payload.
+    Webhooks,
 }
 
 impl Phase {
@@ -33,7 +36,8 @@ impl Phase {
             Phase::Events => Some(Phase::Stats),
             Phase::Stats => Some(Phase::Idempotency),
             Phase::Idempotency => Some(Phase::Imports),
-            Phase::Imports => None,
+            Phase::Imports => Some(Phase::Webhooks),
+            Phase::Webhooks => None,
         }
     }
 }

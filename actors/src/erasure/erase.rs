@@ -13,7 +13,8 @@
 //! 4. events, from the contact's index: the log, the by-name index, then the index;
 //! 5. the contact's per-name statistics;
 //! 6. remembered Idempotency-Key answers that name the contact;
-//! 7. the rejected rows of imports that name the address.
+//! 7. the rejected rows of imports that name the address;
+//! 8. event webhook deliveries that carry the contact (waiting ones called off).
 //!
 //! Emails come before events: a delivery outcome of an email not yet anonymised still
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
@@ -81,6 +82,15 @@ pub fn run(
             Phase::Stats => stats(store, &mut batch, p, c, &erasure, left)?,
             Phase::Idempotency => idempotency(store, &mut batch, p, c, &erasure, left)?,
             Phase::Imports => imports(store, &mut batch, p, &erasure, left)?,
+            Phase::Webhooks => crate::webhooks::records::erase_contact(
+                store,
+                &mut batch,
+                p,
+                c,
+                &erasure.email,
+                erasure.after(),
+                left,
+            )?,
         };
         used += step.used.max(1);
         match step.cursor {

@@ -45,6 +45,11 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 
 pub const PROJECTS: &[u8] = b"projects/";
 
+/// Every key of one kind of a project's records (`/whd/`: its webhook deliveries).
+pub fn in_project_tag(p: ProjectId, tag: &[u8]) -> Vec<u8> {
+    in_project(p, tag, &[])
+}
+
 /// A project's event webhooks (`webhooks`).
 pub fn webhooks(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/wh/", &[])

@@ -1,8 +1,9 @@
 //! The webhooks' records: endpoints (`keys::webhook`), their deliveries
 //! (`keys::delivery`), and the queue of deliveries due (`keys::webhook_due`).
 
+use crate::contact::erasure_record::{Step, ERASED_ERROR};
 use crate::error::Result;
-use crate::model::{DeliveryId, ProjectId, WebhookId};
+use crate::model::{ContactId, DeliveryId, ProjectId, WebhookId};
 use crate::store::{codec, keys, Batch, Store};
 
 use super::model::{Delivery, Webhook};
@@ -56,4 +57,43 @@ pub fn recent_deliveries(
         .take(limit)
         .map(|kv| codec::decode(&kv?.1))
         .collect()
+}
+
+/// Erasure of contact `c` (`email`): up to `left` of the project's deliveries past
+/// `after`; each that carries the contact loses its payload, and one still waiting is
+/// called off (out of the queue, CANCELLED), so no endpoint gets the address later.
+pub fn erase_contact(
+    store: &dyn Store,
+    batch: &mut Batch,
+    p: ProjectId,
+    c: ContactId,
+    email: &str,
+    after: Option<&[u8]>,
+    left: usize,
+) -> Result<Step> {
+    let prefix = keys::in_project_tag(p, b"/whd/");
+    let id = c.to_string();
+    let mut used = 0;
+    let mut last = None;
+    for kv in store.scan(&prefix, after, false) {
+        let (k, v) = kv?;
+        if used == left {
+            return Ok(Step {
+                used,
+                cursor: last.or_else(|| after.map(<[u8]>::to_vec)),
+            });
+        }
+        used += 1;
+        let mut d: Delivery = codec::decode(&v)?;
+        if d.payload.contains(&id) || (!email.is_empty() && d.payload.contains(email)) {
+            if let Some(at) = d.next_attempt_at.take() {
+                batch.delete(keys::webhook_due(at, p, d.webhook, d.id));
+                d.status = super::model::DeliveryStatus::Cancelled;
+            }
+            d.payload = ERASED_ERROR.to_owned();
+            batch.put(k.clone(), codec::encode(&d)?);
+        }
+        last = Some(k);
+    }
+    Ok(Step { used, cursor: None })
 }
