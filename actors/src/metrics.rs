@@ -50,6 +50,10 @@ pub struct Metrics {
     /// Address verifications answered from the DNS cache, and those that asked DNS.
     pub dns_cache_hits: Counter,
     pub dns_cache_misses: Counter,
+    /// Event webhook delivery attempts, by what came of them.
+    pub webhooks_delivered: Counter,
+    pub webhooks_retried: Counter,
+    pub webhooks_failed: Counter,
     relay_faults: [Counter; 7],
     executions: [Counter; 5],
     retention_removed: [Counter; RETENTION_KINDS],

@@ -39,6 +39,8 @@ pub struct Metrics {
     /// Counters the engine keeps, each caught up with its engine count on render.
     counted: Vec<(IntCounter, Count)>,
     relay_faults: IntCounterVec,
+    webhook_deliveries: IntCounterVec,
+    webhook_backlog: IntGauge,
     executions: IntCounterVec,
     retention_removed: IntCounterVec,
     outbox_depth: IntGauge,
@@ -182,6 +184,21 @@ impl Metrics {
             &["class"],
         )
         .expect("valid metric");
+        let webhook_deliveries = IntCounterVec::new(
+            Opts::new(
+                "mailroom_webhook_deliveries_total",
+                "Event webhook delivery attempts, by outcome: delivered (2xx), retried, failed (for good, or a 410)",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        for o in ["delivered", "retried", "failed"] {
+            webhook_deliveries.with_label_values(&[o]);
+        }
+        let webhook_backlog = gauge(
+            "mailroom_webhook_backlog",
+            "Event webhook deliveries waiting for an attempt",
+        );
         let executions = IntCounterVec::new(
             Opts::new(
                 "mailroom_workflow_executions_total",
@@ -231,6 +248,8 @@ impl Metrics {
             Box::new(latency.clone()),
             Box::new(mailbox.clone()),
             Box::new(relay_faults.clone()),
+            Box::new(webhook_deliveries.clone()),
+            Box::new(webhook_backlog.clone()),
             Box::new(executions.clone()),
             Box::new(retention_removed.clone()),
             Box::new(outbox_depth.clone()),
@@ -251,6 +270,8 @@ impl Metrics {
             mailbox,
             counted,
             relay_faults,
+            webhook_deliveries,
+            webhook_backlog,
             executions,
             retention_removed,
             outbox_depth,
@@ -284,6 +305,13 @@ impl Metrics {
                 &self.relay_faults.with_label_values(&[f.as_str()]),
                 engine.relay_faults(f),
             );
+        }
+        for (outcome, n) in [
+            ("delivered", engine.webhooks_delivered.get()),
+            ("retried", engine.webhooks_retried.get()),
+            ("failed", engine.webhooks_failed.get()),
+        ] {
+            catch_up(&self.webhook_deliveries.with_label_values(&[outcome]), n);
         }
         for m in ExecutionMove::ALL {
             catch_up(
@@ -321,6 +349,10 @@ impl Metrics {
                 self.outbox_oldest.set(age);
             }
             Err(e) => tracing::warn!(error = %e, "counting the outbox for /metrics"),
+        }
+        match mailroom_actors::webhooks::deliver::backlog(&*state.store) {
+            Ok(n) => self.webhook_backlog.set(n as i64),
+            Err(e) => tracing::warn!(error = %e, "counting webhook deliveries for /metrics"),
         }
         match state.campaigns.sending_count() {
             Ok(n) => self.campaigns_sending.set(n as i64),

@@ -254,6 +254,11 @@ fn a_500_then_a_503_then_a_200_are_one_delivery_retried_under_one_webhook_id() {
         "{done}"
     );
     assert_eq!(done.as_array().unwrap().len(), 1, "one delivery: {done}");
+    use crate::support::metrics::metric;
+    let series = |o: &str| format!("mailroom_webhook_deliveries_total{{outcome=\"{o}\"}}");
+    assert_eq!(metric(&app, &series("retried")), 2.0);
+    assert_eq!(metric(&app, &series("delivered")), 1.0);
+    assert_eq!(metric(&app, "mailroom_webhook_backlog"), 0.0);
 }
 
 #[test]

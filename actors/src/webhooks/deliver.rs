@@ -202,12 +202,14 @@ fn record(
             delivery.error = error;
             match code {
                 Some(200..=299) => {
+                    ctx.metrics.webhooks_delivered.add(1);
                     delivery.status = DeliveryStatus::Delivered;
                     if let Some(h) = hook.as_mut() {
                         h.failing_since = None;
                     }
                 }
                 Some(410) => {
+                    ctx.metrics.webhooks_failed.add(1);
                     delivery.status = DeliveryStatus::Failed;
                     if let Some(h) = hook.as_mut() {
                         h.enabled = false;
@@ -231,11 +233,15 @@ fn record(
                     }
                     match config.retry_seconds.get(delivery.attempts as usize - 1) {
                         Some(wait) => {
+                            ctx.metrics.webhooks_retried.add(1);
                             let next = now + (*wait as i64) * 1000;
                             delivery.next_attempt_at = Some(next);
                             batch.put(keys::webhook_due(next, p, w, d), Vec::new());
                         }
-                        None => delivery.status = DeliveryStatus::Failed,
+                        None => {
+                            ctx.metrics.webhooks_failed.add(1);
+                            delivery.status = DeliveryStatus::Failed;
+                        }
                     }
                 }
             }
@@ -246,4 +252,14 @@ fn record(
         records::put(&mut batch, p, h)?;
     }
     store.apply(batch)
+}
+
+/// Deliveries waiting for an attempt, every project's (for /metrics).
+pub fn backlog(store: &dyn crate::store::Store) -> Result<u64> {
+    let mut n = 0;
+    for kv in store.scan(keys::WEBHOOK_DUE, None, false) {
+        kv?;
+        n += 1;
+    }
+    Ok(n)
 }
