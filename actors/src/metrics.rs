@@ -30,7 +30,7 @@ impl Counter {
 
 /// How many kinds of record the retention purge counts (`retention::Kind`, which checks
 /// it); the count is a number here so that the metrics, below every feature, name none.
-pub const RETENTION_KINDS: usize = 9;
+pub const RETENTION_KINDS: usize = 10;
 
 /// The engine's counters, from zero when it starts.
 #[derive(Default)]

@@ -376,3 +376,47 @@ fn deleting_a_contact_calls_off_its_waiting_deliveries_and_erases_their_payloads
         );
     }
 }
+
+#[test]
+fn deliveries_that_are_over_go_after_retention_webhook_deliveries_days() {
+    let (app, p) = app();
+    let server = HookServer::start(200);
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    let id = made["id"].as_str().unwrap();
+    track(&app, &p, "ada@example.com", "signup");
+    assert_eq!(hits(&server, 1).len(), 1);
+    let listed = |app: &TestApp| {
+        data(
+            &app.get(&format!("/webhooks/{id}/deliveries"), &p.secret),
+            200,
+        )["deliveries"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    eventually(
+        30,
+        || {
+            data(
+                &app.get(&format!("/webhooks/{id}/deliveries"), &p.secret),
+                200,
+            )
+        },
+        |l| l["deliveries"][0]["status"] == "DELIVERED",
+    );
+    assert_eq!(listed(&app), 1);
+    // Moving the clock runs the purge at once; the default keeps them 7 days.
+    advance(&app, 6 * 86_400_000);
+    track(&app, &p, "bea@example.com", "signup");
+    assert_eq!(hits(&server, 2).len(), 2);
+    assert_eq!(
+        eventually(30, || listed(&app), |n| *n == 2),
+        2,
+        "a day short of 7: kept"
+    );
+    advance(&app, 2 * 86_400_000);
+    assert_eq!(
+        eventually(30, || listed(&app), |n| *n == 1),
+        1,
+        "the first went after 7 days, the second (6 days younger) stays"
+    );
+}

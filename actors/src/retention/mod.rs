@@ -40,6 +40,9 @@ pub struct Retention {
     pub emails_days: Option<u32>,
     pub events_days: Option<u32>,
     pub executions_days: Option<u32>,
+    /// Event webhook deliveries that are over (delivered, failed, cancelled), by when
+    /// they were made.
+    pub webhook_deliveries_days: Option<u32>,
     /// Unused here (records carry their own expiry); `idempotency_ttl_ms` gives it.
     pub idempotency_hours: Option<u32>,
     /// The most keys one slice walks or removes.
@@ -73,6 +76,7 @@ pub enum Kind {
     Imports,
     CampaignUnsubscribes,
     EntryWindows,
+    WebhookDeliveries,
 }
 
 impl Kind {
@@ -86,6 +90,7 @@ impl Kind {
         Kind::Imports,
         Kind::CampaignUnsubscribes,
         Kind::EntryWindows,
+        Kind::WebhookDeliveries,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +104,7 @@ impl Kind {
             Kind::Imports => "contact_imports",
             Kind::CampaignUnsubscribes => "campaign_unsubscribes",
             Kind::EntryWindows => "workflow_entry_windows",
+            Kind::WebhookDeliveries => "webhook_deliveries",
         }
     }
 }
@@ -147,7 +153,7 @@ impl Purger {
     /// One purge of every project; totals in the log.
     pub async fn run_once(&mut self) {
         let started = Instant::now();
-        let mut totals = [0u64; 9];
+        let mut totals = [0u64; crate::metrics::RETENTION_KINDS];
         let prefix = keys::PROJECTS;
         let projects: Vec<ProjectId> = self
             .store
@@ -167,7 +173,7 @@ impl Purger {
                 .removed(kind as usize, totals[kind as usize]);
         }
         if totals.iter().any(|n| *n > 0) {
-            let [events, emails, contents, executions, idempotency, audiences, imports, unsubscribes, windows] =
+            let [events, emails, contents, executions, idempotency, audiences, imports, unsubscribes, windows, deliveries] =
                 totals;
             tracing::info!(
                 events,
@@ -179,17 +185,22 @@ impl Purger {
                 contact_imports = imports,
                 campaign_unsubscribes = unsubscribes,
                 workflow_entry_windows = windows,
+                webhook_deliveries = deliveries,
                 duration_ms = started.elapsed().as_millis() as u64,
                 "retention purge: removed {events} events, {emails} emails, {contents} email contents, \
                  {executions} executions, {idempotency} idempotency keys, {audiences} campaign audience chunks, \
                  {imports} contact imports, {unsubscribes} campaign unsubscribe markers, \
-                 {windows} workflow entry windows in {} ms",
+                 {windows} workflow entry windows, {deliveries} webhook deliveries in {} ms",
                 started.elapsed().as_millis()
             );
         }
     }
 
-    async fn project(&mut self, p: ProjectId, totals: &mut [u64; 9]) -> Result<()> {
+    async fn project(
+        &mut self,
+        p: ProjectId,
+        totals: &mut [u64; crate::metrics::RETENTION_KINDS],
+    ) -> Result<()> {
         let c = self.config;
         let now = Timestamp::from(self.clock.now());
         let max = c.slice_keys.max(1);
@@ -279,6 +290,25 @@ impl Purger {
             totals[Kind::Imports as usize] += self
                 .slices(p, None, move |ctx, after| {
                     imports::purge(ctx.store, ctx.project, before, after, max)
+                })
+                .await?
+                .0;
+        }
+        if let Some(before) = cutoff(c.webhook_deliveries_days, now) {
+            totals[Kind::WebhookDeliveries as usize] += self
+                .slices(p, None, move |ctx, after| {
+                    let (removed, next) = crate::webhooks::records::purge(
+                        ctx.store,
+                        ctx.project,
+                        before,
+                        after,
+                        max,
+                    )?;
+                    Ok(Slice {
+                        removed,
+                        next,
+                        ..Slice::default()
+                    })
                 })
                 .await?
                 .0;

@@ -97,3 +97,38 @@ pub fn erase_contact(
     }
     Ok(Step { used, cursor: None })
 }
+
+/// Retention: deletes the deliveries made before `before` that are over (delivered,
+/// failed, cancelled), walking at most `max` of the project's deliveries after `after`;
+/// how many went, and where the next slice starts.
+pub fn purge(
+    store: &dyn Store,
+    p: ProjectId,
+    before: i64,
+    after: Option<&[u8]>,
+    max: usize,
+) -> Result<(usize, Option<Vec<u8>>)> {
+    let mut batch = Batch::new();
+    let (mut removed, mut next) = (0, None);
+    for (walked, kv) in store
+        .scan(&keys::in_project_tag(p, b"/whd/"), after, false)
+        .enumerate()
+    {
+        let (k, v) = kv?;
+        if walked >= max {
+            next = Some(k);
+            break;
+        }
+        let Ok(d) = codec::decode::<Delivery>(&v) else {
+            continue;
+        };
+        if d.status != super::model::DeliveryStatus::Pending && d.created_at < before {
+            batch.delete(k);
+            removed += 1;
+        }
+    }
+    if !batch.is_empty() {
+        store.apply(batch)?;
+    }
+    Ok((removed, next))
+}
