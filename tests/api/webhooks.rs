@@ -420,3 +420,121 @@ fn deliveries_that_are_over_go_after_retention_webhook_deliveries_days() {
         "the first went after 7 days, the second (6 days younger) stays"
     );
 }
+
+#[test]
+fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let mut app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.limits.requests_per_minute = 0;
+    });
+    let p = app.create_project("Acme");
+    let server = HookServer::start(200);
+    endpoint(&app, &p, &server.url("/hook"), json!(["burst"]));
+    // Four writers, each its own contacts; the ids of the events the server
+    // acknowledged are kept.
+    let acked = Arc::new(Mutex::new(HashSet::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (base, key) = (app.base.clone(), p.secret.clone());
+            let (acked, stop) = (acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let agent = ureq::AgentBuilder::new()
+                    .timeout(std::time::Duration::from_secs(10))
+                    .build();
+                for i in 0..1250 {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let sent = agent
+                        .post(&format!("{base}/v1/track"))
+                        .set("Authorization", &format!("Bearer {key}"))
+                        .send_json(
+                            json!({"email": format!("w{w}-{i}@example.com"), "event": "burst"}),
+                        );
+                    match sent.ok().and_then(|r| r.into_json::<Value>().ok()) {
+                        Some(v) => {
+                            let id = v["data"]["event"].as_str().unwrap_or_default().to_owned();
+                            acked.lock().unwrap().insert(id);
+                        }
+                        None => return, // the server is gone
+                    }
+                }
+            })
+        })
+        .collect();
+    let half = eventually(120, || acked.lock().unwrap().len(), |n| *n >= 2_500);
+    assert!(half >= 2_500, "the burst is under way");
+    app.kill9();
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.join().expect("a writer");
+    }
+    let acked: HashSet<String> = acked.lock().unwrap().clone();
+    app.restart();
+    let delivered = || -> HashSet<String> {
+        server
+            .hits()
+            .iter()
+            .filter_map(|h| h.header("webhook-id").map(str::to_owned))
+            .collect()
+    };
+    let got = eventually(120, delivered, |got| acked.is_subset(got));
+    let missing: Vec<_> = acked.difference(&got).take(5).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged events never reached the endpoint, e.g. {missing:?}",
+        acked.difference(&got).count(),
+        acked.len()
+    );
+}
+
+#[test]
+fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
+    use std::time::{Duration, Instant};
+    let app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.timeout_seconds = 20;
+        s.limits.requests_per_minute = 0;
+    });
+    let (a, b) = (app.create_project("A"), app.create_project("B"));
+    // A's endpoint takes connections and never answers them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/hook", silent.local_addr().unwrap());
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            for s in silent.incoming().flatten() {
+                held.lock().unwrap().push(s);
+            }
+        });
+    }
+    let live = HookServer::start(200);
+    endpoint(&app, &a, &silent_url, json!(["*"]));
+    endpoint(&app, &b, &live.url("/hook"), json!(["ping"]));
+    let latency = |n: usize| {
+        let started = Instant::now();
+        track(&app, &b, &format!("b{n}@example.com"), "ping");
+        assert_eq!(hits(&live, n).len(), n);
+        started.elapsed()
+    };
+    let before = latency(1);
+    for i in 0..50 {
+        track(&app, &a, &format!("a{i}@example.com"), "stuck");
+    }
+    let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 4);
+    assert!(hanging >= 4, "A's endpoint holds its connections");
+    let during = latency(2);
+    assert!(
+        during < before.max(Duration::from_millis(500)) * 3,
+        "B's delivery took {during:?} beside A's dead endpoint, {before:?} before"
+    );
+    assert!(
+        held.lock().unwrap().len() <= 4,
+        "A's endpoint holds at most its 4 slots (webhooks.max_in_flight_per_endpoint)"
+    );
+}

@@ -1,4 +1,5 @@
-//! The delivery loop of a node: every 200 ms it walks the queue of deliveries due
+//! The delivery loop of a node: every 200 ms, and whenever an attempt ends (a slot is
+//! free again), it walks the queue of deliveries due
 //! (`keys::webhook_due`, by time), takes those of the projects this node owns, and
 //! POSTs each to its endpoint, at most `max_in_flight` at once and
 //! `max_in_flight_per_endpoint` per endpoint, so a slow or dead endpoint holds a few
@@ -50,6 +51,8 @@ pub struct Deliverer {
     config: WebhookConfig,
     in_flight: Mutex<HashSet<DeliveryId>>,
     per_endpoint: Mutex<HashMap<WebhookId, usize>>,
+    /// Rung when an attempt ends: its slot can take the next delivery at once.
+    freed: tokio::sync::Notify,
 }
 
 impl Deliverer {
@@ -65,12 +68,14 @@ impl Deliverer {
             config,
             in_flight: Mutex::default(),
             per_endpoint: Mutex::default(),
+            freed: tokio::sync::Notify::new(),
         });
         let looping = me.clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(ROUND) => {}
+                    _ = looping.freed.notified() => {}
                     _ = looping.registry.drain().stopped() => return,
                 }
                 if let Err(e) = looping.round() {
@@ -121,13 +126,16 @@ impl Deliverer {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&d);
-                let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(n) = per.get_mut(&w) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        per.remove(&w);
+                {
+                    let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(n) = per.get_mut(&w) {
+                        *n = n.saturating_sub(1);
+                        if *n == 0 {
+                            per.remove(&w);
+                        }
                     }
                 }
+                me.freed.notify_one();
             });
         }
         Ok(())
