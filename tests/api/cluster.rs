@@ -548,6 +548,58 @@ fn a_projects_spent_api_budget_stays_spent_when_it_moves() {
 }
 
 #[test]
+fn a_webhook_delivery_left_waiting_by_a_killed_owner_is_delivered_by_the_next() {
+    let Some(mut c) = TestCluster::start(2, |s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.retry_seconds = vec![5];
+    }) else {
+        return;
+    };
+    c.settled(2);
+    let server = mailroom_testkit::HookServer::answering(vec![500, 200]);
+    let p = c.node(0).create_project("Acme");
+    let owner = c.owner_of(0, &p.secret);
+    let r = c.node(owner).post(
+        "/webhooks",
+        &p.secret,
+        json!({"url": server.url("/hook"), "events": ["signup"]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = c.node(owner).post(
+        "/v1/track",
+        &p.secret,
+        json!({"email": "ada@example.com", "event": "signup"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let first = eventually(30, || server.hits(), |h| !h.is_empty());
+    assert_eq!(first.len(), 1, "the owner's attempt failed; a retry waits");
+    c.nodes[owner].kill9();
+    let heir = c.served_elsewhere(c.other_than(owner), &p.secret, owner);
+    c.advance(10_000);
+    let all = eventually(60, || server.hits(), |h| h.len() >= 2);
+    assert_eq!(all.len(), 2, "the new owner retried it");
+    assert_eq!(all[0].header("webhook-id"), all[1].header("webhook-id"));
+    let listed = c.node(heir).get("/webhooks", &p.secret).json();
+    let id = listed["data"]["webhooks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = eventually(
+        30,
+        || {
+            c.node(heir)
+                .get(&format!("/webhooks/{id}/deliveries"), &p.secret)
+                .json()
+        },
+        |v| v["data"]["deliveries"][0]["status"] == "DELIVERED",
+    );
+    assert_eq!(
+        done["data"]["deliveries"][0]["status"], "DELIVERED",
+        "{done}"
+    );
+}
+
+#[test]
 fn an_owner_paused_past_its_lease_loses_the_project_and_its_writes_are_refused_when_it_wakes() {
     let (dns, smtp) = (TestDns::start(), SmtpServer::start());
     let relay = relayed(&dns, &smtp);
