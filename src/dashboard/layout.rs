@@ -17,6 +17,7 @@ const NAV: &[(&str, &str)] = &[
     ("/app/workflows", "Workflows"),
     ("/app/events", "Events"),
     ("/app/domains", "Domains"),
+    ("/app/webhooks", "Webhooks"),
     ("/app/settings", "Settings"),
 ];
 

@@ -19,6 +19,7 @@ pub mod session;
 mod settings;
 mod sign_in;
 mod templates;
+mod webhooks;
 mod workflows;
 
 use actix_web::http::header;
@@ -118,6 +119,11 @@ fn routes(cfg: &mut ServiceConfig) {
             web::post().to(workflows::set_enabled),
         )
         .route("/events", web::get().to(events::list))
+        .route("/webhooks", web::get().to(webhooks::list))
+        .route("/webhooks", web::post().to(webhooks::create))
+        .route("/webhooks/{id}/enabled", web::post().to(webhooks::enabled))
+        .route("/webhooks/{id}/delete", web::post().to(webhooks::delete))
+        .route("/webhooks/{id}/test", web::post().to(webhooks::test))
         .route("/domains", web::get().to(domains::list))
         .route("/domains", web::post().to(domains::create))
         .route("/domains/{id}/verify", web::post().to(domains::verify))

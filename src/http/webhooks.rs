@@ -138,6 +138,13 @@ pub struct UpdateWebhookRequest {
     description: Nullable<Description>,
 }
 
+impl CreateWebhookRequest {
+    /// The URL and the event names (the dashboard's form sends the same request).
+    pub fn into_parts(self) -> (String, Vec<String>) {
+        (self.url.into_string(), names(self.events))
+    }
+}
+
 fn names(events: Vec<EventName>) -> Vec<String> {
     events.into_iter().map(Text::into_string).collect()
 }

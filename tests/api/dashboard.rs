@@ -472,3 +472,61 @@ fn a_session_started_on_one_node_is_served_and_ended_through_another() {
         "the session ended on every node"
     );
 }
+
+#[test]
+fn the_webhooks_page_adds_an_endpoint_shows_its_secret_once_tests_and_disables_it() {
+    let app = TestApp::spawn_with(|s| s.webhooks.allow_private_addresses = true);
+    let p = app.create_project("Acme");
+    let receiver = mailroom_testkit::HookServer::start(200);
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let page = v.get("/app/webhooks");
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("No endpoints yet"), "{}", page.text);
+    let csrf = hidden(&page.text, "csrf");
+    let bad = v.post(
+        "/app/webhooks",
+        &[
+            ("csrf", &csrf),
+            ("url", "ftp://example.com"),
+            ("events", "*"),
+        ],
+    );
+    assert_eq!(bad.status, 422, "the API's check: {}", bad.text);
+    let url = receiver.url("/hook");
+    let made = v.post(
+        "/app/webhooks",
+        &[
+            ("csrf", &csrf),
+            ("url", &url),
+            ("events", "signup, email.sent"),
+        ],
+    );
+    assert_eq!(made.status, 200, "{}", made.text);
+    assert!(
+        made.text.contains("whsec_"),
+        "the secret, once: {}",
+        made.text
+    );
+    let page = v.get("/app/webhooks");
+    assert!(page.text.contains(&url) && page.text.contains("signup, email.sent"));
+    assert!(!page.text.contains("whsec_"), "not shown again");
+    let api = app.get("/webhooks", &p.secret).json();
+    let id = api["data"]["webhooks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tested = v.post(&format!("/app/webhooks/{id}/test"), &[("csrf", &csrf)]);
+    assert!(tested.text.contains("was delivered"), "{}", tested.text);
+    assert_eq!(receiver.hits().len(), 1);
+    let off = v.post(
+        &format!("/app/webhooks/{id}/enabled"),
+        &[("csrf", &csrf), ("enabled", "false")],
+    );
+    assert_eq!(off.status, 303, "{}", off.text);
+    let api = app.get(&format!("/webhooks/{id}"), &p.secret).json();
+    assert_eq!(api["data"]["enabled"], false, "{api}");
+    let gone = v.post(&format!("/app/webhooks/{id}/delete"), &[("csrf", &csrf)]);
+    assert_eq!(gone.status, 303);
+    assert_eq!(app.get(&format!("/webhooks/{id}"), &p.secret).status, 404);
+}
