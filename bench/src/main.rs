@@ -21,6 +21,7 @@ mod server;
 mod setup;
 mod smtp_client;
 mod soak;
+mod webhooks;
 mod workflows;
 
 use std::path::PathBuf;
@@ -46,7 +47,9 @@ pub struct Args {
     /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
     /// for --soak-minutes, sampled every 30 s), import (--contacts rows through POST
     /// /contacts/import, timed to COMPLETED), footprint (--contacts through POST /contacts,
-    /// then a restart: RSS per contact and the project's load time), failover (needs
+    /// then a restart: RSS per contact and the project's load time), webhooks (/v1/track
+    /// with an endpoint subscribed to * beside none, and deliveries/s to a local
+    /// receiver), failover (needs
     /// --postgres-url: two nodes, --contacts imported, kill -9 of the owner, the time
     /// until the other node serves the project).
     #[arg(
@@ -177,6 +180,9 @@ fn main() {
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
+    }
+    if wanted("webhooks") {
+        webhooks::run(&rt, &bin, &env, args.connections, args.seconds);
     }
     if wanted("failover") {
         let url = args
