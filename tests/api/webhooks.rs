@@ -538,3 +538,34 @@ fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
         "A's endpoint holds at most its 4 slots (webhooks.max_in_flight_per_endpoint)"
     );
 }
+
+#[test]
+fn an_email_event_carries_the_email_its_message_id_and_subject() {
+    let (app, p) = app();
+    let trust = app.post(
+        &format!("/admin/projects/{}/domains/trust", p.id),
+        crate::support::app::ADMIN_TOKEN,
+        json!({"domain": "acme.test"}),
+    );
+    assert_eq!(trust.status, 200, "{}", trust.text);
+    let server = HookServer::start(200);
+    endpoint(&app, &p, &server.url("/hook"), json!(["email.sent"]));
+    let sent = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "ada@example.com", "from": "hi@acme.test", "subject": "Your receipt", "body": "<p>Thanks</p>"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let email = sent.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hit = hits(&server, 1).remove(0);
+    let body = hit.json();
+    assert_eq!(body["type"], "email.sent", "{body}");
+    let data = &body["data"];
+    assert_eq!(data["emailId"], email.as_str(), "{body}");
+    assert_eq!(data["subject"], "Your receipt", "{body}");
+    assert_eq!(data["messageId"], format!("<{email}@acme.test>"), "{body}");
+    assert_eq!(data["email"], "ada@example.com", "{body}");
+}

@@ -228,16 +228,21 @@ pub fn unwind_to_error<T>(f: impl FnOnce() -> Result<T, MimeError>) -> Result<T,
     })
 }
 
+/// The email's `Message-ID`: its id at the sender's domain (a webhook payload names it
+/// too, so a receiver can match a relay's report to it).
+pub fn message_id(email: &OutboundEmail) -> String {
+    format!("<{}@{}>", email.id, email.from.email.domain())
+}
+
 /// The message, and its envelope sender and recipient.
 pub fn build(email: &OutboundEmail) -> Result<Message, MimeError> {
     let from = mailbox(email.from.name.clone(), &email.from.email)?;
     let to = email.to.email.address().ok_or(MimeError::Erased)?;
-    let domain = from.email.domain().to_owned();
     let mut b = Message::builder()
         .from(from)
         .to(mailbox(email.to.name.clone(), to)?)
         .subject(email.subject.clone())
-        .message_id(Some(format!("<{}@{}>", email.id, domain)));
+        .message_id(Some(message_id(email)));
     if let Some(r) = &email.reply_to {
         b = b.reply_to(mailbox(None, r)?);
     }

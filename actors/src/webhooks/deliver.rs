@@ -25,6 +25,11 @@ use super::{records, sign, WebhookConfig};
 
 const ROUND: Duration = Duration::from_millis(200);
 
+/// Queue entries one round looks at, at most: the due ones come first, and a backlog of
+/// thousands for a few busy endpoints must not make every round walk all of it (a
+/// round runs each time an attempt ends).
+const ROUND_SCAN: usize = 512;
+
 /// The headers of a delivery (and of a test event).
 pub fn headers(hook: &Webhook, id: &str, now: Timestamp, body: &[u8]) -> Vec<(String, String)> {
     let ts = now.millis().div_euclid(1000);
@@ -90,7 +95,7 @@ impl Deliverer {
     fn round(self: &Arc<Self>) -> Result<()> {
         let now = Timestamp::from(self.registry.clock().now()).millis();
         let store = self.registry.store().clone();
-        for kv in store.scan(keys::WEBHOOK_DUE, None, false) {
+        for kv in store.scan(keys::WEBHOOK_DUE, None, false).take(ROUND_SCAN) {
             let (k, _) = kv?;
             let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
                 continue;

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::Result;
-use crate::model::{DeliveryId, Event, ProjectId};
+use crate::model::{DeliveryId, EmailId, Event, OutboundEmail, ProjectId};
 use crate::project::starts::Starts;
 use crate::store::{keys, Batch, Store};
 
@@ -14,13 +14,36 @@ use super::records;
 
 /// The JSON an endpoint receives for `event` (API.md 26): `{id, type, createdAt, data}`,
 /// `data` holding the contact and what the event recorded (`emailId`, `campaignId`,
-/// a link, ...).
-pub fn payload(event: &Event) -> String {
+/// a link, ...), and for an email's event what a receiver needs of the email without a
+/// second call: `messageId`, `subject`, `workflowId` (one a workflow step sent).
+pub fn payload(store: &dyn Store, p: ProjectId, event: &Event) -> String {
     let mut data = Map::new();
     data.insert("contactId".into(), json!(event.contact_id.to_string()));
     data.insert("email".into(), json!(event.email.as_str()));
     for (k, v) in event.data.iter() {
         data.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    if let Some(email) = event
+        .data
+        .get("emailId")
+        .and_then(Value::as_str)
+        .and_then(|id| id.parse::<EmailId>().ok())
+        .and_then(|id| store.get(&keys::email(p, id)).ok().flatten())
+        .and_then(|b| OutboundEmail::decode(&b).ok())
+    {
+        data.insert(
+            "messageId".into(),
+            json!(crate::mailer::mime::message_id(&email)),
+        );
+        data.insert("subject".into(), json!(email.subject));
+        let workflow = email.workflow_execution_id.and_then(|x| {
+            crate::workflow::executions::load(store, p, x)
+                .ok()
+                .flatten()
+        });
+        if let Some(x) = workflow {
+            data.insert("workflowId".into(), json!(x.workflow_id.to_string()));
+        }
     }
     json!({
         "id": event.id.to_string(),
@@ -48,7 +71,7 @@ pub fn on_events(
     for event in events {
         let mut body = None;
         for w in endpoints.iter().filter(|w| w.wants(&event.name)) {
-            let payload = body.get_or_insert_with(|| payload(event)).clone();
+            let payload = body.get_or_insert_with(|| payload(store, p, event)).clone();
             let at = event.created_at.millis();
             let d = Delivery {
                 id: DeliveryId::new(),
