@@ -35,6 +35,9 @@ pub enum Route {
     Forward { node: String, url: String },
 }
 
+/// One tick's work of the loops `start` runs.
+type TickWork = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>>>>;
+
 /// Counters for /metrics.
 #[derive(Default)]
 pub struct ClusterMetrics {
@@ -134,43 +137,36 @@ impl ClusterNode {
     pub fn start(self: &Arc<Self>) {
         // The heartbeat has its own timer: a slow pass (many takes, a slow database) must
         // not make the other nodes think this one gone and take all its projects.
-        let node = self.clone();
-        actix_web::rt::spawn(async move {
-            let mut every = tokio::time::interval(node.identity.tick());
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                every.tick().await;
-                if let Err(e) = node
-                    .leases
+        self.every_tick("heartbeat failed; retrying at the next", |node| {
+            Box::pin(async move {
+                node.leases
                     .heartbeat(node.me(), &node.identity.advertise_url)
                     .await
-                {
-                    tracing::warn!(error = %e, node = node.me(), "heartbeat failed; retrying at the next");
-                }
-            }
+            })
         });
         // Revocation has its own timer too: a tick that takes many projects can last
         // seconds, and a key rotated or a project disabled elsewhere (another node, the
         // CLI) must be refused here within a lease and two seconds.
-        let node = self.clone();
-        actix_web::rt::spawn(async move {
-            let mut every = tokio::time::interval(node.identity.tick());
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                every.tick().await;
-                if let Err(e) = node.refresh_keys().await {
-                    tracing::warn!(error = %e, node = node.me(), "re-reading projects and keys failed; retrying at the next tick");
-                }
-            }
+        self.every_tick(
+            "re-reading projects and keys failed; retrying at the next tick",
+            |node| Box::pin(async move { node.refresh_keys().await }),
+        );
+        self.every_tick("cluster tick failed; retrying at the next", |node| {
+            Box::pin(async move { node.tick().await })
         });
+    }
+
+    /// Runs `work` every tick (a third of a lease) until the process ends; a failure is
+    /// logged as `failed` and the next tick tries again.
+    fn every_tick(self: &Arc<Self>, failed: &'static str, work: fn(Arc<ClusterNode>) -> TickWork) {
         let node = self.clone();
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(node.identity.tick());
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 every.tick().await;
-                if let Err(e) = node.tick().await {
-                    tracing::warn!(error = %e, node = node.me(), "cluster tick failed; retrying at the next");
+                if let Err(e) = work(node.clone()).await {
+                    tracing::warn!(error = %e, node = node.me(), "{failed}");
                 }
             }
         });

@@ -101,28 +101,28 @@ fn peer(addr: Option<std::net::SocketAddr>) -> IpAddr {
 /// The client of `req`: the one a forwarding node vouched for, else by the trusted
 /// proxies.
 pub fn of_request(req: &HttpRequest, trusted: &TrustedProxies) -> IpAddr {
-    if let Some(c) = req.extensions().get::<ForwardedClient>() {
-        return c.0;
-    }
-    trusted.client(
-        peer(req.peer_addr()),
-        req.headers()
-            .get_all("x-forwarded-for")
-            .map(|v| v.as_bytes()),
-    )
+    let vouched = req.extensions().get::<ForwardedClient>().map(|c| c.0);
+    resolve(vouched, req.peer_addr(), req.headers(), trusted)
 }
 
 /// The same for a request in a middleware.
 pub fn of_service_request(req: &ServiceRequest, trusted: &TrustedProxies) -> IpAddr {
-    if let Some(c) = req.extensions().get::<ForwardedClient>() {
-        return c.0;
-    }
-    trusted.client(
-        peer(req.peer_addr()),
-        req.headers()
-            .get_all("x-forwarded-for")
-            .map(|v| v.as_bytes()),
-    )
+    let vouched = req.extensions().get::<ForwardedClient>().map(|c| c.0);
+    resolve(vouched, req.peer_addr(), req.headers(), trusted)
+}
+
+fn resolve(
+    vouched: Option<IpAddr>,
+    addr: Option<std::net::SocketAddr>,
+    headers: &actix_web::http::header::HeaderMap,
+    trusted: &TrustedProxies,
+) -> IpAddr {
+    vouched.unwrap_or_else(|| {
+        trusted.client(
+            peer(addr),
+            headers.get_all("x-forwarded-for").map(|v| v.as_bytes()),
+        )
+    })
 }
 
 #[cfg(test)]
