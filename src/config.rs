@@ -601,6 +601,8 @@ impl Settings {
                     .separator("__")
                     .list_separator(",")
                     .with_list_parse_key("dns.nameservers")
+                    .with_list_parse_key("server.trusted_proxies")
+                    .with_list_parse_key("webhooks.retry_seconds")
                     .try_parsing(true),
             )
             .build()?;
