@@ -115,14 +115,22 @@ impl Default for LocalCounts {
 impl LocalCounts {
     /// A block the shared counts gave, kept here until it ends.
     fn remember(&self, ip: IpAddr, secs: u64) {
+        self.block(ip, Duration::from_secs(secs));
+    }
+
+    /// Blocks `ip` for `wait`, within `BLOCKED_MAX` addresses.
+    fn block(&self, ip: IpAddr, wait: Duration) {
         let mut blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        blocked.retain(|_, until| *until > now);
         if blocked.len() >= BLOCKED_MAX {
-            let now = Instant::now();
-            blocked.retain(|_, until| *until > now);
+            // Make room by ending the blocks that end soonest, not by lifting them all.
+            let mut ends: Vec<Instant> = blocked.values().copied().collect();
+            ends.sort_unstable();
+            let cut = ends[ends.len() / 10];
+            blocked.retain(|_, until| *until > cut);
         }
-        if blocked.len() < BLOCKED_MAX {
-            blocked.insert(ip, Instant::now() + Duration::from_secs(secs));
-        }
+        blocked.insert(ip, now + wait);
     }
 
     fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
@@ -137,17 +145,7 @@ impl LocalCounts {
         let wait = not_until
             .wait_time_from(DefaultClock::default().now())
             .max(Duration::from_secs(1));
-        let mut blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        blocked.retain(|_, until| *until > now);
-        if blocked.len() >= BLOCKED_MAX {
-            // Make room by ending the blocks that end soonest, not by lifting them all.
-            let mut ends: Vec<Instant> = blocked.values().copied().collect();
-            ends.sort_unstable();
-            let cut = ends[ends.len() / 10];
-            blocked.retain(|_, until| *until > cut);
-        }
-        blocked.insert(ip, now + wait);
+        self.block(ip, wait);
         self.failures.retain_recent();
         Some(wait.as_secs().max(1))
     }

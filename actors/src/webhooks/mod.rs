@@ -7,10 +7,10 @@
 
 pub mod actions;
 pub mod deliver;
-pub mod fanout;
-pub mod model;
-pub mod records;
-pub mod sign;
+pub(crate) mod fanout;
+mod model;
+pub(crate) mod records;
+mod sign;
 
 pub use model::{Delivery, DeliveryStatus, Webhook};
 
