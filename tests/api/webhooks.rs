@@ -526,8 +526,9 @@ fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
     for i in 0..50 {
         track(&app, &a, &format!("a{i}@example.com"), "stuck");
     }
-    let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 4);
-    assert!(hanging >= 4, "A's endpoint holds its connections");
+    // Each of A's lanes is stuck on its first delivery, the rest of its queue behind it.
+    let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 2);
+    assert!(hanging >= 2, "A's endpoint holds its connections");
     let during = latency(2);
     assert!(
         during < before.max(Duration::from_millis(500)) * 3,

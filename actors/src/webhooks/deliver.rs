@@ -30,6 +30,9 @@ const ROUND: Duration = Duration::from_millis(200);
 /// round runs each time an attempt ends).
 const ROUND_SCAN: usize = 512;
 
+/// Deliveries one lane sends, one after another, before its slot goes back.
+const LANE: usize = 64;
+
 /// The headers of a delivery (and of a test event).
 pub fn headers(hook: &Webhook, id: &str, now: Timestamp, body: &[u8]) -> Vec<(String, String)> {
     let ts = now.millis().div_euclid(1000);
@@ -91,46 +94,70 @@ impl Deliverer {
         me
     }
 
-    /// Hands every due delivery this node may send to its own task.
+    /// Hands the due deliveries this node may send to lanes: a lane is a task that
+    /// sends one endpoint's deliveries one after another, at most `LANE` of them, and
+    /// an endpoint has at most `max_in_flight_per_endpoint` lanes. One walk of the queue
+    /// so feeds hundreds of attempts (a walk per attempt cost more than the attempts).
     fn round(self: &Arc<Self>) -> Result<()> {
         let now = Timestamp::from(self.registry.clock().now()).millis();
         let store = self.registry.store().clone();
-        for kv in store.scan(keys::WEBHOOK_DUE, None, false).take(ROUND_SCAN) {
-            let (k, _) = kv?;
-            let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
-                continue;
-            };
-            if due > now {
-                break;
-            }
-            if !self.registry.ownership().owns(p) {
-                continue;
-            }
-            {
-                let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-                if in_flight.contains(&d) {
+        // The lanes this round opened, by endpoint: later entries join their queue.
+        let mut opened: HashMap<WebhookId, Vec<usize>> = HashMap::new();
+        let mut lanes: Vec<(ProjectId, WebhookId, Vec<(DeliveryId, i64)>)> = Vec::new();
+        {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
+            let mut lanes_in_all: usize = per.values().sum();
+            for kv in store.scan(keys::WEBHOOK_DUE, None, false).take(ROUND_SCAN) {
+                let (k, _) = kv?;
+                let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
                     continue;
-                }
-                if in_flight.len() >= self.config.max_in_flight {
+                };
+                if due > now {
                     break;
                 }
-                let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
+                if in_flight.contains(&d) || !self.registry.ownership().owns(p) {
+                    continue;
+                }
+                let open = opened.entry(w).or_default();
+                if let Some(&i) = open.iter().find(|&&i| lanes[i].2.len() < LANE) {
+                    lanes[i].2.push((d, due));
+                    in_flight.insert(d);
+                    continue;
+                }
                 let n = per.entry(w).or_default();
                 if *n >= self.config.max_in_flight_per_endpoint {
                     continue;
                 }
+                if lanes_in_all >= self.config.max_in_flight {
+                    break;
+                }
                 *n += 1;
+                lanes_in_all += 1;
                 in_flight.insert(d);
+                open.push(lanes.len());
+                lanes.push((p, w, vec![(d, due)]));
             }
+        }
+        for (p, w, queue) in lanes {
             let me = self.clone();
             tokio::spawn(async move {
-                if let Err(e) = me.attempt(p, w, d, due).await {
-                    tracing::warn!(project = %p, delivery = %d, error = %e, "a webhook delivery");
+                let mut rest = queue.iter();
+                for &(d, due) in rest.by_ref() {
+                    let sent = me.attempt(p, w, d, due).await;
+                    me.release(&[d]);
+                    match sent {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => {
+                            tracing::warn!(project = %p, delivery = %d, error = %e, "a webhook delivery");
+                            break;
+                        }
+                    }
                 }
-                me.in_flight
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&d);
+                // An endpoint that failed keeps the rest of its lane for a later round.
+                let left: Vec<DeliveryId> = rest.map(|(d, _)| *d).collect();
+                me.release(&left);
                 {
                     let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(n) = per.get_mut(&w) {
@@ -146,7 +173,19 @@ impl Deliverer {
         Ok(())
     }
 
-    async fn attempt(&self, p: ProjectId, w: WebhookId, d: DeliveryId, due: i64) -> Result<()> {
+    fn release(&self, done: &[DeliveryId]) {
+        if done.is_empty() {
+            return;
+        }
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        for d in done {
+            in_flight.remove(d);
+        }
+    }
+
+    /// Sends one delivery and records what it got; true when the endpoint took it (or
+    /// it had nothing to send), false when the endpoint failed.
+    async fn attempt(&self, p: ProjectId, w: WebhookId, d: DeliveryId, due: i64) -> Result<bool> {
         let store = self.registry.store().clone();
         let delivery = records::load_delivery(&*store, p, w, d)?;
         let hook = records::load(&*store, p, w)?;
@@ -171,13 +210,15 @@ impl Deliverer {
             // Gone, done, or its endpoint disabled: it leaves the queue.
             _ => None,
         };
+        let took = matches!(answer, None | Some(Answer::Status(200..=299)));
         let config = self.config.clone();
         self.registry
             .send(
                 p,
                 Apply::durable(move |ctx, _| record(ctx, &config, w, d, due, answer)),
             )
-            .await
+            .await?;
+        Ok(took)
     }
 }
 
@@ -201,6 +242,7 @@ fn record(
         return store.apply(batch);
     }
     let mut hook = records::load(store, p, w)?;
+    let hook_before = hook.clone();
     delivery.next_attempt_at = None;
     match answer {
         None => delivery.status = DeliveryStatus::Cancelled,
@@ -261,7 +303,8 @@ fn record(
         }
     }
     records::put_delivery(&mut batch, p, &delivery)?;
-    if let Some(h) = &hook {
+    // The endpoint's record is written only when this outcome changed it.
+    if let Some(h) = hook.as_ref().filter(|_| hook != hook_before) {
         records::put(&mut batch, p, h)?;
     }
     store.apply(batch)

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{DeliveryId, EventId, WebhookId};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Webhook {
     pub id: WebhookId,
     pub url: String,
