@@ -268,6 +268,7 @@ pub enum Resource {
     Project,
     Import,
     Webhook,
+    Suppression,
     Route,
 }
 
@@ -285,6 +286,7 @@ impl fmt::Display for Resource {
             Resource::Execution => "Execution",
             Resource::Import => "Import",
             Resource::Webhook => "Webhook",
+            Resource::Suppression => "Suppression",
             Resource::Project => "Project",
             Resource::Route => "Route",
         };

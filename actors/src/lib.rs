@@ -39,6 +39,7 @@ pub mod segment;
 pub mod sessions;
 pub mod shutdown;
 pub mod store;
+pub mod suppression;
 pub mod template;
 pub mod timestamp;
 pub mod upgrade;

@@ -16,4 +16,5 @@ pub fn hooks() -> Hooks {
         .after_events(crate::webhooks::fanout::on_events)
         .state(|| Box::<Audience>::default())
         .emails(Arc::new(CampaignEmails))
+        .contact_deleted(crate::suppression::on_contact_deleted)
 }

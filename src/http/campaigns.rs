@@ -97,6 +97,9 @@ pub struct StatsView {
     unsubscribed: u64,
     failed: u64,
     cancelled: u64,
+    /// Recipients left out: unsubscribed by the time their batch was queued, or on the
+    /// suppression list.
+    skipped: u64,
     open_rate: f64,
     click_rate: f64,
     bounce_rate: f64,
@@ -116,6 +119,7 @@ impl From<CampaignStats> for StatsView {
             complained: s.complained,
             unsubscribed: s.unsubscribed,
             failed: s.failed,
+            skipped: s.skipped,
             cancelled: s.cancelled,
             open_rate: s.rate(s.opened),
             click_rate: s.rate(s.clicked),

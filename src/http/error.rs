@@ -53,6 +53,7 @@ fn not_found_code(r: Resource) -> &'static str {
         Resource::Workflow => "WORKFLOW_NOT_FOUND",
         Resource::Domain => "DOMAIN_NOT_FOUND",
         Resource::Webhook => "WEBHOOK_NOT_FOUND",
+        Resource::Suppression => "SUPPRESSION_NOT_FOUND",
         Resource::Email
         | Resource::Event
         | Resource::Execution

@@ -24,6 +24,7 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod segments;
 pub mod send;
+pub mod suppressions;
 pub mod templates;
 pub mod track;
 pub mod validate;
@@ -313,6 +314,14 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                 resource("/webhooks/{id}/deliveries").route(web::get().to(webhooks::deliveries)),
             )
             .service(resource("/webhooks/{id}/test").route(web::post().to(webhooks::test)))
+            .service(
+                resource("/suppressions")
+                    .route(web::get().to(suppressions::list))
+                    .route(web::post().to(suppressions::add)),
+            )
+            .service(
+                resource("/suppressions/{email}").route(web::delete().to(suppressions::remove)),
+            )
             .service(
                 resource("/campaigns")
                     .route(web::get().to(campaigns::list))

@@ -4,8 +4,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, campaigns, contacts, contacts_bulk, domains, events, ops, segments, send, templates,
-    track, verify, webhooks, workflows,
+    admin, campaigns, contacts, contacts_bulk, domains, events, ops, segments, send, suppressions,
+    templates, track, verify, webhooks, workflows,
 };
 
 #[derive(OpenApi)]
@@ -29,6 +29,7 @@ use super::{
         workflows::executions, workflows::execution,
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
         webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
+        suppressions::list, suppressions::add, suppressions::remove,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -53,6 +54,9 @@ use super::{
         webhooks::WebhookView, webhooks::WebhookList, webhooks::DeliveryView,
         webhooks::DeliveryList, webhooks::TestResult, webhooks::CreateWebhookRequest,
         webhooks::UpdateWebhookRequest,
+        suppressions::SuppressionView, suppressions::SuppressionList,
+        suppressions::AddSuppressionRequest, suppressions::SuppressionReason,
+        suppressions::ManualReason,
     )),
     modifiers(&BearerAuth),
 )]

@@ -406,7 +406,22 @@ fn answer(receipt: sending::Receipt) -> HttpResponse {
                         email: q.email.to_string(),
                     },
                     email: q.email_id.map(|id| id.to_string()),
-                    skipped: q.skipped.clone(),
+                    suppressed: q
+                        .skipped
+                        .as_deref()
+                        .is_some_and(|s| s.starts_with(sending::SUPPRESSED)),
+                    reason: q
+                        .skipped
+                        .as_deref()
+                        .and_then(|s| s.strip_prefix(sending::SUPPRESSED))
+                        .map(str::to_owned),
+                    skipped: q.skipped.as_deref().map(|s| {
+                        if s.starts_with(sending::SUPPRESSED) {
+                            "suppressed".to_owned()
+                        } else {
+                            s.to_owned()
+                        }
+                    }),
                 })
                 .collect(),
             timestamp: mailroom_actors::model::Timestamp::from(receipt.at).to_iso(),
@@ -431,9 +446,16 @@ pub struct SendAnswer {
 pub struct SentEmail {
     contact: SentContact,
     email: Option<String>,
-    /// Why nothing was sent to it: `unsubscribed` (a MARKETING template).
+    /// Why nothing was sent to it: `unsubscribed` (a MARKETING template) or
+    /// `suppressed` (the address is on the suppression list).
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<String>,
+    /// True when the address is on the suppression list (then `email` is null).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    suppressed: bool,
+    /// Why the address is suppressed: hard_bounce, soft_bounce, complaint or manual.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -380,6 +380,14 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
         &a.secret,
         json!({"url": "https://example.com/hook", "events": ["*"]}),
     ));
+    let suppressed = app.post(
+        "/suppressions",
+        &a.secret,
+        json!({"email": "gone1@example.com"}),
+    );
+    assert_eq!(suppressed.status, 201, "{}", suppressed.text);
+    // The sweep finds the path's id by its digit.
+    let suppression = "gone1@example.com".to_owned();
     let import = crate::support::imports::import(&app, &a.secret, "email\nbea@example.com\n");
     crate::support::imports::finished(&app, &a.secret, &import);
 
@@ -401,6 +409,7 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
             Some("events") => &event,
             Some("emails") => &email,
             Some("webhooks") => &webhook,
+            Some("suppressions") => &suppression,
             other => panic!(
                 "{pattern}: no record of this kind in the sweep ({other:?}); add one, so that \
                  B's key is tried against A's"
@@ -408,6 +417,7 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
         };
         let path = pattern
             .replace("{id}", id)
+            .replace("{email}", id)
             .replace("{executionId}", &execution);
         assert!(
             !path.contains('{'),
@@ -437,4 +447,9 @@ fn every_path_of_the_openapi_document_that_names_an_id_answers_project_b_as_for_
     ] {
         assert_eq!(app.get(&path, &a.secret).status, 200, "{path}");
     }
+    assert_eq!(
+        app.get("/suppressions", &a.secret).json()["total"],
+        1,
+        "B's DELETE left A's suppression"
+    );
 }

@@ -32,6 +32,7 @@ mod segments;
 mod send;
 mod spec_shapes;
 mod support;
+mod suppressions;
 mod templates;
 mod track;
 mod upgrades;

@@ -163,9 +163,17 @@ pub async fn test(
     spec.recipients = vec![(to, None)];
     spec.test = true;
     let receipt = send::send(registry, p, spec).await?;
-    receipt
-        .emails
-        .first()
+    let first = receipt.emails.first();
+    if let Some(reason) = first
+        .and_then(|e| e.skipped.as_deref())
+        .and_then(|s| s.strip_prefix(crate::email::sending::SUPPRESSED))
+    {
+        return Err(Error::conflict(format!(
+            "This address is on the suppression list ({reason}); \
+             DELETE /suppressions/{{email}} takes it off"
+        )));
+    }
+    first
         .and_then(|e| e.email_id)
         .ok_or_else(|| Error::Internal("a test send queued no email".into()))
 }

@@ -528,6 +528,11 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
                 continue;
             }
         }
+        let to = r.recipient.contact.email.as_str();
+        if crate::suppression::lookup(store, p, to, now.millis())?.is_some() {
+            skipped += 1;
+            continue;
+        }
         let contact = &r.recipient.contact;
         let mut email = sending::new_email(&b.spec, p, r.recipient.email_id, contact, None, now);
         email.subject = subject;

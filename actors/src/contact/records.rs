@@ -188,6 +188,8 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     batch.delete(keys::contact_by_email(p, contact.email.as_str()));
     // A deleted contact leaves what the features keep of it (its STATIC segments).
     ctx.states.on_contact_delete(store, &mut batch, p, id)?;
+    ctx.hooks
+        .run_contact_deleted(store, &mut batch, p, &contact)?;
     next.write_changed(counts, &mut batch, p);
     // The rest of its data goes in slices, from this durable record (`erasure`).
     let erasure = super::erasure_record::Erasure::new(contact.email.as_str());

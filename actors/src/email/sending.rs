@@ -263,6 +263,7 @@ pub fn queue(
     // once (the table the next change is prepared from changes only when it applies).
     let mut unit = Unit::new(*counts);
     let mut staged: HashMap<String, Contact> = HashMap::new();
+    let mut suppressed: HashMap<String, crate::suppression::Reason> = HashMap::new();
     let mut rendered = rendered;
     for r in &mut rendered {
         let email = r.recipient.contact.email.clone();
@@ -289,6 +290,11 @@ pub fn queue(
         if spec.marketing.is_some() && !spec.test && !contact.subscribed {
             r.content = None;
         }
+        // A suppressed address gets no mail of any kind, a test send's included.
+        if let Some(s) = crate::suppression::lookup(store, p, email.as_str(), now.millis())? {
+            r.content = None;
+            suppressed.insert(email.as_str().to_owned(), s.reason);
+        }
         r.recipient.contact = contact;
     }
     let mut out = Vec::with_capacity(rendered.len());
@@ -311,11 +317,15 @@ pub fn queue(
     {
         let contact = recipient.contact;
         let Some((subject, html)) = content else {
+            let skipped = match suppressed.get(contact.email.as_str()) {
+                Some(reason) => format!("{SUPPRESSED}{}", reason.as_str()),
+                None => "unsubscribed".into(),
+            };
             out.push(QueuedEmail {
                 contact_id: contact.id,
                 email: contact.email,
                 email_id: None,
-                skipped: Some("unsubscribed".into()),
+                skipped: Some(skipped),
             });
             continue;
         };
@@ -587,6 +597,10 @@ pub struct QueueEmails {
     pub spec: crate::email::sending::SendSpec,
     pub rendered: Vec<crate::email::sending::Rendered>,
 }
+
+/// How `QueuedEmail::skipped` begins for a suppressed recipient, the list's reason
+/// after it (`suppressed:hard_bounce`): the stored receipt's shape stays as it was.
+pub const SUPPRESSED: &str = "suppressed:";
 
 /// One recipient's entry in the answer (also what an idempotent replay answers).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

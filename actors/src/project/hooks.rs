@@ -21,6 +21,10 @@ use crate::store::{Batch, Store};
 /// same batch, and the events in the order they were appended.
 pub type AfterEvents = fn(&dyn Store, &Starts, &mut Batch, ProjectId, &[Event]) -> Result<()>;
 
+/// When a contact is deleted, in its delete batch: what a feature keeps by the address
+/// (the suppression list keeps only its hash).
+pub type ContactDeleted = fn(&dyn Store, &mut Batch, ProjectId, &Contact) -> Result<()>;
+
 /// What a feature keeps in each project's actor to judge the contact writes by (the
 /// segments, filters compiled). The actor makes one of each kind when it is built and
 /// loads it when it starts; the feature's own handlers reach it through `States`.
@@ -160,6 +164,7 @@ pub struct Hooks {
     after_events: Vec<AfterEvents>,
     states: Vec<fn() -> Box<dyn ProjectState>>,
     emails: Vec<Arc<dyn EmailWatch>>,
+    contact_deleted: Vec<ContactDeleted>,
 }
 
 impl Hooks {
@@ -172,6 +177,25 @@ impl Hooks {
     pub fn state(mut self, make: fn() -> Box<dyn ProjectState>) -> Self {
         self.states.push(make);
         self
+    }
+
+    pub fn contact_deleted(mut self, hook: ContactDeleted) -> Self {
+        self.contact_deleted.push(hook);
+        self
+    }
+
+    /// Runs every contact-deleted hook on the contact's delete batch.
+    pub fn run_contact_deleted(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        contact: &Contact,
+    ) -> Result<()> {
+        for hook in &self.contact_deleted {
+            hook(store, batch, p, contact)?;
+        }
+        Ok(())
     }
 
     pub fn emails(mut self, watch: Arc<dyn EmailWatch>) -> Self {

@@ -68,6 +68,33 @@ pub fn delivery(p: ProjectId, w: WebhookId, d: DeliveryId) -> Vec<u8> {
     in_project(p, b"/whd/", &[w.as_bytes(), d.as_bytes()])
 }
 
+/// A project's suppression list (API.md 28), by the SHA-256 of the address: what a
+/// send looks up, and what outlives the contact's erasure.
+pub fn suppression(p: ProjectId, hash: &[u8; 32]) -> Vec<u8> {
+    in_project(p, b"/sup/", &[hash])
+}
+
+/// The suppression list by when each entry was made (a v7 id): what its pages walk.
+pub fn suppressions_by_time(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/supt/", &[])
+}
+
+/// How many entries the suppression list holds, per reason (one byte).
+pub fn suppression_count(p: ProjectId, reason: u8) -> Vec<u8> {
+    in_project(p, b"/supn/", &[&[reason]])
+}
+
+/// The soft bounces an address had lately (their times), counted to suppress it.
+pub fn soft_bounces(p: ProjectId, hash: &[u8; 32]) -> Vec<u8> {
+    in_project(p, b"/sbn/", &[hash])
+}
+
+/// Delivery reports already applied, by the report's own id (a provider's event id,
+/// or the digest of a report message): the same report twice changes nothing more.
+pub fn feedback_seen(p: ProjectId, id: &[u8; 32]) -> Vec<u8> {
+    in_project(p, b"/fbs/", &[id])
+}
+
 /// Deliveries waiting for their next attempt, every project's, by when it is due:
 /// `wh-due/<due ms, 8 bytes big-endian><project><webhook><delivery>`.
 pub const WEBHOOK_DUE: &[u8] = b"wh-due/";
@@ -647,6 +674,11 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/pace/", "paces"),
         (b"/wh/", "webhooks"),
         (b"/whd/", "webhook deliveries"),
+        (b"/sup/", "suppressions"),
+        (b"/supt/", "suppressions by time"),
+        (b"/supn/", "suppression counts"),
+        (b"/sbn/", "soft bounces"),
+        (b"/fbs/", "delivery reports seen"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[
         (PROJECTS, "projects"),

@@ -30,6 +30,9 @@ const ROUND: Duration = Duration::from_millis(200);
 /// round runs each time an attempt ends).
 const ROUND_SCAN: usize = 512;
 
+/// One endpoint's deliveries (and when each was due), sent one after another.
+type Lane = (ProjectId, WebhookId, Vec<(DeliveryId, i64)>);
+
 /// Deliveries one lane sends, one after another, before its slot goes back.
 const LANE: usize = 64;
 
@@ -103,7 +106,7 @@ impl Deliverer {
         let store = self.registry.store().clone();
         // The lanes this round opened, by endpoint: later entries join their queue.
         let mut opened: HashMap<WebhookId, Vec<usize>> = HashMap::new();
-        let mut lanes: Vec<(ProjectId, WebhookId, Vec<(DeliveryId, i64)>)> = Vec::new();
+        let mut lanes: Vec<Lane> = Vec::new();
         {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
             let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
