@@ -63,6 +63,7 @@ impl Application {
             .map_err(|e| Failure::said(e.to_string()))?;
         settings.links.check().map_err(Failure::said)?;
         settings.server.trusted_proxies().map_err(Failure::said)?;
+        crate::http::feedback::Callbacks::new(&settings.feedback).map_err(Failure::said)?;
         // Before anything starts: a port in use then stops nothing half-started, and the
         // links below can name the port actually bound.
         let listeners = listen::bind(&settings.server.host, settings.server.port)?;

@@ -29,6 +29,7 @@ pub struct Settings {
     pub domains: Domains,
     pub workflows: Workflows,
     pub webhooks: Webhooks,
+    pub feedback: Feedback,
     pub erasure: Erasure,
     pub tracking: Tracking,
     pub links: LinkSettings,
@@ -423,6 +424,49 @@ impl Webhooks {
             max_per_project: max_webhooks,
             max_in_flight: self.max_in_flight.max(1),
             max_in_flight_per_endpoint: self.max_in_flight_per_endpoint.max(1),
+        }
+    }
+}
+
+/// Bounces and complaints reported after an email left (API.md 27).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Feedback {
+    pub soft_bounce_limit: u32,
+    pub soft_bounce_days: u32,
+    pub soft_suppression_days: u32,
+    /// How old a signed callback's timestamp may be (SendGrid, Mailgun): bounds a replay.
+    pub max_signature_age_seconds: u64,
+    pub postmark: PostmarkFeedback,
+    pub sendgrid: SendgridFeedback,
+    pub mailgun: MailgunFeedback,
+}
+
+/// `POST /feedback/postmark`: on when both are set.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct PostmarkFeedback {
+    pub username: String,
+    pub password: String,
+}
+
+/// `POST /feedback/sendgrid`: on when the key is set.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct SendgridFeedback {
+    /// The Event Webhook's verification key, base64 as SendGrid shows it.
+    pub public_key: String,
+}
+
+/// `POST /feedback/mailgun`: on when the key is set.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct MailgunFeedback {
+    pub signing_key: String,
+}
+
+impl Feedback {
+    pub fn engine(&self) -> mailroom_actors::feedback::FeedbackConfig {
+        mailroom_actors::feedback::FeedbackConfig {
+            soft_bounce_limit: self.soft_bounce_limit.max(1),
+            soft_bounce_days: self.soft_bounce_days.max(1),
+            soft_suppression_days: self.soft_suppression_days.max(1),
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod erasure;
 pub mod error;
 pub mod event;
 pub mod faults;
+pub mod feedback;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
 /// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
 pub mod fuzzing;

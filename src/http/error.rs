@@ -15,6 +15,8 @@ pub enum ApiError {
     BadRequest(String),
     MissingAuth,
     InvalidApiKey,
+    /// A provider callback whose signature (or basic auth) does not verify.
+    BadSignature,
     Forbidden(&'static str),
     ProjectDisabled,
     MethodNotAllowed,
@@ -82,6 +84,7 @@ impl ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
             ApiError::MissingAuth => (StatusCode::UNAUTHORIZED, "MISSING_AUTH"),
             ApiError::InvalidApiKey => (StatusCode::UNAUTHORIZED, "INVALID_API_KEY"),
+            ApiError::BadSignature => (StatusCode::UNAUTHORIZED, "INVALID_SIGNATURE"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             ApiError::ProjectDisabled => (StatusCode::FORBIDDEN, "PROJECT_DISABLED"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
@@ -111,6 +114,10 @@ impl ApiError {
             ApiError::BadRequest(m) => m.clone(),
             ApiError::MissingAuth => "Missing or malformed Authorization header".into(),
             ApiError::InvalidApiKey => "Invalid API key".into(),
+            ApiError::BadSignature => {
+                "The callback's signature or credentials do not verify with the configured ones"
+                    .into()
+            }
             ApiError::Forbidden(m) => (*m).into(),
             ApiError::ProjectDisabled => "This project is disabled".into(),
             ApiError::MethodNotAllowed => "Method not allowed on this path".into(),
@@ -149,6 +156,10 @@ impl ApiError {
                 "Check the key; keys start with sk_ (secret) or pk_ (public)"
             }
             ApiError::Forbidden(_) => "Use the project's secret key (sk_) for this endpoint",
+            ApiError::BadSignature => {
+                "Check that [feedback] holds the key (or credentials) the provider signs with, \
+                 and that the clocks agree"
+            }
             ApiError::ProjectDisabled => {
                 "Ask an operator to enable the project (mailroom project enable)"
             }

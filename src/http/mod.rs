@@ -12,6 +12,7 @@ pub mod domains;
 pub mod envelope;
 pub mod error;
 pub mod events;
+pub mod feedback;
 pub mod forward;
 pub(crate) mod guard;
 pub mod idempotency;
@@ -96,6 +97,8 @@ pub struct AppState {
     /// event; the delivery loop has its own handle on it).
     pub webhooks: mailroom_actors::webhooks::WebhookConfig,
     pub webhook_client: Arc<mailroom_actors::workflow::WebhookClient>,
+    /// Provider callbacks for bounces and complaints (`[feedback]`).
+    pub callbacks: feedback::Callbacks,
 }
 
 impl AppState {
@@ -164,6 +167,7 @@ impl AppState {
             forward_client: forward::client(),
             webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
             webhook_client,
+            callbacks: feedback::Callbacks::new(&settings.feedback).unwrap_or_default(),
         }
     }
 }
@@ -314,6 +318,9 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                 resource("/webhooks/{id}/deliveries").route(web::get().to(webhooks::deliveries)),
             )
             .service(resource("/webhooks/{id}/test").route(web::post().to(webhooks::test)))
+            .service(resource("/feedback/postmark").route(web::post().to(feedback::postmark)))
+            .service(resource("/feedback/sendgrid").route(web::post().to(feedback::sendgrid)))
+            .service(resource("/feedback/mailgun").route(web::post().to(feedback::mailgun)))
             .service(
                 resource("/suppressions")
                     .route(web::get().to(suppressions::list))

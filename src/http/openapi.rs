@@ -4,8 +4,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, campaigns, contacts, contacts_bulk, domains, events, ops, segments, send, suppressions,
-    templates, track, verify, webhooks, workflows,
+    admin, campaigns, contacts, contacts_bulk, domains, events, feedback, ops, segments, send,
+    suppressions, templates, track, verify, webhooks, workflows,
 };
 
 #[derive(OpenApi)]
@@ -30,6 +30,7 @@ use super::{
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
         webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
         suppressions::list, suppressions::add, suppressions::remove,
+        feedback::postmark, feedback::sendgrid, feedback::mailgun,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -56,7 +57,7 @@ use super::{
         webhooks::UpdateWebhookRequest,
         suppressions::SuppressionView, suppressions::SuppressionList,
         suppressions::AddSuppressionRequest, suppressions::SuppressionReason,
-        suppressions::ManualReason,
+        suppressions::ManualReason, feedback::CallbackResult,
     )),
     modifiers(&BearerAuth),
 )]

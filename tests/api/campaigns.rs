@@ -589,7 +589,17 @@ fn a_recipient_refused_with_550_at_rcpt_bounces_and_is_unsubscribed() {
     assert_eq!(
         contact_of(&app, &p, gone[0])["subscribed"],
         false,
-        "the bounced address is suppressed"
+        "the bounced address is unsubscribed"
+    );
+    let list = app.get("/suppressions", &p.secret).json();
+    assert_eq!(
+        (
+            list["suppressions"][0]["email"].as_str(),
+            list["suppressions"][0]["reason"].as_str(),
+            list["total"].as_u64()
+        ),
+        (Some(gone[0].as_str()), Some("hard_bounce"), Some(1)),
+        "and on the suppression list: {list}"
     );
     for e in &delivered {
         assert_eq!(contact_of(&app, &p, e)["subscribed"], true, "{e}");

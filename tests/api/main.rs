@@ -19,6 +19,7 @@ mod erasure;
 mod errors;
 mod events;
 mod faults;
+mod feedback;
 mod files;
 mod isolation;
 mod limits;

@@ -552,6 +552,17 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     };
     // The outcome, and for a bounce the contact's unsubscribe, in one batch.
     let mut unit = Unit::with(batch, events, *counts);
+    if let (true, Some(to)) = (bounced && !erased, &to) {
+        // A dead address goes on the suppression list: no mail of any kind reaches it.
+        let unit_batch = &mut unit.batch;
+        let entry = crate::suppression::Suppression::new(
+            to.as_str(),
+            crate::suppression::Reason::HardBounce,
+            now.millis(),
+        )
+        .for_email(Some(email.id.to_string()));
+        crate::suppression::suppress(unit_batch, store, p, &entry)?;
+    }
     if bounced {
         // A dead address is suppressed: no campaign mails it again.
         let patch = PatchContact {

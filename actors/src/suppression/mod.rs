@@ -11,7 +11,7 @@
 pub mod actions;
 mod records;
 
-pub use records::{forget_address, lookup, put, remove};
+pub use records::{forget_address, lookup, put, remove, suppress};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -83,6 +83,18 @@ impl Suppression {
             created_at: now_ms,
             expires_at: None,
         }
+    }
+
+    /// The email whose report put the address here.
+    pub fn for_email(mut self, id: Option<String>) -> Self {
+        self.email_id = id;
+        self
+    }
+
+    /// Lifts at `at` (ms).
+    pub fn until(mut self, at: Option<i64>) -> Self {
+        self.expires_at = at;
+        self
     }
 
     pub fn applies(&self, now_ms: i64) -> bool {

@@ -83,6 +83,25 @@ fn write_counts(batch: &mut Batch, store: &dyn Store, p: ProjectId, delta: [i64;
     Ok(())
 }
 
+/// Puts `s` on the list (a report's doing), in `batch`: an address on it already keeps
+/// its entry, unless that entry lifts (a soft bounce's) and this one does not. Answers
+/// whether it wrote.
+pub fn suppress(
+    batch: &mut Batch,
+    store: &dyn Store,
+    p: ProjectId,
+    s: &Suppression,
+) -> Result<bool> {
+    let before = load(store, p, &s.hash)?;
+    if let Some(old) = before.as_ref().filter(|old| old.applies(s.created_at)) {
+        if old.expires_at.is_none() || s.expires_at.is_some() {
+            return Ok(false);
+        }
+    }
+    put(batch, store, p, before.as_ref(), s)?;
+    Ok(true)
+}
+
 /// Takes the address off the list; false when it was not on it.
 pub fn remove(batch: &mut Batch, store: &dyn Store, p: ProjectId, email: &str) -> Result<bool> {
     let Some(old) = load(store, p, &hash(email))? else {

@@ -1,0 +1,421 @@
+//! Bounces and complaints a provider reports by HTTP (API.md 27), with payloads shaped
+//! as Postmark, SendGrid and Mailgun document them, signed as each signs: what a report
+//! does to the email, its campaign's stats, the contact, the suppression list and the
+//! events (and so the event webhooks), once per report.
+
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use mailroom_testkit::{HookServer, Received};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::support::app::{Project, Resp, TestApp};
+use crate::support::campaign::{
+    contacts, count, create, data, emails, eventually, header_of, rig, send_and_settle, stats,
+};
+
+const MAILGUN_KEY: &str = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// The email id in a received message's `Message-ID`, and the message's recipient.
+fn sent_email(m: &Received) -> (String, String) {
+    let id = header_of(&m.text(), "Message-ID").expect("a Message-ID");
+    let id = id.trim().trim_start_matches('<');
+    (
+        id.split('@').next().unwrap().to_owned(),
+        m.rcpt_to[0].clone(),
+    )
+}
+
+fn mailgun_body(key: &str, ts: i64, event: Value) -> String {
+    let token = "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0";
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(format!("{ts}{token}").as_bytes());
+    let signature: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    json!({
+        "signature": {"timestamp": ts.to_string(), "token": token, "signature": signature},
+        "event-data": event,
+    })
+    .to_string()
+}
+
+/// Mailgun's `failed` event of a permanent failure, as its documentation shows it.
+fn mailgun_failed(id: &str, message_id: &str, to: &str) -> Value {
+    json!({
+        "event": "failed",
+        "id": id,
+        "timestamp": 1521233123.501324,
+        "severity": "permanent",
+        "reason": "bounce",
+        "recipient": to,
+        "message": {"headers": {"to": to, "message-id": message_id, "from": "hello@acme.test", "subject": "Spring"}},
+        "delivery-status": {"attempt-no": 1, "code": 550, "enhanced-code": "5.1.1",
+                            "description": "550 5.1.1 The email account that you tried to reach does not exist",
+                            "session-seconds": 0.1}
+    })
+}
+
+fn callback(app: &TestApp, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    app.request_with("POST", path, None, Some(body), headers)
+}
+
+fn suppressions(app: &TestApp, p: &Project) -> Value {
+    let r = app.get("/suppressions", &p.secret);
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()
+}
+
+fn contact_subscribed(app: &TestApp, p: &Project, email: &str) -> bool {
+    app.all_contacts(&p.secret)
+        .iter()
+        .find(|c| c["email"] == email)
+        .and_then(|c| c["subscribed"].as_bool())
+        .expect("the contact")
+}
+
+#[test]
+fn a_mailgun_hard_bounce_of_a_delivered_campaign_email_moves_its_stats_unsubscribes_and_suppresses()
+{
+    let (_dns, smtp, app, p) = rig(|s| s.feedback.mailgun.signing_key = MAILGUN_KEY.into());
+    contacts(&app, &p, &emails("in", 2), true);
+    let c = create(&app, &p, json!({}));
+    let cid = c["id"].as_str().unwrap().to_owned();
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 2);
+    let (email_id, to) = sent_email(&got[0]);
+    let message_id = format!("{email_id}@acme.test");
+    let body = mailgun_body(
+        MAILGUN_KEY,
+        now_secs(),
+        mailgun_failed("ev-1", &message_id, &to),
+    );
+
+    // A wrong key changes nothing.
+    let forged = mailgun_body(
+        "key-wrong",
+        now_secs(),
+        mailgun_failed("ev-1", &message_id, &to),
+    );
+    let r = callback(
+        &app,
+        "/feedback/mailgun",
+        &[("content-type", "application/json")],
+        &forged,
+    );
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert_eq!(r.code(), "INVALID_SIGNATURE");
+    assert_eq!(suppressions(&app, &p)["total"], 0);
+    // Nor does an old signature (a replay).
+    let old = mailgun_body(
+        MAILGUN_KEY,
+        now_secs() - 3600,
+        mailgun_failed("ev-1", &message_id, &to),
+    );
+    assert_eq!(callback(&app, "/feedback/mailgun", &[], &old).status, 401);
+
+    let r = callback(
+        &app,
+        "/feedback/mailgun",
+        &[("content-type", "application/json")],
+        &body,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    let s = data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200);
+    assert_eq!(
+        (count(&s, "delivered"), count(&s, "bounced")),
+        (1, 1),
+        "{s}"
+    );
+    let email = data(&app.get(&format!("/emails/{email_id}"), &p.secret), 200);
+    assert_eq!(email["status"], "BOUNCED", "{email}");
+    assert!(
+        !contact_subscribed(&app, &p, &to),
+        "the bounced contact is unsubscribed"
+    );
+    let list = suppressions(&app, &p);
+    let entry = &list["suppressions"][0];
+    assert_eq!(
+        (entry["email"].as_str(), entry["reason"].as_str()),
+        (Some(to.as_str()), Some("hard_bounce")),
+        "{list}"
+    );
+    assert_eq!(entry["emailId"], email_id.as_str(), "{list}");
+    let events = app
+        .get(&format!("/events?name=email.bounce&email={to}"), &p.secret)
+        .json();
+    let ev = &events["events"][0];
+    assert_eq!(ev["data"]["bounceType"], "HARD", "{events}");
+    assert_eq!(ev["data"]["status"], "5.1.1", "{events}");
+    assert!(
+        ev["data"]["diagnostic"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("does not exist"),
+        "{events}"
+    );
+
+    // The same report again changes nothing more.
+    let again = callback(&app, "/feedback/mailgun", &[], &body);
+    assert_eq!(again.json()["duplicates"], 1, "{}", again.text);
+    let s2 = stats(&app, &p, &cid);
+    assert_eq!(
+        (count(&s2, "delivered"), count(&s2, "bounced")),
+        (1, 1),
+        "{s2}"
+    );
+    assert_eq!(suppressions(&app, &p)["total"], 1);
+    let events = app
+        .get(&format!("/events?name=email.bounce&email={to}"), &p.secret)
+        .json();
+    assert_eq!(
+        events["events"].as_array().map(Vec::len),
+        Some(1),
+        "{events}"
+    );
+    // A provider that is not configured is not there.
+    assert_eq!(callback(&app, "/feedback/postmark", &[], "{}").status, 404);
+    assert_eq!(callback(&app, "/feedback/sendgrid", &[], "[]").status, 404);
+}
+
+#[test]
+fn the_bounce_pushes_an_event_webhook_with_its_type() {
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.feedback.mailgun.signing_key = MAILGUN_KEY.into();
+        s.webhooks.allow_private_addresses = true;
+    });
+    let hooks = HookServer::start(200);
+    let made = app.post(
+        "/webhooks",
+        &p.secret,
+        json!({"url": hooks.url("/hook"), "events": ["email.bounce"]}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text);
+    let sent = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "ada@example.com", "from": "hello@acme.test", "subject": "Hi", "body": "<p>Hi</p>"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let got = smtp.wait_for(1, crate::support::campaign::wait());
+    let (email_id, to) = sent_email(&got[0]);
+    let body = mailgun_body(
+        MAILGUN_KEY,
+        now_secs(),
+        mailgun_failed("ev-9", &format!("<{email_id}@acme.test>"), &to),
+    );
+    let r = callback(&app, "/feedback/mailgun", &[], &body);
+    assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    let hits = eventually(20, || hooks.hits(), |h| !h.is_empty());
+    assert_eq!(hits.len(), 1, "one email.bounce delivery");
+    let payload: Value = serde_json::from_slice(&hits[0].body).unwrap();
+    assert_eq!(payload["type"], "email.bounce", "{payload}");
+    assert_eq!(payload["data"]["bounceType"], "HARD", "{payload}");
+    assert_eq!(payload["data"]["emailId"], email_id.as_str(), "{payload}");
+}
+
+/// A P-256 key pair: the verification key as SendGrid shows it (base64 of its DER
+/// SubjectPublicKeyInfo), and the pair that signs.
+fn sendgrid_keys() -> (String, EcdsaKeyPair) {
+    let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_ASN1_SIGNING).unwrap();
+    let mut der = vec![
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ];
+    der.extend_from_slice(pair.public_key().as_ref());
+    (base64::engine::general_purpose::STANDARD.encode(der), pair)
+}
+
+fn sendgrid_signature(pair: &EcdsaKeyPair, ts: &str, body: &str) -> String {
+    let signed = pair
+        .sign(&SystemRandom::new(), format!("{ts}{body}").as_bytes())
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(signed.as_ref())
+}
+
+#[test]
+fn a_signed_sendgrid_spam_report_counts_a_complaint_unsubscribes_and_suppresses() {
+    let (public, pair) = sendgrid_keys();
+    let (_dns, smtp, app, p) = rig(move |s| s.feedback.sendgrid.public_key = public);
+    contacts(&app, &p, &emails("in", 2), true);
+    let c = create(&app, &p, json!({}));
+    let cid = c["id"].as_str().unwrap().to_owned();
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 2);
+    let (email_id, to) = sent_email(&got[1]);
+    let body = json!([
+        {"email": to, "timestamp": now_secs(), "smtp-id": format!("<{email_id}@acme.test>"),
+         "event": "delivered", "sg_event_id": "sg-delivered-1", "sg_message_id": "m1"},
+        {"email": to, "timestamp": now_secs(), "smtp-id": format!("<{email_id}@acme.test>"),
+         "event": "spamreport", "sg_event_id": "sg-spam-1", "sg_message_id": "m1"}
+    ])
+    .to_string();
+    let ts = now_secs().to_string();
+    let signature = sendgrid_signature(&pair, &ts, &body);
+    let headers = |sig: &str| {
+        vec![
+            (
+                "x-twilio-email-event-webhook-signature".to_owned(),
+                sig.to_owned(),
+            ),
+            (
+                "x-twilio-email-event-webhook-timestamp".to_owned(),
+                ts.clone(),
+            ),
+        ]
+    };
+    let send = |h: Vec<(String, String)>, b: &str| {
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        callback(&app, "/feedback/sendgrid", &h, b)
+    };
+    // Another body under the same signature is refused.
+    let tampered = body.replace("spamreport", "bounce");
+    assert_eq!(send(headers(&signature), &tampered).status, 401);
+    assert_eq!(send(headers("bm90IGEgc2lnbmF0dXJl"), &body).status, 401);
+    assert_eq!(suppressions(&app, &p)["total"], 0);
+
+    let r = send(headers(&signature), &body);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json()["reports"].as_u64(), r.json()["applied"].as_u64()),
+        (Some(1), Some(1)),
+        "the delivery is not a report: {}",
+        r.text
+    );
+    let s = stats(&app, &p, &cid);
+    assert_eq!(count(&s, "complained"), 1, "{s}");
+    assert_eq!(
+        count(&s, "delivered"),
+        2,
+        "a complaint is not a bounce: {s}"
+    );
+    assert!(!contact_subscribed(&app, &p, &to));
+    assert_eq!(
+        suppressions(&app, &p)["suppressions"][0]["reason"],
+        "complaint"
+    );
+    let events = app
+        .get(
+            &format!("/events?name=email.complaint&email={to}"),
+            &p.secret,
+        )
+        .json();
+    assert_eq!(
+        events["events"][0]["data"]["feedbackType"], "abuse",
+        "{events}"
+    );
+    let unsub = app
+        .get(
+            &format!("/events?name=contact.unsubscribed&email={to}"),
+            &p.secret,
+        )
+        .json();
+    assert_eq!(unsub["events"][0]["data"]["reason"], "complaint", "{unsub}");
+}
+
+#[test]
+fn three_postmark_soft_bounces_suppress_an_address_for_a_while_and_two_do_not() {
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.feedback.postmark.username = "postmark".into();
+        s.feedback.postmark.password = "s3cret".into();
+    });
+    let sent = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "full@example.com", "from": "hello@acme.test", "subject": "Hi", "body": "<p>Hi</p>", "subscribed": true}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let got = smtp.wait_for(1, crate::support::campaign::wait());
+    let (email_id, to) = sent_email(&got[0]);
+    let auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("postmark:s3cret")
+    );
+    let wrong = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("postmark:guess")
+    );
+    let soft = |n: u32| {
+        json!({"RecordType": "Bounce", "ID": 4323372036854775800u64 + n as u64, "Type": "SoftBounce", "TypeCode": 4096,
+               "Name": "Soft bounce", "MessageID": "883953f4-6105-42a2-a16a-77a8eac79483", "MessageStream": "outbound",
+               "Description": "The server was unable to deliver your message (mailbox full)", "Details": "452 4.2.2 Mailbox full",
+               "Email": to, "From": "hello@acme.test", "BouncedAt": "2026-11-28T16:33:54.9070259Z", "Inactive": false})
+        .to_string()
+    };
+    assert_eq!(
+        callback(
+            &app,
+            "/feedback/postmark",
+            &[("authorization", &wrong)],
+            &soft(1)
+        )
+        .status,
+        401
+    );
+    assert_eq!(
+        callback(&app, "/feedback/postmark", &[], &soft(1)).status,
+        401
+    );
+    for n in 1..=2 {
+        let r = callback(
+            &app,
+            "/feedback/postmark",
+            &[("authorization", &auth)],
+            &soft(n),
+        );
+        assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    }
+    assert_eq!(
+        suppressions(&app, &p)["total"],
+        0,
+        "two soft bounces are not enough"
+    );
+    assert!(
+        contact_subscribed(&app, &p, &to),
+        "a soft bounce does not unsubscribe"
+    );
+    let r = callback(
+        &app,
+        "/feedback/postmark",
+        &[("authorization", &auth)],
+        &soft(3),
+    );
+    assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    let list = suppressions(&app, &p);
+    let entry = &list["suppressions"][0];
+    assert_eq!(entry["reason"], "soft_bounce", "{list}");
+    assert!(
+        entry["expiresAt"].is_string(),
+        "a soft suppression lifts: {list}"
+    );
+    let events = app
+        .get(&format!("/events?name=email.bounce&email={to}"), &p.secret)
+        .json();
+    assert_eq!(
+        events["events"].as_array().map(Vec::len),
+        Some(3),
+        "{events}"
+    );
+    assert_eq!(
+        events["events"][0]["data"]["bounceType"], "SOFT",
+        "{events}"
+    );
+    // Matched by recipient (Postmark's MessageID is its own), so no email is BOUNCED.
+    let email = data(&app.get(&format!("/emails/{email_id}"), &p.secret), 200);
+    assert_eq!(email["status"], "SENT", "{email}");
+    let bad = callback(
+        &app,
+        "/feedback/postmark",
+        &[("authorization", &auth)],
+        "{not json",
+    );
+    assert_eq!(bad.status, 400, "{}", bad.text);
+}
