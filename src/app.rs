@@ -64,6 +64,14 @@ impl Application {
         settings.links.check().map_err(Failure::said)?;
         settings.server.trusted_proxies().map_err(Failure::said)?;
         crate::http::feedback::Callbacks::new(&settings.feedback).map_err(Failure::said)?;
+        // Bound now: a port in use stops the start, as the HTTP port's does.
+        let feedback_listener =
+            match settings.feedback.smtp_listen().map_err(Failure::said)? {
+                None => None,
+                Some(addr) => Some(std::net::TcpListener::bind(addr).map_err(|e| {
+                    Failure::caused(format!("binding feedback.smtp_listen {addr}"), e)
+                })?),
+            };
         // Before anything starts: a port in use then stops nothing half-started, and the
         // links below can name the port actually bound.
         let listeners = listen::bind(&settings.server.host, settings.server.port)?;
@@ -124,7 +132,18 @@ impl Application {
             settings.tracking.enabled,
             settings.links.unsubscribe_valid_days,
         ));
-        let dispatcher = start_delivery(&settings, store.clone(), clock.clone(), registry.clone())?;
+        let return_path = settings.feedback.return_path_domain().map(|d| {
+            Arc::new(mailroom_actors::mailer::return_path::ReturnPath::new(
+                d, &link_key,
+            ))
+        });
+        let dispatcher = start_delivery(
+            &settings,
+            store.clone(),
+            clock.clone(),
+            registry.clone(),
+            return_path.clone(),
+        )?;
         let resolver = Resolver::new(&DnsConfig {
             nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)
                 .map_err(|e| Failure::caused("the DNS settings", e))?,
@@ -232,6 +251,26 @@ impl Application {
             state.webhook_client.clone(),
             state.webhooks.clone(),
         );
+        // Reports mailed to the return path: the receiving SMTP server.
+        if let (Some(listener), Some(rp)) = (feedback_listener, return_path) {
+            let addr = listener
+                .local_addr()
+                .map_err(|e| Failure::caused("the feedback SMTP address", e))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| Failure::caused("the feedback SMTP listener", e))?;
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| Failure::caused("the feedback SMTP listener", e))?;
+            mailroom_actors::feedback::receiver::start(
+                listener,
+                state.registry.clone(),
+                rp.clone(),
+                settings.feedback.engine(),
+                settings.feedback.receiver(rp.domain()),
+            );
+            tracing::info!(%addr, domain = rp.domain(), "feedback SMTP listening");
+            println!("feedback SMTP listening on {addr}");
+        }
         let state = web::Data::new(state);
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -395,6 +434,7 @@ fn start_delivery(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: Registry,
+    return_path: Option<Arc<mailroom_actors::mailer::return_path::ReturnPath>>,
 ) -> Result<actix::Addr<Dispatcher>, Failure> {
     use crate::config::MailTransport;
     let transport = match settings.mail.transport {
@@ -419,8 +459,11 @@ fn start_delivery(
         .map(|_| {
             let (t, metrics) = (transport.clone(), registry.metrics().clone());
             let faults = registry.faults().clone();
+            let return_path = return_path.clone();
             Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                MailerActor::new(t.clone(), metrics.clone()).with_faults(faults.clone())
+                MailerActor::new(t.clone(), metrics.clone())
+                    .with_faults(faults.clone())
+                    .with_return_path(return_path.clone())
             })
         })
         .collect();

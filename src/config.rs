@@ -431,6 +431,14 @@ impl Webhooks {
 /// Bounces and complaints reported after an email left (API.md 27).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Feedback {
+    /// The domain of every email's return path (`b-<token>@<domain>`); empty = off.
+    pub return_path_domain: String,
+    /// Where the receiving SMTP server listens (`0.0.0.0:25`); empty = off.
+    pub smtp_listen: String,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    pub smtp_timeout_seconds: u64,
+    pub quarantine_days: u32,
     pub soft_bounce_limit: u32,
     pub soft_bounce_days: u32,
     pub soft_suppression_days: u32,
@@ -462,6 +470,44 @@ pub struct MailgunFeedback {
 }
 
 impl Feedback {
+    /// The return path's domain, when one is set.
+    pub fn return_path_domain(&self) -> Option<&str> {
+        Some(self.return_path_domain.trim()).filter(|d| !d.is_empty())
+    }
+
+    /// Where the receiving SMTP server listens, when it is on; an error names a bad
+    /// address, or a server without a return path to receive for.
+    pub fn smtp_listen(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        let listen = self.smtp_listen.trim();
+        if listen.is_empty() {
+            return Ok(None);
+        }
+        let addr = listen.parse().map_err(|_| {
+            format!(
+                "feedback.smtp_listen = {listen:?} is not an address and port such as 0.0.0.0:25"
+            )
+        })?;
+        if self.return_path_domain().is_none() {
+            return Err(
+                "feedback.smtp_listen is set but feedback.return_path_domain is not: \
+                        the server would accept mail for no address (set the domain whose MX \
+                        points here)"
+                    .into(),
+            );
+        }
+        Ok(Some(addr))
+    }
+
+    pub fn receiver(&self, hostname: &str) -> mailroom_actors::feedback::receiver::ReceiverConfig {
+        mailroom_actors::feedback::receiver::ReceiverConfig {
+            hostname: hostname.to_owned(),
+            max_message_bytes: self.max_message_bytes.max(1024),
+            max_connections: self.max_connections.max(1),
+            timeout: std::time::Duration::from_secs(self.smtp_timeout_seconds.max(1)),
+            quarantine_days: self.quarantine_days,
+        }
+    }
+
     pub fn engine(&self) -> mailroom_actors::feedback::FeedbackConfig {
         mailroom_actors::feedback::FeedbackConfig {
             soft_bounce_limit: self.soft_bounce_limit.max(1),

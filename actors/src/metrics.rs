@@ -54,6 +54,14 @@ pub struct Metrics {
     pub webhooks_delivered: Counter,
     pub webhooks_retried: Counter,
     pub webhooks_failed: Counter,
+    /// Mail to a return path and provider callbacks, by what came of it: a report
+    /// applied (hard, soft, complaint), mail that was no report (an auto-reply), a
+    /// report kept in quarantine because it could not be read.
+    pub feedback_hard: Counter,
+    pub feedback_soft: Counter,
+    pub feedback_complaint: Counter,
+    pub feedback_other: Counter,
+    pub feedback_quarantined: Counter,
     relay_faults: [Counter; 7],
     executions: [Counter; 5],
     retention_removed: [Counter; RETENTION_KINDS],

@@ -41,6 +41,7 @@ pub struct Metrics {
     relay_faults: IntCounterVec,
     webhook_deliveries: IntCounterVec,
     webhook_backlog: IntGauge,
+    feedback: IntCounterVec,
     executions: IntCounterVec,
     retention_removed: IntCounterVec,
     outbox_depth: IntGauge,
@@ -195,6 +196,17 @@ impl Metrics {
         for o in ["delivered", "retried", "failed"] {
             webhook_deliveries.with_label_values(&[o]);
         }
+        let feedback = IntCounterVec::new(
+            Opts::new(
+                "mailroom_feedback_total",
+                "Reports from relays and mailbox providers (return-path mail and callbacks), by outcome: hard, soft, complaint (applied), other (not a report: an auto-reply, dropped), quarantined (unreadable, kept)",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        for o in ["hard", "soft", "complaint", "other", "quarantined"] {
+            feedback.with_label_values(&[o]);
+        }
         let webhook_backlog = gauge(
             "mailroom_webhook_backlog",
             "Event webhook deliveries waiting for an attempt",
@@ -250,6 +262,7 @@ impl Metrics {
             Box::new(relay_faults.clone()),
             Box::new(webhook_deliveries.clone()),
             Box::new(webhook_backlog.clone()),
+            Box::new(feedback.clone()),
             Box::new(executions.clone()),
             Box::new(retention_removed.clone()),
             Box::new(outbox_depth.clone()),
@@ -271,6 +284,7 @@ impl Metrics {
             counted,
             relay_faults,
             webhook_deliveries,
+            feedback,
             webhook_backlog,
             executions,
             retention_removed,
@@ -312,6 +326,15 @@ impl Metrics {
             ("failed", engine.webhooks_failed.get()),
         ] {
             catch_up(&self.webhook_deliveries.with_label_values(&[outcome]), n);
+        }
+        for (outcome, n) in [
+            ("hard", engine.feedback_hard.get()),
+            ("soft", engine.feedback_soft.get()),
+            ("complaint", engine.feedback_complaint.get()),
+            ("other", engine.feedback_other.get()),
+            ("quarantined", engine.feedback_quarantined.get()),
+        ] {
+            catch_up(&self.feedback.with_label_values(&[outcome]), n);
         }
         for m in ExecutionMove::ALL {
             catch_up(

@@ -20,6 +20,7 @@ mod errors;
 mod events;
 mod faults;
 mod feedback;
+mod feedback_smtp;
 mod files;
 mod isolation;
 mod limits;

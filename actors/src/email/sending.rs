@@ -547,7 +547,22 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
     }
     batch.put(keys::email(p, email.id), email.encode()?);
     let events = match (event, &to) {
-        (Some(name), Some(to)) => vec![email_event(name, &email, to, now)],
+        (Some(name), Some(to)) => {
+            let mut ev = email_event(name, &email, to, now);
+            if bounced {
+                // Refused during the SMTP session: a hard bounce, in the shape a later
+                // report's event has (`feedback`).
+                ev.data
+                    .insert("bounceType".into(), Value::String("HARD".into()));
+                if let Some(e) = &email.last_error {
+                    ev.data
+                        .insert("diagnostic".into(), Value::String(e.clone()));
+                }
+                ev.data
+                    .insert("source".into(), Value::String("relay".into()));
+            }
+            vec![ev]
+        }
         _ => Vec::new(),
     };
     // The outcome, and for a bounce the contact's unsubscribe, in one batch.

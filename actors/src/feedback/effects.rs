@@ -42,30 +42,38 @@ pub enum Applied {
     Unmatched,
 }
 
+/// The project that holds email `id` (ids are unique across projects).
+pub fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<ProjectId>> {
+    let store = registry.store();
+    for project in crate::projects::Projects::new(store.clone()).list()? {
+        if store.get(&keys::email(project.id, id))?.is_some() {
+            return Ok(Some(project.id));
+        }
+    }
+    Ok(None)
+}
+
 /// Finds the project and email a report is about: by the email id in its
-/// `Message-ID`, looked up in every project (a callback carries no key).
+/// `Message-ID`, looked up in every project (a callback carries no key); else by its
+/// recipient, when exactly one project has a contact with that address.
 pub fn locate(
     registry: &Registry,
     report: &Report,
 ) -> Result<Option<(ProjectId, Option<EmailId>)>> {
-    let store = registry.store();
-    let projects = crate::projects::Projects::new(store.clone()).list()?;
     if let Some(id) = report.message_id.as_deref().and_then(super::email_id_of) {
-        for project in &projects {
-            if store.get(&keys::email(project.id, id))?.is_some() {
-                return Ok(Some((project.id, Some(id))));
-            }
+        if let Some(p) = project_of_email(registry, id)? {
+            return Ok(Some((p, Some(id))));
         }
     }
-    // Else by recipient, when exactly one project has a contact with that address.
     let Some(to) = report.recipient.as_deref() else {
         return Ok(None);
     };
     let Ok(address) = EmailAddress::parse(to.trim()) else {
         return Ok(None);
     };
+    let store = registry.store();
     let mut found = None;
-    for project in &projects {
+    for project in crate::projects::Projects::new(store.clone()).list()? {
         if store
             .get(&keys::contact_by_email(project.id, address.as_str()))?
             .is_some()
@@ -77,6 +85,58 @@ pub fn locate(
         }
     }
     Ok(found.map(|p| (p, None)))
+}
+
+/// Keeps a message that could not be read, in project `p`, durably.
+pub async fn quarantine(registry: &Registry, p: ProjectId, message: Vec<u8>) -> Result<()> {
+    registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| {
+                let mut batch = Batch::new();
+                batch.put(keys::feedback_quarantine(p, &uuid::Uuid::now_v7()), message);
+                ctx.store.apply(batch)?;
+                ctx.metrics.feedback_quarantined.add(1);
+                Ok(())
+            }),
+        )
+        .await
+}
+
+/// Deletes project `p`'s quarantined reports that came before `before_ms`; how many.
+pub async fn purge_quarantine(registry: &Registry, p: ProjectId, before_ms: i64) -> Result<usize> {
+    registry
+        .send(
+            p,
+            Apply::applied(move |ctx, _| {
+                let mut batch = Batch::new();
+                let mut n = 0;
+                for kv in ctx.store.scan(&keys::feedback_quarantined(p), None, false) {
+                    let (k, _) = kv?;
+                    let Some(id) = k
+                        .len()
+                        .checked_sub(16)
+                        .and_then(|at| uuid::Uuid::from_slice(&k[at..]).ok())
+                    else {
+                        continue;
+                    };
+                    let Some((secs, _)) = id.get_timestamp().map(|t| t.to_unix()) else {
+                        continue;
+                    };
+                    // Keys sort by time: the first young one ends the walk.
+                    if (secs as i64) * 1000 >= before_ms {
+                        break;
+                    }
+                    batch.delete(k);
+                    n += 1;
+                }
+                if n > 0 {
+                    ctx.store.apply(batch)?;
+                }
+                Ok(n)
+            }),
+        )
+        .await
 }
 
 /// Applies `report` to email `email` (or, without one, to its recipient) of project `p`.
@@ -145,6 +205,11 @@ fn in_actor(
         return Ok(());
     }
     *applied = Applied::Done;
+    match report.kind {
+        Kind::Hard => ctx.metrics.feedback_hard.add(1),
+        Kind::Soft => ctx.metrics.feedback_soft.add(1),
+        Kind::Complaint => ctx.metrics.feedback_complaint.add(1),
+    }
     let batch = &mut unit.batch;
     batch.put(seen, now.millis().to_le_bytes().to_vec());
     let email_ref = email.as_ref().map(|e| e.id.to_string());

@@ -7,6 +7,8 @@
 
 pub mod effects;
 pub mod providers;
+pub mod receiver;
+pub mod reports;
 
 pub use effects::{apply, Applied};
 

@@ -11,10 +11,12 @@ use actix::{
 
 use super::messages::{Deliver, Delivery, Owner};
 use super::mime;
+use super::return_path::ReturnPath;
 use super::smtp::SmtpPool;
 use super::tls::SmtpSecurity;
 use crate::faults::{Faults, Point};
 use crate::model::EmailId;
+use lettre::address::Envelope;
 
 #[derive(Debug, Clone)]
 pub enum TransportConfig {
@@ -47,6 +49,8 @@ pub struct MailerActor {
     signers: mime::Signers,
     metrics: Arc<crate::metrics::Metrics>,
     faults: Arc<Faults>,
+    /// The envelope sender of every email, when `feedback.return_path_domain` is set.
+    return_path: Option<Arc<ReturnPath>>,
 }
 
 impl MailerActor {
@@ -57,7 +61,15 @@ impl MailerActor {
             signers: mime::Signers::default(),
             metrics,
             faults: Arc::default(),
+            return_path: None,
         }
+    }
+
+    /// Sends every email with a return path of its own (`b-<token>@<domain>`), where
+    /// the relay's later reports come back.
+    pub fn with_return_path(mut self, return_path: Option<Arc<ReturnPath>>) -> Self {
+        self.return_path = return_path;
+        self
     }
 
     /// The engine's test faults (debug builds only; `Registry::faults`).
@@ -139,7 +151,7 @@ impl Handler<Deliver> for MailerActor {
             return Box::pin(async move { after_panic(id, &owner) });
         };
         let me = ctx.address();
-        let send = deliver(msg, transport, signer);
+        let send = deliver(msg, transport, signer, self.return_path.clone());
         Box::pin(async move {
             match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(send)).await {
                 Ok(delivery) => delivery,
@@ -170,6 +182,7 @@ async fn deliver(
     msg: Deliver,
     transport: Option<Arc<Transport>>,
     signer: Result<Arc<mime::Signer>, mime::MimeError>,
+    return_path: Option<Arc<ReturnPath>>,
 ) -> Delivery {
     let Some(transport) = transport else {
         return Delivery::Transient("mailer not started".into());
@@ -192,6 +205,14 @@ async fn deliver(
             tracing::error!(email = %msg.email.id, error = %e, "the message could not be built");
             return Delivery::Failed(format!("the message could not be built or signed: {e}"));
         }
+    };
+    let envelope = match return_path.map(|rp| rp.address(msg.email.id).parse()) {
+        None => envelope,
+        Some(Ok(from)) => match Envelope::new(Some(from), envelope.to().to_vec()) {
+            Ok(e) => e,
+            Err(e) => return Delivery::Failed(format!("the return path: {e}")),
+        },
+        Some(Err(e)) => return Delivery::Failed(format!("the return path: {e}")),
     };
     match &*transport {
         Transport::Smtp(pool) => pool.send(&envelope, &bytes, &msg.owner).await,

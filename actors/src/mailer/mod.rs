@@ -17,6 +17,7 @@ pub mod messages;
 pub mod mime;
 pub mod outbox;
 pub mod plain_text;
+pub mod return_path;
 pub mod smtp;
 pub mod tls;
 

@@ -89,6 +89,17 @@ pub fn soft_bounces(p: ProjectId, hash: &[u8; 32]) -> Vec<u8> {
     in_project(p, b"/sbn/", &[hash])
 }
 
+/// Mail to a return path that could not be read, kept for `feedback.quarantine_days`
+/// (its id is a v7 uuid: it sorts, and tells, by when it came).
+pub fn feedback_quarantine(p: ProjectId, id: &uuid::Uuid) -> Vec<u8> {
+    in_project(p, b"/fq/", &[id.as_bytes()])
+}
+
+/// Every quarantined report of a project.
+pub fn feedback_quarantined(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/fq/", &[])
+}
+
 /// Delivery reports already applied, by the report's own id (a provider's event id,
 /// or the digest of a report message): the same report twice changes nothing more.
 pub fn feedback_seen(p: ProjectId, id: &[u8; 32]) -> Vec<u8> {
@@ -679,6 +690,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/supn/", "suppression counts"),
         (b"/sbn/", "soft bounces"),
         (b"/fbs/", "delivery reports seen"),
+        (b"/fq/", "quarantined reports"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[
         (PROJECTS, "projects"),

@@ -49,6 +49,8 @@ pub struct TestApp {
     agent: ureq::Agent,
     /// The DNS server the app asks, for apps started with `spawn_with_dns`.
     dns: Option<TestDns>,
+    /// What the server printed on stdout (its listening addresses), line by line.
+    stdout: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -173,6 +175,7 @@ impl TestApp {
                 .timeout(Duration::from_secs(30))
                 .build(),
             dns: None,
+            stdout: Default::default(),
             _tmp: None,
         };
         app.launch();
@@ -196,10 +199,15 @@ impl TestApp {
             .expect("start the mailroom binary");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
+        let printed = self.stdout.clone();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                printed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(line.trim().to_owned());
                 if let Some(url) = line.trim().strip_prefix("mailroom listening on ") {
                     let _ = tx.send(url.to_owned());
                 }
@@ -280,6 +288,17 @@ impl TestApp {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// What follows `prefix` on the first line the server printed that starts with it
+    /// (`feedback SMTP listening on `).
+    pub fn printed(&self, prefix: &str) -> Option<String> {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
     }
 
     /// The server's log so far (its stderr, kept beside the data directory).
