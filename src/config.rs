@@ -576,6 +576,11 @@ impl LinkSettings {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Campaigns {
+    /// A campaign whose own bounce (complaint) rate passes this, after `pause_after`
+    /// emails the relay answered, stops as PAUSED.
+    pub pause_bounce_rate: f64,
+    pub pause_complaint_rate: f64,
+    pub pause_after: u64,
     pub batch_size: usize,
     pub queue_ahead: u64,
     pub progress_log_seconds: u64,

@@ -34,6 +34,7 @@ pub mod pace;
 pub mod project;
 pub mod projects;
 pub mod render;
+pub mod reputation;
 pub mod retention;
 pub mod scheduler;
 pub mod segment;

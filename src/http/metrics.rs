@@ -45,6 +45,9 @@ pub struct Metrics {
     executions: IntCounterVec,
     retention_removed: IntCounterVec,
     outbox_depth: IntGauge,
+    /// Projects whose rolling rates pass the campaign pause thresholds (no per-project
+    /// label: a project id is not for everyone who can read /metrics).
+    reputation_over: IntGaugeVec,
     outbox_oldest: IntGauge,
     campaigns_sending: IntGauge,
     timers_pending: IntGauge,
@@ -238,6 +241,17 @@ impl Metrics {
             executions.with_label_values(&[m.as_str()]);
         }
         let outbox_depth = gauge("mailroom_outbox_depth", "Emails waiting in the outbox");
+        let reputation_over = IntGaugeVec::new(
+            Opts::new(
+                "mailroom_projects_over_rate",
+                "Projects whose rolling bounce or complaint rate (GET /stats) passes campaigns.pause_bounce_rate or campaigns.pause_complaint_rate",
+            ),
+            &["rate"],
+        )
+        .expect("valid metric");
+        for r in ["bounce", "complaint"] {
+            reputation_over.with_label_values(&[r]);
+        }
         let outbox_oldest = gauge(
             "mailroom_outbox_oldest_age_seconds",
             "How long the oldest email in the outbox has waited since it was queued (0 when empty)",
@@ -266,6 +280,7 @@ impl Metrics {
             Box::new(executions.clone()),
             Box::new(retention_removed.clone()),
             Box::new(outbox_depth.clone()),
+            Box::new(reputation_over.clone()),
             Box::new(outbox_oldest.clone()),
             Box::new(campaigns_sending.clone()),
             Box::new(timers_pending.clone()),
@@ -289,6 +304,7 @@ impl Metrics {
             executions,
             retention_removed,
             outbox_depth,
+            reputation_over,
             outbox_oldest,
             campaigns_sending,
             timers_pending,
@@ -376,6 +392,21 @@ impl Metrics {
         match mailroom_actors::webhooks::deliver::backlog(&*state.store) {
             Ok(n) => self.webhook_backlog.set(n as i64),
             Err(e) => tracing::warn!(error = %e, "counting webhook deliveries for /metrics"),
+        }
+        match mailroom_actors::feedback::stats::over_rates(
+            &state.registry,
+            state.pause_rates.0,
+            state.pause_rates.1,
+        ) {
+            Ok((bounce, complaint)) => {
+                self.reputation_over
+                    .with_label_values(&["bounce"])
+                    .set(bounce as i64);
+                self.reputation_over
+                    .with_label_values(&["complaint"])
+                    .set(complaint as i64);
+            }
+            Err(e) => tracing::warn!(error = %e, "reading projects' rates for /metrics"),
         }
         match state.campaigns.sending_count() {
             Ok(n) => self.campaigns_sending.set(n as i64),

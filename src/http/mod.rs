@@ -25,6 +25,7 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod segments;
 pub mod send;
+pub mod stats;
 pub mod suppressions;
 pub mod templates;
 pub mod track;
@@ -97,6 +98,8 @@ pub struct AppState {
     /// event; the delivery loop has its own handle on it).
     pub webhooks: mailroom_actors::webhooks::WebhookConfig,
     pub webhook_client: Arc<mailroom_actors::workflow::WebhookClient>,
+    /// `campaigns.pause_bounce_rate` and `pause_complaint_rate` (for /metrics).
+    pub pause_rates: (f64, f64),
     /// Provider callbacks for bounces and complaints (`[feedback]`).
     pub callbacks: feedback::Callbacks,
 }
@@ -168,6 +171,10 @@ impl AppState {
             webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
             webhook_client,
             callbacks: feedback::Callbacks::new(&settings.feedback).unwrap_or_default(),
+            pause_rates: (
+                settings.campaigns.pause_bounce_rate,
+                settings.campaigns.pause_complaint_rate,
+            ),
         }
     }
 }
@@ -318,6 +325,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                 resource("/webhooks/{id}/deliveries").route(web::get().to(webhooks::deliveries)),
             )
             .service(resource("/webhooks/{id}/test").route(web::post().to(webhooks::test)))
+            .service(resource("/stats").route(web::get().to(stats::get)))
             .service(resource("/feedback/postmark").route(web::post().to(feedback::postmark)))
             .service(resource("/feedback/sendgrid").route(web::post().to(feedback::sendgrid)))
             .service(resource("/feedback/mailgun").route(web::post().to(feedback::mailgun)))

@@ -5,7 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     admin, campaigns, contacts, contacts_bulk, domains, events, feedback, ops, segments, send,
-    suppressions, templates, track, verify, webhooks, workflows,
+    stats, suppressions, templates, track, verify, webhooks, workflows,
 };
 
 #[derive(OpenApi)]
@@ -30,7 +30,7 @@ use super::{
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
         webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
         suppressions::list, suppressions::add, suppressions::remove,
-        feedback::postmark, feedback::sendgrid, feedback::mailgun,
+        feedback::postmark, feedback::sendgrid, feedback::mailgun, stats::get,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,
@@ -57,7 +57,7 @@ use super::{
         webhooks::UpdateWebhookRequest,
         suppressions::SuppressionView, suppressions::SuppressionList,
         suppressions::AddSuppressionRequest, suppressions::SuppressionReason,
-        suppressions::ManualReason, feedback::CallbackResult,
+        suppressions::ManualReason, feedback::CallbackResult, stats::ProjectStatsView,
     )),
     modifiers(&BearerAuth),
 )]

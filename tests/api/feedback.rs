@@ -164,6 +164,23 @@ fn a_mailgun_hard_bounce_of_a_delivered_campaign_email_moves_its_stats_unsubscri
         "{events}"
     );
 
+    let st = app.get("/stats", &p.secret);
+    assert_eq!(st.status, 200, "{}", st.text);
+    let st = st.json();
+    assert_eq!(
+        (
+            st["contacts"].as_u64(),
+            st["subscribed"].as_u64(),
+            st["suppressed"].as_u64()
+        ),
+        (Some(2), Some(1), Some(1)),
+        "{st}"
+    );
+    assert_eq!(
+        (st["bounceRate"].as_f64(), st["complaintRate"].as_f64()),
+        (Some(0.5), Some(0.0)),
+        "one of two sent: {st}"
+    );
     // The same report again changes nothing more.
     let again = callback(&app, "/feedback/mailgun", &[], &body);
     assert_eq!(again.json()["duplicates"], 1, "{}", again.text);

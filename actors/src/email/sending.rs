@@ -546,6 +546,12 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
             .after_outcome(store, &mut batch, p, &email, cancelled, now)?;
     }
     batch.put(keys::email(p, email.id), email.encode()?);
+    if matches!(email.status, EmailStatus::Sent | EmailStatus::Bounced) {
+        crate::reputation::count(&mut batch, store, p, |t| {
+            t.sent += 1;
+            t.bounced += u64::from(bounced);
+        })?;
+    }
     let events = match (event, &to) {
         (Some(name), Some(to)) => {
             let mut ev = email_event(name, &email, to, now);

@@ -212,6 +212,17 @@ fn in_actor(
     }
     let batch = &mut unit.batch;
     batch.put(seen, now.millis().to_le_bytes().to_vec());
+    // A late bounce of an email counted as delivered, and a complaint, move the rates.
+    let late_bounce = report.kind == Kind::Hard
+        && email
+            .as_ref()
+            .is_some_and(|e| e.status == EmailStatus::Sent);
+    if late_bounce || report.kind == Kind::Complaint {
+        crate::reputation::count(batch, store, p, |t| match report.kind {
+            Kind::Complaint => t.complained += 1,
+            _ => t.bounced += 1,
+        })?;
+    }
     let email_ref = email.as_ref().map(|e| e.id.to_string());
     let mut unsubscribe = None;
     match report.kind {

@@ -9,6 +9,7 @@ pub mod effects;
 pub mod providers;
 pub mod receiver;
 pub mod reports;
+pub mod stats;
 
 pub use effects::{apply, Applied};
 

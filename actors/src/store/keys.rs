@@ -84,6 +84,11 @@ pub fn suppression_count(p: ProjectId, reason: u8) -> Vec<u8> {
     in_project(p, b"/supn/", &[&[reason]])
 }
 
+/// A project's rolling tallies of sent, bounced and complained-of emails (`reputation`).
+pub fn reputation(p: ProjectId) -> Vec<u8> {
+    in_project(p, b"/rep/", &[])
+}
+
 /// The soft bounces an address had lately (their times), counted to suppress it.
 pub fn soft_bounces(p: ProjectId, hash: &[u8; 32]) -> Vec<u8> {
     in_project(p, b"/sbn/", &[hash])
@@ -691,6 +696,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/sbn/", "soft bounces"),
         (b"/fbs/", "delivery reports seen"),
         (b"/fq/", "quarantined reports"),
+        (b"/rep/", "reputation"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[
         (PROJECTS, "projects"),

@@ -51,6 +51,11 @@ pub fn list(
     })
 }
 
+/// Addresses on the list, in all.
+pub fn total(registry: &Registry, p: ProjectId) -> Result<u64> {
+    records::total(&**registry.store(), p, None)
+}
+
 /// Puts an address on the list by hand (`manual`, unless the caller names another
 /// reason). Answers the entry and whether it is new; an address already on it keeps
 /// its entry as it was.
