@@ -594,6 +594,11 @@ impl Campaigns {
             queue_ahead: self.queue_ahead.max(1),
             progress_every: std::time::Duration::from_secs(self.progress_log_seconds.max(1)),
             runners: self.runners.clamp(1, 64),
+            pause: mailroom_actors::campaign::PauseRule {
+                bounce_rate: self.pause_bounce_rate,
+                complaint_rate: self.pause_complaint_rate,
+                after: self.pause_after.max(1),
+            },
         }
     }
 }

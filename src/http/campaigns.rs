@@ -40,8 +40,10 @@ pub struct CampaignView {
     /// The segment filter shape, for FILTERED.
     #[schema(value_type = Option<Object>)]
     audience_filter: Option<serde_json::Value>,
-    /// DRAFT, SCHEDULED, SENDING, SENT or CANCELLED.
+    /// DRAFT, SCHEDULED, SENDING, PAUSED, SENT or CANCELLED.
     status: &'static str,
+    /// Why a PAUSED campaign stopped (its bounce or complaint rate); null otherwise.
+    paused_reason: Option<String>,
     scheduled_at: Option<String>,
     sent_at: Option<String>,
     created_at: String,
@@ -63,6 +65,7 @@ impl From<&Campaign> for CampaignView {
             segment_id: c.segment_id.map(|s| s.to_string()),
             audience_filter: c.audience_filter.as_ref().map(Group::to_json),
             status: c.status.as_str(),
+            paused_reason: None,
             scheduled_at: c.scheduled_at.map(|t| t.to_iso()),
             sent_at: c.sent_at.map(|t| t.to_iso()),
             created_at: c.created_at.to_iso(),
@@ -210,8 +213,13 @@ pub struct TestCampaignRequest {
     email: EmailAddress,
 }
 
-fn view(c: &Campaign) -> CampaignView {
-    CampaignView::from(c)
+/// The campaign as answered, with why it is PAUSED when it is.
+fn view(state: &AppState, p: ProjectId, c: &Campaign) -> CampaignView {
+    let mut v = CampaignView::from(c);
+    if c.status == CampaignStatus::Paused {
+        v.paused_reason = actions::paused_reason(&state.registry, p, c.id).unwrap_or_default();
+    }
+    v
 }
 
 /// A segment id from a request: one that cannot exist names no segment of this project.
@@ -264,7 +272,7 @@ pub async fn list(
     let page = blocking(move || stored::list(&*store, p.id, &page)).await?;
     let has_more = page.has_more();
     Ok(envelope::ok(CampaignList {
-        campaigns: page.items.iter().map(view).collect(),
+        campaigns: page.items.iter().map(|c| view(&state, p.id, c)).collect(),
         cursor: page.next_cursor,
         has_more,
         total: page.total,
@@ -280,7 +288,7 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let c = create_in(&state, p.id, req).await?;
-    Ok(envelope::created(view(&c)))
+    Ok(envelope::created(view(&state, p.id, &c)))
 }
 
 /// POST /campaigns for project `p` (the dashboard's form sends its request here too).
@@ -332,7 +340,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
     let c = stored::get(&*state.store, p.id, id)?;
-    Ok(envelope::ok(view(&c)))
+    Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
 #[utoipa::path(patch, path = "/campaigns/{id}", tag = "Campaigns", request_body = UpdateCampaignRequest,
@@ -369,7 +377,7 @@ pub async fn update(
         audience_filter,
     };
     let c = actions::update(&state.registry, p.id, id, patch).await?;
-    Ok(envelope::ok(view(&c)))
+    Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
 #[utoipa::path(delete, path = "/campaigns/{id}", tag = "Campaigns",
@@ -397,7 +405,7 @@ pub async fn send(
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
     let c = send_in(&state, p.id, id, &body).await?;
-    Ok(envelope::ok(view(&c)))
+    Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
 /// POST /campaigns/{id}/send for project `p`, its optional body as sent (the
@@ -429,7 +437,22 @@ pub async fn cancel(
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
     let c = actions::cancel(&state.registry, p.id, id).await?;
-    Ok(envelope::ok(view(&c)))
+    Ok(envelope::ok(view(&state, p.id, &c)))
+}
+
+#[utoipa::path(post, path = "/campaigns/{id}/resume", tag = "Campaigns",
+    params(("id" = String, Path, description = "Campaign id")),
+    responses((status = 200, description = "{success, data: CampaignView}", body = CampaignView), (status = 404),
+              (status = 409, description = "the campaign is not PAUSED")),
+    security(("bearer" = [])))]
+pub async fn resume(
+    SecretKey(p): SecretKey,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = campaign_id(&id)?;
+    let c = actions::resume(&state.registry, &state.campaigns, p.id, id).await?;
+    Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
 #[utoipa::path(post, path = "/campaigns/{id}/test", tag = "Campaigns", request_body = TestCampaignRequest,

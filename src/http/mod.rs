@@ -350,6 +350,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             )
             .service(resource("/campaigns/{id}/send").route(web::post().to(campaigns::send)))
             .service(resource("/campaigns/{id}/cancel").route(web::post().to(campaigns::cancel)))
+            .service(resource("/campaigns/{id}/resume").route(web::post().to(campaigns::resume)))
             .service(resource("/campaigns/{id}/test").route(web::post().to(campaigns::test)))
             .service(resource("/campaigns/{id}/stats").route(web::get().to(campaigns::stats)))
             .service(

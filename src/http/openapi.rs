@@ -24,7 +24,7 @@ use super::{
         segments::list, segments::create, segments::get, segments::update, segments::delete,
         segments::contacts, segments::add_members, segments::remove_members,
         campaigns::list, campaigns::create, campaigns::get, campaigns::update, campaigns::delete,
-        campaigns::send, campaigns::cancel, campaigns::test, campaigns::stats,
+        campaigns::send, campaigns::cancel, campaigns::resume, campaigns::test, campaigns::stats,
         workflows::list, workflows::create, workflows::get, workflows::update, workflows::delete,
         workflows::executions, workflows::execution,
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,

@@ -436,3 +436,65 @@ fn three_postmark_soft_bounces_suppress_an_address_for_a_while_and_two_do_not() 
     );
     assert_eq!(bad.status, 400, "{}", bad.text);
 }
+
+#[test]
+fn a_campaign_past_its_bounce_rate_pauses_with_its_reason_and_resume_sends_the_rest() {
+    let (_dns, smtp, app, p) = rig(|s| {
+        s.campaigns.batch_size = 2;
+        s.campaigns.queue_ahead = 2;
+        s.campaigns.pause_after = 2;
+        s.campaigns.pause_bounce_rate = 0.2;
+    });
+    contacts(&app, &p, &emails("in", 10), true);
+    // Every recipient is refused until the relay is fixed.
+    smtp.keep_refusing(mailroom_testkit::Stage::RcptTo, "550 5.1.1 No such user");
+    let c = create(&app, &p, json!({}));
+    let cid = c["id"].as_str().unwrap().to_owned();
+    data(
+        &crate::support::campaign::send(&app, &p, &cid, json!({})),
+        200,
+    );
+    let paused = crate::support::campaign::campaign_when(&app, &p, &cid, "PAUSED");
+    assert_eq!(paused["status"], "PAUSED", "{paused}");
+    let reason = paused["pausedReason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("bounce rate") && reason.contains("pause_bounce_rate"),
+        "{paused}"
+    );
+    let s = stats(&app, &p, &cid);
+    assert!(
+        count(&s, "bounced") >= 2 && count(&s, "delivered") == 0,
+        "{s}"
+    );
+    let queued_when_paused = count(&s, "bounced") + count(&s, "queued");
+    assert!(queued_when_paused < 10, "the rest waits: {s}");
+
+    // Resume asks PAUSED: a second resume, or one of a DRAFT, is a 409.
+    smtp.clear_refusals();
+    let resumed = data(
+        &app.post(&format!("/campaigns/{cid}/resume"), &p.secret, json!({})),
+        200,
+    );
+    assert!(resumed["pausedReason"].is_null(), "{resumed}");
+    let again = app.post(&format!("/campaigns/{cid}/resume"), &p.secret, json!({}));
+    assert_eq!(
+        again.status, 409,
+        "only a PAUSED campaign resumes: {}",
+        again.text
+    );
+    let done = crate::support::campaign::campaign_when(&app, &p, &cid, "SENT");
+    assert_eq!(done["status"], "SENT", "{done}");
+    let s = stats(&app, &p, &cid);
+    assert_eq!(
+        count(&s, "delivered") + count(&s, "bounced"),
+        10,
+        "everyone once: {s}"
+    );
+    let draft = create(&app, &p, json!({"name": "Draft"}));
+    let r = app.post(
+        &format!("/campaigns/{}/resume", draft["id"].as_str().unwrap()),
+        &p.secret,
+        json!({}),
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+}

@@ -131,6 +131,25 @@ pub async fn send(
     })
 }
 
+/// POST /campaigns/{id}/resume: a PAUSED campaign goes on sending.
+pub async fn resume(
+    registry: &Registry,
+    runner: &Arc<Campaigns>,
+    p: ProjectId,
+    id: CampaignId,
+) -> Result<Campaign> {
+    let c = registry
+        .send(p, Apply::durable(move |ctx, _| campaigns::resume(ctx, id)))
+        .await?;
+    runner.start(p, id);
+    Ok(c)
+}
+
+/// Why a campaign is PAUSED, when it is.
+pub fn paused_reason(registry: &Registry, p: ProjectId, id: CampaignId) -> Result<Option<String>> {
+    campaigns::paused_reason(&**registry.store(), p, id)
+}
+
 pub async fn cancel(registry: &Registry, p: ProjectId, id: CampaignId) -> Result<Campaign> {
     let attempts = registry.attempts().clone();
     let (c, dropped) = registry

@@ -13,5 +13,5 @@ pub mod runner;
 pub mod stats;
 pub mod unsubscribe;
 
-pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
+pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus, PauseRule};
 pub use runner::{Campaigns, RunnerConfig};

@@ -18,6 +18,9 @@ pub enum CampaignStatus {
     Sending,
     Sent,
     Cancelled,
+    /// Stopped by its bounce or complaint rate (appended: stored variants keep their
+    /// index); `POST /campaigns/{id}/resume` sends the rest.
+    Paused,
 }
 
 impl CampaignStatus {
@@ -28,6 +31,7 @@ impl CampaignStatus {
             CampaignStatus::Sending => "SENDING",
             CampaignStatus::Sent => "SENT",
             CampaignStatus::Cancelled => "CANCELLED",
+            CampaignStatus::Paused => "PAUSED",
         }
     }
 }
@@ -80,6 +84,57 @@ pub struct Campaign {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub progress: Progress,
+}
+
+/// When a campaign's own rates stop it (`campaigns.pause_*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PauseRule {
+    pub bounce_rate: f64,
+    pub complaint_rate: f64,
+    /// Emails the relay must have answered (since the last resume) before it applies.
+    pub after: u64,
+}
+
+impl Default for PauseRule {
+    fn default() -> Self {
+        PauseRule {
+            bounce_rate: 0.05,
+            complaint_rate: 0.003,
+            after: 200,
+        }
+    }
+}
+
+impl PauseRule {
+    /// Why `now` (the stats since `baseline`, the stats at the last resume) stops the
+    /// campaign, if it does.
+    pub fn reason(&self, now: &CampaignStats, baseline: &CampaignStats) -> Option<String> {
+        let sent = now.sent().saturating_sub(baseline.sent());
+        if sent < self.after.max(1) {
+            return None;
+        }
+        let bounced = now.bounced.saturating_sub(baseline.bounced);
+        let complained = now.complained.saturating_sub(baseline.complained);
+        let (b, c) = (
+            bounced as f64 / sent as f64,
+            complained as f64 / sent as f64,
+        );
+        if b > self.bounce_rate {
+            Some(format!(
+                "bounce rate {:.1}% of {sent} emails passed campaigns.pause_bounce_rate ({:.1}%)",
+                b * 100.0,
+                self.bounce_rate * 100.0
+            ))
+        } else if c > self.complaint_rate {
+            Some(format!(
+                "complaint rate {:.2}% of {sent} emails passed campaigns.pause_complaint_rate ({:.2}%)",
+                c * 100.0,
+                self.complaint_rate * 100.0
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// How far a sending campaign has got.

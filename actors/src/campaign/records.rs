@@ -337,9 +337,10 @@ pub fn cancel(
             c.status = CampaignStatus::Draft;
             c.scheduled_at = None;
         }
-        CampaignStatus::Sending => {
+        CampaignStatus::Sending | CampaignStatus::Paused => {
             c.status = CampaignStatus::Cancelled;
             batch.delete(keys::sending_campaign(p, id));
+            batch.delete(keys::campaign_paused(p, id));
             let prefix = keys::campaign_queued(p, id);
             let mut n = 0u64;
             for kv in store.scan(&prefix, None, false) {
@@ -375,7 +376,7 @@ pub fn cancel(
             tracing::info!(project = %p, campaign = %id, dropped = n, "campaign cancelled");
             cancelled = n;
         }
-        _ => return Err(not_now(&c, "cancelled", "SCHEDULED or SENDING")),
+        _ => return Err(not_now(&c, "cancelled", "SCHEDULED, SENDING or PAUSED")),
     }
     c.updated_at = now;
     put(&mut batch, p, &c)?;
@@ -385,6 +386,59 @@ pub fn cancel(
     }
     ctx.metrics.emails_cancelled.add(cancelled);
     Ok((c, dropped))
+}
+
+/// Stops a SENDING campaign whose rates passed the pause rule: PAUSED, out of the
+/// runners' index, with `reason` kept. Answers whether it paused it.
+pub fn pause(ctx: &WriteCtx, id: CampaignId, reason: String) -> Result<bool> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let Some(mut c) = sending(store, p, id)? else {
+        return Ok(false);
+    };
+    tracing::warn!(project = %p, campaign = %id, reason, "campaign paused");
+    let mut batch = Batch::new();
+    c.status = CampaignStatus::Paused;
+    c.updated_at = now;
+    batch.delete(keys::sending_campaign(p, id));
+    batch.put(keys::campaign_paused(p, id), reason.into_bytes());
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(true)
+}
+
+/// POST /campaigns/{id}/resume: a PAUSED campaign sends the rest; its pause rule counts
+/// again from its stats now.
+pub fn resume(ctx: &WriteCtx, id: CampaignId) -> Result<Campaign> {
+    let (store, p, now) = (ctx.store, ctx.project, ctx.now);
+    let mut c = get(store, p, id)?;
+    if c.status != CampaignStatus::Paused {
+        return Err(not_now(&c, "resumed", "PAUSED"));
+    }
+    let stats = campaign_stats::load(store, p, id)?;
+    let mut batch = Batch::new();
+    c.status = CampaignStatus::Sending;
+    c.updated_at = now;
+    batch.put(keys::sending_campaign(p, id), Vec::new());
+    batch.delete(keys::campaign_paused(p, id));
+    batch.put(keys::campaign_resumed(p, id), codec::encode(&stats)?);
+    put(&mut batch, p, &c)?;
+    store.apply(batch)?;
+    Ok(c)
+}
+
+/// Why a campaign is PAUSED (None when it is not).
+pub fn paused_reason(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<Option<String>> {
+    Ok(store
+        .get(&keys::campaign_paused(p, id))?
+        .map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// The stats at the campaign's last resume (zero before any).
+pub fn resumed_at(store: &dyn Store, p: ProjectId, id: CampaignId) -> Result<CampaignStats> {
+    match store.get(&keys::campaign_resumed(p, id))? {
+        Some(b) => codec::decode(&b),
+        None => Ok(CampaignStats::default()),
+    }
 }
 
 /// Loads a campaign that is SENDING, or says it stopped.

@@ -50,6 +50,8 @@ pub struct RunnerConfig {
     pub progress_every: Duration,
     /// Supervised runner actors; each runs the campaigns that hash to it.
     pub runners: usize,
+    /// When a campaign's own bounce or complaint rate stops it.
+    pub pause: crate::campaign::PauseRule,
 }
 
 impl Default for RunnerConfig {
@@ -59,6 +61,7 @@ impl Default for RunnerConfig {
             queue_ahead: 5_000,
             progress_every: Duration::from_secs(5),
             runners: 2,
+            pause: Default::default(),
         }
     }
 }
@@ -414,6 +417,16 @@ impl Campaigns {
             }
             let stats = campaign_stats::load(&*store, p, id)?;
             log.maybe(p, &c, &stats);
+            let baseline = campaigns::resumed_at(&*store, p, id)?;
+            if let Some(reason) = self.config.pause.reason(&stats, &baseline) {
+                registry
+                    .send(
+                        p,
+                        Apply::durable(move |ctx, _| campaigns::pause(ctx, id, reason)),
+                    )
+                    .await?;
+                return Ok(());
+            }
             // A disabled project's campaign pauses, and so does one whose sender is no
             // longer a verified domain of the project (its emails would only wait in the
             // outbox until they fail); each goes on once that is put right.

@@ -346,6 +346,16 @@ pub fn campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
 
 /// A campaign's counts (`model::CampaignStats`), kept beside its record so that the
 /// delivery path updates them without rewriting the campaign.
+/// Why a PAUSED campaign stopped (text), while it is paused.
+pub fn campaign_paused(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpp/", &[c.as_bytes()])
+}
+
+/// A campaign's stats when it was last resumed: its pause rule counts from there.
+pub fn campaign_resumed(p: ProjectId, c: CampaignId) -> Vec<u8> {
+    in_project(p, b"/cpr/", &[c.as_bytes()])
+}
+
 pub fn campaign_stats(p: ProjectId, c: CampaignId) -> Vec<u8> {
     in_project(p, b"/cps/", &[c.as_bytes()])
 }
@@ -677,6 +687,8 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/cpa/", "campaign audiences"),
         (b"/cpq/", "campaign queues"),
         (b"/cpu/", "campaign unsubscribes"),
+        (b"/cpp/", "campaign pauses"),
+        (b"/cpr/", "campaign resumes"),
         (b"/cpx/", "campaign unsubscribes closed"),
         (b"/lun/", "link unsubscribes"),
         (b"/ic/", "import chunks"),
