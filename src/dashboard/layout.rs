@@ -18,6 +18,7 @@ const NAV: &[(&str, &str)] = &[
     ("/app/events", "Events"),
     ("/app/domains", "Domains"),
     ("/app/webhooks", "Webhooks"),
+    ("/app/suppressions", "Suppressions"),
     ("/app/settings", "Settings"),
 ];
 

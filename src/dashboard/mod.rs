@@ -18,6 +18,7 @@ mod segments;
 pub mod session;
 mod settings;
 mod sign_in;
+mod suppressions;
 mod templates;
 mod webhooks;
 mod workflows;
@@ -124,6 +125,10 @@ fn routes(cfg: &mut ServiceConfig) {
         .route("/webhooks/{id}/enabled", web::post().to(webhooks::enabled))
         .route("/webhooks/{id}/delete", web::post().to(webhooks::delete))
         .route("/webhooks/{id}/test", web::post().to(webhooks::test))
+        .route("/suppressions", web::get().to(suppressions::list))
+        .route("/suppressions", web::post().to(suppressions::add))
+        .route("/suppressions/remove", web::post().to(suppressions::remove))
+        .route("/suppressions/import", web::post().to(suppressions::import))
         .route("/domains", web::get().to(domains::list))
         .route("/domains", web::post().to(domains::create))
         .route("/domains/{id}/verify", web::post().to(domains::verify))

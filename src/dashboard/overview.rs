@@ -96,6 +96,9 @@ pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResp
     let store = state.store.clone();
     let (p, now) = (signed.project, now_ms(&state));
     let o = blocking(move || load(&*store, p, now)).await?;
+    let registry = state.registry.clone();
+    let rates = blocking(move || mailroom_actors::feedback::stats::project(&registry, p)).await?;
+    let percent = |r: f64| format!("{:.2}%", r * 100.0);
     let series: Vec<Series> = SERIES
         .iter()
         .zip(o.series)
@@ -112,6 +115,9 @@ pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResp
                 div { dt { "Contacts" } dd #contacts-total { (o.contacts) } }
                 div { dt { "Subscribed" } dd { (o.subscribed) } }
                 div { dt { "Emails waiting in the outbox" } dd #outbox-depth { (o.outbox) } }
+                div { dt { "Bounce rate (recent emails)" } dd #bounce-rate { (percent(rates.bounce_rate)) } }
+                div { dt { "Complaint rate (recent emails)" } dd #complaint-rate { (percent(rates.complaint_rate)) } }
+                div { dt { "Suppressed addresses" } dd #suppressed { a href="/app/suppressions" { (rates.suppressed) } } }
             }
         }
         section aria-labelledby="emails" {

@@ -334,6 +334,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
                     .route(web::get().to(suppressions::list))
                     .route(web::post().to(suppressions::add)),
             )
+            .service(resource("/suppressions/import").route(web::post().to(suppressions::import)))
             .service(
                 resource("/suppressions/{email}").route(web::delete().to(suppressions::remove)),
             )

@@ -29,7 +29,7 @@ use super::{
         workflows::executions, workflows::execution,
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
         webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
-        suppressions::list, suppressions::add, suppressions::remove,
+        suppressions::list, suppressions::add, suppressions::remove, suppressions::import,
         feedback::postmark, feedback::sendgrid, feedback::mailgun, stats::get,
     ),
     components(schemas(
@@ -57,7 +57,7 @@ use super::{
         webhooks::UpdateWebhookRequest,
         suppressions::SuppressionView, suppressions::SuppressionList,
         suppressions::AddSuppressionRequest, suppressions::SuppressionReason,
-        suppressions::ManualReason, feedback::CallbackResult, stats::ProjectStatsView,
+        suppressions::ManualReason, suppressions::ImportResult, suppressions::InvalidRow, feedback::CallbackResult, stats::ProjectStatsView,
     )),
     modifiers(&BearerAuth),
 )]

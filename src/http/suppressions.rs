@@ -133,3 +133,52 @@ pub async fn remove(
     actions::remove(&state.registry, p.id, email.into_inner()).await?;
     Ok(HttpResponse::NoContent().finish())
 }
+
+/// What an import made of the file.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportResult {
+    pub added: u64,
+    /// Addresses on the list already (kept as they were).
+    pub existing: u64,
+    /// Rows that name no valid address.
+    pub invalid: Vec<InvalidRow>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvalidRow {
+    /// The row's number in the file, the header being 1.
+    pub row: u64,
+    pub error: String,
+}
+
+impl From<actions::Imported> for ImportResult {
+    fn from(i: actions::Imported) -> Self {
+        ImportResult {
+            added: i.added,
+            existing: i.existing,
+            invalid: i
+                .invalid
+                .into_iter()
+                .map(|(row, error)| InvalidRow { row, error })
+                .collect(),
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/suppressions/import", tag = "Suppressions",
+    request_body(content = String, description = "CSV with a header row: an `email` column, and an optional `reason` column", content_type = "text/csv"),
+    responses((status = 200, body = ImportResult), (status = 413), (status = 422)), security(("bearer" = [])))]
+pub async fn import(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let raw =
+        super::body::read_within(&req, &mut payload.into_inner(), state.limits.max_body_bytes)
+            .await?;
+    let text = String::from_utf8(raw.to_vec())
+        .map_err(|_| ApiError::BadRequest("The CSV is not UTF-8 text".into()))?;
+    let done = actions::import(&state.registry, p.id, text).await?;
+    Ok(HttpResponse::Ok().json(ImportResult::from(done)))
+}

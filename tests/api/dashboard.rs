@@ -530,3 +530,56 @@ fn the_webhooks_page_adds_an_endpoint_shows_its_secret_once_tests_and_disables_i
     assert_eq!(gone.status, 303);
     assert_eq!(app.get(&format!("/webhooks/{id}"), &p.secret).status, 404);
 }
+
+#[test]
+fn the_suppressions_page_adds_imports_and_removes_addresses_and_the_overview_shows_the_rates() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let page = v.get("/app/suppressions");
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.text.contains("No address is suppressed"),
+        "{}",
+        page.text
+    );
+    let csrf = hidden(&page.text, "csrf");
+    let added = v.post(
+        "/app/suppressions",
+        &[("csrf", &csrf), ("email", "old@example.com")],
+    );
+    assert_eq!(added.status, 303, "{}", added.text);
+    let csv =
+        "Email,Reason\nbounced@example.com,hard_bounce\nnot an address,manual\nold@example.com,\n";
+    let imported = v.post("/app/suppressions/import", &[("csrf", &csrf), ("csv", csv)]);
+    assert_eq!(imported.status, 200, "{}", imported.text);
+    assert!(
+        imported
+            .text
+            .contains("1 added, 1 on the list already, 1 not addresses"),
+        "{}",
+        imported.text
+    );
+    let api = app
+        .get("/suppressions?reason=hard_bounce", &p.secret)
+        .json();
+    assert_eq!(
+        api["suppressions"][0]["email"], "bounced@example.com",
+        "{api}"
+    );
+    let page = v.get("/app/suppressions");
+    assert!(page.text.contains("old@example.com") && page.text.contains("bounced@example.com"));
+    let gone = v.post(
+        "/app/suppressions/remove",
+        &[("csrf", &csrf), ("email", "old@example.com")],
+    );
+    assert_eq!(gone.status, 303, "{}", gone.text);
+    assert_eq!(app.get("/suppressions", &p.secret).json()["total"], 1);
+    let overview = v.get("/app/overview");
+    assert!(
+        overview.text.contains("Bounce rate") && overview.text.contains("id=\"suppressed\""),
+        "{}",
+        overview.text
+    );
+}

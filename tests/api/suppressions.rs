@@ -210,3 +210,35 @@ fn deleting_the_contact_keeps_the_suppression_as_a_hash_and_it_still_applies() {
     let got = smtp.wait_for(1, wait());
     assert_eq!(rcpts(&got), ["bo@example.com"]);
 }
+
+#[test]
+fn a_csv_from_another_provider_is_imported_with_its_reasons_and_its_bad_rows_named() {
+    let app = TestApp::spawn();
+    let p = app.create_project("Acme");
+    let csv = "email,reason,source\nA@example.com,complaint,old\nb@example.com,,old\nnope,manual,old\na@example.com,manual,dup\n";
+    let r = app.request_with("POST", "/suppressions/import", Some(&p.secret), None, &[]);
+    assert!(r.status >= 400, "an empty body is refused: {}", r.text);
+    let r = crate::support::app::Resp::of(
+        "POST",
+        "/suppressions/import",
+        ureq::post(&format!("{}/suppressions/import", app.base))
+            .set("Authorization", &format!("Bearer {}", p.secret))
+            .set("Content-Type", "text/csv")
+            .send_string(csv),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let v = r.json();
+    assert_eq!(
+        (v["added"].as_u64(), v["existing"].as_u64()),
+        (Some(2), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["invalid"][0]["row"], 4, "{v}");
+    let complaint = listed(&app, &p.secret, "?reason=complaint");
+    assert_eq!(
+        complaint["suppressions"][0]["email"], "a@example.com",
+        "{complaint}"
+    );
+    assert_eq!(listed(&app, &p.secret, "?reason=manual")["total"], 1);
+    assert_eq!(listed(&app, &p.secret, "")["total"], 2);
+}

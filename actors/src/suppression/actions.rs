@@ -1,7 +1,7 @@
 //! What the API does with the suppression list: a paged read, and writes through the
 //! project's actor, answered once durable.
 
-use crate::error::{Error, FieldCode, Resource, Result};
+use crate::error::{Error, FieldCode, FieldError, Resource, Result};
 use crate::model::{EmailAddress, Page, PageRequest, ProjectId};
 use crate::project::apply::Apply;
 use crate::project::registry::Registry;
@@ -98,4 +98,121 @@ pub async fn remove(registry: &Registry, p: ProjectId, email: String) -> Result<
             }),
         )
         .await
+}
+
+/// What an import made of its rows.
+#[derive(Debug, Default, Clone)]
+pub struct Imported {
+    pub added: u64,
+    /// On the list already (kept as they were).
+    pub existing: u64,
+    /// Rows that name no valid address: (row number, counting the header as 1; why).
+    pub invalid: Vec<(u64, String)>,
+}
+
+/// Rows one import takes; more is refused whole (split the file).
+pub const MAX_IMPORT_ROWS: usize = 50_000;
+
+/// Puts the addresses of a CSV on the list (a list a tenant brings from another
+/// provider): the `email` column (any case; the header row must name it); a `reason` column with one of the list's reasons is kept (else `manual`). A header row
+/// is required. One durable write for the whole file.
+pub async fn import(registry: &Registry, p: ProjectId, csv_text: String) -> Result<Imported> {
+    if csv_text.trim().is_empty() {
+        return Err(Error::field(
+            "file",
+            FieldCode::TooSmall,
+            "The CSV is empty: send a header row (email) and a row per address",
+        ));
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(csv_text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| {
+            Error::field(
+                "file",
+                FieldCode::Custom,
+                format!("The CSV does not parse: {e}"),
+            )
+        })?
+        .clone();
+    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
+    let Some(email_col) = column("email") else {
+        return Err(Error::Validation(vec![FieldError::new(
+            "file",
+            FieldCode::Custom,
+            "The CSV's header row names no email column",
+        )
+        .suggesting("Start the file with a header row such as: email,reason")]));
+    };
+    let reason_col = column("reason");
+    let mut rows = Vec::new();
+    let mut out = Imported::default();
+    for (i, record) in reader.records().enumerate() {
+        let row = i as u64 + 2;
+        if rows.len() + out.invalid.len() >= MAX_IMPORT_ROWS {
+            return Err(Error::field(
+                "file",
+                FieldCode::TooBig,
+                format!("More than {MAX_IMPORT_ROWS} rows: split the file"),
+            ));
+        }
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                out.invalid
+                    .push((row, format!("the row does not parse: {e}")));
+                continue;
+            }
+        };
+        let raw = record.get(email_col).unwrap_or_default();
+        match EmailAddress::parse(raw) {
+            Ok(email) => {
+                let reason = reason_col
+                    .and_then(|c| record.get(c))
+                    .and_then(Reason::parse)
+                    .unwrap_or(Reason::Manual);
+                rows.push((email, reason));
+            }
+            Err(e) => out
+                .invalid
+                .push((row, format!("{raw:?} is not an address: {e}"))),
+        }
+    }
+    let (added, existing) = registry
+        .send(
+            p,
+            Apply::durable(move |ctx, _| {
+                let now = ctx.now.millis();
+                let mut batch = Batch::new();
+                let mut seen = std::collections::HashSet::new();
+                let (mut added, mut existing) = (0u64, 0u64);
+                // The counts are read once and moved by the whole file.
+                let mut delta = [0i64; 4];
+                for (email, reason) in rows {
+                    let hash = super::hash(email.as_str());
+                    if !seen.insert(hash) {
+                        existing += 1;
+                        continue;
+                    }
+                    let before = records::load(ctx.store, p, &hash)?;
+                    if before.as_ref().is_some_and(|s| s.applies(now)) {
+                        existing += 1;
+                        continue;
+                    }
+                    let s = Suppression::new(email.as_str(), reason, now);
+                    records::put_uncounted(&mut batch, p, before.as_ref(), &s, &mut delta)?;
+                    added += 1;
+                }
+                records::write_counts(&mut batch, ctx.store, p, delta)?;
+                ctx.store.apply(batch)?;
+                Ok((added, existing))
+            }),
+        )
+        .await?;
+    out.added = added;
+    out.existing = existing;
+    Ok(out)
 }

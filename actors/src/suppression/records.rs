@@ -59,6 +59,19 @@ pub fn put(
     s: &Suppression,
 ) -> Result<()> {
     let mut delta = [0i64; 4];
+    put_uncounted(batch, p, before, s, &mut delta)?;
+    write_counts(batch, store, p, delta)
+}
+
+/// `put` without writing the counts: their change goes into `delta` (per reason), for
+/// a caller that writes many entries and the counts once (`write_counts`).
+pub(crate) fn put_uncounted(
+    batch: &mut Batch,
+    p: ProjectId,
+    before: Option<&Suppression>,
+    s: &Suppression,
+    delta: &mut [i64; 4],
+) -> Result<()> {
     if let Some(old) = before {
         batch.delete(by_time(p, &old.id));
         delta[old.reason.byte() as usize] -= 1;
@@ -66,10 +79,15 @@ pub fn put(
     delta[s.reason.byte() as usize] += 1;
     batch.put(keys::suppression(p, &s.hash), codec::encode(s)?);
     batch.put(by_time(p, &s.id), s.hash.to_vec());
-    write_counts(batch, store, p, delta)
+    Ok(())
 }
 
-fn write_counts(batch: &mut Batch, store: &dyn Store, p: ProjectId, delta: [i64; 4]) -> Result<()> {
+pub(crate) fn write_counts(
+    batch: &mut Batch,
+    store: &dyn Store,
+    p: ProjectId,
+    delta: [i64; 4],
+) -> Result<()> {
     for r in Reason::ALL {
         let d = delta[r.byte() as usize];
         if d != 0 {
