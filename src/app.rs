@@ -126,12 +126,15 @@ impl Application {
         );
         let link_key =
             Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;
-        registry.set_links(Links::new(
-            link_key,
-            &links_url.url,
-            settings.tracking.enabled,
-            settings.links.unsubscribe_valid_days,
-        ));
+        registry.set_links(
+            Links::new(
+                link_key,
+                &links_url.url,
+                settings.tracking.enabled,
+                settings.links.unsubscribe_valid_days,
+            )
+            .with_sender_id(&settings.feedback.sender_id),
+        );
         let return_path = settings.feedback.return_path_domain().map(|d| {
             Arc::new(mailroom_actors::mailer::return_path::ReturnPath::new(
                 d, &link_key,

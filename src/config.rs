@@ -439,6 +439,8 @@ pub struct Feedback {
     pub max_connections: usize,
     pub smtp_timeout_seconds: u64,
     pub quarantine_days: u32,
+    /// The last part of every `Feedback-ID` header (campaign and workflow mail).
+    pub sender_id: String,
     pub soft_bounce_limit: u32,
     pub soft_bounce_days: u32,
     pub soft_suppression_days: u32,

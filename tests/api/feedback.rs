@@ -498,3 +498,23 @@ fn a_campaign_past_its_bounce_rate_pauses_with_its_reason_and_resume_sends_the_r
     );
     assert_eq!(r.status, 409, "{}", r.text);
 }
+
+#[test]
+fn campaign_mail_carries_feedback_id_and_list_id_naming_the_campaign_and_project() {
+    let (_dns, smtp, app, p) = rig(|s| s.feedback.sender_id = "acme-mail".into());
+    contacts(&app, &p, &emails("in", 1), true);
+    let c = create(&app, &p, json!({}));
+    let cid = c["id"].as_str().unwrap().to_owned();
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 1);
+    let raw = got[0].text();
+    assert_eq!(
+        header_of(&raw, "Feedback-ID"),
+        Some(format!("{cid}:{}:campaign:acme-mail", p.id)),
+        "{raw}"
+    );
+    let list = header_of(&raw, "List-Id").expect("a List-Id");
+    assert!(
+        list.starts_with(&format!("<{}.", p.id)) && list.ends_with('>'),
+        "{list}"
+    );
+}

@@ -219,6 +219,14 @@ pub fn render(
                     "List-Unsubscribe-Post".to_owned(),
                     "List-Unsubscribe=One-Click".to_owned(),
                 ));
+                if let Some(c) = m.campaign {
+                    headers.extend(m.links.list_headers(
+                        m.project,
+                        "campaign",
+                        &c.to_string(),
+                        true,
+                    ));
+                }
             }
             Ok(Rendered {
                 recipient,

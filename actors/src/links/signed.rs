@@ -74,6 +74,8 @@ pub struct Links {
     public_url: String,
     tracking: bool,
     unsubscribe_valid_days: u32,
+    /// `feedback.sender_id`: the last part of every `Feedback-ID`.
+    sender_id: String,
 }
 
 fn day_of(t: Timestamp) -> u32 {
@@ -94,7 +96,48 @@ impl Links {
             public_url: public_url.trim_end_matches('/').to_owned(),
             tracking,
             unsubscribe_valid_days,
+            sender_id: "mailroom".into(),
         }
+    }
+
+    /// Names the sender in `Feedback-ID` headers (`feedback.sender_id`).
+    pub fn with_sender_id(mut self, id: &str) -> Self {
+        let id: String = id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        if !id.is_empty() {
+            self.sender_id = id;
+        }
+        self
+    }
+
+    /// `Feedback-ID` (Gmail's feedback loop reports complaints per its fields) and, for
+    /// list mail, `List-Id` (`<project>.<public host>`): what bulk mail carries.
+    /// `kind` is `campaign` or `workflow`, `id` the campaign's or the workflow's.
+    pub fn list_headers(
+        &self,
+        project: ProjectId,
+        kind: &str,
+        id: &str,
+        list: bool,
+    ) -> Vec<(String, String)> {
+        let mut out = vec![(
+            "Feedback-ID".to_owned(),
+            format!("{id}:{project}:{kind}:{}", self.sender_id),
+        )];
+        if list {
+            let host = self
+                .public_url
+                .split("://")
+                .nth(1)
+                .unwrap_or(&self.public_url)
+                .split(['/', ':'])
+                .next()
+                .unwrap_or("localhost");
+            out.push(("List-Id".to_owned(), format!("<{project}.{host}>")));
+        }
+        out
     }
 
     /// The server's link key: read from the store, or made and stored at first start.

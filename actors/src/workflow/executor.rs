@@ -631,7 +631,13 @@ impl Executors {
             reply_to: None,
             subscribed: None,
             data: Map::new(),
-            headers: Vec::new(),
+            // Complaints about it are told apart by workflow (a mailbox provider's loop).
+            headers: self.registry.links().list_headers(
+                p,
+                "workflow",
+                &e.workflow_id.to_string(),
+                false,
+            ),
             attachments: Vec::new(),
             idempotency: Some(Claim::new("workflow", &key, &json!({}), SEND_KEY_TTL_MS)),
             execution: Some(e.id),
