@@ -713,3 +713,36 @@ impl Store for OneValue {
         Ok(self.scan(b"", None, false))
     }
 }
+
+/// A message mailed to a return path (`feedback::reports::read`): never a panic; every
+/// report it gives names a kind its fields allow, with text free of control characters
+/// (it reaches events, logs and webhook payloads), and at most `MAX_RECIPIENTS` of them.
+pub fn reports(data: &[u8]) {
+    use crate::feedback::reports::{self, Read, MAX_RECIPIENTS};
+    if let Read::Reports(list) = reports::read(data) {
+        assert!(
+            list.len() <= MAX_RECIPIENTS,
+            "{} reports from one message",
+            list.len()
+        );
+        for r in &list {
+            for text in [&r.recipient, &r.status, &r.diagnostic, &r.feedback_type]
+                .into_iter()
+                .flatten()
+            {
+                assert!(
+                    !text.chars().any(char::is_control),
+                    "control characters in {text:?}"
+                );
+            }
+            if let Some(status) = &r.status {
+                let class = status.chars().next();
+                match r.kind {
+                    crate::feedback::Kind::Hard => assert_eq!(class, Some('5'), "{r:?}"),
+                    crate::feedback::Kind::Soft => assert!(class != Some('5'), "{r:?}"),
+                    crate::feedback::Kind::Complaint => {}
+                }
+            }
+        }
+    }
+}

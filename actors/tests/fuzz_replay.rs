@@ -58,6 +58,11 @@ fn records() {
     run("records", fuzzing::records);
 }
 
+#[test]
+fn reports() {
+    run("reports", fuzzing::reports);
+}
+
 fn run(name: &str, target: Target) {
     let files = files(name);
     for (path, bytes) in &files {
