@@ -11,6 +11,7 @@
 mod campaign;
 mod client;
 mod failover;
+mod feedback;
 mod footprint;
 mod import;
 mod members;
@@ -47,7 +48,7 @@ pub struct Args {
     /// (10,000 timers due at once; the cost of triggers on /v1/track), soak (a mixed load
     /// for --soak-minutes, sampled every 30 s), import (--contacts rows through POST
     /// /contacts/import, timed to COMPLETED), footprint (--contacts through POST /contacts,
-    /// then a restart: RSS per contact and the project's load time), webhooks (/v1/track
+    /// then a restart: RSS per contact and the project's load time), feedback (/v1/send with a return path per email beside without, and delivery reports/s through the receiving SMTP server), webhooks (/v1/track
     /// with an endpoint subscribed to * beside none, and deliveries/s to a local
     /// receiver), failover (needs
     /// --postgres-url: two nodes, --contacts imported, kill -9 of the owner, the time
@@ -180,6 +181,16 @@ fn main() {
     }
     if wanted("paced") {
         paced(&rt, &bin, &dns, args.smtp_connections);
+    }
+    if wanted("feedback") {
+        feedback::run(
+            &rt,
+            &bin,
+            &dns,
+            args.smtp_connections,
+            args.connections,
+            args.seconds,
+        );
     }
     if wanted("webhooks") {
         webhooks::run(&rt, &bin, &env, args.connections, args.seconds);

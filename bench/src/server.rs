@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 pub struct Server {
     child: Child,
     addr: SocketAddr,
+    /// What the server printed before its HTTP address (other listeners' addresses).
+    pub printed: Vec<String>,
     pub secret_key: String,
     _dir: tempfile::TempDir,
 }
@@ -43,10 +45,11 @@ impl Server {
         );
         let keys: serde_json::Value =
             serde_json::from_slice(&created.stdout).expect("project JSON");
-        let (child, addr) = spawn(bin, &data, env, None);
+        let (child, addr, printed) = spawn(bin, &data, env, None);
         Server {
             child,
             addr,
+            printed,
             secret_key: keys["secretKey"].as_str().unwrap_or_default().to_owned(),
             _dir: dir,
         }
@@ -56,10 +59,11 @@ impl Server {
     /// more node on a database that already has one (`secret_key` is empty).
     pub fn start_node(bin: &Path, env: &[(String, String)]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (child, addr) = spawn(bin, &dir.path().join("data"), env, None);
+        let (child, addr, printed) = spawn(bin, &dir.path().join("data"), env, None);
         Server {
             child,
             addr,
+            printed,
             secret_key: String::new(),
             _dir: dir,
         }
@@ -75,9 +79,10 @@ impl Server {
     /// starts `bin` again on the same data directory, its log (stderr) written to `log`.
     pub fn restart(&mut self, bin: &Path, env: &[(String, String)], log: &Path) {
         self.stop();
-        let (child, addr) = spawn(bin, &self.data_dir(), env, Some(log));
+        let (child, addr, printed) = spawn(bin, &self.data_dir(), env, Some(log));
         self.child = child;
         self.addr = addr;
+        self.printed = printed;
     }
 
     /// SIGTERM, then waits for the exit.
@@ -142,7 +147,7 @@ fn spawn(
     data: &Path,
     env: &[(String, String)],
     log: Option<&Path>,
-) -> (Child, SocketAddr) {
+) -> (Child, SocketAddr, Vec<String>) {
     let stderr = match log {
         Some(path) => Stdio::from(std::fs::File::create(path).expect("server log file")),
         None => Stdio::inherit(),
@@ -160,6 +165,7 @@ fn spawn(
         .spawn()
         .expect("start mailroom serve");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = Vec::new();
     let addr = loop {
         let line = lines
             .next()
@@ -168,7 +174,8 @@ fn spawn(
         if let Some(url) = line.strip_prefix("mailroom listening on http://") {
             break url.parse().expect("socket address");
         }
+        printed.push(line);
     };
     std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    (child, addr, printed)
 }

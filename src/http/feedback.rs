@@ -27,6 +27,36 @@ pub struct Callbacks {
     /// SendGrid's key, as the point it names.
     pub sendgrid: Option<Vec<u8>>,
     pub mailgun: Option<String>,
+    /// Mailgun tokens seen within the signature's age, with the SHA-256 of the body they
+    /// came with (the HMAC covers only the timestamp and the token): the same token with
+    /// another body is refused; with the same body (Mailgun's retry) it is taken again.
+    seen_tokens: std::sync::Arc<std::sync::Mutex<SeenTokens>>,
+}
+
+/// Token -> (SHA-256 of its body, until when it is remembered).
+type SeenTokens = std::collections::HashMap<String, ([u8; 32], i64)>;
+
+/// Mailgun tokens remembered at most (older ones go first).
+const MAX_TOKENS: usize = 100_000;
+
+impl Callbacks {
+    /// Whether `token` may carry `body` (new, or seen with this very body).
+    fn token_fits(&self, token: &str, body: &[u8], now: i64) -> bool {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(body).into();
+        let mut seen = self.seen_tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() >= MAX_TOKENS {
+            seen.retain(|_, (_, until)| *until > now);
+        }
+        match seen.get(token) {
+            Some((d, _)) => *d == digest,
+            None if seen.len() >= MAX_TOKENS => false,
+            None => {
+                seen.insert(token.to_owned(), (digest, now + self.max_age_secs));
+                true
+            }
+        }
+    }
 }
 
 impl Callbacks {
@@ -50,6 +80,7 @@ impl Callbacks {
             },
             sendgrid,
             mailgun: set(&f.mailgun.signing_key),
+            seen_tokens: Default::default(),
         })
     }
 }
@@ -94,12 +125,23 @@ async fn apply_all(state: &AppState, reports: Vec<Report>) -> Result<HttpRespons
         let registry = state.registry.clone();
         let probe = report.clone();
         let found = super::blocking(move || feedback::effects::locate(&registry, &probe)).await?;
-        let applied = match found {
-            Some((p, email)) => {
-                feedback::apply(&state.registry, &state.callbacks.engine, p, email, report).await?
-            }
-            None => Applied::Unmatched,
-        };
+        let mut applied = Applied::Unmatched;
+        for (p, email) in found {
+            let one = feedback::apply(
+                &state.registry,
+                &state.callbacks.engine,
+                p,
+                email,
+                report.clone(),
+            )
+            .await?;
+            // Done anywhere is done; a duplicate everywhere is a duplicate.
+            applied = match (applied, one) {
+                (Applied::Done, _) | (_, Applied::Done) => Applied::Done,
+                (Applied::Duplicate, _) | (_, Applied::Duplicate) => Applied::Duplicate,
+                _ => Applied::Unmatched,
+            };
+        }
         match applied {
             Applied::Done => out.applied += 1,
             Applied::Duplicate => out.duplicates += 1,
@@ -162,7 +204,7 @@ pub async fn sendgrid(
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
     let fresh = timestamp
         .parse::<i64>()
-        .is_ok_and(|t| (now - t).abs() <= state.callbacks.max_age_secs);
+        .is_ok_and(|t| now.abs_diff(t) <= state.callbacks.max_age_secs.unsigned_abs());
     if !fresh || !providers::sendgrid_signed(&point, &timestamp, &raw, &signature) {
         return Err(refused(CallbackError::BadSignature));
     }
@@ -185,5 +227,12 @@ pub async fn mailgun(
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
     let reports =
         providers::mailgun(&raw, &key, now, state.callbacks.max_age_secs).map_err(refused)?;
+    let token = serde_json::from_slice::<serde_json::Value>(&raw)
+        .ok()
+        .and_then(|v| v["signature"]["token"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    if !state.callbacks.token_fits(&token, &raw, now) {
+        return Err(refused(CallbackError::BadSignature));
+    }
     apply_all(&state, reports).await
 }

@@ -130,6 +130,11 @@ fn a_mailgun_hard_bounce_of_a_delivered_campaign_email_moves_its_stats_unsubscri
     );
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    // Its signature (timestamp and token) over another body is a replay: refused.
+    let mut swapped: Value = serde_json::from_str(&body).unwrap();
+    swapped["event-data"]["event"] = json!("complained");
+    let r = callback(&app, "/feedback/mailgun", &[], &swapped.to_string());
+    assert_eq!(r.status, 401, "{}", r.text);
     let s = data(&app.get(&format!("/campaigns/{cid}/stats"), &p.secret), 200);
     assert_eq!(
         (count(&s, "delivered"), count(&s, "bounced")),

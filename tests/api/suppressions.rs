@@ -242,3 +242,39 @@ fn a_csv_from_another_provider_is_imported_with_its_reasons_and_its_bad_rows_nam
     assert_eq!(listed(&app, &p.secret, "?reason=manual")["total"], 1);
     assert_eq!(listed(&app, &p.secret, "")["total"], 2);
 }
+
+#[test]
+fn an_email_queued_before_its_address_was_suppressed_fails_instead_of_going_out() {
+    let (_dns, smtp, app, p) = rig(|s| s.sending.retry_base_ms = 200);
+    // The relay defers everything, so the email waits for a retry.
+    smtp.keep_refusing(mailroom_testkit::Stage::RcptTo, "451 4.3.0 Try again later");
+    let sent = app.post(
+        "/v1/send",
+        &p.secret,
+        json!({"to": "late@example.com", "from": FROM, "subject": "Hi", "body": "<p>Hi</p>"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let id = sent.json()["data"]["emails"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::support::campaign::eventually(20, || smtp.refused(), |n| *n >= 1);
+    let r = app.post(
+        "/suppressions",
+        &p.secret,
+        json!({"email": "late@example.com"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    smtp.clear_refusals();
+    let email = crate::support::campaign::eventually(
+        20,
+        || app.get(&format!("/emails/{id}"), &p.secret).json()["data"].clone(),
+        |e: &Value| e["status"] != "QUEUED",
+    );
+    assert_eq!(email["status"], "FAILED", "{email}");
+    assert!(
+        email.to_string().contains("suppression list (manual)"),
+        "{email}"
+    );
+    assert_eq!(smtp.count(), 0, "nothing reached the address");
+}

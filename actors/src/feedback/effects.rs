@@ -53,51 +53,61 @@ pub fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<Proje
     Ok(None)
 }
 
-/// Finds the project and email a report is about: by the email id in its
-/// `Message-ID`, looked up in every project (a callback carries no key); else by its
-/// recipient, when exactly one project has a contact with that address.
-pub fn locate(
-    registry: &Registry,
-    report: &Report,
-) -> Result<Option<(ProjectId, Option<EmailId>)>> {
+/// Where a report applies: the project and email its `Message-ID` names (looked up in
+/// every project: a callback carries no key); else, by its recipient, a bounce in every
+/// project that has a contact with that address (an address that does not take mail does
+/// not, whoever sends), and a complaint only in the one project that has it (a
+/// complaint is about a sender: one it cannot be pinned on is dropped).
+pub fn locate(registry: &Registry, report: &Report) -> Result<Vec<(ProjectId, Option<EmailId>)>> {
     if let Some(id) = report.message_id.as_deref().and_then(super::email_id_of) {
         if let Some(p) = project_of_email(registry, id)? {
-            return Ok(Some((p, Some(id))));
+            return Ok(vec![(p, Some(id))]);
         }
     }
     let Some(to) = report.recipient.as_deref() else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let Ok(address) = EmailAddress::parse(to.trim()) else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let store = registry.store();
-    let mut found = None;
+    let mut found = Vec::new();
     for project in crate::projects::Projects::new(store.clone()).list()? {
         if store
             .get(&keys::contact_by_email(project.id, address.as_str()))?
             .is_some()
         {
-            if found.is_some() {
-                return Ok(None);
-            }
-            found = Some(project.id);
+            found.push((project.id, None));
         }
     }
-    Ok(found.map(|p| (p, None)))
+    if report.kind == Kind::Complaint && found.len() > 1 {
+        return Ok(Vec::new());
+    }
+    Ok(found)
 }
 
-/// Keeps a message that could not be read, in project `p`, durably.
-pub async fn quarantine(registry: &Registry, p: ProjectId, message: Vec<u8>) -> Result<()> {
+/// Keeps a message that could not be read, in project `p`, durably: one per email (a
+/// token holder cannot fill the disk with them). Answers whether it kept it.
+pub async fn quarantine(
+    registry: &Registry,
+    p: ProjectId,
+    email: EmailId,
+    message: Vec<u8>,
+) -> Result<bool> {
     registry
         .send(
             p,
             Apply::durable(move |ctx, _| {
+                let marker = keys::feedback_quarantined_email(p, email);
+                if ctx.store.get(&marker)?.is_some() {
+                    return Ok(false);
+                }
                 let mut batch = Batch::new();
                 batch.put(keys::feedback_quarantine(p, &uuid::Uuid::now_v7()), message);
+                batch.put(marker, Vec::new());
                 ctx.store.apply(batch)?;
                 ctx.metrics.feedback_quarantined.add(1);
-                Ok(())
+                Ok(true)
             }),
         )
         .await
@@ -170,6 +180,16 @@ fn seen_key(p: ProjectId, report: &Report) -> Vec<u8> {
     keys::feedback_seen(p, &id)
 }
 
+fn seen_key_of_email(p: ProjectId, email: EmailId, kind: Kind) -> Vec<u8> {
+    let kind = match kind {
+        Kind::Hard => "hard",
+        Kind::Soft => "soft",
+        Kind::Complaint => "complaint",
+    };
+    let id: [u8; 32] = Sha256::digest(format!("email\n{email}\n{kind}")).into();
+    keys::feedback_seen(p, &id)
+}
+
 fn in_actor(
     ctx: &WriteCtx,
     unit: &mut Unit,
@@ -179,18 +199,29 @@ fn in_actor(
     applied: &mut Applied,
 ) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
-    let seen = seen_key(p, report);
-    if store.get(&seen)?.is_some() {
-        *applied = Applied::Duplicate;
-        return Ok(());
-    }
     let email = match email_id {
         Some(id) => crate::email::sending::load_email(store, p, id)?,
         None => None,
     };
-    // The recipient: the email's, else the report's.
-    let address = match email.as_ref().and_then(|e| e.to.email.address().cloned()) {
-        Some(a) => a,
+    // One report of each kind per email, whatever its id says (a report resent with a
+    // byte changed, the same bounce by mail and by callback, a deferral retried); a
+    // report about no email counts once by its own id.
+    let seen = match &email {
+        Some(e) => seen_key_of_email(p, e.id, report.kind),
+        None => seen_key(p, report),
+    };
+    if store.get(&seen)?.is_some() {
+        *applied = Applied::Duplicate;
+        return Ok(());
+    }
+    // The recipient: the email's. The address a report claims counts only for a report
+    // that names no email of ours (a provider's callback matched by recipient): a
+    // report for an email whose contact was erased changes nothing.
+    let address = match &email {
+        Some(e) => match e.to.email.address() {
+            Some(a) => a.clone(),
+            None => return Ok(()),
+        },
         None => match report
             .recipient
             .as_deref()

@@ -117,7 +117,7 @@ pub fn mailgun(
         return Err(CallbackError::BadSignature);
     }
     let at: i64 = ts.parse().map_err(|_| CallbackError::BadSignature)?;
-    if (now_secs - at).abs() > max_age_secs {
+    if now_secs.abs_diff(at) > max_age_secs.unsigned_abs() {
         return Err(CallbackError::BadSignature);
     }
     let data = v

@@ -33,6 +33,9 @@ const MAX_LINE: usize = 1000;
 const MAX_DATA_LINE: usize = 8192;
 /// Recipients one message may name.
 const MAX_RCPT: usize = 10;
+/// Commands one session may send; a session also ends after ten times the command
+/// timeout (`feedback.smtp_timeout_seconds`).
+const MAX_COMMANDS: usize = 1000;
 
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
@@ -165,10 +168,9 @@ async fn read_line<R: AsyncBufRead + Unpin>(
         return Ok(Line::Eof);
     }
     if !buf.ends_with(b"\n") {
+        // The rest of a long line is not read here: a command session closes, and the
+        // message's reader reads on in bounded pieces it throws away.
         if buf.len() > max {
-            // Skip the rest of the line.
-            let mut rest = Vec::new();
-            let _ = tokio::time::timeout(timeout, r.read_until(b'\n', &mut rest)).await;
             return Ok(Line::TooLong);
         }
         return Ok(Line::Eof);
@@ -199,15 +201,23 @@ async fn session(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     reply(&mut write, &format!("220 {host} Mailroom feedback ESMTP")).await?;
     let mut mail_from = false;
     let mut rcpts: Vec<EmailId> = Vec::new();
+    // A session that trickles (a NOOP a minute, a line of DATA a minute) ends anyway.
+    let (started, session_limit) = (std::time::Instant::now(), timeout * 10);
+    let mut commands = 0usize;
     loop {
         let line = match read_line(&mut read, MAX_LINE, timeout).await? {
             Line::Eof => return Ok(()),
             Line::TooLong => {
-                reply(&mut write, "500 5.5.2 Line too long").await?;
-                continue;
+                reply(&mut write, "500 5.5.2 Line too long; closing").await?;
+                return Ok(());
             }
             Line::Text(t) => t,
         };
+        commands += 1;
+        if commands > MAX_COMMANDS || started.elapsed() > session_limit {
+            reply(&mut write, "421 4.4.2 Session too long; closing").await?;
+            return Ok(());
+        }
         let (verb, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         match verb.to_ascii_uppercase().as_str() {
             "EHLO" => {
@@ -311,7 +321,14 @@ async fn read_data<R: AsyncRead + AsyncBufRead + Unpin>(
 ) -> std::io::Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
     let mut over = false;
+    let deadline = std::time::Instant::now() + timeout * 10;
     loop {
+        if std::time::Instant::now() > deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "DATA took too long",
+            ));
+        }
         let line = match read_line(r, MAX_DATA_LINE, timeout).await? {
             Line::Eof => {
                 return Err(std::io::Error::new(
@@ -349,9 +366,18 @@ async fn take(shared: &Shared, rcpts: &[EmailId], message: Vec<u8>) -> String {
         let id = *id;
         let found =
             tokio::task::spawn_blocking(move || effects::project_of_email(&registry, id)).await;
-        if let Ok(Ok(Some(p))) = found {
-            target = Some((p, id));
-            break;
+        match found {
+            Ok(Ok(Some(p))) => {
+                target = Some((p, id));
+                break;
+            }
+            Ok(Ok(None)) => {}
+            // The store could not say: the MTA tries again, nothing is lost.
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "finding a report's email");
+                return "451 4.3.0 Try again later".to_owned();
+            }
+            Err(_) => return "451 4.3.0 Try again later".to_owned(),
         }
     }
     let Some((p, email)) = target else {
@@ -366,8 +392,9 @@ async fn take(shared: &Shared, rcpts: &[EmailId], message: Vec<u8>) -> String {
         }
         Read::Unreadable(why) => {
             tracing::info!(project = %p, email = %email, why, "a report that cannot be read; quarantined");
-            match effects::quarantine(registry, p, message).await {
-                Ok(()) => "250 2.0.0 OK: kept for review".to_owned(),
+            match effects::quarantine(registry, p, email, message).await {
+                Ok(true) => "250 2.0.0 OK: kept for review".to_owned(),
+                Ok(false) => "250 2.0.0 OK: this email has a report kept already".to_owned(),
                 Err(e) => {
                     tracing::warn!(error = %e, "quarantining a report");
                     "451 4.3.0 Try again later".to_owned()

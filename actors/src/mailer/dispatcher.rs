@@ -454,13 +454,38 @@ impl Shared {
                 email if email.status != crate::model::EmailStatus::Queued => {
                     Some(DeliveryOutcome::Orphan)
                 }
-                email => self.attempt(project, id, email, mailer).await,
+                // Suppressed since it was queued (a campaign queues ahead; a retry
+                // waits): it fails with the reason instead of reaching the address.
+                email => match self.suppressed(project, &email) {
+                    Some(reason) => Some(DeliveryOutcome::Failed {
+                        error: format!("the address is on the suppression list ({reason})"),
+                    }),
+                    None => self.attempt(project, id, email, mailer).await,
+                },
             },
             // Gone: nothing to send.
             None => Some(DeliveryOutcome::Orphan),
         };
         if let Some(outcome) = outcome {
             self.record(project, id, key, outcome).await;
+        }
+    }
+
+    /// Why the email's address is suppressed now, if it is (a failed read sends: the
+    /// check at queueing time stands).
+    fn suppressed(
+        &self,
+        project: ProjectId,
+        email: &crate::model::OutboundEmail,
+    ) -> Option<&'static str> {
+        let to = email.to.email.address()?;
+        let now = self.clock.now().timestamp_millis();
+        match crate::suppression::lookup(&*self.store, project, to.as_str(), now) {
+            Ok(found) => found.map(|s| s.reason.as_str()),
+            Err(e) => {
+                tracing::warn!(email = %email.id, error = %e, "reading the suppression list before a send");
+                None
+            }
         }
     }
 }

@@ -100,6 +100,11 @@ pub fn feedback_quarantine(p: ProjectId, id: &uuid::Uuid) -> Vec<u8> {
     in_project(p, b"/fq/", &[id.as_bytes()])
 }
 
+/// That an email has a report in quarantine already: one per email is kept.
+pub fn feedback_quarantined_email(p: ProjectId, email: EmailId) -> Vec<u8> {
+    in_project(p, b"/fqe/", &[email.as_bytes()])
+}
+
 /// Every quarantined report of a project.
 pub fn feedback_quarantined(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/fq/", &[])
@@ -708,6 +713,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/sbn/", "soft bounces"),
         (b"/fbs/", "delivery reports seen"),
         (b"/fq/", "quarantined reports"),
+        (b"/fqe/", "emails with a quarantined report"),
         (b"/rep/", "reputation"),
     ];
     const GLOBAL: &[(&[u8], &str)] = &[

@@ -86,6 +86,10 @@ pub async fn add(
 
 /// Takes an address off the list; 404 when it is not on it.
 pub async fn remove(registry: &Registry, p: ProjectId, email: String) -> Result<()> {
+    // As the list keys it: an address written as a send would take it.
+    let email = EmailAddress::parse(email.trim())
+        .map(|e| e.as_str().to_owned())
+        .unwrap_or(email);
     registry
         .send(
             p,
