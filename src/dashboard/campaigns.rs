@@ -111,8 +111,10 @@ fn stats_json(state: &AppState, signed: &Signed, c: &Campaign) -> Result<Value, 
     let mut v = serde_json::to_value(StatsView::from(s)).unwrap_or_default();
     v["status"] = json!(c.status.as_str());
     v["done"] = json!(
-        matches!(c.status, CampaignStatus::Sent | CampaignStatus::Cancelled)
-            || (c.status == CampaignStatus::Draft)
+        matches!(
+            c.status,
+            CampaignStatus::Sent | CampaignStatus::Cancelled | CampaignStatus::Paused
+        ) || (c.status == CampaignStatus::Draft)
     );
     Ok(v)
 }
@@ -138,6 +140,7 @@ pub async fn show(
             compiled.render(&json!({"email": "someone@example.com", "data": {}, "contact": {"email": "someone@example.com"}}))
         });
     let editable = matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled);
+    let paused = actions::paused_reason(&state.registry, signed.project, id)?;
     let action = |what: &str| format!("/app/campaigns/{id}/{what}");
     let body = html! {
         dl {
@@ -190,7 +193,17 @@ pub async fn show(
                 button type="submit" class="secondary" { "Schedule" }
             }
         }
-        @if matches!(c.status, CampaignStatus::Scheduled | CampaignStatus::Sending) {
+        @if c.status == CampaignStatus::Paused {
+            p.error #paused-reason role="status" {
+                "Paused: " (paused.as_deref().unwrap_or("its bounce or complaint rate passed the limit"))
+                ". Check the addresses, then resume to send the rest."
+            }
+            form #resume-form method="post" action=(action("resume")) {
+                (csrf(&signed))
+                button type="submit" { "Resume sending" }
+            }
+        }
+        @if matches!(c.status, CampaignStatus::Scheduled | CampaignStatus::Sending | CampaignStatus::Paused) {
             form #cancel-form method="post" action=(action("cancel")) {
                 (csrf(&signed))
                 button.danger type="submit" { "Cancel the campaign" }
@@ -257,6 +270,16 @@ pub async fn send(
 
 #[derive(Deserialize)]
 pub struct Empty {}
+
+pub async fn resume(
+    Posted(signed, _): Posted<Empty>,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let id = campaign_id(&id)?;
+    actions::resume(&state.registry, &state.campaigns, signed.project, id).await?;
+    Ok(super::see_other(&format!("/app/campaigns/{id}")))
+}
 
 pub async fn cancel(
     Posted(signed, _): Posted<Empty>,

@@ -113,6 +113,7 @@ fn routes(cfg: &mut ServiceConfig) {
         .route("/campaigns/{id}/test", web::post().to(campaigns::test))
         .route("/campaigns/{id}/send", web::post().to(campaigns::send))
         .route("/campaigns/{id}/cancel", web::post().to(campaigns::cancel))
+        .route("/campaigns/{id}/resume", web::post().to(campaigns::resume))
         .route("/workflows", web::get().to(workflows::list))
         .route("/workflows/{id}", web::get().to(workflows::show))
         .route(

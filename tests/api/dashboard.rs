@@ -6,14 +6,14 @@ use std::time::Duration;
 use crate::support::app::{Resp, TestApp, ADMIN_TOKEN};
 
 /// A client that keeps the dashboard's cookies by hand and does not follow redirects.
-struct Visitor<'a> {
+pub(crate) struct Visitor<'a> {
     app: &'a TestApp,
     agent: ureq::Agent,
     cookies: Vec<(String, String)>,
 }
 
 impl<'a> Visitor<'a> {
-    fn new(app: &'a TestApp) -> Self {
+    pub(crate) fn new(app: &'a TestApp) -> Self {
         Visitor {
             app,
             agent: ureq::AgentBuilder::new()
@@ -45,7 +45,7 @@ impl<'a> Visitor<'a> {
             .join("; ")
     }
 
-    fn get(&mut self, path: &str) -> Resp {
+    pub(crate) fn get(&mut self, path: &str) -> Resp {
         let url = format!("{}{path}", self.app.base);
         let r = Resp::of(
             "GET",
@@ -59,7 +59,7 @@ impl<'a> Visitor<'a> {
         r
     }
 
-    fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Resp {
+    pub(crate) fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Resp {
         let url = format!("{}{path}", self.app.base);
         let r = Resp::of(
             "POST",
@@ -73,7 +73,7 @@ impl<'a> Visitor<'a> {
         r
     }
 
-    fn sign_in(&mut self, key: &str) -> Resp {
+    pub(crate) fn sign_in(&mut self, key: &str) -> Resp {
         let page = self.get("/app/sign-in");
         let token = hidden(&page.text, "csrf");
         self.post("/app/sign-in", &[("csrf", &token), ("key", key)])
@@ -81,7 +81,7 @@ impl<'a> Visitor<'a> {
 }
 
 /// The value of the first hidden field of this name in a page.
-fn hidden(html: &str, name: &str) -> String {
+pub(crate) fn hidden(html: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = html
         .find(&marker)

@@ -474,12 +474,21 @@ fn a_campaign_past_its_bounce_rate_pauses_with_its_reason_and_resume_sends_the_r
     let queued_when_paused = count(&s, "bounced") + count(&s, "queued");
     assert!(queued_when_paused < 10, "the rest waits: {s}");
 
-    // Resume asks PAUSED: a second resume, or one of a DRAFT, is a 409.
-    smtp.clear_refusals();
-    let resumed = data(
-        &app.post(&format!("/campaigns/{cid}/resume"), &p.secret, json!({})),
-        200,
+    // The dashboard says why, and resumes it; a second resume, or one of a DRAFT, is
+    // a 409.
+    let mut v = crate::dashboard::Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let page = v.get(&format!("/app/campaigns/{cid}"));
+    assert!(
+        page.text.contains("paused-reason") && page.text.contains("bounce rate"),
+        "{}",
+        page.text
     );
+    let csrf = crate::dashboard::hidden(&page.text, "csrf");
+    smtp.clear_refusals();
+    let resumed = v.post(&format!("/app/campaigns/{cid}/resume"), &[("csrf", &csrf)]);
+    assert_eq!(resumed.status, 303, "{}", resumed.text);
+    let resumed = data(&app.get(&format!("/campaigns/{cid}"), &p.secret), 200);
     assert!(resumed["pausedReason"].is_null(), "{resumed}");
     let again = app.post(&format!("/campaigns/{cid}/resume"), &p.secret, json!({}));
     assert_eq!(
