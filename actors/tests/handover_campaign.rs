@@ -81,6 +81,7 @@ impl Node {
                 queue_ahead: 40,
                 progress_every: Duration::from_secs(60),
                 runners: 1,
+                pause: Default::default(),
             },
         );
         Node {
