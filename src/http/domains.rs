@@ -44,7 +44,8 @@ pub struct RecordView {
     pub kind: &'static str,
     pub name: String,
     pub value: String,
-    /// OWNERSHIP, DKIM or SPF. The SPF record is advice and does not decide the status.
+    /// OWNERSHIP, DKIM, SPF or DMARC. SPF and DMARC are advice and do not decide the
+    /// status.
     pub purpose: &'static str,
     pub verified: bool,
 }

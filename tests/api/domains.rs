@@ -155,6 +155,40 @@ fn the_spf_record_is_advice_and_does_not_block_verification() {
     let after = verify_now(&app, &p, d["id"].as_str().unwrap());
     assert_eq!(after["status"], "VERIFIED");
     assert!(!record_verified(&after, "SPF"));
+    assert!(
+        !record_verified(&after, "DMARC"),
+        "no DMARC record does not block VERIFIED"
+    );
+}
+
+#[test]
+fn the_dmarc_record_is_advice_verified_by_any_dmarc_policy_once_published() {
+    let app = TestApp::spawn_with_dns(|_| {});
+    let dns = app.dns();
+    let p = app.create_project("Acme");
+    let d = add_domain(&app, &p, "example.org");
+    let (name, value) = record(&d, "DMARC");
+    assert_eq!(name, "_dmarc.example.org");
+    assert_eq!(value, "v=DMARC1; p=none; adkim=r; aspf=r");
+    publish(dns, &d);
+    // The owner's own policy, not the one advised, counts.
+    dns.set_txt(
+        "_dmarc.example.org",
+        &["v=DMARC1; p=quarantine; rua=mailto:d@example.org"],
+    );
+    let id = d["id"].as_str().unwrap();
+    let after = verify_now(&app, &p, id);
+    assert_eq!(after["status"], "VERIFIED", "{after}");
+    assert!(record_verified(&after, "DMARC"), "{after}");
+    let listed = app.get("/domains", &p.secret).json();
+    assert!(
+        record_verified(&listed["domains"][0], "DMARC"),
+        "the list reads it too: {listed}"
+    );
+    dns.set_txt("_dmarc.example.org", &["v=spf1 -all"]);
+    let later = verify_now(&app, &p, id);
+    assert!(!record_verified(&later, "DMARC"), "{later}");
+    assert_eq!(later["status"], "VERIFIED", "and the domain stays VERIFIED");
 }
 
 #[test]

@@ -28,21 +28,26 @@ pub struct DomainCheck {
     pub ownership: RecordState,
     pub dkim: RecordState,
     pub spf: RecordState,
+    /// Advice only: it never changes the status.
+    pub dmarc: RecordState,
 }
 
 /// Asks the nameservers now (no cache) for the domain's three records.
 pub async fn run(resolver: &Resolver, domain: &Domain, spf_include: &str) -> DomainCheck {
     let (ownership_name, dkim_name) = (domain.ownership_name(), domain.dkim_name());
-    let (ownership, dkim, spf) = futures_util::join!(
+    let dmarc_name = domain.dmarc_name();
+    let (ownership, dkim, spf, dmarc) = futures_util::join!(
         resolver.txt(&ownership_name, Freshness::Fresh),
         resolver.txt(&dkim_name, Freshness::Fresh),
         resolver.txt(domain.name.as_str(), Freshness::Fresh),
+        resolver.txt(&dmarc_name, Freshness::Fresh),
     );
     let expected_ownership = domain.ownership_value();
     DomainCheck {
         ownership: judge(&ownership.answer, |t| t.trim() == expected_ownership, false),
         dkim: judge(&dkim.answer, |t| dkim_matches(t, &domain.public_key), true),
         spf: judge(&spf.answer, |t| spf_matches(t, spf_include), false),
+        dmarc: judge(&dmarc.answer, dmarc_matches, false),
     }
 }
 
@@ -58,6 +63,13 @@ fn judge(
         Answer::Found(_) | Answer::NoRecords { .. } => RecordState::Absent,
         Answer::Failed(_) => RecordState::Unknown,
     }
+}
+
+/// A DMARC record (RFC 7489 6.4): `v=DMARC1` first, whatever the policy.
+pub fn dmarc_matches(txt: &str) -> bool {
+    txt.split(';')
+        .next()
+        .is_some_and(|v| v.trim().replace(' ', "").eq_ignore_ascii_case("v=DMARC1"))
 }
 
 /// A DKIM key record (RFC 6376 3.6.1): tags separated by `;`, whitespace anywhere.
@@ -117,6 +129,7 @@ mod tests {
             ownership,
             dkim,
             spf: Absent,
+            dmarc: Absent,
         }
     }
 

@@ -8,8 +8,17 @@ use crate::store::{keys, Store};
 pub fn get_domain(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<Option<Domain>> {
     store
         .get(&keys::domain(p, id))?
-        .map(|b| Domain::decode(&b))
+        .map(|b| read(store, p, &b))
         .transpose()
+}
+
+/// A stored domain, with what its last check found of its DMARC record.
+fn read(store: &dyn Store, p: ProjectId, bytes: &[u8]) -> Result<Domain> {
+    let mut d = Domain::decode(bytes)?;
+    d.dmarc_verified = store
+        .get(&keys::domain_dmarc(p, d.id))?
+        .is_some_and(|v| v.first() == Some(&1));
+    Ok(d)
 }
 
 pub fn find_by_name(store: &dyn Store, p: ProjectId, name: &str) -> Result<Option<Domain>> {
@@ -44,7 +53,7 @@ pub fn list_domains(
     let matches = |d: &Domain| status.is_none_or(|s| d.status == s);
     let mut items = Vec::with_capacity(page.limit() + 1);
     for kv in store.scan(&prefix, after.as_deref(), true) {
-        let d = Domain::decode(&kv?.1)?;
+        let d = read(store, p, &kv?.1)?;
         if matches(&d) {
             items.push(d);
             if items.len() > page.limit() {

@@ -39,6 +39,8 @@ pub enum RecordPurpose {
     Ownership,
     Dkim,
     Spf,
+    /// Advice: receivers apply the domain's DMARC policy; none does not block VERIFIED.
+    Dmarc,
 }
 
 impl RecordPurpose {
@@ -47,6 +49,7 @@ impl RecordPurpose {
             RecordPurpose::Ownership => "OWNERSHIP",
             RecordPurpose::Dkim => "DKIM",
             RecordPurpose::Spf => "SPF",
+            RecordPurpose::Dmarc => "DMARC",
         }
     }
 }
@@ -80,6 +83,9 @@ pub struct Domain {
     /// When the domain became VERIFIED; None while it is not.
     pub verified_at: Option<Timestamp>,
     pub checked_at: Option<Timestamp>,
+    /// Whether `_dmarc.<domain>` held a `v=DMARC1` record at the last check (kept beside
+    /// the domain's record: `keys::domain_dmarc`).
+    pub dmarc_verified: bool,
     /// Marked verified by the operator (CLI or /admin) without DNS: a laptop's first
     /// email, or a domain whose records the operator vouches for. Checks still record
     /// what DNS says, but never change its status.
@@ -105,6 +111,16 @@ impl Domain {
 
     pub fn dkim_value(&self) -> String {
         format!("v=DKIM1; k=rsa; p={}", self.public_key)
+    }
+
+    pub fn dmarc_name(&self) -> String {
+        format!("_dmarc.{}", self.name)
+    }
+
+    /// A first DMARC policy to publish: report only (`p=none`), relaxed alignment; the
+    /// owner tightens it once the reports look right.
+    pub fn dmarc_value() -> &'static str {
+        "v=DMARC1; p=none; adkim=r; aspf=r"
     }
 
     pub fn spf_value(spf_include: &str) -> String {
@@ -134,6 +150,13 @@ impl Domain {
                 value: Self::spf_value(spf_include),
                 purpose: RecordPurpose::Spf,
                 verified: self.spf_verified,
+            },
+            PublishedRecord {
+                kind: "TXT",
+                name: self.dmarc_name(),
+                value: Self::dmarc_value().to_owned(),
+                purpose: RecordPurpose::Dmarc,
+                verified: self.dmarc_verified,
             },
         ]
     }
@@ -171,6 +194,7 @@ impl Domain {
             ownership_verified: s.ownership_verified,
             dkim_verified: s.dkim_verified,
             spf_verified: s.spf_verified,
+            dmarc_verified: false,
             created_at: s.created_at.into(),
             verified_at: s.verified_at.map(Timestamp::from),
             checked_at: s.checked_at.map(Timestamp::from),

@@ -88,6 +88,7 @@ mod tests {
             ownership: all,
             dkim: all,
             spf: all,
+            dmarc: all,
         }
     }
 

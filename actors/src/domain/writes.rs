@@ -29,6 +29,7 @@ pub fn create(
         ownership_verified: false,
         dkim_verified: false,
         spf_verified: false,
+        dmarc_verified: false,
         created_at: now,
         verified_at: None,
         checked_at: None,
@@ -58,6 +59,7 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<()> {
     batch.delete(keys::domain(p, id));
     batch.delete(keys::domain_by_name(p, domain.name.as_str()));
     batch.delete(keys::domain_index(p, id));
+    batch.delete(keys::domain_dmarc(p, id));
     store.apply(batch)
 }
 
@@ -78,6 +80,7 @@ pub fn apply_check(
     d.ownership_verified = known(check.ownership, d.ownership_verified);
     d.dkim_verified = known(check.dkim, d.dkim_verified);
     d.spf_verified = known(check.spf, d.spf_verified);
+    d.dmarc_verified = known(check.dmarc, d.dmarc_verified);
     // A trusted domain stays VERIFIED whatever DNS says (the operator vouched for it).
     let next = match d.trusted {
         true => DomainStatus::Verified,
@@ -91,6 +94,7 @@ pub fn apply_check(
     d.checked_at = Some(now);
     let mut batch = Batch::new();
     batch.put(keys::domain(p, id), d.encode()?);
+    batch.put(keys::domain_dmarc(p, id), vec![u8::from(d.dmarc_verified)]);
     store.apply(batch)?;
     Ok(d)
 }

@@ -351,6 +351,12 @@ pub fn campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
 
 /// A campaign's counts (`model::CampaignStats`), kept beside its record so that the
 /// delivery path updates them without rewriting the campaign.
+/// Whether a domain publishes a DMARC record (`v=DMARC1` at `_dmarc.<domain>`), as its
+/// last check found: advice beside the domain's record, which keeps its layout.
+pub fn domain_dmarc(p: ProjectId, d: DomainId) -> Vec<u8> {
+    in_project(p, b"/ddm/", &[d.as_bytes()])
+}
+
 /// Why a PAUSED campaign stopped (text), while it is paused.
 pub fn campaign_paused(p: ProjectId, c: CampaignId) -> Vec<u8> {
     in_project(p, b"/cpp/", &[c.as_bytes()])
@@ -693,6 +699,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/cpq/", "campaign queues"),
         (b"/cpu/", "campaign unsubscribes"),
         (b"/cpp/", "campaign pauses"),
+        (b"/ddm/", "domain DMARC checks"),
         (b"/cpr/", "campaign resumes"),
         (b"/cpx/", "campaign unsubscribes closed"),
         (b"/lun/", "link unsubscribes"),
