@@ -65,6 +65,7 @@ impl Application {
         settings.server.trusted_proxies().map_err(Failure::said)?;
         crate::http::feedback::Callbacks::new(&settings.feedback).map_err(Failure::said)?;
         // Bound now: a port in use stops the start, as the HTTP port's does.
+        let feedback_tls = settings.feedback.tls().map_err(Failure::said)?;
         let feedback_listener =
             match settings.feedback.smtp_listen().map_err(Failure::said)? {
                 None => None,
@@ -269,7 +270,9 @@ impl Application {
                 state.registry.clone(),
                 rp.clone(),
                 settings.feedback.engine(),
-                settings.feedback.receiver(rp.domain()),
+                settings
+                    .feedback
+                    .receiver(rp.domain(), feedback_tls.clone()),
             );
             tracing::info!(%addr, domain = rp.domain(), "feedback SMTP listening");
             println!("feedback SMTP listening on {addr}");

@@ -439,6 +439,10 @@ pub struct Feedback {
     pub max_connections: usize,
     pub smtp_timeout_seconds: u64,
     pub quarantine_days: u32,
+    /// PEM files of the receiving server's certificate chain and key: STARTTLS when both
+    /// are set.
+    pub tls_cert: String,
+    pub tls_key: String,
     /// The last part of every `Feedback-ID` header (campaign and workflow mail).
     pub sender_id: String,
     pub soft_bounce_limit: u32,
@@ -500,8 +504,29 @@ impl Feedback {
         Ok(Some(addr))
     }
 
-    pub fn receiver(&self, hostname: &str) -> mailroom_actors::feedback::receiver::ReceiverConfig {
+    /// STARTTLS for the receiving server, when both files are set; an error names the
+    /// file that cannot be used (or the one missing).
+    pub fn tls(&self) -> Result<Option<mailroom_actors::feedback::receiver::TlsAcceptor>, String> {
+        match (self.tls_cert.trim(), self.tls_key.trim()) {
+            ("", "") => Ok(None),
+            ("", _) | (_, "") => Err(
+                "feedback.tls_cert and feedback.tls_key go together: set both, or neither".into(),
+            ),
+            (cert, key) => mailroom_actors::feedback::receiver::tls_acceptor(
+                std::path::Path::new(cert),
+                std::path::Path::new(key),
+            )
+            .map(Some),
+        }
+    }
+
+    pub fn receiver(
+        &self,
+        hostname: &str,
+        tls: Option<mailroom_actors::feedback::receiver::TlsAcceptor>,
+    ) -> mailroom_actors::feedback::receiver::ReceiverConfig {
         mailroom_actors::feedback::receiver::ReceiverConfig {
+            tls,
             hostname: hostname.to_owned(),
             max_message_bytes: self.max_message_bytes.max(1024),
             max_connections: self.max_connections.max(1),

@@ -19,6 +19,8 @@ pub struct TestCertificates {
     pub ca_pem: String,
     /// The server's certificate (PEM), signed by the CA.
     pub cert_pem: String,
+    /// The server's private key (PKCS#8 PEM), for a server under test that takes files.
+    pub key_pem: String,
     pub acceptor: TlsAcceptor,
 }
 
@@ -57,6 +59,7 @@ impl TestCertificates {
         TestCertificates {
             ca_pem: ca_cert.pem(),
             cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
             acceptor: TlsAcceptor::from(Arc::new(config)),
         }
     }

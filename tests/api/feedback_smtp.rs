@@ -356,3 +356,100 @@ fn a_report_answered_250_survives_a_kill_9() {
     assert_eq!(app.get("/suppressions", &p.secret).json()["total"], 1);
     assert_eq!(events(&app, &p, "email.bounce", "ada@example.com").len(), 1);
 }
+
+/// Reads one SMTP reply (its lines) from `r`.
+fn reply_of(r: &mut impl std::io::Read) -> (u16, String) {
+    let mut all = String::new();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        assert_eq!(r.read(&mut byte).expect("a reply"), 1, "closed: {all}");
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            let text = String::from_utf8_lossy(&line).into_owned();
+            all.push_str(&text);
+            line.clear();
+            if text.len() < 4 || text.as_bytes()[3] != b'-' {
+                return (text.get(..3).and_then(|c| c.parse().ok()).unwrap_or(0), all);
+            }
+        }
+    }
+}
+
+fn say(s: &mut (impl std::io::Read + std::io::Write), line: &str) -> (u16, String) {
+    s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+    s.flush().unwrap();
+    reply_of(s)
+}
+
+#[test]
+fn with_a_certificate_the_server_offers_starttls_and_takes_a_report_over_it() {
+    use std::sync::Arc;
+    let certs = mailroom_testkit::tls::TestCertificates::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, &certs.cert_pem).unwrap();
+    std::fs::write(&key, &certs.key_pem).unwrap();
+    let (cert_path, key_path) = (cert.display().to_string(), key.display().to_string());
+    let (_dns, smtp, app, p) = rig(move |s| {
+        with_return_path(s);
+        s.feedback.tls_cert = cert_path;
+        s.feedback.tls_key = key_path;
+    });
+    let (id, envelope) = send_one(&app, &p, &smtp, "ada@example.com", 1);
+    let addr = app.printed("feedback SMTP listening on ").unwrap();
+    let mut tcp = TcpStream::connect(addr.trim()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(reply_of(&mut tcp).0, 220);
+    let ehlo = say(&mut tcp, "EHLO mx.example.com");
+    assert!(ehlo.1.contains("STARTTLS"), "offered: {ehlo:?}");
+    assert_eq!(say(&mut tcp, "STARTTLS").0, 220);
+
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls_pki_types::pem::PemObject;
+    roots
+        .add(rustls_pki_types::CertificateDer::from_pem_slice(certs.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let ehlo = say(&mut tls, "EHLO mx.example.com");
+    assert_eq!(ehlo.0, 250, "{ehlo:?}");
+    assert!(!ehlo.1.contains("STARTTLS"), "not offered twice: {ehlo:?}");
+    assert_eq!(say(&mut tls, "MAIL FROM:<>").0, 250);
+    assert_eq!(say(&mut tls, &format!("RCPT TO:<{envelope}>")).0, 250);
+    assert_eq!(say(&mut tls, "DATA").0, 354);
+    let report = dsn("ada@example.com", "failed", "5.1.1", "over TLS");
+    let done = say(&mut tls, &format!("{report}\r\n."));
+    assert_eq!(done.0, 250, "{done:?}");
+    let email = data(&app.get(&format!("/emails/{id}"), &p.secret), 200);
+    assert_eq!(email["status"], "BOUNCED", "{email}");
+}
+
+#[test]
+fn a_feedback_server_that_cannot_work_stops_the_start_saying_why() {
+    let said =
+        crate::support::app::refused_start(|s| s.feedback.smtp_listen = "127.0.0.1:0".into());
+    assert!(said.contains("feedback.return_path_domain"), "{said}");
+    let said = crate::support::app::refused_start(|s| {
+        with_return_path(s);
+        s.feedback.tls_cert = "/nonexistent/cert.pem".into();
+    });
+    assert!(said.contains("go together"), "{said}");
+    let said = crate::support::app::refused_start(|s| {
+        with_return_path(s);
+        s.feedback.tls_cert = "/nonexistent/cert.pem".into();
+        s.feedback.tls_key = "/nonexistent/key.pem".into();
+    });
+    assert!(
+        said.contains("feedback.tls_cert /nonexistent/cert.pem"),
+        "{said}"
+    );
+}

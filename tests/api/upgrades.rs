@@ -116,6 +116,19 @@ fn differences(want: &Value, got: &Value, at: &str, out: &mut Vec<String>) {
                 differences(w, g, &format!("{at}[{i}]"), out);
             }
         }
+        // A domain's records to publish grew with the server (DMARC advice, #34): the
+        // ones recorded come first, as they were; a new one is advice, never verified
+        // by an upgrade.
+        (Value::Array(w), Value::Array(g)) if at.ends_with(".records") && g.len() > w.len() => {
+            for (i, (w, g)) in w.iter().zip(g).enumerate() {
+                differences(w, g, &format!("{at}[{i}]"), out);
+            }
+            for (i, extra) in g.iter().enumerate().skip(w.len()) {
+                if extra["verified"] != Value::Bool(false) {
+                    out.push(format!("{at}[{i}]: a new record comes verified: {extra}"));
+                }
+            }
+        }
         (w, g) if w == g => {}
         (w, g) => out.push(format!("{at}: was {w}, now {g}")),
     }

@@ -7,8 +7,8 @@
 //! A message is answered 250 only once what it says is durable: its reports applied
 //! (`effects::apply`), or, when it cannot be read, kept in quarantine; a failure to
 //! write answers 451 and the sending MTA tries again later. Mail that is no report (an
-//! auto-reply) is counted and dropped. No STARTTLS yet: reports travel as the MTA
-//! sends them to any MX without it.
+//! auto-reply) is counted and dropped. With `feedback.tls_cert` and `feedback.tls_key`
+//! it offers STARTTLS (RFC 3207); without, reports travel as the MTA sends them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +19,8 @@ use tokio::io::{
 };
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+pub use tokio_rustls::TlsAcceptor;
 
 use super::effects::{self, Applied};
 use super::reports::{self, Read};
@@ -37,7 +39,7 @@ const MAX_RCPT: usize = 10;
 /// timeout (`feedback.smtp_timeout_seconds`).
 const MAX_COMMANDS: usize = 5000;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ReceiverConfig {
     pub hostname: String,
     pub max_message_bytes: usize,
@@ -45,6 +47,38 @@ pub struct ReceiverConfig {
     pub timeout: Duration,
     /// Days an unreadable report is kept.
     pub quarantine_days: u32,
+    /// STARTTLS, when `feedback.tls_cert` and `feedback.tls_key` are set.
+    pub tls: Option<TlsAcceptor>,
+}
+
+/// The STARTTLS acceptor of a certificate chain and its key, both PEM files; an error
+/// names the file and what is wrong with it.
+pub fn tls_acceptor(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| format!("feedback.tls_cert {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "feedback.tls_cert {}: no certificate in it",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("feedback.tls_key {}: {e}", key.display()))?;
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("the feedback server's TLS: {e}"))?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .map_err(|e| format!("feedback.tls_cert and feedback.tls_key do not make a pair: {e}"))?;
+    Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
 }
 
 struct Shared {
@@ -197,10 +231,33 @@ fn path_of(arg: &str) -> Option<(&str, &str)> {
 
 async fn session(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
-    let (read, mut write) = stream.into_split();
+    let host = shared.config.hostname.as_str();
+    let mut stream = stream;
+    stream
+        .write_all(format!("220 {host} Mailroom feedback ESMTP\r\n").as_bytes())
+        .await?;
+    if let Some(plain) = commands(stream, shared, false).await? {
+        // STARTTLS: the same session, encrypted; the client says EHLO again.
+        let Some(acceptor) = shared.config.tls.clone() else {
+            return Ok(());
+        };
+        let tls = tokio::time::timeout(shared.config.timeout, acceptor.accept(plain))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake"))??;
+        commands(tls, shared, true).await?;
+    }
+    Ok(())
+}
+
+/// The commands of a session, on `stream` (plain, or TLS once `tls`); answers the plain
+/// stream back when the client asked for STARTTLS.
+async fn commands<S>(stream: S, shared: &Shared, tls: bool) -> std::io::Result<Option<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (read, mut write) = tokio::io::split(stream);
     let mut read = BufReader::new(read);
     let (timeout, host) = (shared.config.timeout, shared.config.hostname.as_str());
-    reply(&mut write, &format!("220 {host} Mailroom feedback ESMTP")).await?;
     let mut mail_from = false;
     let mut rcpts: Vec<EmailId> = Vec::new();
     // A session that trickles (a NOOP a minute, a line of DATA a minute) ends anyway.
@@ -208,26 +265,31 @@ async fn session(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut commands = 0usize;
     loop {
         let line = match read_line(&mut read, MAX_LINE, timeout).await? {
-            Line::Eof => return Ok(()),
+            Line::Eof => return Ok(None),
             Line::TooLong => {
                 reply(&mut write, "500 5.5.2 Line too long; closing").await?;
-                return Ok(());
+                return Ok(None);
             }
             Line::Text(t) => t,
         };
         commands += 1;
         if commands > MAX_COMMANDS || started.elapsed() > session_limit {
             reply(&mut write, "421 4.4.2 Session too long; closing").await?;
-            return Ok(());
+            return Ok(None);
         }
         let (verb, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         match verb.to_ascii_uppercase().as_str() {
             "EHLO" => {
                 let max = shared.config.max_message_bytes;
+                let starttls = if shared.config.tls.is_some() && !tls {
+                    "\r\n250-STARTTLS"
+                } else {
+                    ""
+                };
                 reply(
                     &mut write,
                     &format!(
-                        "250-{host}\r\n250-SIZE {max}\r\n250-8BITMIME\r\n250 ENHANCEDSTATUSCODES"
+                        "250-{host}\r\n250-SIZE {max}\r\n250-8BITMIME{starttls}\r\n250 ENHANCEDSTATUSCODES"
                     ),
                 )
                 .await?;
@@ -286,6 +348,15 @@ async fn session(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 rcpts.clear();
                 reply(&mut write, &answer).await?;
             }
+            "STARTTLS" if shared.config.tls.is_some() && !tls => {
+                // Nothing may follow the command before the handshake (RFC 3207).
+                if !read.buffer().is_empty() {
+                    reply(&mut write, "501 5.5.4 Nothing may follow STARTTLS").await?;
+                    return Ok(None);
+                }
+                reply(&mut write, "220 2.0.0 Ready to start TLS").await?;
+                return Ok(Some(read.into_inner().unsplit(write)));
+            }
             "RSET" => {
                 mail_from = false;
                 rcpts.clear();
@@ -295,7 +366,7 @@ async fn session(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             "VRFY" => reply(&mut write, "252 2.5.2 Cannot verify").await?,
             "QUIT" => {
                 reply(&mut write, "221 2.0.0 Bye").await?;
-                return Ok(());
+                return Ok(None);
             }
             _ => reply(&mut write, "502 5.5.2 Command not recognized").await?,
         }
