@@ -453,3 +453,55 @@ fn a_feedback_server_that_cannot_work_stops_the_start_saying_why() {
         "{said}"
     );
 }
+
+#[test]
+fn a_report_to_one_projects_token_never_touches_another_project() {
+    let (_dns, smtp, app, a) = rig(with_return_path);
+    let b = app.create_project("Other");
+    let bo = app.upsert(
+        &b.secret,
+        json!({"email": "bo@example.com", "subscribed": true}),
+    );
+    let (id, envelope) = send_one(&app, &a, &smtp, "ada@example.com", 1);
+    let mut s = Smtp::connect(&app);
+    assert_eq!(s.cmd("EHLO mx").0, 250);
+    // A's token, a report that names B's contact (and a thousand-recipient one).
+    assert_eq!(
+        s.mail(
+            &envelope,
+            &dsn("bo@example.com", "failed", "5.1.1", "cross")
+        )
+        .0,
+        250
+    );
+    let many: String = (0..1000)
+        .map(|i| format!("Final-Recipient: rfc822; r{i}@example.com\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n"))
+        .collect();
+    let huge = dsn("bo@example.com", "failed", "5.1.1", "many").replace(
+        "Final-Recipient: rfc822; bo@example.com",
+        &format!("{many}Final-Recipient: rfc822; bo@example.com"),
+    );
+    assert_eq!(s.mail(&envelope, &huge).0, 250, "kept, not applied");
+    assert!(metric(
+        &app,
+        "mailroom_feedback_total{outcome=\"quarantined\"} 1"
+    ));
+    // A's email bounced, A's list has A's recipient; B is as it was.
+    let email = data(&app.get(&format!("/emails/{id}"), &a.secret), 200);
+    assert_eq!(email["status"], "BOUNCED", "{email}");
+    let listed = app.get("/suppressions", &a.secret).json();
+    assert_eq!(
+        listed["suppressions"][0]["email"], "ada@example.com",
+        "{listed}"
+    );
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(app.get("/suppressions", &b.secret).json()["total"], 0);
+    let b_contact = app
+        .get(
+            &format!("/contacts/{}", bo["id"].as_str().unwrap()),
+            &b.secret,
+        )
+        .json();
+    assert_eq!(b_contact["subscribed"], true, "{b_contact}");
+    assert_eq!(events(&app, &b, "email.bounce", "bo@example.com").len(), 0);
+}
