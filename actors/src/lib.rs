@@ -34,7 +34,7 @@ pub mod pace;
 pub mod project;
 pub mod projects;
 pub mod render;
-pub mod reputation;
+pub(crate) mod reputation;
 pub mod retention;
 pub mod scheduler;
 pub mod segment;

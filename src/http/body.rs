@@ -39,15 +39,23 @@ impl<T: DeserializeOwned + ToSchema + 'static> FromRequest for Body<T> {
     }
 }
 
-/// Reads the body under the configured limit.
-fn read(
+/// Reads the body, any bytes, under the configured limit (`limits.max_body_bytes`).
+pub fn raw(
     req: &HttpRequest,
     payload: &mut Payload,
 ) -> LocalBoxFuture<'static, Result<web::BytesMut, ApiError>> {
     let limit = req
         .app_data::<web::Data<AppState>>()
         .map_or(1 << 20, |s| s.limits.max_body_bytes);
-    let raw = read_within(req, payload, limit);
+    read_within(req, payload, limit)
+}
+
+/// Reads a JSON body under the configured limit: an empty one is refused.
+fn read(
+    req: &HttpRequest,
+    payload: &mut Payload,
+) -> LocalBoxFuture<'static, Result<web::BytesMut, ApiError>> {
+    let raw = raw(req, payload);
     Box::pin(async move {
         let buf = raw.await?;
         if buf.iter().all(u8::is_ascii_whitespace) {

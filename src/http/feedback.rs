@@ -108,16 +108,6 @@ fn refused(e: CallbackError) -> ApiError {
     }
 }
 
-async fn body(
-    req: &HttpRequest,
-    payload: &mut actix_web::dev::Payload,
-) -> Result<web::BytesMut, ApiError> {
-    let limit = req
-        .app_data::<web::Data<AppState>>()
-        .map_or(1 << 20, |s| s.limits.max_body_bytes);
-    super::body::read_within(req, payload, limit).await
-}
-
 async fn apply_all(state: &AppState, reports: Vec<Report>) -> Result<HttpResponse, ApiError> {
     let mut out = CallbackResult::default();
     for report in reports {
@@ -175,7 +165,7 @@ pub async fn postmark(
     if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(refused(CallbackError::BadSignature));
     }
-    let raw = body(&req, &mut payload.into_inner()).await?;
+    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let reports = providers::postmark(&raw).map_err(refused)?;
     apply_all(&state, reports).await
 }
@@ -200,7 +190,7 @@ pub async fn sendgrid(
     };
     let signature = header("x-twilio-email-event-webhook-signature");
     let timestamp = header("x-twilio-email-event-webhook-timestamp");
-    let raw = body(&req, &mut payload.into_inner()).await?;
+    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
     let fresh = timestamp
         .parse::<i64>()
@@ -223,7 +213,7 @@ pub async fn mailgun(
     let Some(key) = state.callbacks.mailgun.clone() else {
         return Err(not_configured());
     };
-    let raw = body(&req, &mut payload.into_inner()).await?;
+    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
     let reports =
         providers::mailgun(&raw, &key, now, state.callbacks.max_age_secs).map_err(refused)?;

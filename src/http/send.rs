@@ -406,22 +406,12 @@ fn answer(receipt: sending::Receipt) -> HttpResponse {
                         email: q.email.to_string(),
                     },
                     email: q.email_id.map(|id| id.to_string()),
-                    suppressed: q
-                        .skipped
-                        .as_deref()
-                        .is_some_and(|s| s.starts_with(sending::SUPPRESSED)),
-                    reason: q
-                        .skipped
-                        .as_deref()
-                        .and_then(|s| s.strip_prefix(sending::SUPPRESSED))
-                        .map(str::to_owned),
-                    skipped: q.skipped.as_deref().map(|s| {
-                        if s.starts_with(sending::SUPPRESSED) {
-                            "suppressed".to_owned()
-                        } else {
-                            s.to_owned()
-                        }
-                    }),
+                    suppressed: q.suppressed().is_some(),
+                    reason: q.suppressed().map(str::to_owned),
+                    skipped: match q.suppressed() {
+                        Some(_) => Some("suppressed".to_owned()),
+                        None => q.skipped.clone(),
+                    },
                 })
                 .collect(),
             timestamp: mailroom_actors::model::Timestamp::from(receipt.at).to_iso(),

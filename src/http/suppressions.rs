@@ -174,9 +174,7 @@ pub async fn import(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw =
-        super::body::read_within(&req, &mut payload.into_inner(), state.limits.max_body_bytes)
-            .await?;
+    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let text = String::from_utf8(raw.to_vec())
         .map_err(|_| ApiError::BadRequest("The CSV is not UTF-8 text".into()))?;
     let done = actions::import(&state.registry, p.id, text).await?;

@@ -183,10 +183,7 @@ pub async fn test(
     spec.test = true;
     let receipt = send::send(registry, p, spec).await?;
     let first = receipt.emails.first();
-    if let Some(reason) = first
-        .and_then(|e| e.skipped.as_deref())
-        .and_then(|s| s.strip_prefix(crate::email::sending::SUPPRESSED))
-    {
+    if let Some(reason) = first.and_then(|e| e.suppressed()) {
         return Err(Error::conflict(format!(
             "This address is on the suppression list ({reason}); \
              DELETE /suppressions/{{email}} takes it off"

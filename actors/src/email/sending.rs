@@ -640,7 +640,7 @@ pub struct QueueEmails {
 
 /// How `QueuedEmail::skipped` begins for a suppressed recipient, the list's reason
 /// after it (`suppressed:hard_bounce`): the stored receipt's shape stays as it was.
-pub const SUPPRESSED: &str = "suppressed:";
+const SUPPRESSED: &str = "suppressed:";
 
 /// One recipient's entry in the answer (also what an idempotent replay answers).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -650,6 +650,13 @@ pub struct QueuedEmail {
     /// None when the recipient was skipped.
     pub email_id: Option<crate::model::EmailId>,
     pub skipped: Option<String>,
+}
+
+impl QueuedEmail {
+    /// Why the recipient is on the suppression list, when that is why it was skipped.
+    pub fn suppressed(&self) -> Option<&str> {
+        self.skipped.as_deref()?.strip_prefix(SUPPRESSED)
+    }
 }
 
 /// The end of one delivery attempt, recorded by the dispatcher.

@@ -43,7 +43,7 @@ pub enum Applied {
 }
 
 /// The project that holds email `id` (ids are unique across projects).
-pub fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<ProjectId>> {
+pub(crate) fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<ProjectId>> {
     let store = registry.store();
     for project in crate::projects::Projects::new(store.clone()).list()? {
         if store.get(&keys::email(project.id, id))?.is_some() {
@@ -88,7 +88,7 @@ pub fn locate(registry: &Registry, report: &Report) -> Result<Vec<(ProjectId, Op
 
 /// Keeps a message that could not be read, in project `p`, durably: one per email (a
 /// token holder cannot fill the disk with them). Answers whether it kept it.
-pub async fn quarantine(
+pub(crate) async fn quarantine(
     registry: &Registry,
     p: ProjectId,
     email: EmailId,
@@ -114,7 +114,11 @@ pub async fn quarantine(
 }
 
 /// Deletes project `p`'s quarantined reports that came before `before_ms`; how many.
-pub async fn purge_quarantine(registry: &Registry, p: ProjectId, before_ms: i64) -> Result<usize> {
+pub(crate) async fn purge_quarantine(
+    registry: &Registry,
+    p: ProjectId,
+    before_ms: i64,
+) -> Result<usize> {
     registry
         .send(
             p,

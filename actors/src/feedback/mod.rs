@@ -8,7 +8,7 @@
 pub mod effects;
 pub mod providers;
 pub mod receiver;
-pub mod reports;
+pub(crate) mod reports;
 pub mod stats;
 
 pub use effects::{apply, Applied};
@@ -67,7 +67,7 @@ pub struct Report {
 
 /// Classifies a bounce by its enhanced status code (RFC 3463): `5.x.x` hard, `4.x.x`
 /// soft; without one, by the SMTP reply code; otherwise `fallback`.
-pub fn kind_of_status(status: Option<&str>, smtp_code: Option<u16>, fallback: Kind) -> Kind {
+pub(crate) fn kind_of_status(status: Option<&str>, smtp_code: Option<u16>, fallback: Kind) -> Kind {
     match status.map(str::trim).and_then(|s| s.chars().next()) {
         Some('5') => Kind::Hard,
         Some('4') => Kind::Soft,
@@ -81,7 +81,7 @@ pub fn kind_of_status(status: Option<&str>, smtp_code: Option<u16>, fallback: Ki
 
 /// The email id of one of our `Message-ID`s (`<email id@domain>`), however the
 /// provider wrote it (with or without the angle brackets).
-pub fn email_id_of(message_id: &str) -> Option<crate::model::EmailId> {
+pub(crate) fn email_id_of(message_id: &str) -> Option<crate::model::EmailId> {
     let inner = message_id
         .trim()
         .trim_start_matches('<')

@@ -74,7 +74,7 @@ pub fn postmark(body: &[u8]) -> Result<Vec<Report>, CallbackError> {
 
 /// Whether `signature` (hex) is the HMAC-SHA256 of `timestamp` + `token` under `key`,
 /// compared in constant time.
-pub fn mailgun_signed(key: &str, timestamp: &str, token: &str, signature: &str) -> bool {
+pub(crate) fn mailgun_signed(key: &str, timestamp: &str, token: &str, signature: &str) -> bool {
     let Ok(expected) = hex_bytes(signature) else {
         return false;
     };

@@ -11,7 +11,7 @@
 pub mod actions;
 mod records;
 
-pub use records::{forget_address, lookup, put, remove, suppress};
+pub(crate) use records::{forget_address, lookup, suppress};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -108,7 +108,7 @@ impl Suppression {
 
 /// The core's hook on a contact's delete (`project::hooks::ContactDeleted`): its entry,
 /// if it has one, keeps only the hash.
-pub fn on_contact_deleted(
+pub(crate) fn on_contact_deleted(
     store: &dyn crate::store::Store,
     batch: &mut crate::store::Batch,
     p: crate::model::ProjectId,
@@ -119,7 +119,7 @@ pub fn on_contact_deleted(
 
 /// The SHA-256 of an address as the list keys it: trimmed and in lower case, so
 /// `Ada@Example.com ` and `ada@example.com` are one entry.
-pub fn hash(email: &str) -> [u8; 32] {
+pub(crate) fn hash(email: &str) -> [u8; 32] {
     Sha256::digest(email.trim().to_ascii_lowercase().as_bytes()).into()
 }
 
