@@ -166,10 +166,8 @@ pub async fn apply(
         .send(
             p,
             Apply::durable(move |ctx, counts| {
-                let mut applied = Applied::Unmatched;
                 let mut unit = Unit::new(*counts);
-                let run = in_actor(ctx, &mut unit, &config, email, &report, &mut applied);
-                run?;
+                let applied = in_actor(ctx, &mut unit, &config, email, &report)?;
                 if applied == Applied::Done {
                     *counts = unit.apply(ctx)?;
                 }
@@ -200,8 +198,7 @@ fn in_actor(
     config: &FeedbackConfig,
     email_id: Option<EmailId>,
     report: &Report,
-    applied: &mut Applied,
-) -> Result<()> {
+) -> Result<Applied> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let email = match email_id {
         Some(id) => crate::email::sending::load_email(store, p, id)?,
@@ -215,8 +212,7 @@ fn in_actor(
         None => seen_key(p, report),
     };
     if store.get(&seen)?.is_some() {
-        *applied = Applied::Duplicate;
-        return Ok(());
+        return Ok(Applied::Duplicate);
     }
     // The recipient: the email's. The address a report claims counts only for a report
     // that names no email of ours (a provider's callback matched by recipient): a
@@ -224,7 +220,7 @@ fn in_actor(
     let address = match &email {
         Some(e) => match e.to.email.address() {
             Some(a) => a.clone(),
-            None => return Ok(()),
+            None => return Ok(Applied::Unmatched),
         },
         None => match report
             .recipient
@@ -232,14 +228,13 @@ fn in_actor(
             .and_then(|r| EmailAddress::parse(r.trim()).ok())
         {
             Some(a) => a,
-            None => return Ok(()),
+            None => return Ok(Applied::Unmatched),
         },
     };
     let contact = ctx.table.by_email(address.as_str())?;
     if email.is_none() && contact.is_none() {
-        return Ok(());
+        return Ok(Applied::Unmatched);
     }
-    *applied = Applied::Done;
     match report.kind {
         Kind::Hard => ctx.metrics.feedback_hard.add(1),
         Kind::Soft => ctx.metrics.feedback_soft.add(1),
@@ -318,7 +313,7 @@ fn in_actor(
             unit.stage(ctx, &change)?;
         }
     }
-    Ok(())
+    Ok(Applied::Done)
 }
 
 /// A hard bounce of an email the relay had taken: BOUNCED, and its campaign's counts
