@@ -15,6 +15,7 @@ pub fn hooks() -> Hooks {
         .after_events(crate::workflow::triggers::on_events)
         .after_events(crate::webhooks::fanout::on_events)
         .state(|| Box::<Audience>::default())
+        .state(|| Box::<crate::webhooks::endpoints::Endpoints>::default())
         .emails(Arc::new(CampaignEmails))
         .contact_deleted(crate::suppression::on_contact_deleted)
 }

@@ -51,8 +51,7 @@ pub fn append_all(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result
         return Ok(());
     }
     append(ctx.store, batch, ctx.project, events)?;
-    ctx.hooks
-        .run_after_events(ctx.store, ctx.starts, batch, ctx.project, events)
+    ctx.hooks.run_after_events(ctx, batch, events)
 }
 
 /// Adds `events` to `batch`, the record and its statistics only: no hook runs.

@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::starts::Starts;
+use super::write::WriteCtx;
 use crate::error::{Error, Result};
 use crate::model::{
     Contact, ContactId, Engagement, Event, Hit, OutboundEmail, ProjectId, Timestamp,
@@ -19,7 +19,7 @@ use crate::store::{Batch, Store};
 
 /// After events are appended to a batch (the workflows they start or wake): gets the
 /// same batch, and the events in the order they were appended.
-pub type AfterEvents = fn(&dyn Store, &Starts, &mut Batch, ProjectId, &[Event]) -> Result<()>;
+pub type AfterEvents = fn(&WriteCtx, &mut Batch, &[Event]) -> Result<()>;
 
 /// When a contact is deleted, in its delete batch: what a feature keeps by the address
 /// (the suppression list keeps only its hash).
@@ -257,14 +257,12 @@ impl Hooks {
     /// Runs every after-events hook on `batch` (`events` not empty).
     pub fn run_after_events(
         &self,
-        store: &dyn Store,
-        starts: &Starts,
+        ctx: &WriteCtx,
         batch: &mut Batch,
-        p: ProjectId,
         events: &[Event],
     ) -> Result<()> {
         for hook in &self.after_events {
-            hook(store, starts, batch, p, events)?;
+            hook(ctx, batch, events)?;
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use crate::project::registry::Registry;
 use crate::store::{keys, Batch};
 use crate::workflow::webhook::{is_private, WebhookClient};
 
+use super::endpoints::Endpoints;
 use super::model::{Delivery, Webhook};
 use super::{records, sign, WebhookConfig};
 
@@ -143,6 +144,7 @@ pub async fn create(
                 let mut batch = Batch::new();
                 records::put(&mut batch, ctx.project, &w)?;
                 ctx.store.apply(batch)?;
+                Endpoints::of(ctx.states)?.forget();
                 Ok(w)
             }),
         )
@@ -217,6 +219,7 @@ async fn change(
                 let mut batch = Batch::new();
                 records::put(&mut batch, ctx.project, &hook)?;
                 ctx.store.apply(batch)?;
+                Endpoints::of(ctx.states)?.forget();
                 Ok(hook)
             }),
         )
@@ -246,7 +249,9 @@ pub async fn delete(registry: &Registry, p: ProjectId, w: WebhookId) -> Result<(
                     }
                     batch.delete(k);
                 }
-                ctx.store.apply(batch)
+                ctx.store.apply(batch)?;
+                Endpoints::of(ctx.states)?.forget();
+                Ok(())
             }),
         )
         .await

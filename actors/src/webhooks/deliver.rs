@@ -307,10 +307,15 @@ fn record(
     }
     records::put_delivery(&mut batch, p, &delivery)?;
     // The endpoint's record is written only when this outcome changed it.
-    if let Some(h) = hook.as_ref().filter(|_| hook != hook_before) {
+    let changed = hook.as_ref().filter(|_| hook != hook_before);
+    if let Some(h) = changed {
         records::put(&mut batch, p, h)?;
     }
-    store.apply(batch)
+    store.apply(batch)?;
+    if changed.is_some() {
+        super::endpoints::Endpoints::of(ctx.states)?.forget();
+    }
+    Ok(())
 }
 
 /// Deliveries waiting for an attempt, every project's (for /metrics).

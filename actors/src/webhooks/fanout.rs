@@ -6,9 +6,10 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Result;
 use crate::model::{DeliveryId, EmailId, Event, OutboundEmail, ProjectId};
-use crate::project::starts::Starts;
+use crate::project::write::WriteCtx;
 use crate::store::{keys, Batch, Store};
 
+use super::endpoints::Endpoints;
 use super::model::{Delivery, DeliveryStatus};
 use super::records;
 
@@ -54,17 +55,12 @@ pub fn payload(store: &dyn Store, p: ProjectId, event: &Event) -> String {
     .to_string()
 }
 
-pub fn on_events(
-    store: &dyn Store,
-    _starts: &Starts,
-    batch: &mut Batch,
-    p: ProjectId,
-    events: &[Event],
-) -> Result<()> {
+pub fn on_events(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
-    let endpoints = records::all(store, p)?;
+    let (store, p) = (ctx.store, ctx.project);
+    let endpoints = Endpoints::of(ctx.states)?.all(store, p)?;
     if endpoints.iter().all(|w| !w.enabled) {
         return Ok(());
     }

@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod deliver;
+pub(crate) mod endpoints;
 pub(crate) mod fanout;
 mod model;
 pub(crate) mod records;
