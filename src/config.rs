@@ -453,6 +453,18 @@ pub struct Feedback {
     pub postmark: PostmarkFeedback,
     pub sendgrid: SendgridFeedback,
     pub mailgun: MailgunFeedback,
+    pub ses: SesFeedback,
+}
+
+/// `POST /feedback/ses`: on when a topic is listed.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct SesFeedback {
+    /// The SNS topics whose notifications are taken.
+    pub topic_arns: Vec<String>,
+    /// Hosts that may serve SNS's signing certificate (`*` stands for one label).
+    pub cert_hosts: Vec<String>,
+    /// Extra roots (PEM) to trust when fetching it.
+    pub ca_file: String,
 }
 
 /// `POST /feedback/postmark`: on when both are set.

@@ -7,10 +7,15 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
+use mailroom_actors::dns::Resolver;
 use mailroom_actors::feedback::providers::{self, CallbackError};
+use mailroom_actors::feedback::ses::{self, SnsType};
 use mailroom_actors::feedback::{self, Applied, FeedbackConfig, Report};
+use mailroom_actors::workflow::WebhookClient;
 use mailroom_actors::{Error, Resource};
 use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
 use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 
@@ -27,6 +32,8 @@ pub struct Callbacks {
     /// SendGrid's key, as the point it names.
     pub sendgrid: Option<Vec<u8>>,
     pub mailgun: Option<String>,
+    /// Amazon SES over SNS: the topics taken, and how their certificates are fetched.
+    pub ses: Option<Arc<Ses>>,
     /// Mailgun tokens seen within the signature's age, with the SHA-256 of the body they
     /// came with (the HMAC covers only the timestamp and the token): the same token with
     /// another body is refused; with the same body (Mailgun's retry) it is taken again.
@@ -59,6 +66,123 @@ impl Callbacks {
     }
 }
 
+/// `[feedback.ses]`, with the certificates SNS signed with, kept by URL.
+pub struct Ses {
+    topics: Vec<String>,
+    cert_hosts: Vec<String>,
+    /// Extra roots (PEM) for the fetch, read at the start.
+    ca: Option<Vec<u8>>,
+    client: std::sync::OnceLock<Arc<WebhookClient>>,
+    certs: std::sync::Mutex<std::collections::HashMap<String, Arc<Vec<u8>>>>,
+}
+
+/// Certificates kept at most (SNS rotates its certificate every few years).
+const MAX_CERTS: usize = 16;
+/// The largest certificate file fetched.
+const MAX_CERT_BYTES: usize = 64 * 1024;
+
+impl Ses {
+    fn new(f: &crate::config::SesFeedback) -> Result<Option<Ses>, String> {
+        let topics: Vec<String> = f
+            .topic_arns
+            .iter()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if topics.is_empty() {
+            return Ok(None);
+        }
+        if f.cert_hosts.is_empty() {
+            return Err(
+                "feedback.ses.cert_hosts is empty: no certificate could be fetched \
+                 (the default is [\"sns.*.amazonaws.com\", \"sns.*.amazonaws.com.cn\"])"
+                    .into(),
+            );
+        }
+        let ca = match f.ca_file.trim() {
+            "" => None,
+            path => {
+                let pem =
+                    std::fs::read(path).map_err(|e| format!("feedback.ses.ca_file {path}: {e}"))?;
+                mailroom_actors::workflow::webhook::roots_from_pem(&pem)
+                    .map_err(|e| format!("feedback.ses.ca_file {path}: {e}"))?;
+                Some(pem)
+            }
+        };
+        Ok(Some(Ses {
+            topics,
+            cert_hosts: f.cert_hosts.clone(),
+            ca,
+            client: Default::default(),
+            certs: Default::default(),
+        }))
+    }
+
+    /// Gives the fetches their client (it needs the engine's resolver).
+    pub fn connect(&self, resolver: Arc<Resolver>, allow_private: bool, timeout: Duration) {
+        let client = match &self.ca {
+            Some(pem) => WebhookClient::trusting(resolver.clone(), allow_private, timeout, pem)
+                .unwrap_or_else(|_| WebhookClient::new(resolver, allow_private, timeout)),
+            None => WebhookClient::new(resolver, allow_private, timeout),
+        };
+        let _ = self.client.set(Arc::new(client));
+    }
+
+    fn client(&self) -> Result<Arc<WebhookClient>, ApiError> {
+        self.client
+            .get()
+            .cloned()
+            .ok_or_else(|| Error::Internal("feedback.ses has no HTTP client".into()).into())
+    }
+
+    /// The certificate at `url` (checked against `cert_hosts` by the caller): kept, or
+    /// fetched once; a 503 when it cannot be had now (SNS sends again later).
+    async fn certificate(&self, url: &str) -> Result<Arc<Vec<u8>>, ApiError> {
+        if let Some(c) = self
+            .certs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(url)
+        {
+            return Ok(c.clone());
+        }
+        let got = self.client()?.fetch(url, MAX_CERT_BYTES).await;
+        let pem = match got {
+            Ok((200, Some(body))) => Arc::new(body),
+            other => {
+                let why = match other {
+                    Ok((200, None)) => format!("it is larger than {MAX_CERT_BYTES} bytes"),
+                    Ok((status, _)) => format!("it answered {status}"),
+                    Err(e) => e.detail(),
+                };
+                tracing::warn!(url, why, "fetching the certificate SNS signs with");
+                return Err(unavailable(format!(
+                    "The certificate SNS signs with could not be fetched from {url} ({why}); \
+                     SNS sends the notification again later"
+                )));
+            }
+        };
+        let mut certs = self.certs.lock().unwrap_or_else(|e| e.into_inner());
+        if certs.len() >= MAX_CERTS {
+            certs.clear();
+        }
+        certs.insert(url.to_owned(), pem.clone());
+        Ok(pem)
+    }
+}
+
+fn unavailable(suggestion: String) -> ApiError {
+    ApiError::Suggested(
+        Box::new(
+            Error::Busy {
+                retry_after_secs: 60,
+            }
+            .into(),
+        ),
+        suggestion,
+    )
+}
+
 impl Callbacks {
     pub fn new(f: &crate::config::Feedback) -> Result<Callbacks, String> {
         let set = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_owned());
@@ -80,6 +204,7 @@ impl Callbacks {
             },
             sendgrid,
             mailgun: set(&f.mailgun.signing_key),
+            ses: Ses::new(&f.ses)?.map(Arc::new),
             seen_tokens: Default::default(),
         })
     }
@@ -95,6 +220,9 @@ pub struct CallbackResult {
     pub duplicates: u32,
     /// Naming no email and no contact this server knows.
     pub unmatched: u32,
+    /// An SNS subscription confirmed (`POST /feedback/ses` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscribed: Option<bool>,
 }
 
 fn not_configured() -> ApiError {
@@ -225,4 +353,75 @@ pub async fn mailgun(
         return Err(refused(CallbackError::BadSignature));
     }
     apply_all(&state, reports).await
+}
+
+#[utoipa::path(post, path = "/feedback/ses", tag = "Feedback",
+    request_body(content = String, description = "An Amazon SNS message (JSON, sent as text/plain) carrying an SES bounce or complaint notification, or a subscription confirmation", content_type = "text/plain"),
+    responses((status = 200, body = CallbackResult), (status = 400), (status = 401, description = "a topic not in feedback.ses.topic_arns, or a signature that does not verify"),
+              (status = 404, description = "not configured"), (status = 503, description = "the signing certificate could not be fetched; SNS retries")))]
+pub async fn ses(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(sns) = state.callbacks.ses.clone() else {
+        return Err(not_configured());
+    };
+    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let m = ses::parse(&raw).map_err(refused)?;
+    if !sns.topics.contains(&m.topic_arn) {
+        return Err(ApiError::Suggested(
+            Box::new(ApiError::BadSignature),
+            format!(
+                "Topic {} is not in feedback.ses.topic_arns; add it to take its notifications",
+                m.topic_arn
+            ),
+        ));
+    }
+    if !ses::url_allowed(&m.signing_cert_url, &sns.cert_hosts) {
+        return Err(ApiError::Suggested(
+            Box::new(ApiError::BadSignature),
+            "SigningCertURL must be https:// on a host of feedback.ses.cert_hosts".into(),
+        ));
+    }
+    let cert = sns.certificate(&m.signing_cert_url).await?;
+    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
+    ses::verify(&m, &cert, now).map_err(refused)?;
+    match m.kind {
+        SnsType::Notification => {
+            let reports = ses::reports(&m.message).map_err(refused)?;
+            apply_all(&state, reports).await
+        }
+        SnsType::SubscriptionConfirmation => {
+            let url = m.subscribe_url.unwrap_or_default();
+            if !ses::url_allowed(&url, &sns.cert_hosts) {
+                return Err(ApiError::BadRequest(
+                    "SubscribeURL must be https:// on a host of feedback.ses.cert_hosts".into(),
+                ));
+            }
+            match sns.client()?.call(&url, "GET", &[], Vec::new()).await {
+                Ok(200..=299) => {
+                    tracing::info!(topic = %m.topic_arn, "confirmed the SNS subscription");
+                    Ok(HttpResponse::Ok().json(CallbackResult {
+                        subscribed: Some(true),
+                        ..Default::default()
+                    }))
+                }
+                other => {
+                    let why = match other {
+                        Ok(status) => format!("it answered {status}"),
+                        Err(e) => e.detail(),
+                    };
+                    tracing::warn!(topic = %m.topic_arn, why, "confirming the SNS subscription");
+                    Err(unavailable(format!(
+                        "Confirming the subscription at SubscribeURL failed ({why}); SNS asks again"
+                    )))
+                }
+            }
+        }
+        SnsType::UnsubscribeConfirmation => {
+            tracing::info!(topic = %m.topic_arn, "SNS says this endpoint was unsubscribed");
+            Ok(HttpResponse::Ok().json(CallbackResult::default()))
+        }
+    }
 }

@@ -130,6 +130,15 @@ impl AppState {
             settings.webhooks.allow_private_addresses,
             std::time::Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
         ));
+        let callbacks = feedback::Callbacks::new(&settings.feedback).unwrap_or_default();
+        if let Some(ses) = &callbacks.ses {
+            // The certificate's fetch follows the webhooks' address rules and timeout.
+            ses.connect(
+                resolver.clone(),
+                settings.webhooks.allow_private_addresses,
+                std::time::Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
+            );
+        }
         AppState {
             guard: guard::Guard::new(store.guard_counts()),
             registry,
@@ -170,7 +179,7 @@ impl AppState {
             forward_client: forward::client(),
             webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
             webhook_client,
-            callbacks: feedback::Callbacks::new(&settings.feedback).unwrap_or_default(),
+            callbacks,
             pause_rates: (
                 settings.campaigns.pause_bounce_rate,
                 settings.campaigns.pause_complaint_rate,
@@ -329,6 +338,7 @@ pub fn configure(cfg: &mut ServiceConfig, state: web::Data<AppState>) {
             .service(resource("/feedback/postmark").route(web::post().to(feedback::postmark)))
             .service(resource("/feedback/sendgrid").route(web::post().to(feedback::sendgrid)))
             .service(resource("/feedback/mailgun").route(web::post().to(feedback::mailgun)))
+            .service(resource("/feedback/ses").route(web::post().to(feedback::ses)))
             .service(
                 resource("/suppressions")
                     .route(web::get().to(suppressions::list))

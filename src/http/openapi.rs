@@ -30,7 +30,7 @@ use super::{
         webhooks::list, webhooks::create, webhooks::get, webhooks::update, webhooks::delete,
         webhooks::rotate_secret, webhooks::deliveries, webhooks::test,
         suppressions::list, suppressions::add, suppressions::remove, suppressions::import,
-        feedback::postmark, feedback::sendgrid, feedback::mailgun, stats::get,
+        feedback::postmark, feedback::sendgrid, feedback::mailgun, feedback::ses, stats::get,
     ),
     components(schemas(
         contacts::ContactView, contacts::ContactList, contacts::UpsertMeta,

@@ -3,9 +3,11 @@
 
 pub mod dns;
 pub mod http;
+pub mod https;
 pub mod smtp;
 pub mod tls;
 
 pub use dns::TestDns;
 pub use http::{Hit, HookServer};
+pub use https::FileServer;
 pub use smtp::{Auth, Received, SmtpServer, Stage, TlsMode};

@@ -22,6 +22,8 @@ pub struct TestCertificates {
     /// The server's private key (PKCS#8 PEM), for a server under test that takes files.
     pub key_pem: String,
     pub acceptor: TlsAcceptor,
+    /// The same server configuration, for a server on plain threads (`https`).
+    pub config: Arc<ServerConfig>,
 }
 
 impl TestCertificates {
@@ -56,11 +58,26 @@ impl TestCertificates {
             .with_no_client_auth()
             .with_single_cert(chain, private)
             .expect("the server certificate and key");
+        let config = Arc::new(config);
         TestCertificates {
             ca_pem: ca_cert.pem(),
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            acceptor: TlsAcceptor::from(config.clone()),
+            config,
         }
     }
+}
+
+/// A self-signed certificate (PEM) for `name`, over the RSA key of `pkcs8_der` and
+/// signed with SHA-256: what a signer such as Amazon SNS publishes for its key.
+pub fn rsa_certificate(pkcs8_der: &[u8], name: &str) -> String {
+    let key = KeyPair::from_pkcs8_der_and_sign_algo(
+        &PrivatePkcs8KeyDer::from(pkcs8_der.to_vec()),
+        &rcgen::PKCS_RSA_SHA256,
+    )
+    .expect("an RSA PKCS#8 key");
+    let mut params = CertificateParams::new(vec![name.to_owned()]).expect("params");
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.self_signed(&key).expect("self-sign").pem()
 }

@@ -207,6 +207,7 @@ fn a_mailgun_hard_bounce_of_a_delivered_campaign_email_moves_its_stats_unsubscri
     // A provider that is not configured is not there.
     assert_eq!(callback(&app, "/feedback/postmark", &[], "{}").status, 404);
     assert_eq!(callback(&app, "/feedback/sendgrid", &[], "[]").status, 404);
+    assert_eq!(callback(&app, "/feedback/ses", &[], "{}").status, 404);
 }
 
 #[test]
@@ -531,4 +532,237 @@ fn campaign_mail_carries_feedback_id_and_list_id_naming_the_campaign_and_project
         list.starts_with(&format!("<{}.", p.id)) && list.ends_with('>'),
         "{list}"
     );
+}
+
+const SES_TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
+
+/// An SNS publisher of our own: an RSA key, its certificate served over HTTPS by a
+/// test CA's server, and messages signed as SNS signs them.
+struct Sns {
+    key: aws_lc_rs::rsa::KeyPair,
+    files: mailroom_testkit::FileServer,
+    ca_file: tempfile::NamedTempFile,
+}
+
+impl Sns {
+    fn start() -> Sns {
+        use aws_lc_rs::encoding::{AsDer, Pkcs8V1Der};
+        let key = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+        let der: Pkcs8V1Der = key.as_der().unwrap();
+        let cert = mailroom_testkit::tls::rsa_certificate(der.as_ref(), "sns.us-east-1.test");
+        let files = mailroom_testkit::FileServer::start(vec![
+            (
+                "/SimpleNotificationService-test.pem".into(),
+                cert.into_bytes(),
+            ),
+            (
+                "/confirm".into(),
+                b"<ConfirmSubscriptionResponse/>".to_vec(),
+            ),
+        ]);
+        let ca_file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(ca_file.path(), files.ca_pem()).unwrap();
+        Sns {
+            key,
+            files,
+            ca_file,
+        }
+    }
+
+    /// The fields SNS signs, in its documented order, each `name\nvalue\n`.
+    fn sign(&self, m: &mut Value) {
+        let order: &[&str] = if m["Type"] == "Notification" {
+            &[
+                "Message",
+                "MessageId",
+                "Subject",
+                "Timestamp",
+                "TopicArn",
+                "Type",
+            ]
+        } else {
+            &[
+                "Message",
+                "MessageId",
+                "SubscribeURL",
+                "Timestamp",
+                "Token",
+                "TopicArn",
+                "Type",
+            ]
+        };
+        let mut text = String::new();
+        for k in order {
+            if let Some(v) = m[*k].as_str() {
+                text.push_str(&format!("{k}\n{v}\n"));
+            }
+        }
+        // SignatureVersion 2; version 1 (SHA-1) has its vector in feedback::ses's tests.
+        let alg = &aws_lc_rs::signature::RSA_PKCS1_SHA256;
+        let mut sig = vec![0; self.key.public_modulus_len()];
+        self.key
+            .sign(alg, &SystemRandom::new(), text.as_bytes(), &mut sig)
+            .unwrap();
+        m["Signature"] = json!(base64::engine::general_purpose::STANDARD.encode(sig));
+    }
+
+    fn message(&self, kind: &str, message: &str, version: &str) -> Value {
+        let mut m = json!({
+            "Type": kind,
+            "MessageId": format!("sns-{}", rand_suffix()),
+            "TopicArn": SES_TOPIC,
+            "Message": message,
+            "Timestamp": "2026-11-28T08:00:00.000Z",
+            "SignatureVersion": version,
+            "SigningCertURL": self.files.url("/SimpleNotificationService-test.pem"),
+            "UnsubscribeURL": self.files.url("/unsubscribe"),
+        });
+        if kind != "Notification" {
+            m["Token"] = json!("2336412f37fb687f5d51e6e2425f004aed");
+            m["SubscribeURL"] = json!(self
+                .files
+                .url("/confirm?Action=ConfirmSubscription&Token=2336"));
+        }
+        self.sign(&mut m);
+        m
+    }
+}
+
+fn rand_suffix() -> String {
+    mailroom_actors::model::EmailId::new().to_string()
+}
+
+/// SES's bounce notification, as its documentation shows it.
+fn ses_bounce(message_id: &str, to: &str) -> String {
+    json!({
+        "notificationType": "Bounce",
+        "bounce": {
+            "bounceType": "Permanent", "bounceSubType": "General",
+            "bouncedRecipients": [{"emailAddress": to, "action": "failed", "status": "5.1.1",
+                                   "diagnosticCode": "smtp; 550 5.1.1 user unknown"}],
+            "timestamp": "2026-11-28T08:00:00.000Z",
+            "feedbackId": "00000137860315fd-869464a4-8680-4114-98d3-716fe35851f9-000000"
+        },
+        "mail": {"timestamp": "2026-11-28T07:59:00.000Z", "source": "hello@acme.test",
+                 "messageId": "00000137860315fd-34208509-5b74-41f3-95c5-22c1edc3c924-000000",
+                 "destination": [to],
+                 "commonHeaders": {"from": ["hello@acme.test"], "to": [to], "messageId": message_id}}
+    })
+    .to_string()
+}
+
+#[test]
+fn ses_over_sns_confirms_its_subscription_and_applies_a_verified_bounce_and_complaint_once() {
+    let sns = Sns::start();
+    let (authority, ca) = (
+        sns.files.authority(),
+        sns.ca_file.path().display().to_string(),
+    );
+    let (_dns, smtp, app, p) = rig(move |s| {
+        s.feedback.ses.topic_arns = vec![SES_TOPIC.into()];
+        s.feedback.ses.cert_hosts = vec![authority];
+        s.feedback.ses.ca_file = ca;
+        s.webhooks.allow_private_addresses = true;
+    });
+    let post = |m: &Value| {
+        callback(
+            &app,
+            "/feedback/ses",
+            &[("content-type", "text/plain; charset=UTF-8")],
+            &m.to_string(),
+        )
+    };
+
+    // SNS asks first: the subscription is confirmed by a GET of SubscribeURL.
+    let r = post(&sns.message(
+        "SubscriptionConfirmation",
+        "You have chosen to subscribe",
+        "2",
+    ));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["subscribed"], true, "{}", r.text);
+    assert!(
+        sns.files
+            .hits()
+            .iter()
+            .any(|(m, t)| m == "GET" && t.starts_with("/confirm?Action=ConfirmSubscription")),
+        "{:?}",
+        sns.files.hits()
+    );
+
+    contacts(&app, &p, &emails("in", 2), true);
+    let c = create(&app, &p, json!({}));
+    let cid = c["id"].as_str().unwrap().to_owned();
+    let (got, _) = send_and_settle(&app, &p, &smtp, &cid, 2);
+    let (bounced_id, bounced) = sent_email(&got[0]);
+    let bounce = sns.message(
+        "Notification",
+        &ses_bounce(&format!("<{bounced_id}@acme.test>"), &bounced),
+        "2",
+    );
+
+    // Refused: another message under the signature, a topic not listed, a certificate
+    // from a host not allowed, a signature that is not one.
+    let mut tampered = bounce.clone();
+    tampered["Message"] = json!(ses_bounce("<other@acme.test>", "other@in.test"));
+    assert_eq!(post(&tampered).status, 401);
+    let mut topic = sns.message("Notification", &ses_bounce("<x@acme.test>", &bounced), "2");
+    topic["TopicArn"] = json!("arn:aws:sns:us-east-1:123456789012:someone-else");
+    sns.sign(&mut topic);
+    let r = post(&topic);
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert!(r.text.contains("topic_arns"), "{}", r.text);
+    let mut elsewhere = bounce.clone();
+    elsewhere["SigningCertURL"] = json!("https://evil.test/SimpleNotificationService-x.pem");
+    assert_eq!(post(&elsewhere).status, 401);
+    let mut unsigned = bounce.clone();
+    unsigned["Signature"] = json!("bm90IGEgc2lnbmF0dXJl");
+    assert_eq!(post(&unsigned).status, 401);
+    assert_eq!(suppressions(&app, &p)["total"], 0);
+    assert_eq!(post(&json!({"Type": "Notification"})).status, 400);
+
+    let r = post(&bounce);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    let again = post(&bounce);
+    assert_eq!(again.json()["duplicates"], 1, "{}", again.text);
+    let s = stats(&app, &p, &cid);
+    assert_eq!(count(&s, "bounced"), 1, "{s}");
+    let listed = suppressions(&app, &p);
+    assert_eq!(
+        listed["suppressions"][0]["reason"], "hard_bounce",
+        "{listed}"
+    );
+    let events = app
+        .get(
+            &format!("/events?name=email.bounce&email={bounced}"),
+            &p.secret,
+        )
+        .json();
+    assert_eq!(events["events"][0]["data"]["source"], "ses", "{events}");
+    assert_eq!(events["events"][0]["data"]["status"], "5.1.1", "{events}");
+
+    // A complaint, its Message-ID among the headers SES kept.
+    let (complained_id, complained) = sent_email(&got[1]);
+    let complaint = json!({
+        "notificationType": "Complaint",
+        "complaint": {"complainedRecipients": [{"emailAddress": complained}],
+                      "timestamp": "2026-11-28T08:01:00.000Z", "complaintFeedbackType": "abuse",
+                      "feedbackId": "0000013786031775-163e3910-53eb-4c8e-a04a-f29debf88a84-000000"},
+        "mail": {"messageId": "0000013786031775-fea503bc-7497-49e1-881b-a0379bb037d3-000000",
+                 "headers": [{"name": "Message-ID", "value": format!("<{complained_id}@acme.test>")}]}
+    })
+    .to_string();
+    let r = post(&sns.message("Notification", &complaint, "2"));
+    assert_eq!(r.json()["applied"], 1, "{}", r.text);
+    assert_eq!(count(&stats(&app, &p, &cid), "complained"), 1);
+    assert!(!contact_subscribed(&app, &p, &complained));
+    // The certificate was fetched once and kept.
+    let fetched = sns
+        .files
+        .hits()
+        .iter()
+        .filter(|(_, t)| t.ends_with(".pem"))
+        .count();
+    assert_eq!(fetched, 1, "{:?}", sns.files.hits());
 }

@@ -9,6 +9,7 @@ pub mod effects;
 pub mod providers;
 pub mod receiver;
 pub(crate) mod reports;
+pub mod ses;
 pub mod stats;
 
 pub use effects::{apply, Applied};

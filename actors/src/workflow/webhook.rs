@@ -163,10 +163,53 @@ pub fn is_private(ip: IpAddr) -> bool {
     }
 }
 
+/// The root certificates in `pem`; an error says what is not one, or that none is.
+pub fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, String> {
+    use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| format!("not a PEM certificate: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("not a usable root certificate: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("holds no PEM certificate".into());
+    }
+    Ok(roots)
+}
+
 impl WebhookClient {
     pub fn new(resolver: Arc<Resolver>, allow_private: bool, timeout: Duration) -> Self {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        WebhookClient::with_roots(resolver, allow_private, timeout, roots)
+    }
+
+    /// A client that also trusts the roots of `pem` (a TLS-inspecting proxy's CA);
+    /// an error names what in the file is not a certificate.
+    pub fn trusting(
+        resolver: Arc<Resolver>,
+        allow_private: bool,
+        timeout: Duration,
+        pem: &[u8],
+    ) -> Result<Self, String> {
+        let mut roots = roots_from_pem(pem)?;
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        Ok(WebhookClient::with_roots(
+            resolver,
+            allow_private,
+            timeout,
+            roots,
+        ))
+    }
+
+    fn with_roots(
+        resolver: Arc<Resolver>,
+        allow_private: bool,
+        timeout: Duration,
+        roots: RootCertStore,
+    ) -> Self {
         let config = ClientConfig::builder_with_provider(Arc::new(
             tokio_rustls::rustls::crypto::ring::default_provider(),
         ))
@@ -193,7 +236,34 @@ impl WebhookClient {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<u16, WebhookError> {
-        match tokio::time::timeout(self.timeout, self.call_inner(url, method, headers, body)).await
+        self.exchange(url, method, headers, body, 0)
+            .await
+            .map(|(status, _)| status)
+    }
+
+    /// A GET that keeps at most `max_bytes` of the answer's body (a certificate to
+    /// read): the status, and the body when it was no longer than that.
+    pub async fn fetch(
+        &self,
+        url: &str,
+        max_bytes: usize,
+    ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
+        self.exchange(url, "GET", &[], Vec::new(), max_bytes).await
+    }
+
+    async fn exchange(
+        &self,
+        url: &str,
+        method: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        keep: usize,
+    ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
+        match tokio::time::timeout(
+            self.timeout,
+            self.call_inner(url, method, headers, body, keep),
+        )
+        .await
         {
             Ok(result) => result,
             Err(_) => Err(WebhookError::Timeout(self.timeout.as_secs_f64())),
@@ -227,7 +297,8 @@ impl WebhookClient {
         method: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<u16, WebhookError> {
+        keep: usize,
+    ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
         let t = target(url)?;
         let ips = self.addresses(&t.host).await?;
         let mut last = WebhookError::NoAddress;
@@ -275,14 +346,20 @@ impl WebhookClient {
                 .connect(name, stream)
                 .await
                 .map_err(|e| WebhookError::Tls(t.host.clone(), e))?;
-            send(TokioIo::new(tls), req).await
+            send(TokioIo::new(tls), req, keep).await
         } else {
-            send(TokioIo::new(stream), req).await
+            send(TokioIo::new(stream), req, keep).await
         }
     }
 }
 
-async fn send<T>(io: T, req: Request<Full<Bytes>>) -> Result<u16, WebhookError>
+/// Sends `req` and reads the answer: its status, and its body when `keep` bytes held
+/// it (reading stops past `keep`, or past 64 KiB when nothing is kept).
+async fn send<T>(
+    io: T,
+    req: Request<Full<Bytes>>,
+    keep: usize,
+) -> Result<(u16, Option<Vec<u8>>), WebhookError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -294,16 +371,29 @@ where
     let status = match res {
         Ok(res) => {
             let status = res.status().as_u16();
-            // Read (and drop) at most a little of the answer, then hang up.
+            // Read at most a little of the answer (kept only when asked for), then hang up.
             let mut body = res.into_body();
+            let limit = if keep > 0 { keep } else { 64 * 1024 };
             let mut read = 0usize;
-            while read < 64 * 1024 {
+            let mut kept = Vec::new();
+            let mut whole = false;
+            while read <= limit {
                 match body.frame().await {
-                    Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
-                    _ => break,
+                    Some(Ok(frame)) => {
+                        let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
+                        read += data.len();
+                        if keep > 0 && read <= keep {
+                            kept.extend_from_slice(data);
+                        }
+                    }
+                    None => {
+                        whole = true;
+                        break;
+                    }
+                    Some(Err(_)) => break,
                 }
             }
-            Ok(status)
+            Ok((status, (keep > 0 && whole && read <= keep).then_some(kept)))
         }
         Err(e) => Err(e),
     };
