@@ -176,7 +176,7 @@ impl Application {
         DomainVerifier::new(
             registry.clone(),
             resolver.clone(),
-            &settings.domains.spf_include,
+            settings.record_policy(),
             Duration::from_secs(settings.domains.recheck_seconds),
         )
         .start();
@@ -199,7 +199,7 @@ impl Application {
                     registry: registry.clone(),
                     store: store.clone(),
                     clock: clock.clone(),
-                    spf_include: settings.domains.spf_include.clone(),
+                    domain_records: settings.record_policy(),
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
                     whole: clustered.then(|| settings.storage.clone()),
                 },

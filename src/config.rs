@@ -487,6 +487,17 @@ pub struct MailgunFeedback {
     pub signing_key: String,
 }
 
+impl Settings {
+    /// What each sender domain is told to publish: the SPF mechanism, and the CNAME of
+    /// its return-path host when reports come back by mail.
+    pub fn record_policy(&self) -> mailroom_actors::domain::RecordPolicy {
+        mailroom_actors::domain::RecordPolicy::new(
+            &self.domains.spf_include,
+            self.feedback.return_path_domain(),
+        )
+    }
+}
+
 impl Feedback {
     /// The return path's domain, when one is set.
     pub fn return_path_domain(&self) -> Option<&str> {

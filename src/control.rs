@@ -10,6 +10,7 @@
 //! CLI runs as the same user as the server) and sends `{"progress": {records, bytes}}`
 //! lines, about one a second, before its answer.
 
+use mailroom_actors::domain::RecordPolicy;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
@@ -207,7 +208,7 @@ fn run_offline(
         &*store,
         request,
         now,
-        &settings.domains.spf_include,
+        &settings.record_policy(),
         &mut |t| report(t.into()),
     )?;
     store.flush_blocking().map_err(Failure::engine)?;
@@ -221,7 +222,7 @@ fn apply(
     store: &dyn Store,
     request: Request,
     now: Timestamp,
-    spf_include: &str,
+    policy: &RecordPolicy,
     report: &mut dyn FnMut(Tally),
 ) -> Result<Value, Failure> {
     let e = Failure::engine;
@@ -247,7 +248,7 @@ fn apply(
             let msg =
                 mailroom_actors::domain::messages::CreateDomain::generate(domain).map_err(e)?;
             let d = mailroom_actors::domain::writes::trust(store, project, msg, now).map_err(e)?;
-            domain_json(&d, spf_include)
+            domain_json(&d, policy)
         }
         Request::DomainList { project } => {
             projects.get(project).map_err(e)?;
@@ -255,7 +256,7 @@ fn apply(
             let mut page = PageRequest::first(MAX_LIMIT);
             loop {
                 let got = queries::list_domains(store, project, None, &page).map_err(e)?;
-                all.extend(got.items.iter().map(|d| domain_json(d, spf_include)));
+                all.extend(got.items.iter().map(|d| domain_json(d, policy)));
                 let Some(cursor) = got.next_cursor else {
                     break Value::Array(all);
                 };
@@ -278,8 +279,8 @@ fn written(file: &Path, t: Tally) -> Value {
     serde_json::json!({"file": file, "records": t.records, "bytes": t.bytes})
 }
 
-fn domain_json(d: &mailroom_actors::domain::Domain, spf_include: &str) -> Value {
-    serde_json::to_value(DomainView::new(d, spf_include)).unwrap_or_default()
+fn domain_json(d: &mailroom_actors::domain::Domain, policy: &RecordPolicy) -> Value {
+    serde_json::to_value(DomainView::new(d, policy)).unwrap_or_default()
 }
 
 /// What the running server needs to answer: the very objects the /admin API uses (the
@@ -290,7 +291,8 @@ pub struct Control {
     pub registry: Registry,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
-    pub spf_include: String,
+    /// What a domain publishes (see `Settings::record_policy`).
+    pub domain_records: RecordPolicy,
     /// How long a client may take to send its request line.
     pub read_timeout: Duration,
     /// On a node of a cluster, the database to open whole for commands that read every
@@ -311,7 +313,7 @@ impl Control {
             let d = mailroom_actors::domain::actions::trust(&self.registry, project, domain)
                 .await
                 .map_err(Failure::engine)?;
-            return Ok(domain_json(&d, &self.spf_include));
+            return Ok(domain_json(&d, &self.domain_records));
         }
         let reads_every_project = matches!(
             request,
@@ -321,7 +323,7 @@ impl Control {
         let (projects, store, spf) = (
             self.projects.clone(),
             self.store.clone(),
-            self.spf_include.clone(),
+            self.domain_records.clone(),
         );
         let value = actix_web::rt::task::spawn_blocking(move || {
             let mut report = |t: Tally| {

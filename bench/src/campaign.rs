@@ -44,6 +44,7 @@ fn signatures_per_1000() -> f64 {
         domain: setup::DOMAIN.into(),
         selector: key.selector.clone(),
         private_key_pem: key.private_key_pem.clone(),
+        aligned_return_path: false,
     })
     .expect("a signer");
     let message = format!(

@@ -22,7 +22,7 @@ pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResp
     let views: Vec<DomainView> = page
         .items
         .iter()
-        .map(|d| DomainView::new(d, &state.spf_include))
+        .map(|d| DomainView::new(d, &state.domain_records))
         .collect();
     let body = html! {
         @if views.is_empty() { p { "No sender domains yet." } }
@@ -101,7 +101,7 @@ pub async fn verify(
     domain::check_now(
         &state.registry,
         &state.resolver,
-        &state.spf_include,
+        &state.domain_records,
         signed.project,
         id,
     )

@@ -145,7 +145,7 @@ pub async fn trust_domain(
     let trusted = mailroom_actors::domain::actions::trust(&state.registry, id, name).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,
-        &state.spf_include,
+        &state.domain_records,
     )))
 }
 

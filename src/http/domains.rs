@@ -39,26 +39,27 @@ pub struct DomainView {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RecordView {
-    /// Always TXT.
+    /// TXT, or CNAME for the return-path host.
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub name: String,
     pub value: String,
-    /// OWNERSHIP, DKIM, SPF or DMARC. SPF and DMARC are advice and do not decide the
-    /// status.
+    /// OWNERSHIP, DKIM, SPF, DMARC, or RETURN_PATH (only when the server has
+    /// `feedback.return_path_domain`). SPF, DMARC and RETURN_PATH are advice and do not
+    /// decide the status; a verified RETURN_PATH moves the envelope sender under it.
     pub purpose: &'static str,
     pub verified: bool,
 }
 
 impl DomainView {
-    pub fn new(d: &Domain, spf_include: &str) -> Self {
+    pub fn new(d: &Domain, policy: &mailroom_actors::domain::RecordPolicy) -> Self {
         DomainView {
             id: d.id.to_string(),
             domain: d.name.to_string(),
             status: d.status.as_str(),
             verified: d.is_verified(),
             records: d
-                .records(spf_include)
+                .records(policy)
                 .into_iter()
                 .map(|r| RecordView {
                     kind: r.kind,
@@ -114,7 +115,7 @@ pub async fn list(
         domains: page
             .items
             .iter()
-            .map(|d| DomainView::new(d, &state.spf_include))
+            .map(|d| DomainView::new(d, &state.domain_records))
             .collect(),
         has_more: page.has_more(),
         cursor: page.next_cursor,
@@ -132,7 +133,7 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let created = domain::actions::add(&state.registry, p.id, name).await?;
-    Ok(HttpResponse::Created().json(DomainView::new(&created, &state.spf_include)))
+    Ok(HttpResponse::Created().json(DomainView::new(&created, &state.domain_records)))
 }
 
 #[utoipa::path(get, path = "/domains/{id}", tag = "Domains",
@@ -145,7 +146,7 @@ pub async fn get(
     let id: DomainId = path_id(&id, Resource::Domain)?;
     let d =
         queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&d, &state.spf_include)))
+    Ok(HttpResponse::Ok().json(DomainView::new(&d, &state.domain_records)))
 }
 
 #[utoipa::path(delete, path = "/domains/{id}", tag = "Domains",
@@ -174,10 +175,10 @@ pub async fn verify(
     let updated = domain::check_now(
         &state.registry,
         &state.resolver,
-        &state.spf_include,
+        &state.domain_records,
         p.id,
         id,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.spf_include)))
+    Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.domain_records)))
 }

@@ -76,7 +76,8 @@ pub struct AppState {
     /// Shared by domain checks and /v1/verify.
     pub resolver: Arc<Resolver>,
     pub email_verifier: EmailVerifier,
-    pub spf_include: String,
+    /// What a domain publishes (`domains.spf_include`, the return path's host).
+    pub domain_records: mailroom_actors::domain::RecordPolicy,
     /// Runs sending campaigns.
     pub campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     /// How often one email's tracking links are recorded.
@@ -165,7 +166,7 @@ impl AppState {
                 engine_metrics,
             ),
             resolver,
-            spf_include: settings.domains.spf_include.clone(),
+            domain_records: settings.record_policy(),
             campaigns,
             hits: Default::default(),
             access_log: settings.log.access,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hickory_server::authority::{Catalog, ZoneType};
-use hickory_server::proto::rr::rdata::{A, MX, NS, SOA, TXT};
+use hickory_server::proto::rr::rdata::{A, CNAME, MX, NS, SOA, TXT};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType, RrKey};
 use hickory_server::store::in_memory::InMemoryAuthority;
 use hickory_server::ServerFuture;
@@ -203,6 +203,12 @@ impl TestDns {
             name(exchange)
         };
         self.upsert(owner, RData::MX(MX::new(10, exchange)));
+    }
+
+    /// Replaces the CNAME at `owner` with one to `target`.
+    pub fn set_cname(&self, owner: &str, target: &str) {
+        self.remove(owner, RecordType::CNAME);
+        self.upsert(owner, RData::CNAME(CNAME(name(target))));
     }
 
     pub fn add_a(&self, owner: &str, ip: Ipv4Addr) {

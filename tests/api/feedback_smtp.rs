@@ -505,3 +505,66 @@ fn a_report_to_one_projects_token_never_touches_another_project() {
     assert_eq!(b_contact["subscribed"], true, "{b_contact}");
     assert_eq!(events(&app, &b, "email.bounce", "bo@example.com").len(), 0);
 }
+
+#[test]
+fn a_verified_psrp_cname_moves_the_envelope_sender_under_the_sender_domain_and_reports_to_it_still_apply(
+) {
+    let (dns, smtp, app, p) = rig(with_return_path);
+    let domains = app.get("/domains", &p.secret).json();
+    let d = &domains["domains"][0];
+    let record = d["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["purpose"] == "RETURN_PATH")
+        .cloned()
+        .unwrap_or_else(|| panic!("a RETURN_PATH record: {d}"));
+    assert_eq!(
+        (&record["type"], &record["name"], &record["value"]),
+        (&json!("CNAME"), &json!("psrp.acme.test"), &json!(DOMAIN)),
+        "{record}"
+    );
+    assert_eq!(record["verified"], false);
+
+    // Not published yet: the envelope sender stays on the return path's own domain.
+    let (_, before) = send_one(&app, &p, &smtp, "ada@in.test", 1);
+    assert!(before.ends_with(&format!("@{DOMAIN}")), "{before}");
+
+    // A CNAME elsewhere does not count; one to the return path's domain does.
+    let verify = || {
+        let id = d["id"].as_str().unwrap();
+        let r = app.post(&format!("/domains/{id}/verify"), &p.secret, json!({}));
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json()["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["purpose"] == "RETURN_PATH")
+            .map(|r| r["verified"] == true)
+            .unwrap()
+    };
+    dns.set_cname("psrp.acme.test", "bounces.elsewhere.test");
+    assert!(!verify(), "a CNAME to another host is not the return path");
+    dns.set_cname("psrp.acme.test", DOMAIN);
+    assert!(
+        verify(),
+        "the CNAME to the return path's domain verifies it"
+    );
+
+    let (id, after) = send_one(&app, &p, &smtp, "grace@in.test", 2);
+    assert!(
+        after.starts_with("b-") && after.ends_with("@psrp.acme.test"),
+        "SPF aligned with the From domain: {after}"
+    );
+    // A report to the aligned address finds its email like any other.
+    let mut s = Smtp::connect(&app);
+    assert_eq!(s.cmd("EHLO mx.example.com").0, 250);
+    let r = s.mail(&after, &dsn("grace@in.test", "failed", "5.1.1", "aligned"));
+    assert_eq!(r.0, 250, "{r:?}");
+    let email = data(&app.get(&format!("/emails/{id}"), &p.secret), 200);
+    assert_eq!(email["status"], "BOUNCED", "{email}");
+    // A forged token at an aligned host is refused like any other.
+    assert_eq!(s.cmd("MAIL FROM:<>").0, 250);
+    let forged = format!("b-{}@psrp.acme.test", "a".repeat(39));
+    assert_eq!(s.cmd(&format!("RCPT TO:<{forged}>")).0, 550);
+}

@@ -189,6 +189,20 @@ impl Resolver {
         .await
     }
 
+    /// The targets of the CNAME records at `name` (one, where DNS is well formed).
+    pub async fn cname(&self, name: &str, freshness: Freshness) -> Reply<Vec<String>> {
+        self.lookup(name, RecordType::CNAME, freshness, |lookup| {
+            lookup
+                .iter()
+                .filter_map(|r| match r {
+                    RData::CNAME(c) => Some(c.0.to_ascii()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .await
+    }
+
     /// How many records of `rtype` exist at `name` (for A, AAAA and NS probes).
     pub async fn count(&self, name: &str, rtype: RecordType, freshness: Freshness) -> Reply<usize> {
         self.lookup(name, rtype, freshness, move |lookup| {

@@ -10,7 +10,7 @@
 //! An ownership TXT with another token is not "wrong": another project may have added
 //! the same domain, and both tokens live at `_mailroom.<domain>`.
 
-use super::record::{Domain, DomainStatus};
+use super::record::{Domain, DomainStatus, RecordPolicy};
 use crate::dns::{Answer, Freshness, Resolver};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,24 +30,43 @@ pub struct DomainCheck {
     pub spf: RecordState,
     /// Advice only: it never changes the status.
     pub dmarc: RecordState,
+    /// `psrp.<domain>` as a CNAME to the return path's domain (Absent when there is none
+    /// configured): it never changes the status either.
+    pub return_path: RecordState,
 }
 
 /// Asks the nameservers now (no cache) for the domain's three records.
-pub async fn run(resolver: &Resolver, domain: &Domain, spf_include: &str) -> DomainCheck {
+pub async fn run(resolver: &Resolver, domain: &Domain, policy: &RecordPolicy) -> DomainCheck {
     let (ownership_name, dkim_name) = (domain.ownership_name(), domain.dkim_name());
-    let dmarc_name = domain.dmarc_name();
-    let (ownership, dkim, spf, dmarc) = futures_util::join!(
+    let (dmarc_name, return_path_name) = (domain.dmarc_name(), domain.return_path_name());
+    let return_path = async {
+        match &policy.return_path_domain {
+            Some(target) => {
+                let got = resolver.cname(&return_path_name, Freshness::Fresh).await;
+                judge(
+                    &got.answer,
+                    |t| t.trim_end_matches('.').eq_ignore_ascii_case(target),
+                    false,
+                )
+            }
+            None => RecordState::Absent,
+        }
+    };
+    let (ownership, dkim, spf, dmarc, return_path) = futures_util::join!(
         resolver.txt(&ownership_name, Freshness::Fresh),
         resolver.txt(&dkim_name, Freshness::Fresh),
         resolver.txt(domain.name.as_str(), Freshness::Fresh),
         resolver.txt(&dmarc_name, Freshness::Fresh),
+        return_path,
     );
+    let spf_include = policy.spf_include.as_str();
     let expected_ownership = domain.ownership_value();
     DomainCheck {
         ownership: judge(&ownership.answer, |t| t.trim() == expected_ownership, false),
         dkim: judge(&dkim.answer, |t| dkim_matches(t, &domain.public_key), true),
         spf: judge(&spf.answer, |t| spf_matches(t, spf_include), false),
         dmarc: judge(&dmarc.answer, dmarc_matches, false),
+        return_path,
     }
 }
 
@@ -130,6 +149,7 @@ mod tests {
             dkim,
             spf: Absent,
             dmarc: Absent,
+            return_path: Absent,
         }
     }
 

@@ -16,6 +16,6 @@ pub mod writes;
 
 pub use check::{DomainCheck, RecordState};
 pub use name::DomainName;
-pub use record::{Domain, DomainStatus, PublishedRecord, RecordPurpose};
+pub use record::{Domain, DomainStatus, PublishedRecord, RecordPolicy, RecordPurpose};
 pub use sender::{is_verified_sender, verified_sender, SenderDomain};
 pub use verifier::{check_now, DomainVerifier};

@@ -12,12 +12,14 @@ pub fn get_domain(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<Optio
         .transpose()
 }
 
-/// A stored domain, with what its last check found of its DMARC record.
+/// A stored domain, with what its last check found of its DMARC record (byte 0 of
+/// `keys::domain_advice`) and its return-path host (byte 1; absent before it existed).
 fn read(store: &dyn Store, p: ProjectId, bytes: &[u8]) -> Result<Domain> {
     let mut d = Domain::decode(bytes)?;
-    d.dmarc_verified = store
-        .get(&keys::domain_dmarc(p, d.id))?
-        .is_some_and(|v| v.first() == Some(&1));
+    if let Some(advice) = store.get(&keys::domain_advice(p, d.id))? {
+        d.dmarc_verified = advice.first() == Some(&1);
+        d.return_path_verified = advice.get(1) == Some(&1);
+    }
     Ok(d)
 }
 

@@ -41,6 +41,10 @@ pub enum RecordPurpose {
     Spf,
     /// Advice: receivers apply the domain's DMARC policy; none does not block VERIFIED.
     Dmarc,
+    /// The return-path host under the domain (`psrp.<domain>`, a CNAME to
+    /// `feedback.return_path_domain`): once it is there, the envelope sender uses it,
+    /// so SPF aligns with the From domain. Optional; never blocks VERIFIED.
+    ReturnPath,
 }
 
 impl RecordPurpose {
@@ -50,6 +54,7 @@ impl RecordPurpose {
             RecordPurpose::Dkim => "DKIM",
             RecordPurpose::Spf => "SPF",
             RecordPurpose::Dmarc => "DMARC",
+            RecordPurpose::ReturnPath => "RETURN_PATH",
         }
     }
 }
@@ -62,6 +67,34 @@ pub struct PublishedRecord {
     pub value: String,
     pub purpose: RecordPurpose,
     pub verified: bool,
+}
+
+/// What the operator's settings make a domain publish: the SPF mechanism
+/// (`domains.spf_include`) and the return path's domain (`feedback.return_path_domain`),
+/// when reports come back by mail.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordPolicy {
+    pub spf_include: String,
+    pub return_path_domain: Option<String>,
+}
+
+impl RecordPolicy {
+    pub fn new(spf_include: &str, return_path_domain: Option<&str>) -> RecordPolicy {
+        RecordPolicy {
+            spf_include: spf_include.to_owned(),
+            return_path_domain: return_path_domain
+                .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|d| !d.is_empty()),
+        }
+    }
+}
+
+/// The return-path host under a sender domain (Postal's name for it).
+pub const RETURN_PATH_LABEL: &str = "psrp";
+
+/// `psrp.<domain>`: where an aligned envelope sender of `domain` goes.
+pub fn aligned_host(domain: &str) -> String {
+    format!("{RETURN_PATH_LABEL}.{domain}")
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -84,8 +117,11 @@ pub struct Domain {
     pub verified_at: Option<Timestamp>,
     pub checked_at: Option<Timestamp>,
     /// Whether `_dmarc.<domain>` held a `v=DMARC1` record at the last check (kept beside
-    /// the domain's record: `keys::domain_dmarc`).
+    /// the domain's record: `keys::domain_advice`).
     pub dmarc_verified: bool,
+    /// Whether `psrp.<domain>` was a CNAME to the return path's domain at the last check
+    /// (kept beside it too).
+    pub return_path_verified: bool,
     /// Marked verified by the operator (CLI or /admin) without DNS: a laptop's first
     /// email, or a domain whose records the operator vouches for. Checks still record
     /// what DNS says, but never change its status.
@@ -128,8 +164,12 @@ impl Domain {
     }
 
     /// The records to publish, in the order a person would add them.
-    pub fn records(&self, spf_include: &str) -> Vec<PublishedRecord> {
-        vec![
+    pub fn return_path_name(&self) -> String {
+        aligned_host(self.name.as_str())
+    }
+
+    pub fn records(&self, policy: &RecordPolicy) -> Vec<PublishedRecord> {
+        let mut out = vec![
             PublishedRecord {
                 kind: "TXT",
                 name: self.ownership_name(),
@@ -147,7 +187,7 @@ impl Domain {
             PublishedRecord {
                 kind: "TXT",
                 name: self.name.to_string(),
-                value: Self::spf_value(spf_include),
+                value: Self::spf_value(&policy.spf_include),
                 purpose: RecordPurpose::Spf,
                 verified: self.spf_verified,
             },
@@ -158,7 +198,17 @@ impl Domain {
                 purpose: RecordPurpose::Dmarc,
                 verified: self.dmarc_verified,
             },
-        ]
+        ];
+        if let Some(rp) = &policy.return_path_domain {
+            out.push(PublishedRecord {
+                kind: "CNAME",
+                name: self.return_path_name(),
+                value: rp.clone(),
+                purpose: RecordPurpose::ReturnPath,
+                verified: self.return_path_verified,
+            });
+        }
+        out
     }
 
     pub fn encode(&self) -> Result<Vec<u8>> {
@@ -195,6 +245,7 @@ impl Domain {
             dkim_verified: s.dkim_verified,
             spf_verified: s.spf_verified,
             dmarc_verified: false,
+            return_path_verified: false,
             created_at: s.created_at.into(),
             verified_at: s.verified_at.map(Timestamp::from),
             checked_at: s.checked_at.map(Timestamp::from),

@@ -14,6 +14,9 @@ pub struct SenderDomain {
     pub selector: String,
     /// PKCS#1 PEM, for `lettre::message::dkim::DkimSigningKey::new(pem, DkimSigningAlgorithm::Rsa)`.
     pub private_key_pem: String,
+    /// Whether `psrp.<domain>` pointed at the return path's domain at the last check:
+    /// the envelope sender may then use it (SPF aligned with the From domain).
+    pub return_path_verified: bool,
 }
 
 impl std::fmt::Debug for SenderDomain {
@@ -43,6 +46,7 @@ pub fn verified_sender(
                     domain: d.name.to_string(),
                     selector: d.selector,
                     private_key_pem: d.private_key_pem,
+                    return_path_verified: d.return_path_verified,
                 }));
             }
         }
@@ -89,6 +93,7 @@ mod tests {
             dkim: all,
             spf: all,
             dmarc: all,
+            return_path: all,
         }
     }
 

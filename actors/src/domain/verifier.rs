@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 
 use super::check;
 use super::queries::{all_domains, get_domain};
+use super::record::RecordPolicy;
 use crate::dns::Resolver;
 use crate::domain::messages::ApplyDomainCheck;
 use crate::error::{Error, Resource};
@@ -27,7 +28,7 @@ const CONCURRENT_CHECKS: usize = 8;
 pub struct DomainVerifier {
     registry: Registry,
     resolver: Arc<Resolver>,
-    spf_include: Arc<str>,
+    policy: Arc<RecordPolicy>,
     interval: Duration,
     running: bool,
 }
@@ -36,13 +37,13 @@ impl DomainVerifier {
     pub fn new(
         registry: Registry,
         resolver: Arc<Resolver>,
-        spf_include: &str,
+        policy: RecordPolicy,
         interval: Duration,
     ) -> Self {
         DomainVerifier {
             registry,
             resolver,
-            spf_include: spf_include.into(),
+            policy: Arc::new(policy),
             interval: interval.max(Duration::from_secs(1)),
             running: false,
         }
@@ -56,7 +57,7 @@ impl DomainVerifier {
         let round = recheck_all(
             self.registry.clone(),
             self.resolver.clone(),
-            self.spf_include.clone(),
+            self.policy.clone(),
         );
         ctx.spawn(round.into_actor(self).map(|checked, act, _| {
             tracing::debug!(checked, "domain re-check round finished");
@@ -77,7 +78,7 @@ impl Actor for DomainVerifier {
 pub async fn recheck_all(
     registry: Registry,
     resolver: Arc<Resolver>,
-    spf_include: Arc<str>,
+    policy: Arc<RecordPolicy>,
 ) -> usize {
     let store = registry.store().clone();
     let ids = match tokio::task::spawn_blocking(move || all_domains(&*store)).await {
@@ -96,7 +97,7 @@ pub async fn recheck_all(
         }
     };
     futures_util::stream::iter(ids)
-        .map(|(p, id)| recheck_one(&registry, &resolver, &spf_include, p, id))
+        .map(|(p, id)| recheck_one(&registry, &resolver, &policy, p, id))
         .buffer_unordered(CONCURRENT_CHECKS)
         .filter(|checked| std::future::ready(*checked))
         .count()
@@ -106,11 +107,11 @@ pub async fn recheck_all(
 async fn recheck_one(
     registry: &Registry,
     resolver: &Resolver,
-    spf_include: &str,
+    policy: &RecordPolicy,
     p: ProjectId,
     id: DomainId,
 ) -> bool {
-    match check_now(registry, resolver, spf_include, p, id).await {
+    match check_now(registry, resolver, policy, p, id).await {
         Ok(_) => true,
         // Deleted while we were asking DNS.
         Err(Error::NotFound(Resource::Domain)) => false,
@@ -127,12 +128,12 @@ async fn recheck_one(
 pub async fn check_now(
     registry: &Registry,
     resolver: &Resolver,
-    spf_include: &str,
+    policy: &RecordPolicy,
     p: ProjectId,
     id: DomainId,
 ) -> crate::error::Result<super::Domain> {
     let domain =
         get_domain(&**registry.store(), p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
-    let check = check::run(resolver, &domain, spf_include).await;
+    let check = check::run(resolver, &domain, policy).await;
     registry.send(p, ApplyDomainCheck { id, check }).await
 }

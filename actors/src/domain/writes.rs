@@ -30,6 +30,7 @@ pub fn create(
         dkim_verified: false,
         spf_verified: false,
         dmarc_verified: false,
+        return_path_verified: false,
         created_at: now,
         verified_at: None,
         checked_at: None,
@@ -59,7 +60,7 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<()> {
     batch.delete(keys::domain(p, id));
     batch.delete(keys::domain_by_name(p, domain.name.as_str()));
     batch.delete(keys::domain_index(p, id));
-    batch.delete(keys::domain_dmarc(p, id));
+    batch.delete(keys::domain_advice(p, id));
     store.apply(batch)
 }
 
@@ -81,6 +82,7 @@ pub fn apply_check(
     d.dkim_verified = known(check.dkim, d.dkim_verified);
     d.spf_verified = known(check.spf, d.spf_verified);
     d.dmarc_verified = known(check.dmarc, d.dmarc_verified);
+    d.return_path_verified = known(check.return_path, d.return_path_verified);
     // A trusted domain stays VERIFIED whatever DNS says (the operator vouched for it).
     let next = match d.trusted {
         true => DomainStatus::Verified,
@@ -94,7 +96,10 @@ pub fn apply_check(
     d.checked_at = Some(now);
     let mut batch = Batch::new();
     batch.put(keys::domain(p, id), d.encode()?);
-    batch.put(keys::domain_dmarc(p, id), vec![u8::from(d.dmarc_verified)]);
+    batch.put(
+        keys::domain_advice(p, id),
+        vec![u8::from(d.dmarc_verified), u8::from(d.return_path_verified)],
+    );
     store.apply(batch)?;
     Ok(d)
 }

@@ -206,14 +206,19 @@ async fn deliver(
             return Delivery::Failed(format!("the message could not be built or signed: {e}"));
         }
     };
-    let envelope = match return_path.map(|rp| rp.address(msg.email.id).parse()) {
-        None => envelope,
-        Some(Ok(from)) => match Envelope::new(Some(from), envelope.to().to_vec()) {
-            Ok(e) => e,
-            Err(e) => return Delivery::Failed(format!("the return path: {e}")),
-        },
-        Some(Err(e)) => return Delivery::Failed(format!("the return path: {e}")),
-    };
+    let aligned = msg
+        .dkim
+        .aligned_return_path
+        .then(|| crate::domain::record::aligned_host(&msg.dkim.domain));
+    let envelope =
+        match return_path.map(|rp| rp.address_at(msg.email.id, aligned.as_deref()).parse()) {
+            None => envelope,
+            Some(Ok(from)) => match Envelope::new(Some(from), envelope.to().to_vec()) {
+                Ok(e) => e,
+                Err(e) => return Delivery::Failed(format!("the return path: {e}")),
+            },
+            Some(Err(e)) => return Delivery::Failed(format!("the return path: {e}")),
+        };
     match &*transport {
         Transport::Smtp(pool) => pool.send(&envelope, &bytes, &msg.owner).await,
         Transport::File(_) if !msg.owner.begin() => Delivery::NotOwned,

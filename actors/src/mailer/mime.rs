@@ -317,6 +317,7 @@ mod tests {
             domain: "sender.test".into(),
             selector: key.selector,
             private_key_pem: key.private_key_pem,
+            aligned_return_path: false,
         })
         .unwrap()
     }

@@ -32,6 +32,9 @@ pub struct DkimParams {
     pub selector: String,
     /// PKCS#1 PEM, as lettre reads it.
     pub private_key_pem: String,
+    /// The envelope sender goes under `psrp.<domain>` (its return-path host is
+    /// verified), when there is a return path at all.
+    pub aligned_return_path: bool,
 }
 
 /// Finds the signing key for a sender address of a project, or says why it cannot be

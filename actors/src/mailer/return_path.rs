@@ -45,20 +45,27 @@ impl ReturnPath {
 
     /// The envelope sender of email `id`.
     pub fn address(&self, id: EmailId) -> String {
+        self.address_at(id, None)
+    }
+
+    /// The envelope sender of email `id` at `host` (the sender domain's `psrp.` host,
+    /// a CNAME to this domain), or at this domain.
+    pub fn address_at(&self, id: EmailId, host: Option<&str>) -> String {
         let mut raw = id.as_bytes().to_vec();
         raw.extend_from_slice(&self.tag(id.as_bytes()));
         let token = BASE32_NOPAD.encode(&raw).to_ascii_lowercase();
-        format!("b-{token}@{}", self.domain)
+        format!("b-{token}@{}", host.unwrap_or(&self.domain))
     }
 
-    /// The email an address names, when it is one of ours (this domain, a token whose
-    /// signature checks); None for anything else.
+    /// The email an address names, when it is one of ours (this domain or a sender's
+    /// `psrp.` host, and a token whose signature checks); None for anything else.
     pub fn open(&self, address: &str) -> Option<EmailId> {
         let (local, domain) = address.trim().rsplit_once('@')?;
-        if !domain
-            .trim_end_matches('.')
-            .eq_ignore_ascii_case(&self.domain)
-        {
+        let domain = domain.trim_end_matches('.');
+        let aligned = domain
+            .get(..5)
+            .is_some_and(|l| l.eq_ignore_ascii_case("psrp."));
+        if !aligned && !domain.eq_ignore_ascii_case(&self.domain) {
             return None;
         }
         let token = local

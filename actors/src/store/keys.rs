@@ -353,7 +353,7 @@ pub fn campaign(p: ProjectId, c: CampaignId) -> Vec<u8> {
 /// delivery path updates them without rewriting the campaign.
 /// Whether a domain publishes a DMARC record (`v=DMARC1` at `_dmarc.<domain>`), as its
 /// last check found: advice beside the domain's record, which keeps its layout.
-pub fn domain_dmarc(p: ProjectId, d: DomainId) -> Vec<u8> {
+pub fn domain_advice(p: ProjectId, d: DomainId) -> Vec<u8> {
     in_project(p, b"/ddm/", &[d.as_bytes()])
 }
 
