@@ -390,7 +390,10 @@ impl Metrics {
             Err(e) => tracing::warn!(error = %e, "counting the outbox for /metrics"),
         }
         match mailroom_actors::webhooks::deliver::backlog(&*state.store) {
-            Ok(n) => self.webhook_backlog.set(n as i64),
+            // Retries waiting in the queue, and first deliveries the loop saw waiting.
+            Ok(n) => self
+                .webhook_backlog
+                .set((n + state.registry.starts().webhooks().waiting()) as i64),
             Err(e) => tracing::warn!(error = %e, "counting webhook deliveries for /metrics"),
         }
         match mailroom_actors::feedback::stats::over_rates(

@@ -51,7 +51,13 @@ pub fn append_all(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result
         return Ok(());
     }
     append(ctx.store, batch, ctx.project, events)?;
-    ctx.hooks.run_after_events(ctx, batch, events)
+    let hooked = super::hooks::EventsCtx {
+        store: ctx.store,
+        project: ctx.project,
+        states: ctx.states,
+        starts: ctx.starts,
+    };
+    ctx.hooks.run_after_events(&hooked, batch, events)
 }
 
 /// Adds `events` to `batch`, the record and its statistics only: no hook runs.

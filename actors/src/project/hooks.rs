@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::write::WriteCtx;
+use super::starts::Starts;
 use crate::error::{Error, Result};
 use crate::model::{
     Contact, ContactId, Engagement, Event, Hit, OutboundEmail, ProjectId, Timestamp,
@@ -19,7 +19,16 @@ use crate::store::{Batch, Store};
 
 /// After events are appended to a batch (the workflows they start or wake): gets the
 /// same batch, and the events in the order they were appended.
-pub type AfterEvents = fn(&WriteCtx, &mut Batch, &[Event]) -> Result<()>;
+pub type AfterEvents = fn(&EventsCtx, &mut Batch, &[Event]) -> Result<()>;
+
+/// What an after-events hook reads: the write's store, project, the features' states
+/// in the actor, and where the event path starts and wakes work.
+pub struct EventsCtx<'a> {
+    pub store: &'a dyn Store,
+    pub project: ProjectId,
+    pub states: &'a States,
+    pub starts: &'a Starts,
+}
 
 /// When a contact is deleted, in its delete batch: what a feature keeps by the address
 /// (the suppression list keeps only its hash).
@@ -257,7 +266,7 @@ impl Hooks {
     /// Runs every after-events hook on `batch` (`events` not empty).
     pub fn run_after_events(
         &self,
-        ctx: &WriteCtx,
+        ctx: &EventsCtx,
         batch: &mut Batch,
         events: &[Event],
     ) -> Result<()> {

@@ -23,6 +23,7 @@ pub struct Starts {
     max_entries_per_day: u32,
     timers: Arc<Timers>,
     ready: Arc<Ready>,
+    webhooks: Arc<WebhookWake>,
     metrics: Arc<Metrics>,
     /// Timers of writes not yet durable, armed by the actor that made them.
     noted: Arc<Mutex<Vec<Timer>>>,
@@ -35,6 +36,7 @@ impl Starts {
             max_entries_per_day: max_entries_per_day.max(1),
             timers: Arc::default(),
             ready: Arc::default(),
+            webhooks: Arc::default(),
             metrics,
             noted: Arc::default(),
         }
@@ -83,6 +85,53 @@ impl Starts {
 
     pub fn ready(&self) -> &Ready {
         &self.ready
+    }
+
+    /// The webhook deliverer's wake-up (see `WebhookWake`).
+    pub fn webhooks(&self) -> &WebhookWake {
+        &self.webhooks
+    }
+}
+
+/// The webhook deliverer's wake-up: the projects that wrote events an endpoint of
+/// theirs wants since it last looked (it reads the events themselves from the log),
+/// and how many deliveries it last saw waiting (for /metrics).
+#[derive(Default)]
+pub struct WebhookWake {
+    signal: tokio::sync::Notify,
+    projects: Mutex<std::collections::HashSet<ProjectId>>,
+    waiting: std::sync::atomic::AtomicU64,
+}
+
+impl WebhookWake {
+    pub fn note(&self, p: ProjectId) {
+        let new = self
+            .projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(p);
+        if new {
+            self.signal.notify_one();
+        }
+    }
+
+    pub fn take(&self) -> Vec<ProjectId> {
+        let mut held = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        held.drain().collect()
+    }
+
+    /// Resolves once `note` is called (or was, since the last wait).
+    pub async fn notified(&self) {
+        self.signal.notified().await
+    }
+
+    pub fn set_waiting(&self, n: u64) {
+        self.waiting.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Events an endpoint wants that had no delivery yet at the deliverer's last look.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -201,6 +201,44 @@ pub fn iter_rev<'a>(
         })
 }
 
+/// Durable entries oldest first (ascending ids), from `from` on (inclusive): what a
+/// crash can no longer take back (`Store::scan_durable`), for a reader that acts on
+/// the outside (the webhook deliverer).
+pub fn iter_durable_from<'a>(
+    store: &'a dyn Store,
+    prefix: &[u8],
+    from: Id,
+) -> impl Iterator<Item = Result<Entry>> + 'a {
+    // Entries at or above `from` live in its floor block (the last key at or below it)
+    // or after it. A scan starts after the key it is given: one byte short of the floor
+    // key sorts just before it (and after every block wholly below `from` but for ones
+    // sharing 15 bytes of id, whose entries the filter drops).
+    let floor = match store
+        .scan(prefix, Some(&at_or_below(prefix, &from)), true)
+        .next()
+    {
+        Some(Ok((mut k, _))) => {
+            k.truncate(k.len() - 1);
+            Some(k)
+        }
+        _ => None,
+    };
+    let prefix = prefix.to_vec();
+    store
+        .scan_durable(&prefix, floor.as_deref())
+        .flat_map(move |kv| {
+            let block = kv.and_then(|(k, v)| decode(&first_id(&prefix, &k)?, &v));
+            let list: Vec<Result<Entry>> = match block {
+                Ok((_, mut es)) => {
+                    es.retain(|e| e.0 >= from);
+                    es.into_iter().map(Ok).collect()
+                }
+                Err(e) => vec![Err(e)],
+            };
+            list
+        })
+}
+
 /// The oldest entry's id, if any (the head and the newest block may be empty).
 pub fn oldest(store: &dyn Store, prefix: &[u8]) -> Result<Option<Id>> {
     for kv in store.scan(prefix, None, false) {

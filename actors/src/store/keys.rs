@@ -59,6 +59,12 @@ pub fn webhook(p: ProjectId, w: WebhookId) -> Vec<u8> {
     in_project(p, b"/wh/", &[w.as_bytes()])
 }
 
+/// Where an endpoint's walk of the event log stands: the time (ms, big-endian) from
+/// which events may still lack their delivery.
+pub fn webhook_cursor(p: ProjectId, w: WebhookId) -> Vec<u8> {
+    in_project(p, b"/whc/", &[w.as_bytes()])
+}
+
 /// One endpoint's deliveries, oldest first (ids sort by their time).
 pub fn deliveries(p: ProjectId, w: WebhookId) -> Vec<u8> {
     in_project(p, b"/whd/", &[w.as_bytes()])
@@ -699,7 +705,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/cpq/", "campaign queues"),
         (b"/cpu/", "campaign unsubscribes"),
         (b"/cpp/", "campaign pauses"),
-        (b"/ddm/", "domain DMARC checks"),
+        (b"/ddm/", "domain DMARC and return-path checks"),
         (b"/cpr/", "campaign resumes"),
         (b"/cpx/", "campaign unsubscribes closed"),
         (b"/lun/", "link unsubscribes"),
@@ -714,6 +720,7 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/pace/", "paces"),
         (b"/wh/", "webhooks"),
         (b"/whd/", "webhook deliveries"),
+        (b"/whc/", "webhook cursors"),
         (b"/sup/", "suppressions"),
         (b"/supt/", "suppressions by time"),
         (b"/supn/", "suppression counts"),

@@ -143,6 +143,8 @@ pub async fn create(
                 };
                 let mut batch = Batch::new();
                 records::put(&mut batch, ctx.project, &w)?;
+                // Delivered from now on: the project's older events are not its.
+                records::put_cursor(&mut batch, ctx.project, w.id, w.created_at);
                 ctx.store.apply(batch)?;
                 Endpoints::of(ctx.states)?.forget();
                 Ok(w)
@@ -215,9 +217,14 @@ async fn change(
             Apply::durable(move |ctx, _| {
                 let mut hook = records::load(ctx.store, ctx.project, w)?
                     .ok_or(Error::NotFound(Resource::Webhook))?;
+                let was_enabled = hook.enabled;
                 f(&mut hook, ctx.now);
                 let mut batch = Batch::new();
                 records::put(&mut batch, ctx.project, &hook)?;
+                if hook.enabled && !was_enabled {
+                    // Enabled again: from now on, not the events of while it was off.
+                    records::put_cursor(&mut batch, ctx.project, w, ctx.now.millis());
+                }
                 ctx.store.apply(batch)?;
                 Endpoints::of(ctx.states)?.forget();
                 Ok(hook)
@@ -238,6 +245,7 @@ pub async fn delete(registry: &Registry, p: ProjectId, w: WebhookId) -> Result<(
                 }
                 let mut batch = Batch::new();
                 batch.delete(keys::webhook(ctx.project, w));
+                batch.delete(keys::webhook_cursor(ctx.project, w));
                 for kv in ctx
                     .store
                     .scan(&keys::deliveries(ctx.project, w), None, false)

@@ -1,37 +1,44 @@
-//! The delivery loop of a node: every 200 ms, and whenever an attempt ends (a slot is
-//! free again), it walks the queue of deliveries due
-//! (`keys::webhook_due`, by time), takes those of the projects this node owns, and
-//! POSTs each to its endpoint, at most `max_in_flight` at once and
-//! `max_in_flight_per_endpoint` per endpoint, so a slow or dead endpoint holds a few
-//! slots, not the loop, and never an actor or an HTTP worker. Each outcome is written
-//! through the project's actor: delivered, retried on the schedule, failed for good, or
-//! the endpoint disabled (a 410, or failures for `disable_after_hours`). A delivery
-//! whose outcome a `kill -9` lost is still in the queue and is sent again, under the
-//! same `webhook-id`.
+//! The delivery loop of a node. The event log is the queue of first deliveries: each
+//! endpoint has a cursor (`keys::webhook_cursor`), and the loop walks the log of every
+//! project the fan-out noted (and, every `SWEEP`, of every project this node owns that
+//! has an endpoint) from there, reading durable events only; an event the endpoint wants
+//! that has no delivery record yet is sent, and its outcome written through the
+//! project's actor as its record: delivered, failed for good, or retried on the
+//! schedule through the queue of retries (`keys::webhook_due`), which the loop walks
+//! too. It runs every 200 ms, when a project is noted, and whenever an attempt ends,
+//! with at most `max_in_flight` requests at once and `max_in_flight_per_endpoint` per
+//! endpoint, so a slow or dead endpoint holds a few slots, not the loop, and never an
+//! actor or an HTTP worker. An attempt whose outcome a `kill -9` lost left no record
+//! (or its retry is still queued), so it is sent again under the same `webhook-id`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::contact::erasure_record::ERASED_ERROR;
 use crate::error::Result;
-use crate::model::{DeliveryId, ProjectId, Timestamp, WebhookId};
+use crate::id::KeyId;
+use crate::model::{DeliveryId, Event, EventId, ProjectId, Timestamp, WebhookId};
 use crate::project::apply::Apply;
 use crate::project::registry::Registry;
-use crate::store::{keys, Batch};
+use crate::store::{blocks, keys, Batch};
 use crate::workflow::webhook::WebhookClient;
 
-use super::model::{DeliveryStatus, Webhook};
+use super::model::{Delivery, DeliveryStatus, Webhook};
 use super::{records, sign, WebhookConfig};
 
 const ROUND: Duration = Duration::from_millis(200);
+
+/// The least time between two rounds.
+const ROUND_GAP: Duration = Duration::from_millis(20);
 
 /// Queue entries one round looks at, at most: the due ones come first, and a backlog of
 /// thousands for a few busy endpoints must not make every round walk all of it (a
 /// round runs each time an attempt ends).
 const ROUND_SCAN: usize = 512;
 
-/// One endpoint's deliveries (and when each was due), sent one after another.
-type Lane = (ProjectId, WebhookId, Vec<(DeliveryId, i64)>);
+/// One endpoint's attempts, made one after another.
+type Lane = (ProjectId, WebhookId, Vec<Job>);
 
 /// Deliveries one lane sends, one after another, before its slot goes back.
 const LANE: usize = 64;
@@ -64,6 +71,48 @@ pub struct Deliverer {
     per_endpoint: Mutex<HashMap<WebhookId, usize>>,
     /// Rung when an attempt ends: its slot can take the next delivery at once.
     freed: tokio::sync::Notify,
+    /// Projects whose logs the next round walks: noted by the fan-out, kept while a
+    /// walk left work behind, and every project with an endpoint at each sweep.
+    dirty: Mutex<HashSet<ProjectId>>,
+    /// Where each endpoint's walk stands in memory (see `Mark`).
+    marks: Mutex<HashMap<WebhookId, Mark>>,
+}
+
+/// An endpoint's walk between rounds. Under load the log grows by thousands of events a
+/// second, and a walk from the stored cursor each round would read the ones under way
+/// again and again: the next walk starts after the newest event handed out, and the
+/// stored cursor, written at most once a second, only bounds the walk after a start.
+#[derive(Default)]
+struct Mark {
+    /// The newest event handed to a lane since the walk last started from the cursor.
+    handed: Option<[u8; 16]>,
+    /// First attempts under way, by event id: the cursor stays at or below the oldest.
+    under_way: std::collections::BTreeSet<[u8; 16]>,
+    /// When the cursor was last written.
+    written: Option<std::time::Instant>,
+}
+
+/// How often an endpoint's cursor is written, at most.
+const CURSOR_EVERY: Duration = Duration::from_secs(1);
+
+/// The time (ms) an event id sorts at.
+fn ms_of(id: &[u8; 16]) -> i64 {
+    let mut b = [0u8; 8];
+    b[2..].copy_from_slice(&id[..6]);
+    i64::from_be_bytes(b)
+}
+
+/// How often every owned project with an endpoint is walked, noted or not: after a
+/// start, a move of a project to this node, or a note lost to a crash.
+const SWEEP: Duration = Duration::from_secs(2);
+
+/// One attempt to make: the delivery, when it was due, and whether it is a first one
+/// (no record yet: built from its event) or a retry from the queue.
+#[derive(Clone, Copy)]
+struct Job {
+    delivery: DeliveryId,
+    due: i64,
+    first: bool,
 }
 
 impl Deliverer {
@@ -80,37 +129,88 @@ impl Deliverer {
             in_flight: Mutex::default(),
             per_endpoint: Mutex::default(),
             freed: tokio::sync::Notify::new(),
+            dirty: Mutex::default(),
+            marks: Mutex::default(),
         });
         let looping = me.clone();
         tokio::spawn(async move {
+            let mut swept: Option<std::time::Instant> = None;
             loop {
+                if swept.is_none_or(|at| at.elapsed() >= SWEEP) {
+                    swept = Some(std::time::Instant::now());
+                    let me = looping.clone();
+                    match tokio::task::spawn_blocking(move || me.sweep()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "listing the projects with webhooks")
+                        }
+                        Err(e) => tracing::warn!(error = %e, "listing the projects with webhooks"),
+                    }
+                }
+                let noted = looping.registry.starts().webhooks().take();
+                looping.dirty().extend(noted);
+                if let Err(e) = looping.round() {
+                    tracing::warn!(error = %e, "a webhook delivery round failed; trying again");
+                }
+                let ran = std::time::Instant::now();
                 tokio::select! {
                     _ = tokio::time::sleep(ROUND) => {}
                     _ = looping.freed.notified() => {}
+                    _ = looping.registry.starts().webhooks().notified() => {}
                     _ = looping.registry.drain().stopped() => return,
                 }
-                if let Err(e) = looping.round() {
-                    tracing::warn!(error = %e, "a webhook delivery round failed; trying again");
+                // Under load every batch of events notes its project: rounds are spaced
+                // so that one walks the events of many batches (measured: a round per
+                // note cost /v1/track more than the deliveries did).
+                if let Some(rest) = ROUND_GAP.checked_sub(ran.elapsed()) {
+                    tokio::time::sleep(rest).await;
                 }
             }
         });
         me
     }
 
-    /// Hands the due deliveries this node may send to lanes: a lane is a task that
-    /// sends one endpoint's deliveries one after another, at most `LANE` of them, and
-    /// an endpoint has at most `max_in_flight_per_endpoint` lanes. One walk of the queue
-    /// so feeds hundreds of attempts (a walk per attempt cost more than the attempts).
+    fn dirty(&self) -> std::sync::MutexGuard<'_, HashSet<ProjectId>> {
+        self.dirty.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes every project this node owns that has an endpoint.
+    fn sweep(&self) -> Result<()> {
+        let store = self.registry.store().clone();
+        let mut found = Vec::new();
+        for project in crate::projects::Projects::new(store.clone()).list()? {
+            if self.registry.ownership().owns(project.id)
+                && store
+                    .scan(&keys::webhooks(project.id), None, false)
+                    .next()
+                    .is_some()
+            {
+                found.push(project.id);
+            }
+        }
+        self.dirty().extend(found);
+        Ok(())
+    }
+
+    /// Hands due work to lanes: a lane is a task that sends one endpoint's deliveries
+    /// one after another, at most `LANE` of them, and an endpoint has at most
+    /// `max_in_flight_per_endpoint` lanes. The work is the retries due in the queue,
+    /// then, for each noted project and each of its endpoints, the events of its log from
+    /// the endpoint's cursor on that have no delivery yet (read as durable, so an event a
+    /// crash could take back is never announced).
     fn round(self: &Arc<Self>) -> Result<()> {
         let now = Timestamp::from(self.registry.clock().now()).millis();
         let store = self.registry.store().clone();
-        // The lanes this round opened, by endpoint: later entries join their queue.
-        let mut opened: HashMap<WebhookId, Vec<usize>> = HashMap::new();
-        let mut lanes: Vec<Lane> = Vec::new();
+        let mut plan = Plan {
+            opened: HashMap::new(),
+            lanes: Vec::new(),
+            lanes_in_all: 0,
+        };
+        let mut cursors = Vec::new();
         {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
             let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
-            let mut lanes_in_all: usize = per.values().sum();
+            plan.lanes_in_all = per.values().sum();
             for kv in store.scan(keys::WEBHOOK_DUE, None, false).take(ROUND_SCAN) {
                 let (k, _) = kv?;
                 let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
@@ -122,45 +222,90 @@ impl Deliverer {
                 if in_flight.contains(&d) || !self.registry.ownership().owns(p) {
                     continue;
                 }
-                let open = opened.entry(w).or_default();
-                if let Some(&i) = open.iter().find(|&&i| lanes[i].2.len() < LANE) {
-                    lanes[i].2.push((d, due));
-                    in_flight.insert(d);
-                    continue;
+                let job = Job {
+                    delivery: d,
+                    due,
+                    first: false,
+                };
+                match plan.add(&self.config, &mut per, p, w, job) {
+                    Added::Yes => {
+                        in_flight.insert(d);
+                    }
+                    Added::EndpointFull => {}
+                    Added::AllFull => break,
                 }
-                let n = per.entry(w).or_default();
-                if *n >= self.config.max_in_flight_per_endpoint {
-                    continue;
-                }
-                if lanes_in_all >= self.config.max_in_flight {
-                    break;
-                }
-                *n += 1;
-                lanes_in_all += 1;
-                in_flight.insert(d);
-                open.push(lanes.len());
-                lanes.push((p, w, vec![(d, due)]));
             }
+            let projects: Vec<ProjectId> = self.dirty().drain().collect();
+            let mut waiting = 0u64;
+            for p in projects {
+                if !self.registry.ownership().owns(p) {
+                    continue;
+                }
+                let mut again = false;
+                for w in records::all(&*store, p)?.into_iter().filter(|w| w.enabled) {
+                    let walk = self.walk(&*store, p, &w, &mut in_flight, &mut per, &mut plan)?;
+                    waiting += walk.waiting;
+                    again |= walk.left_work;
+                    if let Some(to) = walk.advance_to {
+                        cursors.push((p, w.id, to));
+                    }
+                }
+                if again {
+                    self.dirty().insert(p);
+                }
+            }
+            self.registry.starts().webhooks().set_waiting(waiting);
         }
-        for (p, w, queue) in lanes {
+        for (p, w, to) in cursors {
+            let registry = self.registry.clone();
+            tokio::spawn(async move {
+                let moved = registry
+                    .send(
+                        p,
+                        Apply::applied(move |ctx, _| {
+                            let before = records::cursor(ctx.store, p, w)?;
+                            if before.is_some_and(|b| b >= to)
+                                || records::load(ctx.store, p, w)?.is_none()
+                            {
+                                return Ok(());
+                            }
+                            let mut batch = Batch::new();
+                            records::put_cursor(&mut batch, p, w, to);
+                            ctx.store.apply(batch)
+                        }),
+                    )
+                    .await;
+                if let Err(e) = moved {
+                    tracing::debug!(project = %p, error = %e, "moving a webhook cursor");
+                }
+            });
+        }
+        for (p, w, queue) in plan.lanes {
             let me = self.clone();
             tokio::spawn(async move {
                 let mut rest = queue.iter();
-                for &(d, due) in rest.by_ref() {
-                    let sent = me.attempt(p, w, d, due).await;
-                    me.release(&[d]);
+                let mut failed = false;
+                for &job in rest.by_ref() {
+                    let sent = me.attempt(p, w, job).await;
+                    me.release(&[job.delivery]);
                     match sent {
                         Ok(true) => {}
                         Ok(false) => break,
                         Err(e) => {
-                            tracing::warn!(project = %p, delivery = %d, error = %e, "a webhook delivery");
+                            tracing::warn!(project = %p, delivery = %job.delivery, error = %e, "a webhook delivery");
+                            failed = true;
                             break;
                         }
                     }
                 }
                 // An endpoint that failed keeps the rest of its lane for a later round.
-                let left: Vec<DeliveryId> = rest.map(|(d, _)| *d).collect();
+                let left: Vec<DeliveryId> = rest.map(|j| j.delivery).collect();
+                let broke = !left.is_empty() || failed;
+                if broke {
+                    me.dirty().insert(p);
+                }
                 me.release(&left);
+                me.lane_done(w, &queue, broke);
                 {
                     let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(n) = per.get_mut(&w) {
@@ -176,6 +321,99 @@ impl Deliverer {
         Ok(())
     }
 
+    /// Walks endpoint `w`'s events after the last one handed out (or from its cursor):
+    /// each it wants that has no delivery and is not under way becomes a first attempt,
+    /// while lanes are free.
+    fn walk(
+        &self,
+        store: &dyn crate::store::Store,
+        p: ProjectId,
+        w: &Webhook,
+        in_flight: &mut HashSet<DeliveryId>,
+        per: &mut HashMap<WebhookId, usize>,
+        plan: &mut Plan,
+    ) -> Result<Walk> {
+        let cursor = records::cursor(store, p, w.id)?.unwrap_or(w.created_at);
+        let floor = *EventId::floor(Timestamp::from(cursor)).as_bytes();
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        let mark = marks.entry(w.id).or_default();
+        let from = mark.handed.filter(|h| *h >= floor).unwrap_or(floor);
+        let mut out = Walk::default();
+        // The first event wanted and not handed out (the cursor may move up to it).
+        let mut unplaced: Option<i64> = None;
+        let mut last = None;
+        let mut walked = 0;
+        for entry in blocks::iter_durable_from(store, &keys::events(p), from) {
+            let (id, bytes) = entry?;
+            if mark.handed == Some(id) {
+                continue;
+            }
+            walked += 1;
+            if walked > ROUND_SCAN {
+                out.left_work = true;
+                break;
+            }
+            let at = ms_of(&id);
+            last = Some(at);
+            let d = DeliveryId::from_key_bytes(id);
+            if mark.under_way.contains(&id) || in_flight.contains(&d) {
+                continue;
+            }
+            let event = Event::decode(&bytes)?;
+            if !w.wants(&event.name) || store.get(&keys::delivery(p, w.id, d))?.is_some() {
+                continue;
+            }
+            out.waiting += 1;
+            let job = Job {
+                delivery: d,
+                due: event.created_at.millis(),
+                first: true,
+            };
+            match plan.add(&self.config, per, p, w.id, job) {
+                Added::Yes => {
+                    in_flight.insert(d);
+                    mark.under_way.insert(id);
+                    mark.handed = Some(mark.handed.map_or(id, |h| h.max(id)));
+                }
+                Added::EndpointFull | Added::AllFull => {
+                    unplaced = Some(at);
+                    out.left_work = true;
+                    break;
+                }
+            }
+        }
+        let to = mark
+            .under_way
+            .first()
+            .map(ms_of)
+            .into_iter()
+            .chain(unplaced)
+            .min()
+            .or(last)
+            .or(mark.handed.as_ref().map(ms_of));
+        let due = mark.written.is_none_or(|t| t.elapsed() >= CURSOR_EVERY);
+        if let Some(to) = to.filter(|to| *to > cursor && due) {
+            mark.written = Some(std::time::Instant::now());
+            out.advance_to = Some(to);
+        }
+        Ok(out)
+    }
+
+    /// A lane of `w` ended: its first attempts are no longer under way, and when it
+    /// stopped early (`broke`), the next walk starts from the cursor again, so the
+    /// attempts it did not make are found.
+    fn lane_done(&self, w: WebhookId, jobs: &[Job], broke: bool) {
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mark) = marks.get_mut(&w) {
+            for j in jobs.iter().filter(|j| j.first) {
+                mark.under_way.remove(j.delivery.as_bytes());
+            }
+            if broke {
+                mark.handed = None;
+            }
+        }
+    }
+
     fn release(&self, done: &[DeliveryId]) {
         if done.is_empty() {
             return;
@@ -188,11 +426,38 @@ impl Deliverer {
 
     /// Sends one delivery and records what it got; true when the endpoint took it (or
     /// it had nothing to send), false when the endpoint failed.
-    async fn attempt(&self, p: ProjectId, w: WebhookId, d: DeliveryId, due: i64) -> Result<bool> {
+    async fn attempt(&self, p: ProjectId, w: WebhookId, job: Job) -> Result<bool> {
         let store = self.registry.store().clone();
-        let delivery = records::load_delivery(&*store, p, w, d)?;
+        let stored = records::load_delivery(&*store, p, w, job.delivery)?;
+        let first = match (&stored, job.first) {
+            // Attempted already (a round that raced the record): nothing to do.
+            (Some(_), true) => return Ok(true),
+            (None, true) => {
+                let event = EventId::from_key_bytes(*job.delivery.as_bytes());
+                match event_of(&*store, p, event)? {
+                    Some(e) => Some(Delivery {
+                        id: job.delivery,
+                        webhook: w,
+                        event: e.id,
+                        kind: e.name.clone(),
+                        payload: super::fanout::payload(&*store, p, &e),
+                        attempts: 0,
+                        status: DeliveryStatus::Pending,
+                        status_code: None,
+                        error: None,
+                        created_at: e.created_at.millis(),
+                        attempted_at: None,
+                        next_attempt_at: Some(job.due),
+                    }),
+                    // Erased meanwhile: nothing to send, ever.
+                    None => return Ok(true),
+                }
+            }
+            _ => None,
+        };
+        let delivery = stored.as_ref().or(first.as_ref());
         let hook = records::load(&*store, p, w)?;
-        let answer = match (&delivery, &hook) {
+        let answer = match (delivery, &hook) {
             (Some(delivery), Some(hook))
                 if delivery.status == DeliveryStatus::Pending && hook.enabled =>
             {
@@ -204,7 +469,7 @@ impl Deliverer {
                     match self.client.call(&hook.url, "POST", &headers, body).await {
                         Ok(code) => Answer::Status(code),
                         Err(e) => {
-                            tracing::debug!(project = %p, delivery = %d, detail = %e.detail(), "a webhook got no answer");
+                            tracing::debug!(project = %p, delivery = %job.delivery, detail = %e.detail(), "a webhook got no answer");
                             Answer::NoAnswer(e.to_string())
                         }
                     },
@@ -214,31 +479,120 @@ impl Deliverer {
             _ => None,
         };
         let took = matches!(answer, None | Some(Answer::Status(200..=299)));
+        if first.is_some() && answer.is_none() {
+            // A first attempt that was not made (its endpoint disabled or deleted
+            // meanwhile) leaves no record: the cursor or a re-enable decides.
+            return Ok(true);
+        }
         let config = self.config.clone();
         self.registry
             .send(
                 p,
-                Apply::durable(move |ctx, _| record(ctx, &config, w, d, due, answer)),
+                Apply::durable(move |ctx, _| record(ctx, &config, w, job, answer, first)),
             )
             .await?;
         Ok(took)
     }
 }
 
-/// Writes what an attempt got, in the project's actor.
+/// An event of the project's log (read here rather than through the event feature,
+/// which reaches the webhooks through retention).
+fn event_of(store: &dyn crate::store::Store, p: ProjectId, id: EventId) -> Result<Option<Event>> {
+    blocks::get(store, &keys::events(p), id.as_bytes())?
+        .map(|b| Event::decode(&b))
+        .transpose()
+}
+
+/// What one round hands out: lanes, by endpoint.
+struct Plan {
+    opened: HashMap<WebhookId, Vec<usize>>,
+    lanes: Vec<Lane>,
+    lanes_in_all: usize,
+}
+
+enum Added {
+    Yes,
+    EndpointFull,
+    AllFull,
+}
+
+impl Plan {
+    /// Puts `job` in a lane of its endpoint opened this round, or opens one if the
+    /// endpoint and the node have a slot.
+    fn add(
+        &mut self,
+        config: &WebhookConfig,
+        per: &mut HashMap<WebhookId, usize>,
+        p: ProjectId,
+        w: WebhookId,
+        job: Job,
+    ) -> Added {
+        let open = self.opened.entry(w).or_default();
+        if let Some(&i) = open.iter().find(|&&i| self.lanes[i].2.len() < LANE) {
+            self.lanes[i].2.push(job);
+            return Added::Yes;
+        }
+        let n = per.entry(w).or_default();
+        if *n >= config.max_in_flight_per_endpoint {
+            return Added::EndpointFull;
+        }
+        if self.lanes_in_all >= config.max_in_flight {
+            return Added::AllFull;
+        }
+        *n += 1;
+        self.lanes_in_all += 1;
+        open.push(self.lanes.len());
+        self.lanes.push((p, w, vec![job]));
+        Added::Yes
+    }
+}
+
+/// What a walk of one endpoint's events found.
+#[derive(Default)]
+struct Walk {
+    /// Events it wants with no delivery yet, seen in this walk.
+    waiting: u64,
+    /// It stopped before the log's end (lanes full, or the walk's bound).
+    left_work: bool,
+    /// Where its cursor may move.
+    advance_to: Option<i64>,
+}
+
+/// Writes what an attempt got, in the project's actor. A first attempt's delivery
+/// (`first`, built from its event) gets its record here; a retry's is in the store.
 fn record(
     ctx: &crate::project::write::WriteCtx,
     config: &WebhookConfig,
     w: WebhookId,
-    d: DeliveryId,
-    due: i64,
+    job: Job,
     answer: Option<Answer>,
+    first: Option<Delivery>,
 ) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now.millis());
+    let (d, due) = (job.delivery, job.due);
     let mut batch = Batch::new();
-    batch.delete(keys::webhook_due(due, p, w, d));
-    let Some(mut delivery) = records::load_delivery(store, p, w, d)? else {
-        return store.apply(batch);
+    let stored = records::load_delivery(store, p, w, d)?;
+    let mut answer = answer;
+    let mut delivery = match (stored, first) {
+        (Some(stored), None) => {
+            batch.delete(keys::webhook_due(due, p, w, d));
+            stored
+        }
+        // Recorded already (an attempt that raced a restart's).
+        (Some(_), Some(_)) => return Ok(()),
+        (None, Some(mut fresh)) => {
+            if event_of(store, p, fresh.event)?.is_none() {
+                // The contact was erased while the attempt was under way: no copy of
+                // the payload is kept, and no retry sends it again.
+                fresh.payload = ERASED_ERROR.to_owned();
+                answer = None;
+            }
+            fresh
+        }
+        (None, None) => {
+            batch.delete(keys::webhook_due(due, p, w, d));
+            return store.apply(batch);
+        }
     };
     if delivery.status != DeliveryStatus::Pending || delivery.next_attempt_at != Some(due) {
         // Recorded already (an attempt that raced a restart's).
@@ -318,7 +672,8 @@ fn record(
     Ok(())
 }
 
-/// Deliveries waiting for an attempt, every project's (for /metrics).
+/// Retries waiting for their attempt, every project's (for /metrics; the first
+/// deliveries waiting are `WebhookWake::waiting`).
 pub fn backlog(store: &dyn crate::store::Store) -> Result<u64> {
     let mut n = 0;
     for kv in store.scan(keys::WEBHOOK_DUE, None, false) {

@@ -1,9 +1,9 @@
 //! Event webhooks to the caller (API.md 26): a project's endpoints, each subscribed to
-//! event names; every event an endpoint subscribes to becomes a delivery written in the
-//! same batch as the event (`fanout`), so the event and its deliveries are durable
-//! together; a delivery loop on each node (`deliver`) POSTs the due ones of the projects
-//! the node owns, signed as Standard Webhooks sign (`sign`), and retries on the
-//! configured schedule.
+//! event names. The project's event log is the queue: each endpoint keeps a cursor into
+//! it, a write of events only notes the project for the delivery loop (`fanout`), and
+//! the loop on each node (`deliver`) walks the durable events of the projects the node
+//! owns, POSTs each an endpoint wants, signed as Standard Webhooks sign (`sign`),
+//! records the outcome, and retries on the configured schedule.
 
 pub mod actions;
 pub mod deliver;

@@ -1,5 +1,6 @@
-//! The webhooks' records: endpoints (`keys::webhook`), their deliveries
-//! (`keys::delivery`), and the queue of deliveries due (`keys::webhook_due`).
+//! The webhooks' records: endpoints (`keys::webhook`), how far each has been delivered
+//! (`keys::webhook_cursor`), their deliveries (`keys::delivery`, written with a first
+//! attempt's outcome), and the queue of retries due (`keys::webhook_due`).
 
 use crate::contact::erasure_record::{Step, ERASED_ERROR};
 use crate::error::Result;
@@ -26,6 +27,19 @@ pub fn all(store: &dyn Store, p: ProjectId) -> Result<Vec<Webhook>> {
 pub fn put(batch: &mut Batch, p: ProjectId, w: &Webhook) -> Result<()> {
     batch.put(keys::webhook(p, w.id), codec::encode(w)?);
     Ok(())
+}
+
+/// From when (ms) the endpoint's events may still lack their delivery: the events
+/// before it all have one (or are not for it).
+pub fn cursor(store: &dyn Store, p: ProjectId, w: WebhookId) -> Result<Option<i64>> {
+    Ok(store.get(&keys::webhook_cursor(p, w))?.and_then(|b| {
+        let bytes: [u8; 8] = b.as_slice().try_into().ok()?;
+        Some(i64::from_be_bytes(bytes))
+    }))
+}
+
+pub fn put_cursor(batch: &mut Batch, p: ProjectId, w: WebhookId, ms: i64) {
+    batch.put(keys::webhook_cursor(p, w), ms.to_be_bytes().to_vec());
 }
 
 pub fn load_delivery(

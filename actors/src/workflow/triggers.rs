@@ -12,10 +12,10 @@ use std::collections::{HashMap, HashSet};
 use super::executions::{self, Starts, Trigger};
 use crate::error::Result;
 use crate::model::{ContactId, Event, ExecStatus, ExecutionId, ProjectId, WorkflowId};
-use crate::project::write::WriteCtx;
+use crate::project::hooks::EventsCtx;
 use crate::store::{keys, Batch, Store};
 
-pub fn on_events(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result<()> {
+pub fn on_events(ctx: &EventsCtx, batch: &mut Batch, events: &[Event]) -> Result<()> {
     let (store, starts, p): (&dyn Store, &Starts, ProjectId) = (ctx.store, ctx.starts, ctx.project);
     let mut triggers: HashMap<&str, Vec<Trigger>> = HashMap::new();
     let mut started: HashSet<(WorkflowId, ContactId)> = HashSet::new();
