@@ -461,8 +461,12 @@ pub struct Feedback {
 pub struct SesFeedback {
     /// The SNS topics whose notifications are taken.
     pub topic_arns: Vec<String>,
-    /// Hosts that may serve SNS's signing certificate (`*` stands for one label).
+    /// Hosts that may serve SNS's signing certificate (`*` stands for a region).
     pub cert_hosts: Vec<String>,
+    /// The name the certificate is issued to.
+    pub cert_subject: String,
+    /// 2 refuses SHA-1 signatures.
+    pub min_signature_version: u8,
     /// Extra roots (PEM) to trust when fetching it.
     pub ca_file: String,
 }

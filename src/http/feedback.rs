@@ -70,11 +70,24 @@ impl Callbacks {
 pub struct Ses {
     topics: Vec<String>,
     cert_hosts: Vec<String>,
+    cert_subject: String,
+    min_version: u8,
     /// Extra roots (PEM) for the fetch, read at the start.
     ca: Option<Vec<u8>>,
     client: std::sync::OnceLock<Arc<WebhookClient>>,
-    certs: std::sync::Mutex<std::collections::HashMap<String, Arc<Vec<u8>>>>,
+    certs: std::sync::Mutex<Certs>,
 }
+
+/// Certificates by URL, with when each was last used; and URLs whose fetch failed,
+/// with when, so a flood of messages naming one cannot make a fetch each.
+#[derive(Default)]
+struct Certs {
+    held: std::collections::HashMap<String, (Arc<Vec<u8>>, std::time::Instant)>,
+    failed: std::collections::HashMap<String, std::time::Instant>,
+}
+
+/// How long a failed fetch is not tried again.
+const FAILED_FOR: Duration = Duration::from_secs(60);
 
 /// Certificates kept at most (SNS rotates its certificate every few years).
 const MAX_CERTS: usize = 16;
@@ -112,6 +125,8 @@ impl Ses {
         Ok(Some(Ses {
             topics,
             cert_hosts: f.cert_hosts.clone(),
+            cert_subject: f.cert_subject.trim().to_owned(),
+            min_version: f.min_signature_version,
             ca,
             client: Default::default(),
             certs: Default::default(),
@@ -138,13 +153,22 @@ impl Ses {
     /// The certificate at `url` (checked against `cert_hosts` by the caller): kept, or
     /// fetched once; a 503 when it cannot be had now (SNS sends again later).
     async fn certificate(&self, url: &str) -> Result<Arc<Vec<u8>>, ApiError> {
-        if let Some(c) = self
-            .certs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(url)
         {
-            return Ok(c.clone());
+            let mut certs = self.certs.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((c, used)) = certs.held.get_mut(url) {
+                *used = std::time::Instant::now();
+                return Ok(c.clone());
+            }
+            if certs
+                .failed
+                .get(url)
+                .is_some_and(|at| at.elapsed() < FAILED_FOR)
+            {
+                return Err(unavailable(format!(
+                    "The certificate at {url} could not be fetched a moment ago; SNS sends the \
+                     notification again later"
+                )));
+            }
         }
         let got = self.client()?.fetch(url, MAX_CERT_BYTES).await;
         let pem = match got {
@@ -156,6 +180,15 @@ impl Ses {
                     Err(e) => e.detail(),
                 };
                 tracing::warn!(url, why, "fetching the certificate SNS signs with");
+                let mut certs = self.certs.lock().unwrap_or_else(|e| e.into_inner());
+                if certs.failed.len() >= MAX_CERTS {
+                    certs.failed.retain(|_, at| at.elapsed() < FAILED_FOR);
+                }
+                if certs.failed.len() < MAX_CERTS {
+                    certs
+                        .failed
+                        .insert(url.to_owned(), std::time::Instant::now());
+                }
                 return Err(unavailable(format!(
                     "The certificate SNS signs with could not be fetched from {url} ({why}); \
                      SNS sends the notification again later"
@@ -163,10 +196,21 @@ impl Ses {
             }
         };
         let mut certs = self.certs.lock().unwrap_or_else(|e| e.into_inner());
-        if certs.len() >= MAX_CERTS {
-            certs.clear();
+        if certs.held.len() >= MAX_CERTS {
+            // The least recently used goes.
+            let oldest = certs
+                .held
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                certs.held.remove(&k);
+            }
         }
-        certs.insert(url.to_owned(), pem.clone());
+        certs.failed.remove(url);
+        certs
+            .held
+            .insert(url.to_owned(), (pem.clone(), std::time::Instant::now()));
         Ok(pem)
     }
 }
@@ -378,15 +422,17 @@ pub async fn ses(
             ),
         ));
     }
-    if !ses::url_allowed(&m.signing_cert_url, &sns.cert_hosts) {
+    if !ses::cert_url_allowed(&m.signing_cert_url, &sns.cert_hosts) {
         return Err(ApiError::Suggested(
             Box::new(ApiError::BadSignature),
-            "SigningCertURL must be https:// on a host of feedback.ses.cert_hosts".into(),
+            "SigningCertURL must be https://<a host of feedback.ses.cert_hosts>/SimpleNotificationService-<hex>.pem".into(),
         ));
     }
-    let cert = sns.certificate(&m.signing_cert_url).await?;
     let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
-    ses::verify(&m, &cert, now).map_err(refused)?;
+    // What costs nothing is checked before a certificate is fetched.
+    ses::precheck(&m, sns.min_version, now).map_err(refused)?;
+    let cert = sns.certificate(&m.signing_cert_url).await?;
+    ses::verify(&m, &cert, now, &sns.cert_subject).map_err(refused)?;
     match m.kind {
         SnsType::Notification => {
             let reports = ses::reports(&m.message).map_err(refused)?;
@@ -399,7 +445,12 @@ pub async fn ses(
                     "SubscribeURL must be https:// on a host of feedback.ses.cert_hosts".into(),
                 ));
             }
-            match sns.client()?.call(&url, "GET", &[], Vec::new()).await {
+            match sns
+                .client()?
+                .fetch(&url, 64 * 1024)
+                .await
+                .map(|(status, _)| status)
+            {
                 Ok(200..=299) => {
                     tracing::info!(topic = %m.topic_arn, "confirmed the SNS subscription");
                     Ok(HttpResponse::Ok().json(CallbackResult {

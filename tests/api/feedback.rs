@@ -552,7 +552,7 @@ impl Sns {
         let cert = mailroom_testkit::tls::rsa_certificate(der.as_ref(), "sns.us-east-1.test");
         let files = mailroom_testkit::FileServer::start(vec![
             (
-                "/SimpleNotificationService-test.pem".into(),
+                "/SimpleNotificationService-0123abcd.pem".into(),
                 cert.into_bytes(),
             ),
             (
@@ -612,9 +612,9 @@ impl Sns {
             "MessageId": format!("sns-{}", rand_suffix()),
             "TopicArn": SES_TOPIC,
             "Message": message,
-            "Timestamp": "2026-11-28T08:00:00.000Z",
+            "Timestamp": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
             "SignatureVersion": version,
-            "SigningCertURL": self.files.url("/SimpleNotificationService-test.pem"),
+            "SigningCertURL": self.files.url("/SimpleNotificationService-0123abcd.pem"),
             "UnsubscribeURL": self.files.url("/unsubscribe"),
         });
         if kind != "Notification" {
@@ -662,6 +662,7 @@ fn ses_over_sns_confirms_its_subscription_and_applies_a_verified_bounce_and_comp
         s.feedback.ses.topic_arns = vec![SES_TOPIC.into()];
         s.feedback.ses.cert_hosts = vec![authority];
         s.feedback.ses.ca_file = ca;
+        s.feedback.ses.cert_subject = "sns.us-east-1.test".into();
         s.webhooks.allow_private_addresses = true;
     });
     let post = |m: &Value| {
@@ -715,6 +716,11 @@ fn ses_over_sns_confirms_its_subscription_and_applies_a_verified_bounce_and_comp
     let mut elsewhere = bounce.clone();
     elsewhere["SigningCertURL"] = json!("https://evil.test/SimpleNotificationService-x.pem");
     assert_eq!(post(&elsewhere).status, 401);
+    // A message older than SNS's retries last, signed or not, is a replay.
+    let mut old = bounce.clone();
+    old["Timestamp"] = json!("2026-01-01T00:00:00.000Z");
+    sns.sign(&mut old);
+    assert_eq!(post(&old).status, 401);
     let mut unsigned = bounce.clone();
     unsigned["Signature"] = json!("bm90IGEgc2lnbmF0dXJl");
     assert_eq!(post(&unsigned).status, 401);

@@ -151,13 +151,78 @@ fn host_matches(host: &str, pattern: &str) -> bool {
         && h.iter().zip(&p).all(|(h, p)| {
             !h.is_empty()
                 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && (*p == "*" || p.eq_ignore_ascii_case(h))
+                && (if *p == "*" {
+                    region_like(h)
+                } else {
+                    p.eq_ignore_ascii_case(h)
+                })
         })
 }
 
+/// An AWS region's name (`us-east-1`, `us-gov-west-1`, `cn-north-1`): what `*` stands
+/// for in a host pattern. Not any label: `sns.s3.amazonaws.com` is an S3 bucket named
+/// `sns`, which anyone may own.
+fn region_like(label: &str) -> bool {
+    let parts: Vec<&str> = label.split('-').collect();
+    parts.len() >= 3
+        && parts[0].len() == 2
+        && parts[0].bytes().all(|b| b.is_ascii_lowercase())
+        && parts[1..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts
+            .last()
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `url` is where SNS keeps a signing certificate: an allowed host
+/// (`url_allowed`) and exactly the path SNS uses, `/SimpleNotificationService-<hex>.pem`,
+/// with no query or fragment.
+pub fn cert_url_allowed(url: &str, hosts: &[String]) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else {
+        return false;
+    };
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    let name = path
+        .strip_prefix("/SimpleNotificationService-")
+        .and_then(|n| n.strip_suffix(".pem"));
+    url_allowed(url, hosts)
+        && name.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// How old an SNS message may be: SNS retries an HTTP delivery for an hour at most.
+pub const MAX_AGE_SECS: i64 = 2 * 3600;
+
+/// What can be checked before a certificate is fetched: a signature version allowed
+/// (`min_version`: 2 refuses SHA-1), a signature that is base64, and a timestamp within
+/// `MAX_AGE_SECS` of `now_secs` (a replay of an old message is refused).
+pub fn precheck(m: &SnsMessage, min_version: u8, now_secs: i64) -> Result<(), CallbackError> {
+    let version_ok = match m.signature_version.as_str() {
+        "1" => min_version <= 1,
+        "2" => true,
+        _ => false,
+    };
+    let sig_ok = base64::engine::general_purpose::STANDARD
+        .decode(m.signature.trim())
+        .is_ok_and(|s| !s.is_empty());
+    let at = chrono::DateTime::parse_from_rfc3339(&m.timestamp).map(|t| t.timestamp());
+    let fresh = at.is_ok_and(|t| now_secs - t <= MAX_AGE_SECS && t - now_secs <= 300);
+    if version_ok && sig_ok && fresh {
+        Ok(())
+    } else {
+        Err(CallbackError::BadSignature)
+    }
+}
+
 /// Checks the message's signature with the certificate (PEM) its URL served, at
-/// `now_secs` (the certificate must be valid then).
-pub fn verify(m: &SnsMessage, cert_pem: &[u8], now_secs: i64) -> Result<(), CallbackError> {
+/// `now_secs` (the certificate must be valid then), issued to `subject` (its common
+/// name or one of its DNS names: `sns.amazonaws.com` for SNS's own).
+pub fn verify(
+    m: &SnsMessage,
+    cert_pem: &[u8],
+    now_secs: i64,
+    subject: &str,
+) -> Result<(), CallbackError> {
     use aws_lc_rs::signature::{
         UnparsedPublicKey, RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY, RSA_PKCS1_2048_8192_SHA256,
     };
@@ -169,6 +234,19 @@ pub fn verify(m: &SnsMessage, cert_pem: &[u8], now_secs: i64) -> Result<(), Call
     let (_, pem) =
         x509_parser::pem::parse_x509_pem(cert_pem).map_err(|_| CallbackError::BadSignature)?;
     let cert = pem.parse_x509().map_err(|_| CallbackError::BadSignature)?;
+    let named = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok())
+        .any(|cn| cn.eq_ignore_ascii_case(subject))
+        || cert.subject_alternative_name().ok().flatten().is_some_and(|san| {
+            san.value.general_names.iter().any(|n| {
+                matches!(n, x509_parser::extensions::GeneralName::DNSName(d) if d.eq_ignore_ascii_case(subject))
+            })
+        });
+    if !named {
+        return Err(CallbackError::BadSignature);
+    }
     let validity = cert.validity();
     if now_secs < validity.not_before.timestamp() || now_secs > validity.not_after.timestamp() {
         return Err(CallbackError::BadSignature);
@@ -304,8 +382,21 @@ mod tests {
             "https://sns.a.b.amazonaws.com/x.pem",
             "https://sns.us-east-1.amazonaws.com:x/x.pem",
             "https://sns..amazonaws.com/x.pem",
+            "https://sns.s3.amazonaws.com/x.pem",
+            "https://sns.s3-us-west-2.amazonaws.com/x.pem",
+            "https://sns.s3-accelerate.amazonaws.com/x.pem",
         ] {
             assert!(!url_allowed(bad, &hosts()), "{bad}");
+        }
+        let cert = "https://sns.us-gov-west-1.amazonaws.com/SimpleNotificationService-01ab.pem";
+        assert!(cert_url_allowed(cert, &hosts()));
+        for bad in [
+            "https://sns.us-east-1.amazonaws.com/x.pem",
+            "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem?x=1",
+            "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-.pem",
+            "https://sns.us-east-1.amazonaws.com/a/SimpleNotificationService-01ab.pem",
+        ] {
+            assert!(!cert_url_allowed(bad, &hosts()), "{bad}");
         }
     }
 
@@ -339,19 +430,28 @@ mod tests {
         let mut m = parse(br#"{"Type":"Notification","MessageId":"v1-vector","TopicArn":"arn:aws:sns:us-east-1:123456789012:ses-feedback","Message":"{\"notificationType\":\"Complaint\"}","Timestamp":"2026-11-28T08:00:00.000Z","SignatureVersion":"1","Signature":"SIG","SigningCertURL":"https://sns.us-east-1.amazonaws.com/x.pem"}"#).unwrap();
         m.signature = "Pu0B1Ru8zRsiQZK/0o5/15Hw9ka0gZx5y+P8e/2tDyLr6Py7IAIXKL0fXhcWBd5tJEQgFXCmfmBhjNlBrtY4zq+IFqUceyad5JnWBqD12G1gx9Rw9asjo2gdCOaH1SET8DMLBc6QdE4EiY+tDK/eS8pg95oJohN/MVMBqow66TQ0PCMRceVT83X5r4AvCgwDMO3yXNo8KNjqMjStZqZigGplip7t9Ge9fMZ1FgIdthgGrHyKa10f7KSQyNnWReJg5WwihkUIXEpb47B1rVKLGOMMz9FWPE4LKlT2UhSDvEO8+Q2y06xXi3jOTj9bpv54QkcIVAAboQ37/ADbzjaC1w==".into();
         let now = 1_795_852_800; // 2026-11-28
-        assert_eq!(verify(&m, cert, now), Ok(()));
+        let who = "sns.us-east-1.test";
+        assert_eq!(verify(&m, cert, now, who), Ok(()));
+        assert_eq!(
+            verify(&m, cert, now, "sns.amazonaws.com"),
+            Err(CallbackError::BadSignature),
+            "a certificate issued to another name"
+        );
         let mut changed = m.clone();
         changed.message_id = "v1-vectoR".into();
         assert_eq!(
-            verify(&changed, cert, now),
+            verify(&changed, cert, now, who),
             Err(CallbackError::BadSignature)
         );
         let mut as_v2 = m.clone();
         as_v2.signature_version = "2".into();
-        assert_eq!(verify(&as_v2, cert, now), Err(CallbackError::BadSignature));
+        assert_eq!(
+            verify(&as_v2, cert, now, who),
+            Err(CallbackError::BadSignature)
+        );
         // Outside the certificate's validity.
         assert_eq!(
-            verify(&m, cert, 1_600_000_000),
+            verify(&m, cert, 1_600_000_000, who),
             Err(CallbackError::BadSignature)
         );
     }

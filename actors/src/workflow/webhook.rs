@@ -373,11 +373,13 @@ where
             let status = res.status().as_u16();
             // Read at most a little of the answer (kept only when asked for), then hang up.
             let mut body = res.into_body();
-            let limit = if keep > 0 { keep } else { 64 * 1024 };
+            // Kept: read one frame past the limit to tell a body that fits from one that
+            // does not. Not kept: stop at 64 KiB, as before.
+            let limit = if keep > 0 { keep + 1 } else { 64 * 1024 };
             let mut read = 0usize;
             let mut kept = Vec::new();
             let mut whole = false;
-            while read <= limit {
+            while read < limit {
                 match body.frame().await {
                     Some(Ok(frame)) => {
                         let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
