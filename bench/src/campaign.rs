@@ -44,7 +44,7 @@ fn signatures_per_1000() -> f64 {
         domain: setup::DOMAIN.into(),
         selector: key.selector.clone(),
         private_key_pem: key.private_key_pem.clone(),
-        aligned_return_path: false,
+        aligned_return_path: None,
     })
     .expect("a signer");
     let message = format!(

@@ -42,7 +42,14 @@ impl Handler<ApplyDomainCheck> for ProjectActor {
 
     fn handle(&mut self, msg: ApplyDomainCheck, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = writes::apply_check(&*self.store, self.project, msg.id, msg.check, now);
+        let result = writes::apply_check(
+            &*self.store,
+            self.project,
+            msg.id,
+            msg.check,
+            msg.return_path.as_deref(),
+            now,
+        );
         self.after_flush(result)
     }
 }

@@ -42,4 +42,6 @@ pub(crate) struct TrustDomain(pub CreateDomain);
 pub(crate) struct ApplyDomainCheck {
     pub id: DomainId,
     pub check: DomainCheck,
+    /// The return path's domain the check looked for (`psrp.<domain>`'s CNAME target).
+    pub return_path: Option<String>,
 }

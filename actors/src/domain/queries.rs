@@ -13,12 +13,19 @@ pub fn get_domain(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<Optio
 }
 
 /// A stored domain, with what its last check found of its DMARC record (byte 0 of
-/// `keys::domain_advice`) and its return-path host (byte 1; absent before it existed).
+/// `keys::domain_advice`) and its return-path host (byte 1, and the return path's domain
+/// it pointed at after it; absent before it existed).
 fn read(store: &dyn Store, p: ProjectId, bytes: &[u8]) -> Result<Domain> {
     let mut d = Domain::decode(bytes)?;
     if let Some(advice) = store.get(&keys::domain_advice(p, d.id))? {
         d.dmarc_verified = advice.first() == Some(&1);
-        d.return_path_verified = advice.get(1) == Some(&1);
+        if advice.get(1) == Some(&1) {
+            d.return_path_for = advice
+                .get(2..)
+                .and_then(|t| std::str::from_utf8(t).ok())
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned);
+        }
     }
     Ok(d)
 }

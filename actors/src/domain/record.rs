@@ -119,9 +119,9 @@ pub struct Domain {
     /// Whether `_dmarc.<domain>` held a `v=DMARC1` record at the last check (kept beside
     /// the domain's record: `keys::domain_advice`).
     pub dmarc_verified: bool,
-    /// Whether `psrp.<domain>` was a CNAME to the return path's domain at the last check
-    /// (kept beside it too).
-    pub return_path_verified: bool,
+    /// The return path's domain that `psrp.<domain>` was a CNAME to at the last check
+    /// (kept beside it too); None when it was not.
+    pub return_path_for: Option<String>,
     /// Marked verified by the operator (CLI or /admin) without DNS: a laptop's first
     /// email, or a domain whose records the operator vouches for. Checks still record
     /// what DNS says, but never change its status.
@@ -205,7 +205,7 @@ impl Domain {
                 name: self.return_path_name(),
                 value: rp.clone(),
                 purpose: RecordPurpose::ReturnPath,
-                verified: self.return_path_verified,
+                verified: self.return_path_for.as_deref() == Some(rp.as_str()),
             });
         }
         out
@@ -245,7 +245,7 @@ impl Domain {
             dkim_verified: s.dkim_verified,
             spf_verified: s.spf_verified,
             dmarc_verified: false,
-            return_path_verified: false,
+            return_path_for: None,
             created_at: s.created_at.into(),
             verified_at: s.verified_at.map(Timestamp::from),
             checked_at: s.checked_at.map(Timestamp::from),

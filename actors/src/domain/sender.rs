@@ -14,9 +14,9 @@ pub struct SenderDomain {
     pub selector: String,
     /// PKCS#1 PEM, for `lettre::message::dkim::DkimSigningKey::new(pem, DkimSigningAlgorithm::Rsa)`.
     pub private_key_pem: String,
-    /// Whether `psrp.<domain>` pointed at the return path's domain at the last check:
-    /// the envelope sender may then use it (SPF aligned with the From domain).
-    pub return_path_verified: bool,
+    /// The return path's domain `psrp.<domain>` pointed at at the last check: when it is
+    /// the one configured, the envelope sender uses it (SPF aligned with the From domain).
+    pub return_path_for: Option<String>,
 }
 
 impl std::fmt::Debug for SenderDomain {
@@ -46,7 +46,7 @@ pub fn verified_sender(
                     domain: d.name.to_string(),
                     selector: d.selector,
                     private_key_pem: d.private_key_pem,
-                    return_path_verified: d.return_path_verified,
+                    return_path_for: d.return_path_for,
                 }));
             }
         }
@@ -116,6 +116,7 @@ mod tests {
             p,
             id,
             check(RecordState::Match),
+            None,
             Timestamp::from(1),
         )
         .unwrap();
@@ -145,6 +146,7 @@ mod tests {
             p,
             id,
             check(RecordState::Absent),
+            None,
             Timestamp::from(2),
         )
         .unwrap();
@@ -157,6 +159,7 @@ mod tests {
             p,
             id,
             check(RecordState::Match),
+            None,
             Timestamp::from(3),
         )
         .unwrap();

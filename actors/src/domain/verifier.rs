@@ -135,5 +135,15 @@ pub async fn check_now(
     let domain =
         get_domain(&**registry.store(), p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
     let check = check::run(resolver, &domain, policy).await;
-    registry.send(p, ApplyDomainCheck { id, check }).await
+    let return_path = policy.return_path_domain.clone();
+    registry
+        .send(
+            p,
+            ApplyDomainCheck {
+                id,
+                check,
+                return_path,
+            },
+        )
+        .await
 }

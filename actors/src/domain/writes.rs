@@ -30,7 +30,7 @@ pub fn create(
         dkim_verified: false,
         spf_verified: false,
         dmarc_verified: false,
-        return_path_verified: false,
+        return_path_for: None,
         created_at: now,
         verified_at: None,
         checked_at: None,
@@ -71,6 +71,7 @@ pub fn apply_check(
     p: ProjectId,
     id: DomainId,
     check: DomainCheck,
+    return_path: Option<&str>,
     now: Timestamp,
 ) -> Result<Domain> {
     let mut d = get_domain(store, p, id)?.ok_or(Error::NotFound(Resource::Domain))?;
@@ -82,7 +83,13 @@ pub fn apply_check(
     d.dkim_verified = known(check.dkim, d.dkim_verified);
     d.spf_verified = known(check.spf, d.spf_verified);
     d.dmarc_verified = known(check.dmarc, d.dmarc_verified);
-    d.return_path_verified = known(check.return_path, d.return_path_verified);
+    // Verified for the return path's domain it was checked against: when the operator
+    // changes that domain, the old CNAME no longer counts (it points at the old one).
+    d.return_path_for = match check.return_path {
+        RecordState::Unknown => d.return_path_for,
+        RecordState::Match => return_path.map(str::to_owned),
+        _ => None,
+    };
     // A trusted domain stays VERIFIED whatever DNS says (the operator vouched for it).
     let next = match d.trusted {
         true => DomainStatus::Verified,
@@ -98,7 +105,7 @@ pub fn apply_check(
     batch.put(keys::domain(p, id), d.encode()?);
     batch.put(
         keys::domain_advice(p, id),
-        vec![u8::from(d.dmarc_verified), u8::from(d.return_path_verified)],
+        advice_bytes(d.dmarc_verified, d.return_path_for.as_deref()),
     );
     store.apply(batch)?;
     Ok(d)
@@ -124,4 +131,12 @@ pub fn trust(store: &dyn Store, p: ProjectId, msg: CreateDomain, now: Timestamp)
         store.apply(batch)?;
     }
     Ok(d)
+}
+
+/// `keys::domain_advice`: whether the DMARC record was there (byte 0), whether the
+/// return-path host was (byte 1), and for which return-path domain (the rest).
+fn advice_bytes(dmarc: bool, return_path_for: Option<&str>) -> Vec<u8> {
+    let mut out = vec![u8::from(dmarc), u8::from(return_path_for.is_some())];
+    out.extend_from_slice(return_path_for.unwrap_or_default().as_bytes());
+    out
 }

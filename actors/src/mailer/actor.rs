@@ -206,19 +206,19 @@ async fn deliver(
             return Delivery::Failed(format!("the message could not be built or signed: {e}"));
         }
     };
-    let aligned = msg
-        .dkim
-        .aligned_return_path
-        .then(|| crate::domain::record::aligned_host(&msg.dkim.domain));
-    let envelope =
-        match return_path.map(|rp| rp.address_at(msg.email.id, aligned.as_deref()).parse()) {
-            None => envelope,
-            Some(Ok(from)) => match Envelope::new(Some(from), envelope.to().to_vec()) {
-                Ok(e) => e,
-                Err(e) => return Delivery::Failed(format!("the return path: {e}")),
-            },
-            Some(Err(e)) => return Delivery::Failed(format!("the return path: {e}")),
-        };
+    let envelope = match return_path.map(|rp| {
+        // Aligned only when the sender's psrp. host points at this return path's domain.
+        let aligned = (msg.dkim.aligned_return_path.as_deref() == Some(rp.domain()))
+            .then(|| crate::domain::record::aligned_host(&msg.dkim.domain));
+        rp.address_at(msg.email.id, aligned.as_deref()).parse()
+    }) {
+        None => envelope,
+        Some(Ok(from)) => match Envelope::new(Some(from), envelope.to().to_vec()) {
+            Ok(e) => e,
+            Err(e) => return Delivery::Failed(format!("the return path: {e}")),
+        },
+        Some(Err(e)) => return Delivery::Failed(format!("the return path: {e}")),
+    };
     match &*transport {
         Transport::Smtp(pool) => pool.send(&envelope, &bytes, &msg.owner).await,
         Transport::File(_) if !msg.owner.begin() => Delivery::NotOwned,

@@ -21,7 +21,7 @@ pub fn lookup(store: Arc<dyn Store>) -> DkimLookup {
             domain: sender.domain,
             selector: sender.selector,
             private_key_pem: sender.private_key_pem,
-            aligned_return_path: sender.return_path_verified,
+            aligned_return_path: sender.return_path_for,
         })
     })
 }

@@ -317,7 +317,7 @@ mod tests {
             domain: "sender.test".into(),
             selector: key.selector,
             private_key_pem: key.private_key_pem,
-            aligned_return_path: false,
+            aligned_return_path: None,
         })
         .unwrap()
     }

@@ -32,9 +32,9 @@ pub struct DkimParams {
     pub selector: String,
     /// PKCS#1 PEM, as lettre reads it.
     pub private_key_pem: String,
-    /// The envelope sender goes under `psrp.<domain>` (its return-path host is
-    /// verified), when there is a return path at all.
-    pub aligned_return_path: bool,
+    /// The return path's domain `psrp.<domain>` was verified to point at: the envelope
+    /// sender goes there when it is the one configured.
+    pub aligned_return_path: Option<String>,
 }
 
 /// Finds the signing key for a sender address of a project, or says why it cannot be

@@ -34,9 +34,16 @@ impl ReturnPath {
         &self.domain
     }
 
-    fn tag(&self, id: &[u8]) -> [u8; TAG] {
+    /// The token's signature: over the email's id, and for an address at a sender's
+    /// `psrp.` host over that host too, so a token seen in one envelope works only at
+    /// the host it was given for.
+    fn tag(&self, id: &[u8], host: Option<&str>) -> [u8; TAG] {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key");
         mac.update(id);
+        if let Some(host) = host {
+            mac.update(b"@");
+            mac.update(host.to_ascii_lowercase().as_bytes());
+        }
         let full = mac.finalize().into_bytes();
         let mut tag = [0u8; TAG];
         tag.copy_from_slice(&full[..TAG]);
@@ -52,7 +59,7 @@ impl ReturnPath {
     /// a CNAME to this domain), or at this domain.
     pub fn address_at(&self, id: EmailId, host: Option<&str>) -> String {
         let mut raw = id.as_bytes().to_vec();
-        raw.extend_from_slice(&self.tag(id.as_bytes()));
+        raw.extend_from_slice(&self.tag(id.as_bytes(), host));
         let token = BASE32_NOPAD.encode(&raw).to_ascii_lowercase();
         format!("b-{token}@{}", host.unwrap_or(&self.domain))
     }
@@ -79,7 +86,7 @@ impl ReturnPath {
             .decode(token.to_ascii_uppercase().as_bytes())
             .ok()?;
         let (id, tag) = raw.split_at_checked(16)?;
-        let want = self.tag(id);
+        let want = self.tag(id, aligned.then_some(domain));
         // Constant time: a forger learns nothing from how long the refusal took.
         let same = tag.len() == TAG && want.iter().zip(tag).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
         if !same {
@@ -119,6 +126,21 @@ mod tests {
             None
         );
         assert_eq!(rp.open("postmaster@bounces.example.com"), None);
+        // An aligned address opens at its own host only.
+        let aligned = rp.address_at(id, Some("psrp.acme.test"));
+        assert!(aligned.ends_with("@psrp.acme.test"), "{aligned}");
+        assert_eq!(rp.open(&aligned), Some(id));
+        assert_eq!(rp.open(&aligned.to_ascii_uppercase()), Some(id));
+        assert_eq!(
+            rp.open(&aligned.replace("psrp.acme.test", "psrp.other.test")),
+            None
+        );
+        assert_eq!(
+            rp.open(&aligned.replace("psrp.acme.test", "bounces.example.com")),
+            None
+        );
+        let plain_token = address.split('@').next().unwrap();
+        assert_eq!(rp.open(&format!("{plain_token}@psrp.acme.test")), None);
         assert_eq!(rp.open("b-@bounces.example.com"), None);
     }
 }
