@@ -47,6 +47,11 @@ pub struct ProjectActor {
     /// the supervisor restarts this same value), and when the last one was.
     panics: u32,
     last_panic: Option<std::time::Instant>,
+    /// The latest time a write of this project was given (ms): the actor's time never
+    /// goes back, so the event log's ids only grow (a clock stepped back, or a node
+    /// behind the one that held the project before, would put new events below ones
+    /// already there, where the webhook deliverer's walk has passed).
+    latest: std::cell::Cell<i64>,
 }
 
 /// Panics further apart than this start the count again.
@@ -110,11 +115,16 @@ impl ProjectActor {
             faults,
             panics: 0,
             last_panic: None,
+            latest: std::cell::Cell::new(0),
         }
     }
 
     pub(crate) fn now(&self) -> Timestamp {
-        Timestamp::from(self.clock.now())
+        let now = Timestamp::from(self.clock.now())
+            .millis()
+            .max(self.latest.get());
+        self.latest.set(now);
+        Timestamp::from(now)
     }
 
     fn load(&mut self) {
@@ -136,6 +146,25 @@ impl ProjectActor {
             tracing::error!(project = %self.project, error = %e, "loading project contacts")
         }
         self.states.load(&*self.store, self.project);
+        // The newest event's time: the floor of this actor's time.
+        let newest = crate::store::blocks::iter_rev(
+            &*self.store,
+            &crate::store::keys::events(self.project),
+            None,
+        )
+        .next();
+        match newest {
+            Some(Ok((id, _))) => {
+                let mut ms = [0u8; 8];
+                ms[2..].copy_from_slice(&id[..6]);
+                self.latest
+                    .set(self.latest.get().max(i64::from_be_bytes(ms)));
+            }
+            Some(Err(e)) => {
+                tracing::error!(project = %self.project, error = %e, "reading the newest event")
+            }
+            None => {}
+        }
     }
 
     /// Splits the actor's state into the write context and the counters it updates.

@@ -59,8 +59,8 @@ pub fn webhook(p: ProjectId, w: WebhookId) -> Vec<u8> {
     in_project(p, b"/wh/", &[w.as_bytes()])
 }
 
-/// Where an endpoint's walk of the event log stands: the time (ms, big-endian) from
-/// which events may still lack their delivery.
+/// Where an endpoint's walk of the event log stands: the event id from which events
+/// may still lack their delivery.
 pub fn webhook_cursor(p: ProjectId, w: WebhookId) -> Vec<u8> {
     in_project(p, b"/whc/", &[w.as_bytes()])
 }

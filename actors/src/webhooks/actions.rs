@@ -144,7 +144,12 @@ pub async fn create(
                 let mut batch = Batch::new();
                 records::put(&mut batch, ctx.project, &w)?;
                 // Delivered from now on: the project's older events are not its.
-                records::put_cursor(&mut batch, ctx.project, w.id, w.created_at);
+                records::put_cursor(
+                    &mut batch,
+                    ctx.project,
+                    w.id,
+                    *EventId::floor(ctx.now).as_bytes(),
+                );
                 ctx.store.apply(batch)?;
                 Endpoints::of(ctx.states)?.forget();
                 Ok(w)
@@ -223,7 +228,12 @@ async fn change(
                 records::put(&mut batch, ctx.project, &hook)?;
                 if hook.enabled && !was_enabled {
                     // Enabled again: from now on, not the events of while it was off.
-                    records::put_cursor(&mut batch, ctx.project, w, ctx.now.millis());
+                    records::put_cursor(
+                        &mut batch,
+                        ctx.project,
+                        w,
+                        *EventId::floor(ctx.now).as_bytes(),
+                    );
                 }
                 ctx.store.apply(batch)?;
                 Endpoints::of(ctx.states)?.forget();

@@ -75,7 +75,7 @@ pub struct Deliverer {
     /// walk left work behind, and every project with an endpoint at each sweep.
     dirty: Mutex<HashSet<ProjectId>>,
     /// Where each endpoint's walk stands in memory (see `Mark`).
-    marks: Mutex<HashMap<WebhookId, Mark>>,
+    marks: Mutex<HashMap<(ProjectId, WebhookId), Mark>>,
 }
 
 /// An endpoint's walk between rounds. Under load the log grows by thousands of events a
@@ -84,7 +84,10 @@ pub struct Deliverer {
 /// stored cursor, written at most once a second, only bounds the walk after a start.
 #[derive(Default)]
 struct Mark {
-    /// The newest event handed to a lane since the walk last started from the cursor.
+    /// Every wanted event below this id is settled (delivered, failed, retrying, or not
+    /// to be sent): the walk's start in memory, ahead of the stored cursor.
+    settled: Option<[u8; 16]>,
+    /// The newest event handed to a lane since the walk last started from `settled`.
     handed: Option<[u8; 16]>,
     /// First attempts under way, by event id: the cursor stays at or below the oldest.
     under_way: std::collections::BTreeSet<[u8; 16]>,
@@ -94,13 +97,6 @@ struct Mark {
 
 /// How often an endpoint's cursor is written, at most.
 const CURSOR_EVERY: Duration = Duration::from_secs(1);
-
-/// The time (ms) an event id sorts at.
-fn ms_of(id: &[u8; 16]) -> i64 {
-    let mut b = [0u8; 8];
-    b[2..].copy_from_slice(&id[..6]);
-    i64::from_be_bytes(b)
-}
 
 /// How often every owned project with an endpoint is walked, noted or not: after a
 /// start, a move of a project to this node, or a note lost to a crash.
@@ -188,6 +184,12 @@ impl Deliverer {
                 found.push(project.id);
             }
         }
+        // A project that moved away starts afresh if it comes back.
+        let owned: HashSet<ProjectId> = found.iter().copied().collect();
+        self.marks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(p, _), _| owned.contains(p));
         self.dirty().extend(found);
         Ok(())
     }
@@ -242,12 +244,29 @@ impl Deliverer {
                     continue;
                 }
                 let mut again = false;
-                for w in records::all(&*store, p)?.into_iter().filter(|w| w.enabled) {
-                    let walk = self.walk(&*store, p, &w, &mut in_flight, &mut per, &mut plan)?;
-                    waiting += walk.waiting;
-                    again |= walk.left_work;
-                    if let Some(to) = walk.advance_to {
-                        cursors.push((p, w.id, to));
+                let endpoints = match records::all(&*store, p) {
+                    Ok(all) => all,
+                    Err(e) => {
+                        tracing::warn!(project = %p, error = %e, "reading the webhook endpoints");
+                        self.dirty().insert(p);
+                        continue;
+                    }
+                };
+                for w in endpoints.into_iter().filter(|w| w.enabled) {
+                    // An error in one walk costs that endpoint this round, never the
+                    // lanes already planned (their slots are taken) or other projects.
+                    match self.walk(&*store, p, &w, now, &mut in_flight, &mut per, &mut plan) {
+                        Ok(walk) => {
+                            waiting += walk.waiting;
+                            again |= walk.left_work;
+                            if let Some(to) = walk.advance_to {
+                                cursors.push((p, w.id, to));
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(project = %p, webhook = %w.id, error = %e, "walking the event log for a webhook");
+                            again = true;
+                        }
                     }
                 }
                 if again {
@@ -305,7 +324,7 @@ impl Deliverer {
                     me.dirty().insert(p);
                 }
                 me.release(&left);
-                me.lane_done(w, &queue, broke);
+                me.lane_done(p, w, &queue, broke);
                 {
                     let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(n) = per.get_mut(&w) {
@@ -321,26 +340,37 @@ impl Deliverer {
         Ok(())
     }
 
-    /// Walks endpoint `w`'s events after the last one handed out (or from its cursor):
-    /// each it wants that has no delivery and is not under way becomes a first attempt,
-    /// while lanes are free.
+    /// Walks endpoint `w`'s events after the last one handed out (or from where all
+    /// before are settled): each it wants that has no delivery and is not under way
+    /// becomes a first attempt, while lanes are free.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
         store: &dyn crate::store::Store,
         p: ProjectId,
         w: &Webhook,
+        now: i64,
         in_flight: &mut HashSet<DeliveryId>,
         per: &mut HashMap<WebhookId, usize>,
         plan: &mut Plan,
     ) -> Result<Walk> {
-        let cursor = records::cursor(store, p, w.id)?.unwrap_or(w.created_at);
-        let floor = *EventId::floor(Timestamp::from(cursor)).as_bytes();
-        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
-        let mark = marks.entry(w.id).or_default();
-        let from = mark.handed.filter(|h| *h >= floor).unwrap_or(floor);
         let mut out = Walk::default();
-        // The first event wanted and not handed out (the cursor may move up to it).
-        let mut unplaced: Option<i64> = None;
+        // No cursor: an endpoint made before cursors existed; its past events had their
+        // deliveries written with them, so it goes on from now.
+        let stored = match records::cursor(store, p, w.id)? {
+            Some(c) => c,
+            None => {
+                let c = *EventId::floor(Timestamp::from(now)).as_bytes();
+                out.advance_to = Some(c);
+                c
+            }
+        };
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        let mark = marks.entry((p, w.id)).or_default();
+        let settled = mark.settled.filter(|s| *s > stored).unwrap_or(stored);
+        let from = mark.handed.filter(|h| *h >= settled).unwrap_or(settled);
+        // The first wanted event not handed out.
+        let mut unplaced: Option<[u8; 16]> = None;
         let mut last = None;
         let mut walked = 0;
         for entry in blocks::iter_durable_from(store, &keys::events(p), from) {
@@ -353,13 +383,19 @@ impl Deliverer {
                 out.left_work = true;
                 break;
             }
-            let at = ms_of(&id);
-            last = Some(at);
+            last = Some(id);
             let d = DeliveryId::from_key_bytes(id);
             if mark.under_way.contains(&id) || in_flight.contains(&d) {
                 continue;
             }
-            let event = Event::decode(&bytes)?;
+            let event = match Event::decode(&bytes) {
+                Ok(e) => e,
+                Err(e) => {
+                    // Never sendable; it must not hold the walk back either.
+                    tracing::error!(project = %p, error = %e, "an event of the log does not decode; no webhook gets it");
+                    continue;
+                }
+            };
             if !w.wants(&event.name) || store.get(&keys::delivery(p, w.id, d))?.is_some() {
                 continue;
             }
@@ -376,23 +412,35 @@ impl Deliverer {
                     mark.handed = Some(mark.handed.map_or(id, |h| h.max(id)));
                 }
                 Added::EndpointFull | Added::AllFull => {
-                    unplaced = Some(at);
+                    unplaced = Some(id);
                     out.left_work = true;
                     break;
                 }
             }
         }
+        if !out.left_work {
+            // Events applied but not yet durable are walked once they are: until then
+            // the project stays noted (its note came before its write was durable).
+            let newest = blocks::iter_rev(store, &keys::events(p), None)
+                .next()
+                .transpose()?;
+            if newest.is_some_and(|(id, _)| Some(id) > last.max(mark.handed).max(Some(settled))) {
+                out.left_work = true;
+            }
+        }
         let to = mark
             .under_way
             .first()
-            .map(ms_of)
+            .copied()
             .into_iter()
             .chain(unplaced)
             .min()
             .or(last)
-            .or(mark.handed.as_ref().map(ms_of));
+            .or(mark.handed)
+            .unwrap_or(settled);
+        mark.settled = Some(to.max(settled));
         let due = mark.written.is_none_or(|t| t.elapsed() >= CURSOR_EVERY);
-        if let Some(to) = to.filter(|to| *to > cursor && due) {
+        if to > stored && due {
             mark.written = Some(std::time::Instant::now());
             out.advance_to = Some(to);
         }
@@ -402,9 +450,9 @@ impl Deliverer {
     /// A lane of `w` ended: its first attempts are no longer under way, and when it
     /// stopped early (`broke`), the next walk starts from the cursor again, so the
     /// attempts it did not make are found.
-    fn lane_done(&self, w: WebhookId, jobs: &[Job], broke: bool) {
+    fn lane_done(&self, p: ProjectId, w: WebhookId, jobs: &[Job], broke: bool) {
         let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(mark) = marks.get_mut(&w) {
+        if let Some(mark) = marks.get_mut(&(p, w)) {
             for j in jobs.iter().filter(|j| j.first) {
                 mark.under_way.remove(j.delivery.as_bytes());
             }
@@ -555,7 +603,7 @@ struct Walk {
     /// It stopped before the log's end (lanes full, or the walk's bound).
     left_work: bool,
     /// Where its cursor may move.
-    advance_to: Option<i64>,
+    advance_to: Option<[u8; 16]>,
 }
 
 /// Writes what an attempt got, in the project's actor. A first attempt's delivery

@@ -29,17 +29,16 @@ pub fn put(batch: &mut Batch, p: ProjectId, w: &Webhook) -> Result<()> {
     Ok(())
 }
 
-/// From when (ms) the endpoint's events may still lack their delivery: the events
-/// before it all have one (or are not for it).
-pub fn cursor(store: &dyn Store, p: ProjectId, w: WebhookId) -> Result<Option<i64>> {
-    Ok(store.get(&keys::webhook_cursor(p, w))?.and_then(|b| {
-        let bytes: [u8; 8] = b.as_slice().try_into().ok()?;
-        Some(i64::from_be_bytes(bytes))
-    }))
+/// The event id from which the endpoint's events may still lack their delivery: the
+/// events before it all have one (or are not for it).
+pub fn cursor(store: &dyn Store, p: ProjectId, w: WebhookId) -> Result<Option<[u8; 16]>> {
+    Ok(store
+        .get(&keys::webhook_cursor(p, w))?
+        .and_then(|b| b.as_slice().try_into().ok()))
 }
 
-pub fn put_cursor(batch: &mut Batch, p: ProjectId, w: WebhookId, ms: i64) {
-    batch.put(keys::webhook_cursor(p, w), ms.to_be_bytes().to_vec());
+pub fn put_cursor(batch: &mut Batch, p: ProjectId, w: WebhookId, from: [u8; 16]) {
+    batch.put(keys::webhook_cursor(p, w), from.to_vec());
 }
 
 pub fn load_delivery(
