@@ -76,6 +76,8 @@ pub struct Deliverer {
     dirty: Mutex<HashSet<ProjectId>>,
     /// Where each endpoint's walk stands in memory (see `Mark`).
     marks: Mutex<HashMap<(ProjectId, WebhookId), Mark>>,
+    /// Which noted project a round walks first.
+    turn: std::sync::atomic::AtomicUsize,
 }
 
 /// An endpoint's walk between rounds. Under load the log grows by thousands of events a
@@ -127,6 +129,7 @@ impl Deliverer {
             freed: tokio::sync::Notify::new(),
             dirty: Mutex::default(),
             marks: Mutex::default(),
+            turn: Default::default(),
         });
         let looping = me.clone();
         tokio::spawn(async move {
@@ -237,7 +240,15 @@ impl Deliverer {
                     Added::AllFull => break,
                 }
             }
-            let projects: Vec<ProjectId> = self.dirty().drain().collect();
+            // Round-robin: the project walked first (and so first to the free slots)
+            // changes every round, so no project's backlog keeps the others waiting.
+            let mut projects: Vec<ProjectId> = self.dirty().drain().collect();
+            projects.sort_unstable();
+            if !projects.is_empty() {
+                let turn = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let len = projects.len();
+                projects.rotate_left(turn % len);
+            }
             let mut waiting = 0u64;
             for p in projects {
                 if !self.registry.ownership().owns(p) {
