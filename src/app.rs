@@ -191,22 +191,6 @@ impl Application {
             .list()
             .map_err(|e| Failure::caused("counting the projects", e))?
             .len();
-        let socket = if settings.control.enabled {
-            control::listen(
-                &settings.control_socket(),
-                Control {
-                    projects: projects.clone(),
-                    registry: registry.clone(),
-                    store: store.clone(),
-                    clock: clock.clone(),
-                    domain_records: settings.record_policy(),
-                    read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
-                    whole: clustered.then(|| settings.storage.clone()),
-                },
-            )
-        } else {
-            None
-        };
         let public_url_check = (!links_url.derived).then(|| {
             (
                 links_url.url.clone(),
@@ -234,6 +218,23 @@ impl Application {
                 Some(node)
             }
             None => None,
+        };
+        let socket = if settings.control.enabled {
+            control::listen(
+                &settings.control_socket(),
+                Control {
+                    projects: projects.clone(),
+                    registry: registry.clone(),
+                    store: store.clone(),
+                    clock: clock.clone(),
+                    domain_records: settings.record_policy(),
+                    read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
+                    whole: clustered.then(|| settings.storage.clone()),
+                    cluster: cluster.clone(),
+                },
+            )
+        } else {
+            None
         };
         let mut state = AppState::new(
             &settings,

@@ -295,6 +295,9 @@ pub struct Control {
     pub domain_records: RecordPolicy,
     /// How long a client may take to send its request line.
     pub read_timeout: Duration,
+    /// This node of a cluster: a command for a project is for the project's owner,
+    /// which this node becomes (as for an HTTP request) when no node holds it.
+    pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
     /// On a node of a cluster, the database to open whole for commands that read every
     /// project (backup, export, domain list): the node's own store holds only the
     /// projects it owns, and would answer them partly or empty without saying so.
@@ -310,6 +313,18 @@ impl Control {
         let now = Timestamp::from(self.clock.now());
         if let Request::DomainTrust { project, domain } = request {
             self.projects.get(project).map_err(Failure::engine)?;
+            if let Some(cluster) = &self.cluster {
+                // A project made a moment ago is held by no node yet: this node takes
+                // it, as it would for an HTTP request; one another node holds is its.
+                match cluster.route(project).await.map_err(Failure::engine)? {
+                    crate::cluster::Route::Serve => {}
+                    crate::cluster::Route::Forward { node, .. } => {
+                        return Err(Failure::said(format!(
+                            "node {node} holds this project: run the command beside that node"
+                        )))
+                    }
+                }
+            }
             let d = mailroom_actors::domain::actions::trust(&self.registry, project, domain)
                 .await
                 .map_err(Failure::engine)?;
