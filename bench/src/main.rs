@@ -16,6 +16,7 @@ mod footprint;
 mod import;
 mod members;
 mod postgres;
+mod profile;
 mod report;
 mod scenario;
 mod server;
@@ -102,6 +103,13 @@ pub struct Args {
     /// cluster.lease_seconds of the `failover` scenario's nodes.
     #[arg(long, default_value_t = 10)]
     lease_seconds: u64,
+    /// Records the server with `perf record -g` (Debian's linux-perf) during each core
+    /// scenario's load, into DIR/<scenario>.perf.data, and, when `inferno-collapse-perf`
+    /// and `inferno-flamegraph` are on the PATH (`cargo install inferno`), draws
+    /// DIR/<scenario>.svg. Give --server-bin a release build with frame pointers
+    /// (docs/performance.md, "Hot paths") for whole stacks.
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 /// The scenarios `core` runs, on sled and (with --postgres-url) on PostgreSQL.
@@ -266,13 +274,26 @@ fn core(
         let s = Scenario::parse(name).expect("known scenario");
         let before = smtp.count();
         let started = Instant::now();
+        let ctx = s.prepare(&server);
+        // The recording starts after the 1 s warm-up and covers the measured seconds.
+        let recording = args.profile.as_deref().map(|dir| {
+            profile::record(
+                dir,
+                &format!("{backend}-{name}"),
+                server.pid(),
+                args.seconds,
+            )
+        });
         let load = rt.block_on(client::run(
             server.addr(),
-            s.prepare(&server),
+            ctx,
             args.connections,
             Duration::from_secs(1),
             Duration::from_secs(args.seconds),
         ));
+        if let Some(recording) = recording {
+            recording.finish();
+        }
         let r = report::Report::new(s.name(), load, server.peak_rss_kib());
         r.print();
         if s == Scenario::Send {
