@@ -68,6 +68,7 @@ pub fn run(
     smtp_connections: usize,
     recipients: u64,
     send_drained: Option<f64>,
+    profile: Option<&Path>,
 ) {
     let smtp = SmtpServer::start();
     smtp.count_only();
@@ -100,6 +101,9 @@ pub fn run(
     let started = Instant::now();
     let (status, sent) = rt.block_on(client::call(server.addr(), "POST", &path, key, None));
     assert_eq!(status, 200, "sending the campaign: {sent}");
+    // After the /v1/track load beside the drain ends: the drain alone.
+    let recording =
+        profile.map(|dir| crate::profile::record_after(dir, "sled-campaign", server.pid(), 11, 8));
     // /v1/track beside the drain: 8 connections for 10 s.
     let track = rt.spawn(client::run(
         server.addr(),
@@ -114,6 +118,9 @@ pub fn run(
     }
     let secs = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds(server.pid()) - cpu_before;
+    if let Some(recording) = recording {
+        recording.finish();
+    }
     let delivered = smtp.count() - before;
     let rate = delivered as f64 / secs;
     let track = report::Report::new(

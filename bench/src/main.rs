@@ -104,7 +104,8 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     lease_seconds: u64,
     /// Records the server with `perf record -g` (Debian's linux-perf) during each core
-    /// scenario's load, into DIR/<scenario>.perf.data, and, when `inferno-collapse-perf`
+    /// scenario's load (and the campaign's drain and the due timers, once the /v1/track
+    /// load beside them ends), into DIR/<scenario>.perf.data, and, when `inferno-collapse-perf`
     /// and `inferno-flamegraph` are on the PATH (`cargo install inferno`), draws
     /// DIR/<scenario>.svg. Give --server-bin a release build with frame pointers
     /// (docs/performance.md, "Hot paths") for whole stacks.
@@ -164,10 +165,18 @@ fn main() {
             args.smtp_connections,
             args.recipients,
             send_drained,
+            args.profile.as_deref(),
         );
     }
     if wanted("workflows") {
-        workflows::run(&rt, &bin, &dns, args.smtp_connections, 10_000);
+        workflows::run(
+            &rt,
+            &bin,
+            &dns,
+            args.smtp_connections,
+            10_000,
+            args.profile.as_deref(),
+        );
     }
     if wanted("soak") {
         soak::run(

@@ -16,12 +16,17 @@ pub struct Recording {
 
 /// Starts `perf record` on `pid` for `seconds`, 1 s from now (after the warm-up).
 pub fn record(dir: &Path, name: &str, pid: u32, seconds: u64) -> Recording {
+    record_after(dir, name, pid, 1, seconds)
+}
+
+/// Starts `perf record` on `pid` for `seconds`, `delay` seconds from now.
+pub fn record_after(dir: &Path, name: &str, pid: u32, delay: u64, seconds: u64) -> Recording {
     std::fs::create_dir_all(dir)
         .unwrap_or_else(|e| panic!("--profile: creating {}: {e}", dir.display()));
     let data = dir.join(format!("{name}.perf.data"));
     let svg = dir.join(format!("{name}.svg"));
     let script = format!(
-        "sleep 1; exec perf record -F 499 -g -p {pid} -o {} -- sleep {seconds}",
+        "sleep {delay}; exec perf record -F 499 -g -p {pid} -o {} -- sleep {seconds}",
         data.display()
     );
     let child = Command::new("sh")

@@ -93,6 +93,7 @@ pub fn run(
     dns: &TestDns,
     smtp_connections: usize,
     n: u64,
+    profile: Option<&Path>,
 ) {
     let smtp = SmtpServer::start();
     smtp.count_only();
@@ -145,6 +146,9 @@ pub fn run(
         Some(json!({"ms": 61_000}).to_string()),
     ));
     assert_eq!(status, 200, "moving the clock");
+    // After the /v1/track load beside the timers ends: the timers alone.
+    let recording =
+        profile.map(|dir| crate::profile::record_after(dir, "sled-timers", server.pid(), 9, 6));
     // Ended executions are kept up to `workflows.max_finished_executions`, so count
     // what has not ended yet.
     let deadline = started + Duration::from_secs(120);
@@ -158,6 +162,9 @@ pub fn run(
     }
     let secs = started.elapsed().as_secs_f64();
     let done = n - left;
+    if let Some(recording) = recording {
+        recording.finish();
+    }
     let track = report::Report::new(
         "POST /v1/track while due",
         rt.block_on(track).expect("track load"),
