@@ -37,7 +37,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 /// Seconds one core takes for 1,000 DKIM signatures of a message like the campaign's,
 /// with the engine's own signer.
-fn signatures_per_1000() -> f64 {
+pub(crate) fn signatures_per_1000() -> f64 {
     use mailroom_actors::mailer::{mime, DkimParams};
     let key = mailroom_actors::domain::dkim::generate().expect("a DKIM key");
     let signer = mime::signer(&DkimParams {

@@ -174,6 +174,12 @@ pub fn run(
         "workflows: {done} of {n} executions past their timers with their emails queued in {secs:.2} s after the clock passed them ({} delivered by then)",
         smtp.count() - before
     );
+    // The yardstick: the time to sign as many emails on one core.
+    let signing = crate::campaign::signatures_per_1000() * n as f64 / 1000.0;
+    println!(
+        "workflows: {secs:.2} s = {:.2}x the time to sign {n} emails on one core ({signing:.2} s; goal: 1.5x)",
+        secs / signing.max(0.001)
+    );
     track.print();
     // The cost of triggers on /v1/track: fresh contacts either way, so the only
     // difference is the execution each event starts. Three rounds each, interleaved,
