@@ -44,7 +44,7 @@ pub fn run(rt: &tokio::runtime::Runtime, bin: &Path, dns: &TestDns, args: &crate
     let mut env = env;
     env.push(("MAILROOM__LOG__LEVEL".into(), "info".into()));
     restart_and_load(rt, &mut server, bin, &env, &log, contacts);
-    members::count(rt, &server, contacts);
+    members::count(rt, &server, contacts, None);
     // A/B on the same data: each further restart alternates `compare` and `bin`.
     for i in 0..restarts {
         let which = match (compare, i % 2) {

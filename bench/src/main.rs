@@ -105,7 +105,7 @@ pub struct Args {
     lease_seconds: u64,
     /// Records the server with `perf record -g` (Debian's linux-perf) during each core
     /// scenario's load (and the campaign's drain and the due timers, once the /v1/track
-    /// load beside them ends), into DIR/<scenario>.perf.data, and, when `inferno-collapse-perf`
+    /// load beside them ends, and the segment count), into DIR/<scenario>.perf.data, and, when `inferno-collapse-perf`
     /// and `inferno-flamegraph` are on the PATH (`cargo install inferno`), draws
     /// DIR/<scenario>.svg. Give --server-bin a release build with frame pointers
     /// (docs/performance.md, "Hot paths") for whole stacks.
@@ -155,7 +155,13 @@ fn main() {
     }
     if wanted("members") {
         let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
-        members::run(&rt, &fresh, args.contacts, args.connections);
+        members::run(
+            &rt,
+            &fresh,
+            args.contacts,
+            args.connections,
+            args.profile.as_deref(),
+        );
     }
     if wanted("campaign") {
         campaign::run(

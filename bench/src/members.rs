@@ -136,7 +136,13 @@ pub fn member(i: u64) -> String {
     )
 }
 
-pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connections: usize) {
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+    contacts: u64,
+    connections: usize,
+    profile: Option<&std::path::Path>,
+) {
     let started = Instant::now();
     load_contacts(rt, server, contacts, connections, member);
     println!(
@@ -144,11 +150,16 @@ pub fn run(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64, connect
         started.elapsed().as_secs_f64(),
         server.peak_rss_kib() / 1024
     );
-    count(rt, server, contacts);
+    count(rt, server, contacts, profile);
 }
 
 /// Makes a two-condition segment and times GET /segments/{id}, which counts its members.
-pub fn count(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64) {
+pub fn count(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+    contacts: u64,
+    profile: Option<&std::path::Path>,
+) {
     let addr = server.addr();
     let filters = json!({"name": "Pro subscribers", "filters": {"operator": "AND", "conditions": [
         {"field": "data.plan", "operator": "equals", "value": "pro"},
@@ -175,6 +186,16 @@ pub fn count(rt: &tokio::runtime::Runtime, server: &Server, contacts: u64) {
             "GET {path}: no memberCount in {s}"
         );
         count = s["memberCount"].clone();
+    }
+    if let Some(dir) = profile {
+        // The count alone, asked again and again for the recording's 6 s.
+        let recording = crate::profile::record_after(dir, "sled-members", server.pid(), 0, 6);
+        let until = Instant::now() + std::time::Duration::from_secs(7);
+        while Instant::now() < until {
+            let (code, _) = rt.block_on(client::call(addr, "GET", &path, key, None));
+            assert_eq!(code, 200, "GET {path}");
+        }
+        recording.finish();
     }
     times.sort_by(|a, b| a.total_cmp(b));
     println!(
