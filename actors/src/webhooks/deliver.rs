@@ -29,8 +29,6 @@ use super::{records, sign, WebhookConfig};
 
 const ROUND: Duration = Duration::from_millis(200);
 
-/// The least time between two rounds.
-const ROUND_GAP: Duration = Duration::from_millis(20);
 
 /// Queue entries one round looks at, at most: the due ones come first, and a backlog of
 /// thousands for a few busy endpoints must not make every round walk all of it (a
@@ -161,7 +159,7 @@ impl Deliverer {
                 // Under load every batch of events notes its project: rounds are spaced
                 // so that one walks the events of many batches (measured: a round per
                 // note cost /v1/track more than the deliveries did).
-                if let Some(rest) = ROUND_GAP.checked_sub(ran.elapsed()) {
+                if let Some(rest) = looping.config.round_gap.checked_sub(ran.elapsed()) {
                     tokio::time::sleep(rest).await;
                 }
             }

@@ -29,6 +29,8 @@ pub struct WebhookConfig {
     /// Requests under way at once, in all and per endpoint.
     pub max_in_flight: usize,
     pub max_in_flight_per_endpoint: usize,
+    /// The least time between two rounds of the delivery loop.
+    pub round_gap: std::time::Duration,
 }
 
 impl Default for WebhookConfig {
@@ -41,6 +43,7 @@ impl Default for WebhookConfig {
             max_per_project: 10,
             max_in_flight: 32,
             max_in_flight_per_endpoint: 4,
+            round_gap: std::time::Duration::from_millis(20),
         }
     }
 }
