@@ -29,7 +29,6 @@ use super::{records, sign, WebhookConfig};
 
 const ROUND: Duration = Duration::from_millis(200);
 
-
 /// Queue entries one round looks at, at most: the due ones come first, and a backlog of
 /// thousands for a few busy endpoints must not make every round walk all of it (a
 /// round runs each time an attempt ends).
