@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::app::{Project, TestApp};
-use crate::support::campaign::{data, rig, wait, FROM};
+use crate::support::campaign::{data, eventually, rig, wait, FROM};
 use crate::support::settings::Setup;
 
 const DOMAIN: &str = "bounces.acme.test";
@@ -129,6 +129,14 @@ fn send_one(
         .iter()
         .find(|m| m.rcpt_to[0] == to)
         .expect("the email arrived");
+    // The relay has it, and its outcome is written: a report that came before the
+    // outcome's write would be overwritten by it (a real report comes much later).
+    let sent = eventually(
+        wait().as_secs(),
+        || data(&app.get(&format!("/emails/{id}"), &p.secret), 200),
+        |e| e["status"] == "SENT",
+    );
+    assert_eq!(sent["status"], "SENT", "{sent}");
     (id, m.mail_from.clone())
 }
 
