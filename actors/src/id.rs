@@ -95,6 +95,13 @@ impl EventId {
         EventId(Uuid::from_u128(hi | lo))
     }
 
+    /// The time (ms) this id sorts at: what `at` and `floor` put in its first 6 bytes.
+    pub fn millis(&self) -> i64 {
+        let mut ms = [0u8; 8];
+        ms[2..].copy_from_slice(&self.as_bytes()[..6]);
+        i64::from_be_bytes(ms)
+    }
+
     /// The smallest id an event at `t` can have: a bound for time ranges.
     pub fn floor(t: crate::timestamp::Timestamp) -> Self {
         let ms = t.millis().max(0) as u64;

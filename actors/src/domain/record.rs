@@ -90,10 +90,10 @@ impl RecordPolicy {
 }
 
 /// The return-path host under a sender domain (Postal's name for it).
-pub const RETURN_PATH_LABEL: &str = "psrp";
+pub(crate) const RETURN_PATH_LABEL: &str = "psrp";
 
 /// `psrp.<domain>`: where an aligned envelope sender of `domain` goes.
-pub fn aligned_host(domain: &str) -> String {
+pub(crate) fn aligned_host(domain: &str) -> String {
     format!("{RETURN_PATH_LABEL}.{domain}")
 }
 

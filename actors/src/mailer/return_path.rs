@@ -57,7 +57,7 @@ impl ReturnPath {
 
     /// The envelope sender of email `id` at `host` (the sender domain's `psrp.` host,
     /// a CNAME to this domain), or at this domain.
-    pub fn address_at(&self, id: EmailId, host: Option<&str>) -> String {
+    pub(crate) fn address_at(&self, id: EmailId, host: Option<&str>) -> String {
         let mut raw = id.as_bytes().to_vec();
         raw.extend_from_slice(&self.tag(id.as_bytes(), host));
         let token = BASE32_NOPAD.encode(&raw).to_ascii_lowercase();
@@ -69,9 +69,10 @@ impl ReturnPath {
     pub fn open(&self, address: &str) -> Option<EmailId> {
         let (local, domain) = address.trim().rsplit_once('@')?;
         let domain = domain.trim_end_matches('.');
+        let label = crate::domain::record::RETURN_PATH_LABEL;
         let aligned = domain
-            .get(..5)
-            .is_some_and(|l| l.eq_ignore_ascii_case("psrp."));
+            .split_once('.')
+            .is_some_and(|(first, rest)| first.eq_ignore_ascii_case(label) && !rest.is_empty());
         if !aligned && !domain.eq_ignore_ascii_case(&self.domain) {
             return None;
         }

@@ -155,10 +155,9 @@ impl ProjectActor {
         .next();
         match newest {
             Some(Ok((id, _))) => {
-                let mut ms = [0u8; 8];
-                ms[2..].copy_from_slice(&id[..6]);
-                self.latest
-                    .set(self.latest.get().max(i64::from_be_bytes(ms)));
+                use crate::id::KeyId;
+                let at = crate::model::EventId::from_key_bytes(id).millis();
+                self.latest.set(self.latest.get().max(at));
             }
             Some(Err(e)) => {
                 tracing::error!(project = %self.project, error = %e, "reading the newest event")
