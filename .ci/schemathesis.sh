@@ -38,6 +38,8 @@ done
 if [ -z "${URL:-}" ]; then echo "the server did not start"; cat "$WORK/server.log"; exit 1; fi
 
 CONFIG="$(pwd)/.ci/schemathesis.toml"
+# Our own check: a 422 for valid data only for the rules schemathesis.toml lists.
+export SCHEMATHESIS_HOOKS="$(pwd)/.ci/schemathesis_hooks.py"
 cd "$WORK"   # schemathesis writes its own folder where it runs
 "$ST" --config-file "$CONFIG" run "$URL/openapi.json" \
   --url "$URL" \

@@ -117,7 +117,7 @@ json_part!(
         "type": "object", "required": ["filename", "content"], "properties": {
             "filename": {"type": "string", "pattern": "\\S", "description": "Cut to 255 characters"},
             "content": {"type": "string", "contentEncoding": "base64",
-                        "pattern": "^\\s*([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\\s*$", "minLength": 1},
+                        "pattern": "^\\s*([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)\\s*$", "minLength": 1},
             "contentType": {"type": ["string", "null"]},
         }}})
 );
@@ -329,6 +329,8 @@ fn attachments(f: &mut Fields, v: Option<&Value>) -> Vec<Attachment> {
 }
 
 #[utoipa::path(post, path = "/v1/send", tag = "Public", request_body = SendRequest,
+    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[!-~]{1,255}$",
+            description = "1 to 255 visible ASCII characters: the same key and body within 24 h replay the first answer")),
     responses((status = 200, body = SendResponse),
               (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
     security(("bearer" = [])))]

@@ -78,8 +78,8 @@ fn split(data: DataMap) -> (DataPatch, DataMap) {
 }
 
 #[utoipa::path(post, path = "/v1/track", tag = "Events", request_body = TrackRequest,
-    params(("Idempotency-Key" = Option<String>, Header,
-            description = "the same key and body within 24 h replay the first answer")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[!-~]{1,255}$",
+            description = "1 to 255 visible ASCII characters: the same key and body within 24 h replay the first answer")),
     responses((status = 200, body = TrackResponse), (status = 409, description = "key reused with another body"),
               (status = 422, description = "invalid, or a reserved event name")),
     security(("bearer" = [])))]

@@ -116,7 +116,8 @@ pub struct CreateWebhookRequest {
     /// http:// or https://; not a private address unless the operator allows it.
     url: Url,
     /// Event names (`email.sent`, `email.open`, `contact.unsubscribed`, a tracked
-    /// event's name, ...) or `*`.
+    /// event's name, ...) or `*`; at least one.
+    #[schema(min_items = 1)]
     events: Vec<EventName>,
     #[serde(default)]
     enabled: Option<bool>,
@@ -130,6 +131,7 @@ pub struct UpdateWebhookRequest {
     #[serde(default)]
     url: Option<Url>,
     #[serde(default)]
+    #[schema(min_items = 1)]
     events: Option<Vec<EventName>>,
     #[serde(default)]
     enabled: Option<bool>,

@@ -4,10 +4,12 @@
 pub mod dns;
 pub mod http;
 pub mod https;
+pub mod skip;
 pub mod smtp;
 pub mod tls;
 
 pub use dns::TestDns;
 pub use http::{Hit, HookServer};
 pub use https::FileServer;
+pub use skip::skipped;
 pub use smtp::{Auth, Received, SmtpServer, Stage, TlsMode};

@@ -72,9 +72,8 @@ fn spamassassin_here() -> bool {
             std::env::var_os("CI").is_none(),
             "spamassassin is not installed, and CI needs it (.ci/run installs it)"
         );
-        eprintln!(
-            "\n\n*** SKIPPED: spamassassin is not installed; \
-             `apt-get install spamassassin` to run the deliverability test ***\n\n"
+        mailroom_testkit::skipped(
+            "spamassassin is not installed; `apt-get install spamassassin` to run the deliverability test",
         );
     }
     found

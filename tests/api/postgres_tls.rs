@@ -38,7 +38,7 @@ fn verify_full_with_the_servers_ca_serves_over_encrypted_connections() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let Some((url, ca)) = tls_schema_url(&data) else {
-        eprintln!("skipped: needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
+        mailroom_testkit::skipped("needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
         return;
     };
     let app = TestApp::start(data, |s| {
@@ -64,7 +64,7 @@ fn verify_full_with_the_servers_ca_serves_over_encrypted_connections() {
 fn verify_full_without_the_ca_refuses_to_start_naming_the_certificate() {
     let tmp = tempfile::tempdir().unwrap();
     let Some((url, _)) = tls_schema_url(&tmp.path().join("data")) else {
-        eprintln!("skipped: needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
+        mailroom_testkit::skipped("needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
         return;
     };
     let stderr = refused_start(|s| {
@@ -80,7 +80,7 @@ fn require_encrypts_and_takes_the_certificate_as_it_is() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let Some((url, _)) = tls_schema_url(&data) else {
-        eprintln!("skipped: needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
+        mailroom_testkit::skipped("needs MAILROOM_TEST_POSTGRES_TLS_URL and _CA (.ci/postgres.sh)");
         return;
     };
     let app = TestApp::start(data, |s| {

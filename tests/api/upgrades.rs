@@ -429,7 +429,7 @@ fn data_or_plain(r: &crate::support::app::Resp) -> Value {
 #[test]
 fn migrate_moves_a_sled_directory_with_every_kind_of_record_into_postgres_for_a_node_to_serve() {
     let Some(_) = crate::support::postgres::postgres_url() else {
-        eprintln!("skipped: migrating into PostgreSQL needs MAILROOM_TEST_POSTGRES_URL");
+        mailroom_testkit::skipped("migrating into PostgreSQL needs MAILROOM_TEST_POSTGRES_URL");
         return;
     };
     let sled = |s: &mut Setup| s.storage.backend = crate::support::settings::Backend::Sled;

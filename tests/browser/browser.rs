@@ -42,8 +42,8 @@ pub fn available() -> bool {
             std::env::var_os("CI").is_none(),
             "CI is set but chromium/chromedriver are missing (apt-get install chromium chromium-driver)"
         );
-        eprintln!(
-            "skipped: no chromium or chromedriver on the PATH (apt-get install chromium chromium-driver)"
+        mailroom_testkit::skipped(
+            "no chromium or chromedriver on the PATH (apt-get install chromium chromium-driver)",
         );
     }
     present

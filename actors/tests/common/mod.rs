@@ -114,7 +114,7 @@ pub async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> boo
 /// `MAILROOM_TEST_POSTGRES_URL`, or None (the test skipped, saying so) without it.
 pub async fn postgres_schema_url() -> Option<String> {
     let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
-        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
+        mailroom_testkit::skipped("MAILROOM_TEST_POSTGRES_URL is not set");
         return None;
     };
     let schema = format!("handover_{}", uuid::Uuid::now_v7().simple());

@@ -29,7 +29,7 @@ impl TestCluster {
     /// `n` nodes, `node-0` .. `node-{n-1}`, each configured by `configure` too.
     pub fn start(n: usize, configure: impl Fn(&mut Setup) + 'static) -> Option<TestCluster> {
         if postgres::postgres_url().is_none() {
-            eprintln!("skipped: cluster tests need PostgreSQL (MAILROOM_TEST_POSTGRES_URL)");
+            mailroom_testkit::skipped("cluster tests need PostgreSQL (MAILROOM_TEST_POSTGRES_URL)");
             return None;
         }
         let tmp = tempfile::tempdir().expect("temp dir");

@@ -52,7 +52,7 @@ fn schema_url_on(base: &str, data_dir: &Path) -> Option<String> {
 /// true for the test to stop. docs/testing.md lists them.
 pub fn skipped_on_postgres(why: &str) -> bool {
     if postgres_url().is_some() {
-        eprintln!("skipped on PostgreSQL: {why}");
+        mailroom_testkit::skipped(&format!("on PostgreSQL: {why}"));
         return true;
     }
     false

@@ -8,7 +8,7 @@ use super::*;
 /// A fresh schema of its own for each store, so tests do not see each other's keys.
 pub(super) async fn config() -> Option<PostgresConfig> {
     let Ok(admin) = std::env::var("MAILROOM_TEST_POSTGRES_URL") else {
-        eprintln!("skipped: MAILROOM_TEST_POSTGRES_URL is not set");
+        mailroom_testkit::skipped("MAILROOM_TEST_POSTGRES_URL is not set");
         return None;
     };
     let schema = format!("unit_{}", uuid::Uuid::now_v7().simple());
