@@ -1,5 +1,6 @@
 //! The import direction, checked on the sources: no top-level module of the engine
-//! reaches itself through the modules it names, and the binary never names store keys
+//! names one of a layer above its own (`LAYERS`) or reaches itself through the modules
+//! it names, the core's files form no circle either, and the binary never names store keys
 //! (it goes through each feature's functions instead). There is no list of circles to
 //! tolerate: a new one fails the check at once, and the way out is a hook in the core
 //! (`project::hooks`) that the feature implements, or moving the code to its feature.
@@ -88,8 +89,15 @@ fn is_word(c: char) -> bool {
 /// The top-level modules a piece of code names through `crate::`: `crate::a::x` and
 /// each head of a group, `crate::{a::x, b, c::{y, z}}`.
 fn named_tops(code: &str) -> BTreeSet<String> {
+    named_heads(code, "crate::")
+}
+
+/// The modules a piece of code names through `prefix` (`crate::`, `super::`,
+/// `crate::project::`): the first word after it, and each head of a group after it.
+/// The one import parser of the checks.
+fn named_heads(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
-    for after in code.split("crate::").skip(1) {
+    for after in code.split(prefix).skip(1) {
         let Some(group) = after.strip_prefix('{') else {
             named.insert(
                 after
@@ -128,35 +136,158 @@ fn named_tops(code: &str) -> BTreeSet<String> {
     named
 }
 
-/// Which top-level modules each top-level module of the engine names.
-fn engine_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Which modules of the folder `dir` name which others, through any of `prefixes`: a
+/// module is a file or a subfolder of `dir` (with everything under it), and the folder's
+/// own `lib.rs` or `mod.rs` is none.
+fn graph_of(dir: &Path, prefixes: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(dir, &mut files);
     let top = |p: &Path| -> String {
-        let first = p.strip_prefix(&src).unwrap().components().next().unwrap();
+        let first = p.strip_prefix(dir).unwrap().components().next().unwrap();
         let first = first.as_os_str().to_string_lossy();
         first.strip_suffix(".rs").unwrap_or(&first).to_owned()
     };
-    let tops: BTreeSet<String> = files
-        .iter()
-        .map(|p| top(p))
-        .filter(|t| t != "lib")
-        .collect();
+    let root = |t: &str| t == "lib" || t == "mod";
+    let tops: BTreeSet<String> = files.iter().map(|p| top(p)).filter(|t| !root(t)).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> =
         tops.iter().map(|t| (t.clone(), BTreeSet::new())).collect();
     for path in &files {
         let from = top(path);
-        if from == "lib" {
+        if root(&from) {
             continue;
         }
-        for to in named_tops(&shipped_code(path)) {
+        let code = shipped_code(path);
+        for to in prefixes.iter().flat_map(|p| named_heads(&code, p)) {
             if to != from && tops.contains(&to) {
                 graph.get_mut(&from).unwrap().insert(to);
             }
         }
     }
     graph
+}
+
+/// Which top-level modules each top-level module of the engine names.
+fn engine_graph() -> BTreeMap<String, BTreeSet<String>> {
+    graph_of(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &["crate::"],
+    )
+}
+
+/// The engine's layers, from the bottom up (docs/architecture.md): a module names
+/// modules of its own layer or below, never above. Inside a layer the circle check
+/// keeps the direction (a feature that builds on another names it, never back).
+const LAYERS: [(&str, &[&str]); 4] = [
+    (
+        "foundations",
+        &[
+            "backoff",
+            "clock",
+            "cluster",
+            "codec",
+            "dns",
+            "error",
+            "faults",
+            "id",
+            "idempotency",
+            "json_part",
+            "link_state",
+            "links",
+            "metrics",
+            "model",
+            "near_miss",
+            "pace",
+            "projects",
+            "render",
+            "reputation",
+            "scheduler",
+            "sessions",
+            "shutdown",
+            "store",
+            "timestamp",
+            "verify",
+        ],
+    ),
+    ("core", &["project"]),
+    (
+        "features",
+        &[
+            "campaign",
+            "contact",
+            "domain",
+            "email",
+            "event",
+            "feedback",
+            "mailer",
+            "segment",
+            "suppression",
+            "template",
+            "webhooks",
+            "workflow",
+        ],
+    ),
+    (
+        "cross-cutting",
+        &["erasure", "fuzzing", "retention", "upgrade", "wiring"],
+    ),
+];
+
+/// Modules that are not part of the shipped engine (this check itself).
+const UNLAYERED: [&str; 1] = ["layering"];
+
+/// The layer (its place from the bottom) of a module, None when it has none.
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, ms)| ms.contains(&module))
+}
+
+/// Every import from a module to one in a layer above its own, as `from -> to (layer)`.
+fn upward_imports(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut up = Vec::new();
+    for (from, tos) in graph {
+        let Some(own) = layer_of(from) else { continue };
+        for to in tos {
+            if let Some(theirs) = layer_of(to).filter(|&l| l > own) {
+                up.push(format!(
+                    "{from} ({}) -> {to} ({})",
+                    LAYERS[own].0, LAYERS[theirs].0
+                ));
+            }
+        }
+    }
+    up
+}
+
+#[test]
+fn every_module_of_the_engine_has_a_layer() {
+    let unplaced: Vec<String> = engine_graph()
+        .into_keys()
+        .filter(|m| layer_of(m).is_none() && !UNLAYERED.contains(&m.as_str()))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules in no layer (add each to LAYERS in layering.rs): {unplaced:?}"
+    );
+}
+
+#[test]
+fn no_module_of_the_engine_imports_one_of_a_layer_above_its_own() {
+    let up = upward_imports(&engine_graph());
+    assert!(up.is_empty(), "imports that point up:\n{}", up.join("\n"));
+}
+
+#[test]
+fn a_planted_upward_import_is_found() {
+    let mut graph = engine_graph();
+    assert!(upward_imports(&graph).is_empty());
+    graph.get_mut("store").unwrap().insert("campaign".into());
+    graph.get_mut("project").unwrap().insert("erasure".into());
+    assert_eq!(
+        upward_imports(&graph),
+        [
+            "project (core) -> erasure (cross-cutting)",
+            "store (foundations) -> campaign (features)"
+        ]
+    );
 }
 
 /// A path from `start` back to itself, if there is one.
@@ -271,4 +402,24 @@ fn a_group_import_names_each_head() {
     let code = "use crate::{a::x, b, c::{y, z}};\nlet v = crate::d::f();";
     let named: Vec<String> = named_tops(code).into_iter().collect();
     assert_eq!(named, ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn no_module_of_the_core_imports_one_that_imports_it_back() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/project");
+    let graph = graph_of(&dir, &["super::", "crate::project::"]);
+    assert!(
+        graph["unit"].contains("counters"),
+        "the graph is read: {graph:?}"
+    );
+    let circles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| circle_through(&graph, m))
+        .map(|path| path.join(" -> "))
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles in project/:\n{}",
+        circles.join("\n")
+    );
 }

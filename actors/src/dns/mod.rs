@@ -10,6 +10,7 @@
 //! rather than the NXDOMAIN cached when the user first looked.
 
 mod answer;
+pub mod name;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

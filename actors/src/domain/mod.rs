@@ -7,15 +7,14 @@ pub mod check;
 pub mod dkim;
 pub mod handlers;
 pub mod messages;
-pub mod name;
 pub mod queries;
 pub mod record;
 pub mod sender;
 pub mod verifier;
 pub mod writes;
 
+pub use crate::dns::name::DomainName;
 pub use check::{DomainCheck, RecordState};
-pub use name::DomainName;
 pub use record::{Domain, DomainStatus, PublishedRecord, RecordPolicy, RecordPurpose};
 pub use sender::{is_verified_sender, verified_sender, SenderDomain};
 pub use verifier::{check_now, DomainVerifier};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::name::DomainName;
+use crate::dns::name::DomainName;
 use crate::error::{Error, Result};
 use crate::model::{DomainId, Timestamp};
 

@@ -1,7 +1,7 @@
 //! For the send path: may this project send from this address, and with which key?
 
-use super::name::{self_and_parents, to_ascii};
 use super::queries::find_by_name;
+use crate::dns::name::{self_and_parents, to_ascii};
 use crate::error::Result;
 use crate::model::{EmailAddress, ProjectId};
 use crate::store::Store;

@@ -9,7 +9,6 @@ use crate::model::{
     ContactId, EmailAddress, Event, EventId, EventStats, Page, PageRequest, ProjectId, Timestamp,
 };
 use crate::project::events::EVENTS_COUNTER;
-use crate::retention::events::purged_counter;
 use crate::store::keys::KeyId;
 use crate::store::{blocks, codec, keys, Store};
 
@@ -21,6 +20,12 @@ pub struct EventFilter {
     /// Inclusive bounds on `createdAt`.
     pub since: Option<Timestamp>,
     pub until: Option<Timestamp>,
+}
+
+/// The counter of a name's events removed by retention (the purger adds to it, so that
+/// listings' totals stay right).
+pub fn purged_counter(name: &str) -> String {
+    format!("events-purged/{name}")
 }
 
 /// Every event of a project, newest first, read as the walk goes (an export).

@@ -7,15 +7,11 @@
 use std::collections::BTreeSet;
 
 use crate::error::Result;
+use crate::event::queries::purged_counter;
 use crate::model::{ContactId, Event, EventId, ProjectId, Timestamp};
 use crate::project::counters::add_to_counter;
 use crate::project::events::EVENTS_COUNTER;
 use crate::store::{blocks, keys, Batch, Store};
-
-/// The counter of a name's events removed by retention.
-pub fn purged_counter(name: &str) -> String {
-    format!("events-purged/{name}")
-}
 
 /// Removes up to `max` events older than `before` (by their time, which their ids
 /// carry), and answers how many went.

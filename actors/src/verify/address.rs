@@ -9,7 +9,7 @@
 //! edge answers 422; an address-shaped string with a bad part is parsed, and each
 //! problem becomes a reason in the result (which is then not `valid`).
 
-use crate::domain::name::to_ascii;
+use crate::dns::name::to_ascii;
 
 const MAX_LOCAL_LEN: usize = 64;
 const MAX_ADDRESS_LEN: usize = 254;

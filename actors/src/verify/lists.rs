@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use crate::domain::name::self_and_parents;
+use crate::dns::name::self_and_parents;
 
 const PERSONAL: &str = include_str!("../../lists/personal_domains.txt");
 const ALIAS: &str = include_str!("../../lists/alias_domains.txt");
