@@ -8,23 +8,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Arbiter, Supervisor};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
-use mailroom_actors::campaign::Campaigns;
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::domain::DomainVerifier;
-use mailroom_actors::links::Links;
-use mailroom_actors::mailer::{
-    Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
-};
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::projects::Projects;
-use mailroom_actors::render::TemplateCache;
-use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind};
+use mailroom_actors::engine::{Engine, EngineConfig, LinksConfig, OutboundConfig, WorkflowsConfig};
+use mailroom_actors::mailer::{DispatcherConfig, SmtpSecurity, TransportConfig};
+use mailroom_actors::project::RegistryConfig;
 use mailroom_actors::shutdown::Drain;
 use mailroom_actors::store::Store;
-use mailroom_actors::workflow::{Executors, WebhookClient};
 use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
 use crate::config::Settings;
@@ -47,9 +38,6 @@ pub struct Application {
     drain: Arc<Drain>,
     /// How long the stop may take, requests and drain together.
     shutdown_timeout: Duration,
-    /// Held while serving: a supervisor restarts its actor only while an address of it
-    /// lives.
-    _supervised: (actix::Addr<Dispatcher>, actix::Addr<Scheduler>),
     /// This node of a cluster: at a stop it hands its projects over.
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
 }
@@ -109,84 +97,15 @@ impl Application {
         } else {
             mailroom_actors::cluster::ownership::Ownership::everything()
         };
-        let registry = Registry::with_ownership(
+        let engine = Engine::start(
+            engine_config(&settings, &links_url.url)?,
             store.clone(),
             clock.clone(),
-            RegistryConfig {
-                arbiters: settings.actors.arbiters,
-                mailbox_capacity: settings.actors.mailbox_capacity,
-                render_threads: settings.templates.render_threads(),
-                tenant: settings.limits.tenant(),
-                max_entries_per_day: settings.workflows.max_entries_per_day,
-                erasure_slice: settings.erasure.slice,
-                import_slice_rows: settings.limits.import_slice_rows,
-                templates: settings.templates.limits(),
-            },
             ownership,
-            mailroom_actors::wiring::hooks(),
-        );
-        let link_key =
-            Links::load_key(&*store).map_err(|e| Failure::caused("reading the link key", e))?;
-        registry.set_links(
-            Links::new(
-                link_key,
-                &links_url.url,
-                settings.tracking.enabled,
-                settings.links.unsubscribe_valid_days,
-            )
-            .with_sender_id(&settings.feedback.sender_id),
-        );
-        let return_path = settings.feedback.return_path_domain().map(|d| {
-            Arc::new(mailroom_actors::mailer::return_path::ReturnPath::new(
-                d, &link_key,
-            ))
-        });
-        let dispatcher = start_delivery(
-            &settings,
-            store.clone(),
-            clock.clone(),
-            registry.clone(),
-            return_path.clone(),
-        )?;
-        let resolver = Resolver::new(&DnsConfig {
-            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)
-                .map_err(|e| Failure::caused("the DNS settings", e))?,
-            timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
-            cache_size: settings.dns.cache_size,
-        })
-        .map_err(|e| Failure::caused("the DNS resolver", e))?;
-        let templates = Arc::new(TemplateCache::new(settings.templates.limits()));
-        let executors = Executors::start(
-            registry.clone(),
-            templates.clone(),
-            WebhookClient::new(
-                resolver.clone(),
-                settings.workflows.allow_private_webhooks,
-                Duration::from_secs(settings.workflows.webhook_timeout_seconds.max(1)),
-            ),
-            settings.workflows.executor(),
-        );
-        let (campaigns, scheduler) = start_campaigns(
-            &settings,
-            store.clone(),
-            clock.clone(),
-            registry.clone(),
-            executors,
-        )?;
-        DomainVerifier::new(
-            registry.clone(),
-            resolver.clone(),
-            settings.record_policy(),
-            Duration::from_secs(settings.domains.recheck_seconds),
         )
-        .start();
-        mailroom_actors::retention::Purger::start(
-            registry.clone(),
-            store.clone(),
-            clock.clone(),
-            settings.retention.engine(),
-        );
-        let projects = Projects::new(store.clone());
+        .map_err(|e| Failure::caused(e.what, e.source))?;
+        let (registry, resolver) = (engine.registry().clone(), engine.resolver().clone());
+        let projects = engine.projects().clone();
         let project_count = projects
             .list()
             .map_err(|e| Failure::caused("counting the projects", e))?
@@ -236,25 +155,13 @@ impl Application {
         } else {
             None
         };
-        let mut state = AppState::new(
+        let return_path = engine.return_path().cloned();
+        let state = AppState::new(
             &settings,
-            registry,
-            projects,
-            store.clone(),
-            clock,
-            resolver,
-            campaigns,
-        );
-        state.adjustable_clock = adjustable;
-        state.cluster = cluster.clone();
-        state.node_id = identity.node_id.clone();
-        state.templates = templates;
-        // Event webhooks: the node's delivery loop (it sends only for the projects this
-        // node owns, and ends with the engine).
-        mailroom_actors::webhooks::deliver::Deliverer::start(
-            state.registry.clone(),
-            state.webhook_client.clone(),
-            state.webhooks.clone(),
+            engine,
+            adjustable,
+            cluster.clone(),
+            identity.node_id.clone(),
         );
         // Reports mailed to the return path: the receiving SMTP server.
         if let (Some(listener), Some(rp)) = (feedback_listener, return_path) {
@@ -268,7 +175,7 @@ impl Application {
                 .map_err(|e| Failure::caused("the feedback SMTP listener", e))?;
             mailroom_actors::feedback::receiver::start(
                 listener,
-                state.registry.clone(),
+                state.engine.registry().clone(),
                 rp.clone(),
                 settings.feedback.engine(),
                 settings
@@ -304,7 +211,6 @@ impl Application {
             public_url_check,
             drain,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_seconds),
-            _supervised: (dispatcher, scheduler),
             cluster,
         })
     }
@@ -435,14 +341,8 @@ fn smtp_security(s: &crate::config::Smtp) -> Result<SmtpSecurity, Failure> {
     .map_err(|e| Failure::caused("the relay's TLS settings", e))
 }
 
-/// Starts the mailer pool and the dispatcher, each under a supervisor on its own arbiter.
-fn start_delivery(
-    settings: &Settings,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    registry: Registry,
-    return_path: Option<Arc<mailroom_actors::mailer::return_path::ReturnPath>>,
-) -> Result<actix::Addr<Dispatcher>, Failure> {
+/// The engine's config, from the server's settings; `links_url` is where links point.
+fn engine_config(settings: &Settings, links_url: &str) -> Result<EngineConfig, Failure> {
     use crate::config::MailTransport;
     let transport = match settings.mail.transport {
         MailTransport::File => TransportConfig::File {
@@ -461,73 +361,53 @@ fn start_delivery(
             }
         }
     };
-    mailroom_actors::mailer::mime::warm_up();
-    let mailers: Vec<_> = (0..settings.mailer.workers.max(1))
-        .map(|_| {
-            let (t, metrics) = (transport.clone(), registry.metrics().clone());
-            let faults = registry.faults().clone();
-            let return_path = return_path.clone();
-            Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-                MailerActor::new(t.clone(), metrics.clone())
-                    .with_faults(faults.clone())
-                    .with_return_path(return_path.clone())
-            })
-        })
-        .collect();
-    let dkim = mailroom_actors::mailer::dkim::lookup(store.clone());
-    let config = DispatcherConfig {
-        rate_per_second: settings.sending.rate_per_second,
-        max_attempts: settings.sending.max_attempts.max(1),
-        retry_base_ms: settings.sending.retry_base_ms,
-        max_in_flight: settings.sending.max_in_flight.max(1),
-    };
-    Ok(Supervisor::start_in_arbiter(
-        &Arbiter::new().handle(),
-        move |_| {
-            Dispatcher::new(
-                store.clone(),
-                clock.clone(),
-                registry.clone(),
-                mailers.clone(),
-                dkim.clone(),
-                config,
-            )
+    Ok(EngineConfig {
+        registry: RegistryConfig {
+            arbiters: settings.actors.arbiters,
+            mailbox_capacity: settings.actors.mailbox_capacity,
+            render_threads: settings.templates.render_threads(),
+            tenant: settings.limits.tenant(),
+            max_entries_per_day: settings.workflows.max_entries_per_day,
+            erasure_slice: settings.erasure.slice,
+            import_slice_rows: settings.limits.import_slice_rows,
+            templates: settings.templates.limits(),
         },
-    ))
-}
-
-/// The campaign runners (resuming every campaign that was sending) and the Scheduler
-/// of durable timers, which starts scheduled campaigns at their time.
-fn start_campaigns(
-    settings: &Settings,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    registry: Registry,
-    executors: Arc<Executors>,
-) -> Result<(Arc<Campaigns>, actix::Addr<Scheduler>), Failure> {
-    // Each runner resumes its share of the SENDING campaigns as it starts.
-    let campaigns = Campaigns::new(registry.clone(), settings.campaigns.runner());
-    campaigns.watch();
-    mailroom_actors::erasure::runner::resume(&registry)
-        .map_err(|e| Failure::caused("resuming contact erasures", e))?;
-    mailroom_actors::contact::import_runner::resume(&registry)
-        .map_err(|e| Failure::caused("resuming contact imports", e))?;
-    let runner = campaigns.clone();
-    let fire: Fire = Arc::new(move |t: Timer| {
-        let (runner, executors) = (runner.clone(), executors.clone());
-        Box::pin(async move {
-            match t.kind {
-                TimerKind::Campaign => runner.fire(t).await,
-                TimerKind::Workflow => executors.fire(t).await,
-            }
-        })
-    });
-    let (timers, faults) = (registry.timers().clone(), registry.faults().clone());
-    let scheduler = Supervisor::start_in_arbiter(&Arbiter::new().handle(), move |_| {
-        Scheduler::new(timers.clone(), store.clone(), clock.clone(), fire.clone())
-            .with_faults(faults.clone())
-    });
-    Ok((campaigns, scheduler))
+        links: LinksConfig {
+            base_url: links_url.to_owned(),
+            tracking: settings.tracking.enabled,
+            unsubscribe_valid_days: settings.links.unsubscribe_valid_days,
+            sender_id: settings.feedback.sender_id.clone(),
+        },
+        return_path_domain: settings.feedback.return_path_domain().map(str::to_owned),
+        transport,
+        mailers: settings.mailer.workers,
+        dispatcher: DispatcherConfig {
+            rate_per_second: settings.sending.rate_per_second,
+            max_attempts: settings.sending.max_attempts.max(1),
+            retry_base_ms: settings.sending.retry_base_ms,
+            max_in_flight: settings.sending.max_in_flight.max(1),
+        },
+        dns: DnsConfig {
+            nameservers: DnsConfig::parse_nameservers(&settings.dns.nameservers)
+                .map_err(|e| Failure::caused("the DNS settings", e))?,
+            timeout: Duration::from_millis(settings.dns.timeout_ms.max(1)),
+            cache_size: settings.dns.cache_size,
+        },
+        workflows: WorkflowsConfig {
+            executor: settings.workflows.executor(),
+            allow_private_webhooks: settings.workflows.allow_private_webhooks,
+            webhook_timeout: Duration::from_secs(settings.workflows.webhook_timeout_seconds.max(1)),
+        },
+        campaigns: settings.campaigns.runner(),
+        domain_records: settings.record_policy(),
+        domain_recheck: Duration::from_secs(settings.domains.recheck_seconds),
+        retention: settings.retention.engine(),
+        webhooks: OutboundConfig {
+            config: settings.webhooks.engine(settings.limits.max_webhooks),
+            allow_private_addresses: settings.webhooks.allow_private_addresses,
+            timeout: Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
+        },
+    })
 }
 
 /// `mailroom serve`: applies the CLI flags (the last layer), then runs to completion.

@@ -11,6 +11,7 @@ pub mod contact;
 pub mod dns;
 pub mod domain;
 pub mod email;
+pub mod engine;
 pub mod erasure;
 pub mod error;
 pub mod event;

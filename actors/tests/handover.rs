@@ -43,6 +43,7 @@ impl Node {
             store.clone(),
             as_clock.clone(),
             RegistryConfig::default(),
+            common::links(),
             Ownership::none(),
             mailroom_actors::wiring::hooks(),
         );

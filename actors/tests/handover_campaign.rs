@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
 use common::{open_postgres_node, postgres_schema_url};
 use mailroom_actors::campaign::audience;
 use mailroom_actors::campaign::records as campaigns;
@@ -21,12 +20,13 @@ use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStatus, Campaign
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::domain::DomainName;
+use mailroom_actors::engine::{Engine, EngineConfig};
 use mailroom_actors::error::Error;
-use mailroom_actors::mailer::{Dispatcher, DispatcherConfig, MailerActor, TransportConfig};
+use mailroom_actors::mailer::{DispatcherConfig, TransportConfig};
 use mailroom_actors::model::{CampaignId, DataPatch, EmailAddress, ProjectId, Timestamp};
-use mailroom_actors::project::{Registry, RegistryConfig};
+use mailroom_actors::project::Registry;
 use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{Clock, SystemClock};
+use mailroom_actors::SystemClock;
 
 const RECIPIENTS: usize = 300;
 const LEASE: Duration = Duration::from_secs(3600);
@@ -37,60 +37,48 @@ struct Node {
     registry: Registry,
     campaigns: Arc<Campaigns>,
     out: PathBuf,
-    _dispatcher: actix::Addr<Dispatcher>,
+    _engine: Engine,
 }
 
 impl Node {
+    /// An engine as the server starts one (`Engine::start`), serving no project until it
+    /// takes one, writing the emails it sends into `out`.
     fn start(id: &'static str, store: Arc<dyn Store>, out: PathBuf) -> Node {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let registry = Registry::with_ownership(
-            store.clone(),
-            clock.clone(),
-            RegistryConfig::default(),
-            Ownership::none(),
-            mailroom_actors::wiring::hooks(),
-        );
-        let mailers = (0..2)
-            .map(|_| {
-                MailerActor::new(
-                    TransportConfig::File { dir: out.clone() },
-                    registry.metrics().clone(),
-                )
-                .start()
-            })
-            .collect();
-        let dispatcher = Dispatcher::new(
-            store.clone(),
-            clock,
-            registry.clone(),
-            mailers,
-            mailroom_actors::mailer::dkim::lookup(store.clone()),
-            DispatcherConfig {
+        let config = EngineConfig {
+            mailers: 2,
+            dispatcher: DispatcherConfig {
                 // Paced, so that the campaign is still sending when it is handed over.
                 rate_per_second: 100,
                 max_attempts: 3,
                 retry_base_ms: 10,
                 max_in_flight: 16,
             },
-        )
-        .start();
-        let campaigns = Campaigns::new(
-            registry.clone(),
-            RunnerConfig {
+            campaigns: RunnerConfig {
                 batch_size: 20,
                 queue_ahead: 40,
                 progress_every: Duration::from_secs(60),
                 runners: 1,
                 pause: Default::default(),
             },
-        );
+            ..EngineConfig::new(
+                TransportConfig::File { dir: out.clone() },
+                common::links_config(),
+            )
+        };
+        let engine = Engine::start(
+            config,
+            store.clone(),
+            Arc::new(SystemClock),
+            Ownership::none(),
+        )
+        .expect("the engine starts");
         Node {
             id,
             store,
-            registry,
-            campaigns,
+            registry: engine.registry().clone(),
+            campaigns: engine.campaigns().clone(),
             out,
-            _dispatcher: dispatcher,
+            _engine: engine,
         }
     }
 

@@ -36,6 +36,7 @@ impl Node {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig::default(),
+            common::links(),
             Ownership::none(),
             mailroom_actors::wiring::hooks(),
         );

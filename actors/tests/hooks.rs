@@ -43,6 +43,7 @@ impl Engine {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig::default(),
+            common::links(),
             hooks,
         );
         Engine {

@@ -38,6 +38,7 @@ impl Engine {
             store.clone(),
             clock.clone(),
             config,
+            common::links(),
             mailroom_actors::wiring::hooks(),
         );
         let (tx, fired) = mpsc::unbounded_channel();

@@ -38,7 +38,7 @@ pub fn state(req: &HttpRequest) -> Result<web::Data<AppState>, PageError> {
 }
 
 pub fn now_ms(state: &AppState) -> i64 {
-    Timestamp::from(state.clock.now()).millis()
+    Timestamp::from(state.engine.clock().now()).millis()
 }
 
 /// A cookie's value from the request's `Cookie` headers.
@@ -72,7 +72,7 @@ async fn signed(req: HttpRequest) -> Result<Signed, PageError> {
         Principal::Admin { picked: Some(p) } => (p, true),
         Principal::Admin { picked: None } => return Err(PageError::PickProject),
     };
-    let project = match state.projects.get(project_id) {
+    let project = match state.engine.projects().get(project_id) {
         Ok(p) => p,
         Err(mailroom_actors::Error::NotFound(_)) => return Err(PageError::SignIn),
         Err(e) => return Err(PageError::from(e)),

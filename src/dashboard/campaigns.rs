@@ -39,7 +39,7 @@ fn campaign_id(raw: &str) -> Result<CampaignId, PageError> {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let (campaigns, segments) = blocking(move || {
         let campaigns = stored::list(&*store, p, &PageRequest::first(100))?;
@@ -107,7 +107,7 @@ pub async fn create(
 }
 
 fn stats_json(state: &AppState, signed: &Signed, c: &Campaign) -> Result<Value, PageError> {
-    let s = campaign_stats::load(&*state.store, signed.project, c.id)?;
+    let s = campaign_stats::load(&**state.engine.store(), signed.project, c.id)?;
     let mut v = serde_json::to_value(StatsView::from(s)).unwrap_or_default();
     v["status"] = json!(c.status.as_str());
     v["done"] = json!(
@@ -129,10 +129,10 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&*state.store, signed.project, id)?;
+    let c = stored::get(&**state.engine.store(), signed.project, id)?;
     let v = stats_json(&state, &signed, &c)?;
     let preview = state
-        .registry
+        .engine.registry()
         .renders()
         .compile(c.subject.clone(), c.body.clone())
         .await
@@ -140,7 +140,7 @@ pub async fn show(
             compiled.render(&json!({"email": "someone@example.com", "data": {}, "contact": {"email": "someone@example.com"}}))
         });
     let editable = matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled);
-    let paused = actions::paused_reason(&state.registry, signed.project, id)?;
+    let paused = actions::paused_reason(state.engine.registry(), signed.project, id)?;
     let action = |what: &str| format!("/app/campaigns/{id}/{what}");
     let body = html! {
         dl {
@@ -219,7 +219,7 @@ pub async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&*state.store, signed.project, id)?;
+    let c = stored::get(&**state.engine.store(), signed.project, id)?;
     Ok(HttpResponse::Ok().json(stats_json(&state, &signed, &c)?))
 }
 
@@ -238,7 +238,14 @@ pub async fn test(
     let to = EmailAddress::parse(form.email.trim())
         .map_err(|_| Error::field("email", FieldCode::InvalidString, "Invalid email"))?;
     let shown = to.to_string();
-    actions::test(&state.registry, &state.templates, signed.project, id, to).await?;
+    actions::test(
+        state.engine.registry(),
+        state.engine.templates(),
+        signed.project,
+        id,
+        to,
+    )
+    .await?;
     let body = html! {
         p.ok role="status" #test-sent { "A test was queued to " (shown) "." }
         p { a href={ "/app/campaigns/" (id) } { "Back to the campaign" } }
@@ -277,7 +284,13 @@ pub async fn resume(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    actions::resume(&state.registry, &state.campaigns, signed.project, id).await?;
+    actions::resume(
+        state.engine.registry(),
+        state.engine.campaigns(),
+        signed.project,
+        id,
+    )
+    .await?;
     Ok(super::see_other(&format!("/app/campaigns/{id}")))
 }
 
@@ -287,6 +300,6 @@ pub async fn cancel(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    actions::cancel(&state.registry, signed.project, id).await?;
+    actions::cancel(state.engine.registry(), signed.project, id).await?;
     Ok(super::see_other(&format!("/app/campaigns/{id}")))
 }

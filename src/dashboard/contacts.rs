@@ -55,7 +55,7 @@ async fn listed(
     subscribed: Option<bool>,
     q: &ListQuery,
 ) -> Result<Listed, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     if search.is_empty() {
         let page = PageRequest::parse(Some(&PAGE.to_string()), q.cursor.as_deref())?;
         let filter = ContactFilter {
@@ -176,7 +176,7 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = contact_id(&id)?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let (contact, events) = blocking(move || {
         let contact =
@@ -255,7 +255,7 @@ pub async fn edit(
         })?
     };
     data_within("data", &wanted, state.limits.max_data_bytes)?;
-    let current = queries::get_contact(&*state.store, signed.project, id)?
+    let current = queries::get_contact(&**state.engine.store(), signed.project, id)?
         .ok_or(Error::NotFound(Resource::Contact))?;
     // The form holds the whole object; the engine takes a patch, where null removes.
     let mut patch = wanted.clone();
@@ -271,7 +271,7 @@ pub async fn edit(
         subscribed: Some(form.subscribed.is_some()),
         data: DataPatch::new(patch),
     };
-    contact_actions::patch(&state.registry, signed.project, msg)
+    contact_actions::patch(state.engine.registry(), signed.project, msg)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other(&format!("/app/contacts/{id}")))
@@ -286,7 +286,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = contact_id(&id)?;
-    erasure_runner::delete_contact(&state.registry, signed.project, id)
+    erasure_runner::delete_contact(state.engine.registry(), signed.project, id)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other("/app/contacts"))

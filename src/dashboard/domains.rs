@@ -15,14 +15,14 @@ use crate::http::domains::{CreateDomainRequest, DomainView};
 use crate::http::{blocking, body, AppState};
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let page =
         blocking(move || queries::list_domains(&*store, p, None, &PageRequest::first(100))).await?;
     let views: Vec<DomainView> = page
         .items
         .iter()
-        .map(|d| DomainView::new(d, &state.domain_records))
+        .map(|d| DomainView::new(d, state.engine.domain_records()))
         .collect();
     let body = html! {
         @if views.is_empty() { p { "No sender domains yet." } }
@@ -83,7 +83,7 @@ pub async fn create(
     let req: CreateDomainRequest =
         body::parse(json!({"domain": form.domain.trim()}).to_string().as_bytes())?;
     let name: DomainName = req.domain;
-    domain::actions::add(&state.registry, signed.project, name)
+    domain::actions::add(state.engine.registry(), signed.project, name)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other("/app/domains"))
@@ -99,9 +99,9 @@ pub async fn verify(
 ) -> Result<HttpResponse, PageError> {
     let id: DomainId = id.parse().map_err(|_| PageError::NotFound)?;
     domain::check_now(
-        &state.registry,
-        &state.resolver,
-        &state.domain_records,
+        state.engine.registry(),
+        state.engine.resolver(),
+        state.engine.domain_records(),
         signed.project,
         id,
     )

@@ -39,7 +39,7 @@ pub async fn list(
         .into());
     }
     let page = PageRequest::parse(Some(PAGE), q.cursor.as_deref())?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let filter = EventFilter {
         name: (!name.is_empty()).then(|| name.clone()),

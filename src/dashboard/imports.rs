@@ -86,7 +86,7 @@ pub async fn start(
         (form.csv.into_bytes(), false)
     };
     let import = import_runner::start(
-        &state.registry,
+        state.engine.registry(),
         signed.project,
         csv,
         state.limits.max_running_imports,
@@ -105,10 +105,8 @@ pub async fn start(
 
 fn load(state: &AppState, signed: &Signed, id: &str) -> Result<Import, PageError> {
     let id: ImportId = id.parse().map_err(|_| PageError::NotFound)?;
-    Ok(
-        import::load(&*state.store, signed.project, id)?
-            .ok_or(Error::NotFound(Resource::Import))?,
-    )
+    Ok(import::load(&**state.engine.store(), signed.project, id)?
+        .ok_or(Error::NotFound(Resource::Import))?)
 }
 
 fn done(i: &Import) -> bool {

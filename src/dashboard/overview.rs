@@ -93,10 +93,10 @@ fn load(store: &dyn Store, p: ProjectId, now: i64) -> mailroom_actors::error::Re
 }
 
 pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let (p, now) = (signed.project, now_ms(&state));
     let o = blocking(move || load(&*store, p, now)).await?;
-    let registry = state.registry.clone();
+    let registry = state.engine.registry().clone();
     let rates = blocking(move || mailroom_actors::feedback::stats::project(&registry, p)).await?;
     let percent = |r: f64| format!("{:.2}%", r * 100.0);
     let series: Vec<Series> = SERIES

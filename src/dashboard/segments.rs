@@ -187,7 +187,7 @@ fn builder(signed: &Signed, form: &FilterForm) -> Markup {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let page = blocking(move || {
         segment_queries::list_segments(&*store, p, &mailroom_actors::model::PageRequest::first(100))

@@ -14,7 +14,7 @@ use crate::http::admin::keys_json;
 use crate::http::AppState;
 
 pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let project = state.projects.get(signed.project)?;
+    let project = state.engine.projects().get(signed.project)?;
     let body = html! {
         dl {
             dt { "Name" } dd { (project.name) }
@@ -52,9 +52,9 @@ pub async fn rotate(
         )
         .into());
     }
-    let now = Timestamp::from(state.clock.now());
-    let issued = state.projects.rotate_keys(signed.project, now)?;
-    state.store.durable().await?;
+    let now = Timestamp::from(state.engine.clock().now());
+    let issued = state.engine.projects().rotate_keys(signed.project, now)?;
+    state.engine.store().durable().await?;
     if !signed.admin {
         state
             .dashboard

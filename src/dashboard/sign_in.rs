@@ -126,14 +126,14 @@ async fn principal(
 ) -> Result<Result<Principal, &'static str>, PageError> {
     const WRONG: &str = "That is neither a project's secret key nor the admin token.";
     if let Some(key) = ApiKey::parse(given) {
-        let mut found = state.projects.authenticate(&key)?;
+        let mut found = state.engine.projects().authenticate(&key)?;
         if found.is_none() {
             // Perhaps made a moment ago on another node, or by the CLI (as the API's
             // routing does, within the same budget of point reads).
             if let Some(cluster) = &state.cluster {
                 let record = mailroom_actors::projects::api_key_record_key(&key.hash());
                 if cluster.read_through(record).await {
-                    found = state.projects.authenticate(&key)?;
+                    found = state.engine.projects().authenticate(&key)?;
                 }
             }
         }
@@ -203,7 +203,7 @@ pub async fn projects(
     admin: AdminSession,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let projects = state.projects.list()?;
+    let projects = state.engine.projects().list()?;
     let body = html! {
         @if projects.is_empty() {
             p { "There are no projects yet: create one with " code { "mailroom project create" } "." }
@@ -254,7 +254,7 @@ pub async fn pick(
     }
     let id: ProjectId = form.project.parse().map_err(|_| PageError::BadForm)?;
     // Only a project that exists can be picked.
-    state.projects.get(id)?;
+    state.engine.projects().get(id)?;
     state
         .dashboard
         .sessions

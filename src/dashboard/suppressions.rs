@@ -26,7 +26,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let reason = filter.reason.as_deref().and_then(Reason::parse);
-    let (registry, p) = (state.registry.clone(), signed.project);
+    let (registry, p) = (state.engine.registry().clone(), signed.project);
     let page =
         blocking(move || actions::list(&registry, p, reason, &PageRequest::first(100))).await?;
     let body = html! {
@@ -94,7 +94,13 @@ pub async fn add(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let email = EmailAddress::parse(form.email.trim()).map_err(|_| PageError::BadForm)?;
-    actions::add(&state.registry, signed.project, email, Reason::Manual).await?;
+    actions::add(
+        state.engine.registry(),
+        signed.project,
+        email,
+        Reason::Manual,
+    )
+    .await?;
     Ok(super::see_other("/app/suppressions"))
 }
 
@@ -102,7 +108,7 @@ pub async fn remove(
     Posted(signed, form): Posted<AddressForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    actions::remove(&state.registry, signed.project, form.email).await?;
+    actions::remove(state.engine.registry(), signed.project, form.email).await?;
     Ok(super::see_other("/app/suppressions"))
 }
 
@@ -116,7 +122,7 @@ pub async fn import(
     Posted(signed, form): Posted<ImportForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let done = actions::import(&state.registry, signed.project, form.csv).await?;
+    let done = actions::import(state.engine.registry(), signed.project, form.csv).await?;
     let body = html! {
         p.ok role="status" #import-result {
             (done.added) " added, " (done.existing) " on the list already, " (done.invalid.len()) " not addresses."

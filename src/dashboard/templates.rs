@@ -137,7 +137,7 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = template_id(&id)?;
-    let t = stored::load(&*state.store, signed.project, id)?
+    let t = stored::load(&**state.engine.store(), signed.project, id)?
         .ok_or(Error::NotFound(Resource::Template))?;
     let body = html! {
         (editor(&signed, &format!("/app/templates/{id}"), &TemplateForm::of(&t)))
@@ -198,7 +198,13 @@ pub async fn test(
         idempotency: None,
         execution: None,
     };
-    send_request(&state.registry, &state.templates, signed.project, request).await?;
+    send_request(
+        state.engine.registry(),
+        state.engine.templates(),
+        signed.project,
+        request,
+    )
+    .await?;
     let body = html! {
         p.ok role="status" #test-sent { "A test was queued to " (shown) "." }
         p { a href={ "/app/templates/" (id) } { "Back to the template" } }
@@ -238,7 +244,8 @@ async fn render(
     f: &TemplateForm,
 ) -> Result<(String, String), ApiError> {
     let compiled = state
-        .registry
+        .engine
+        .registry()
         .renders()
         .compile(f.subject.clone(), f.body.clone())
         .await?;
@@ -248,14 +255,15 @@ async fn render(
         let email = EmailAddress::parse(f.contact.trim())
             .map_err(|_| Error::field("contact", FieldCode::InvalidString, "Invalid email"))?;
         let p = signed.project;
-        let id = find_id_by_email(&*state.store, p, email.as_str())?
+        let id = find_id_by_email(&**state.engine.store(), p, email.as_str())?
             .ok_or(Error::NotFound(Resource::Contact))?;
-        let contact = queries::get_contact(&*state.store, p, id)?
+        let contact = queries::get_contact(&**state.engine.store(), p, id)?
             .ok_or(Error::NotFound(Resource::Contact))?;
         variables(&contact, &serde_json::Map::new())
     };
     Ok(state
-        .registry
+        .engine
+        .registry()
         .renders()
         .run(move || compiled.render(&vars))
         .await??)

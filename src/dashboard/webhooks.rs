@@ -21,10 +21,10 @@ fn webhook_id(raw: &str) -> Result<WebhookId, PageError> {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let hooks = actions::list(&state.registry, signed.project)?;
+    let hooks = actions::list(state.engine.registry(), signed.project)?;
     let mut sections = Vec::new();
     for w in &hooks {
-        let recent = actions::deliveries(&state.registry, signed.project, w.id, 10)?;
+        let recent = actions::deliveries(state.engine.registry(), signed.project, w.id, 10)?;
         sections.push(html! {
             section.webhook aria-labelledby={ "w-" (w.id) } {
                 h2 id={ "w-" (w.id) } {
@@ -121,8 +121,8 @@ pub async fn create(
     )?;
     let (url, events) = req.into_parts();
     let made = actions::create(
-        &state.registry,
-        &state.webhooks,
+        state.engine.registry(),
+        state.engine.webhooks(),
         signed.project,
         NewWebhook {
             url,
@@ -169,8 +169,8 @@ pub async fn enabled(
         ..WebhookPatch::default()
     };
     actions::update(
-        &state.registry,
-        &state.webhooks,
+        state.engine.registry(),
+        state.engine.webhooks(),
         signed.project,
         webhook_id(&id)?,
         patch,
@@ -187,7 +187,7 @@ pub async fn delete(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    actions::delete(&state.registry, signed.project, webhook_id(&id)?).await?;
+    actions::delete(state.engine.registry(), signed.project, webhook_id(&id)?).await?;
     Ok(super::see_other("/app/webhooks"))
 }
 
@@ -197,8 +197,8 @@ pub async fn test(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let got = actions::test(
-        &state.registry,
-        &state.webhook_client,
+        state.engine.registry(),
+        state.engine.webhook_client(),
         signed.project,
         webhook_id(&id)?,
     )

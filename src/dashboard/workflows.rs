@@ -37,7 +37,7 @@ fn toggle(signed: &Signed, w: &Workflow) -> Markup {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let page = blocking(move || stored::list(&*store, p, &PageRequest::first(100))).await?;
     let body = html! {
@@ -136,7 +136,7 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = workflow_id(&id)?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let p = signed.project;
     let (w, executions) = blocking(move || {
         let w = stored::get(&*store, p, id)?;

@@ -88,16 +88,16 @@ pub async fn create_project(
     Body(req): Body<CreateProjectRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let now = Timestamp::from(state.clock.now());
-    let issued = state.projects.create(req.name.as_str(), now)?;
-    state.store.durable().await?;
+    let now = Timestamp::from(state.engine.clock().now());
+    let issued = state.engine.projects().create(req.name.as_str(), now)?;
+    state.engine.store().durable().await?;
     Ok(HttpResponse::Created().json(KeysView::from(&issued)))
 }
 
 #[utoipa::path(get, path = "/admin/projects", tag = "Admin",
     responses((status = 200, body = ProjectList)), security(("bearer" = [])))]
 pub async fn list_projects(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let list = state.projects.list()?;
+    let list = state.engine.projects().list()?;
     Ok(HttpResponse::Ok().json(ProjectList {
         projects: list.iter().map(ProjectView::from).collect(),
     }))
@@ -112,16 +112,17 @@ pub async fn project_action(
     let (id, action) = path.into_inner();
     let id: ProjectId = path_id(&id, Resource::Project)?;
     let body = match action.as_str() {
-        "disable" => project_json(&state.projects.set_disabled(id, true)?),
-        "enable" => project_json(&state.projects.set_disabled(id, false)?),
+        "disable" => project_json(&state.engine.projects().set_disabled(id, true)?),
+        "enable" => project_json(&state.engine.projects().set_disabled(id, false)?),
         "rotate-keys" => keys_json(
             &state
-                .projects
-                .rotate_keys(id, Timestamp::from(state.clock.now()))?,
+                .engine
+                .projects()
+                .rotate_keys(id, Timestamp::from(state.engine.clock().now()))?,
         ),
         _ => return Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
     };
-    state.store.durable().await?;
+    state.engine.store().durable().await?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -141,11 +142,12 @@ pub async fn trust_domain(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
-    state.projects.get(id)?;
-    let trusted = mailroom_actors::domain::actions::trust(&state.registry, id, name).await?;
+    state.engine.projects().get(id)?;
+    let trusted =
+        mailroom_actors::domain::actions::trust(state.engine.registry(), id, name).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,
-        &state.domain_records,
+        state.engine.domain_records(),
     )))
 }
 
@@ -170,9 +172,9 @@ pub async fn advance_clock(
         .into());
     };
     let now = clock.advance(ms);
-    state.registry.outbox_signal().notify_one();
-    state.registry.timers().wake();
-    state.registry.retention_signal().notify_one();
+    state.engine.registry().outbox_signal().notify_one();
+    state.engine.registry().timers().wake();
+    state.engine.registry().retention_signal().notify_one();
     Ok(HttpResponse::Ok().json(ClockView {
         now: Timestamp::from(now).to_iso(),
     }))

@@ -43,7 +43,8 @@ fn authenticate(req: &HttpRequest, allow_public: bool) -> Result<ProjectCtx, Api
         .ok_or_else(|| ApiError::Engine(mailroom_actors::Error::Internal("no app state".into())))?;
     let key = ApiKey::parse(bearer(req)?).ok_or(ApiError::InvalidApiKey)?;
     let auth = state
-        .projects
+        .engine
+        .projects()
         .authenticate(&key)?
         .ok_or(ApiError::InvalidApiKey)?;
     if auth.project.disabled {

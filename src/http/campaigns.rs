@@ -217,7 +217,8 @@ pub struct TestCampaignRequest {
 fn view(state: &AppState, p: ProjectId, c: &Campaign) -> CampaignView {
     let mut v = CampaignView::from(c);
     if c.status == CampaignStatus::Paused {
-        v.paused_reason = actions::paused_reason(&state.registry, p, c.id).unwrap_or_default();
+        v.paused_reason =
+            actions::paused_reason(state.engine.registry(), p, c.id).unwrap_or_default();
     }
     v
 }
@@ -268,7 +269,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || stored::list(&*store, p.id, &page)).await?;
     let has_more = page.has_more();
     Ok(envelope::ok(CampaignList {
@@ -306,7 +307,7 @@ pub async fn create_in(
         return Err(Error::field("audienceType", FieldCode::InvalidType, "Required").into());
     };
     let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
-    let now = Timestamp::from(state.clock.now());
+    let now = Timestamp::from(state.engine.clock().now());
     let campaign = Campaign {
         id: CampaignId::new(),
         name: req.name.into_string(),
@@ -326,7 +327,7 @@ pub async fn create_in(
         updated_at: now,
         progress: Default::default(),
     };
-    Ok(actions::create(&state.registry, p, campaign).await?)
+    Ok(actions::create(state.engine.registry(), p, campaign).await?)
 }
 
 #[utoipa::path(get, path = "/campaigns/{id}", tag = "Campaigns",
@@ -339,7 +340,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&*state.store, p.id, id)?;
+    let c = stored::get(&**state.engine.store(), p.id, id)?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -376,7 +377,7 @@ pub async fn update(
         segment_id: segment,
         audience_filter,
     };
-    let c = actions::update(&state.registry, p.id, id, patch).await?;
+    let c = actions::update(state.engine.registry(), p.id, id, patch).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -389,7 +390,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    actions::delete(&state.registry, p.id, id).await?;
+    actions::delete(state.engine.registry(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -423,7 +424,7 @@ pub async fn send_in(
         let req: SendCampaignRequest = super::body::parse(body)?;
         req.scheduled_at.map(|at| Timestamp::from(at.0))
     };
-    Ok(actions::send(&state.registry, &state.campaigns, p, id, at).await?)
+    Ok(actions::send(state.engine.registry(), state.engine.campaigns(), p, id, at).await?)
 }
 
 #[utoipa::path(post, path = "/campaigns/{id}/cancel", tag = "Campaigns",
@@ -436,7 +437,7 @@ pub async fn cancel(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = actions::cancel(&state.registry, p.id, id).await?;
+    let c = actions::cancel(state.engine.registry(), p.id, id).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -451,7 +452,7 @@ pub async fn resume(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = actions::resume(&state.registry, &state.campaigns, p.id, id).await?;
+    let c = actions::resume(state.engine.registry(), state.engine.campaigns(), p.id, id).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -466,7 +467,14 @@ pub async fn test(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let email = actions::test(&state.registry, &state.templates, p.id, id, to).await?;
+    let email = actions::test(
+        state.engine.registry(),
+        state.engine.templates(),
+        p.id,
+        id,
+        to,
+    )
+    .await?;
     Ok(envelope::ok(TestSent {
         email: email.to_string(),
     }))
@@ -482,7 +490,7 @@ pub async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    stored::get(&*state.store, p.id, id)?;
-    let s = campaign_stats::load(&*state.store, p.id, id)?;
+    stored::get(&**state.engine.store(), p.id, id)?;
+    let s = campaign_stats::load(&**state.engine.store(), p.id, id)?;
     Ok(envelope::ok(StatsView::from(s)))
 }

@@ -115,7 +115,7 @@ pub async fn list(
         subscribed: q.opt_bool("subscribed")?,
         search,
     };
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || queries::list_contacts(&*store, p.id, &filter, &page)).await?;
     Ok(HttpResponse::Ok().json(ContactList {
         contacts: page.items.iter().map(ContactView::from).collect(),
@@ -142,7 +142,7 @@ pub async fn upsert(
         default_subscribed: true,
         data: DataPatch::new(data),
     };
-    let out = actions::upsert(&state.registry, p.id, msg).await?;
+    let out = actions::upsert(state.engine.registry(), p.id, msg).await?;
     let mut view = ContactView::from(&out.contact);
     view.meta = Some(UpsertMeta {
         is_new: out.is_new,
@@ -163,8 +163,8 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    let contact =
-        queries::get_contact(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Contact))?;
+    let contact = queries::get_contact(&**state.engine.store(), p.id, id)?
+        .ok_or(Error::NotFound(Resource::Contact))?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 
@@ -186,7 +186,7 @@ pub async fn patch(
         subscribed: body.subscribed,
         data: DataPatch::new(data),
     };
-    let contact = actions::patch(&state.registry, p.id, msg).await?;
+    let contact = actions::patch(state.engine.registry(), p.id, msg).await?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 
@@ -208,7 +208,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    match erasure_runner::delete_contact(&state.registry, p.id, id).await? {
+    match erasure_runner::delete_contact(state.engine.registry(), p.id, id).await? {
         Erased::Done => Ok(HttpResponse::NoContent().finish()),
         Erased::Queued => Ok(HttpResponse::Accepted().json(ErasureQueued {
             id: id.to_string(),

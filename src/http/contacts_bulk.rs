@@ -113,7 +113,7 @@ pub async fn import(
     let mut payload = payload.into_inner();
     let body = read_within(&req, &mut payload, state.limits.max_import_bytes).await?;
     let import = import_runner::start(
-        &state.registry,
+        state.engine.registry(),
         p.id,
         body.into(),
         state.limits.max_running_imports,
@@ -130,7 +130,8 @@ pub async fn get_import(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ImportId = path_id(&id, Resource::Import)?;
-    let found = import::load(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Import))?;
+    let found = import::load(&**state.engine.store(), p.id, id)?
+        .ok_or(Error::NotFound(Resource::Import))?;
     Ok(HttpResponse::Ok().json(ImportView::from(&found)))
 }
 
@@ -158,8 +159,8 @@ pub async fn export_of(
         None => Source::All,
         Some(raw) => {
             let id: SegmentId = path_id(raw, Resource::Segment)?;
-            let store = state.store.clone();
-            let table = state.registry.contacts(p);
+            let store = state.engine.store().clone();
+            let table = state.engine.registry().contacts(p);
             let max = state.limits.max_filter_evaluations;
             Source::Segment(Arc::new(Mutex::new(
                 blocking(move || {
@@ -216,7 +217,7 @@ impl Source {
         p: ProjectId,
         cursor: Option<String>,
     ) -> Result<Page<Contact>, ApiError> {
-        let store = state.store.clone();
+        let store = state.engine.store().clone();
         let page = PageRequest::parse(Some(EXPORT_PAGE), cursor.as_deref())?;
         match self {
             Source::All => {
@@ -227,7 +228,7 @@ impl Source {
                 blocking(move || queries::list_contacts(&*store, p, &all, &page)).await
             }
             Source::Segment(pages) => {
-                let at = Timestamp::from(state.clock.now()).millis();
+                let at = Timestamp::from(state.engine.clock().now()).millis();
                 let pages = pages.clone();
                 blocking(move || {
                     let mut pages = pages.lock().unwrap_or_else(|e| e.into_inner());

@@ -109,13 +109,13 @@ pub async fn list(
         "'PENDING' | 'VERIFIED' | 'FAILED'",
         DomainStatus::parse,
     )?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || queries::list_domains(&*store, p.id, status, &page)).await?;
     Ok(HttpResponse::Ok().json(DomainList {
         domains: page
             .items
             .iter()
-            .map(|d| DomainView::new(d, &state.domain_records))
+            .map(|d| DomainView::new(d, state.engine.domain_records()))
             .collect(),
         has_more: page.has_more(),
         cursor: page.next_cursor,
@@ -132,8 +132,8 @@ pub async fn create(
     Body(CreateDomainRequest { domain: name }): Body<CreateDomainRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let created = domain::actions::add(&state.registry, p.id, name).await?;
-    Ok(HttpResponse::Created().json(DomainView::new(&created, &state.domain_records)))
+    let created = domain::actions::add(state.engine.registry(), p.id, name).await?;
+    Ok(HttpResponse::Created().json(DomainView::new(&created, state.engine.domain_records())))
 }
 
 #[utoipa::path(get, path = "/domains/{id}", tag = "Domains",
@@ -144,9 +144,9 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let d =
-        queries::get_domain(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Domain))?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&d, &state.domain_records)))
+    let d = queries::get_domain(&**state.engine.store(), p.id, id)?
+        .ok_or(Error::NotFound(Resource::Domain))?;
+    Ok(HttpResponse::Ok().json(DomainView::new(&d, state.engine.domain_records())))
 }
 
 #[utoipa::path(delete, path = "/domains/{id}", tag = "Domains",
@@ -157,7 +157,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    domain::actions::delete(&state.registry, p.id, id).await?;
+    domain::actions::delete(state.engine.registry(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -173,12 +173,12 @@ pub async fn verify(
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
     let updated = domain::check_now(
-        &state.registry,
-        &state.resolver,
-        &state.domain_records,
+        state.engine.registry(),
+        state.engine.resolver(),
+        state.engine.domain_records(),
         p.id,
         id,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&updated, &state.domain_records)))
+    Ok(HttpResponse::Ok().json(DomainView::new(&updated, state.engine.domain_records())))
 }

@@ -136,7 +136,7 @@ pub async fn list(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let filter = filter(&q)?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || event_queries::list_events(&*store, p.id, &filter, &page)).await?;
     Ok(HttpResponse::Ok().json(EventList {
         events: page.items.iter().map(EventView::from).collect(),
@@ -152,7 +152,7 @@ pub async fn names(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let names = blocking(move || event_queries::event_names(&*store, p.id)).await?;
     Ok(HttpResponse::Ok().json(EventNames {
         total: names.len() as u64,
@@ -175,7 +175,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: EventId = path_id(&id, Resource::Event)?;
-    let event = event_queries::get_event(&*state.store, p.id, id)?
+    let event = event_queries::get_event(&**state.engine.store(), p.id, id)?
         .ok_or(Error::NotFound(Resource::Event))?;
     Ok(HttpResponse::Ok().json(EventView::from(&event)))
 }

@@ -284,13 +284,13 @@ async fn apply_all(state: &AppState, reports: Vec<Report>) -> Result<HttpRespons
     let mut out = CallbackResult::default();
     for report in reports {
         out.reports += 1;
-        let registry = state.registry.clone();
+        let registry = state.engine.registry().clone();
         let probe = report.clone();
         let found = super::blocking(move || feedback::effects::locate(&registry, &probe)).await?;
         let mut applied = Applied::Unmatched;
         for (p, email) in found {
             let one = feedback::apply(
-                &state.registry,
+                state.engine.registry(),
                 &state.callbacks.engine,
                 p,
                 email,
@@ -363,7 +363,7 @@ pub async fn sendgrid(
     let signature = header("x-twilio-email-event-webhook-signature");
     let timestamp = header("x-twilio-email-event-webhook-timestamp");
     let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
-    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
+    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis() / 1000;
     let fresh = timestamp
         .parse::<i64>()
         .is_ok_and(|t| now.abs_diff(t) <= state.callbacks.max_age_secs.unsigned_abs());
@@ -386,7 +386,7 @@ pub async fn mailgun(
         return Err(not_configured());
     };
     let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
-    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
+    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis() / 1000;
     let reports =
         providers::mailgun(&raw, &key, now, state.callbacks.max_age_secs).map_err(refused)?;
     let token = serde_json::from_slice::<serde_json::Value>(&raw)
@@ -428,7 +428,7 @@ pub async fn ses(
             "SigningCertURL must be https://<a host of feedback.ses.cert_hosts>/SimpleNotificationService-<hex>.pem".into(),
         ));
     }
-    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis() / 1000;
+    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis() / 1000;
     // What costs nothing is checked before a certificate is fetched.
     ses::precheck(&m, sns.min_version, now).map_err(refused)?;
     let cert = sns.certificate(&m.signing_cert_url).await?;

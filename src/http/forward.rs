@@ -299,7 +299,8 @@ async fn project_of(
         if let Some(rest) = path.strip_prefix(prefix) {
             let token = rest.split('/').next()?;
             return state
-                .registry
+                .engine
+                .registry()
                 .links()
                 .read(token)
                 .map(|(link, _)| link.project());
@@ -329,19 +330,19 @@ async fn project_of(
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
         let record = mailroom_actors::projects::record_key(id);
-        if state.projects.get(id).is_err() && !cluster.read_through(record).await {
+        if state.engine.projects().get(id).is_err() && !cluster.read_through(record).await {
             return None;
         }
-        return state.projects.get(id).ok().map(|_| id);
+        return state.engine.projects().get(id).ok().map(|_| id);
     }
     let key = bearer_key(req)?;
-    if let Ok(Some(auth)) = state.projects.authenticate(&key) {
+    if let Ok(Some(auth)) = state.engine.projects().authenticate(&key) {
         return Some(auth.project.id);
     }
     // Perhaps made a moment ago on another node, or by the CLI.
     let hash = mailroom_actors::projects::api_key_record_key(&key.hash());
     if cluster.read_through(hash).await {
-        if let Ok(Some(auth)) = state.projects.authenticate(&key) {
+        if let Ok(Some(auth)) = state.engine.projects().authenticate(&key) {
             return Some(auth.project.id);
         }
     }
@@ -371,7 +372,7 @@ async fn dashboard_project(req: &ServiceRequest, state: &AppState) -> Option<Pro
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE)
         .map(|(_, v)| v.to_owned())?;
-    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis();
+    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis();
     match state
         .dashboard
         .sessions

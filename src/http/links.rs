@@ -66,11 +66,12 @@ const PIXEL: &[u8] = &[
 /// What a token does now (see `Links::resolve`); a token this server did not make is a
 /// 404.
 fn resolve(state: &AppState, token: &str) -> Result<Resolved, ApiError> {
-    let now = Timestamp::from(state.clock.now());
+    let now = Timestamp::from(state.engine.clock().now());
     state
-        .registry
+        .engine
+        .registry()
         .links()
-        .resolve(&**state.registry.store(), token, now)?
+        .resolve(&**state.engine.registry().store(), token, now)?
         .ok_or_else(|| Error::NotFound(Resource::Route).into())
 }
 
@@ -173,9 +174,9 @@ fn valid(state: &AppState, token: &str) -> Result<Result<Valid, HttpResponse>, A
     if !live {
         return Ok(Err(expired()));
     }
-    let table = state.registry.contacts(project);
+    let table = state.engine.registry().contacts(project);
     let r = unsubscribe::recipient(
-        &**state.registry.store(),
+        &**state.engine.registry().store(),
         &table,
         project,
         contact,
@@ -226,7 +227,7 @@ pub async fn unsubscribe(
         Err(page) => return Ok(page),
     };
     let (contact, campaign) = (v.contact, v.campaign);
-    unsubscribe::unsubscribe_contact(&state.registry, v.project, contact, campaign).await?;
+    unsubscribe::unsubscribe_contact(state.engine.registry(), v.project, contact, campaign).await?;
     let to = v
         .shown
         .address
@@ -258,7 +259,8 @@ pub async fn resubscribe(
     };
     let (contact, campaign) = (v.contact, v.campaign);
     let subscribed =
-        unsubscribe::resubscribe_contact(&state.registry, v.project, contact, campaign).await?;
+        unsubscribe::resubscribe_contact(state.engine.registry(), v.project, contact, campaign)
+            .await?;
     if !subscribed {
         return Ok(page(
             StatusCode::CONFLICT,
@@ -307,7 +309,7 @@ pub async fn open(
     } else if !state.hits.allow(email, false) {
         tracing::debug!(%email, "open not recorded: this email's pixel is fetched too often");
     } else if let Err(e) =
-        engagement::record(&state.registry, project, email, Hit::Open, None).await
+        engagement::record(state.engine.registry(), project, email, Hit::Open, None).await
     {
         tracing::warn!(%email, error = %e, "recording an open");
     }
@@ -351,8 +353,14 @@ pub async fn click(
     // A recipient gets where the link goes whatever befalls the bookkeeping.
     if !state.hits.allow(email, true) {
         tracing::debug!(%email, "click not recorded: this email's links are followed too often");
-    } else if let Err(e) =
-        engagement::record(&state.registry, project, email, Hit::Click, Some(target)).await
+    } else if let Err(e) = engagement::record(
+        state.engine.registry(),
+        project,
+        email,
+        Hit::Click,
+        Some(target),
+    )
+    .await
     {
         tracing::warn!(%email, error = %e, "recording a click");
     }

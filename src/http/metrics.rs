@@ -124,60 +124,60 @@ impl Metrics {
                     "mailroom_emails_queued_total",
                     "Emails written to the outbox",
                 ),
-                |s| s.registry.metrics().emails_queued.get(),
+                |s| s.engine.registry().metrics().emails_queued.get(),
             ),
             (
                 counter("mailroom_emails_sent_total", "Emails the relay accepted"),
-                |s| s.registry.metrics().emails_sent.get(),
+                |s| s.engine.registry().metrics().emails_sent.get(),
             ),
             (
                 counter(
                     "mailroom_emails_failed_total",
                     "Emails given up (past sending.max_attempts, or refused for their content)",
                 ),
-                |s| s.registry.metrics().emails_failed.get(),
+                |s| s.engine.registry().metrics().emails_failed.get(),
             ),
             (
                 counter(
                     "mailroom_emails_bounced_total",
                     "Emails the recipient's side refused for good",
                 ),
-                |s| s.registry.metrics().emails_bounced.get(),
+                |s| s.engine.registry().metrics().emails_bounced.get(),
             ),
             (
                 counter(
                     "mailroom_emails_cancelled_total",
                     "Emails a campaign's cancel took out of the outbox",
                 ),
-                |s| s.registry.metrics().emails_cancelled.get(),
+                |s| s.engine.registry().metrics().emails_cancelled.get(),
             ),
             (
                 counter(
                     "mailroom_store_batches_total",
                     "Atomic batches the store applied (one per write: a send, a bounce, an unsubscribe)",
                 ),
-                |s| s.store.batches_applied(),
+                |s| s.engine.store().batches_applied(),
             ),
             (
                 counter(
                     "mailroom_emails_rendered_total",
                     "Emails rendered for a send, a campaign or a workflow step",
                 ),
-                |s| s.registry.metrics().emails_rendered.get(),
+                |s| s.engine.registry().metrics().emails_rendered.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_hits_total",
                     "Address verifications answered from the DNS cache",
                 ),
-                |s| s.registry.metrics().dns_cache_hits.get(),
+                |s| s.engine.registry().metrics().dns_cache_hits.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_misses_total",
                     "Address verifications that asked DNS",
                 ),
-                |s| s.registry.metrics().dns_cache_misses.get(),
+                |s| s.engine.registry().metrics().dns_cache_misses.get(),
             ),
         ];
         let relay_faults = IntCounterVec::new(
@@ -317,7 +317,7 @@ impl Metrics {
     /// The text of every metric. Blocking: it may scan the store, so it runs off the
     /// HTTP workers.
     pub fn render(&self, state: &AppState) -> String {
-        let depths = state.registry.mailbox_depths();
+        let depths = state.engine.registry().mailbox_depths();
         let deepest = depths.iter().map(|(_, d)| *d).max().unwrap_or(0);
         let total: usize = depths.iter().map(|(_, d)| *d).sum();
         for (stat, value) in [("max", deepest), ("total", total), ("actors", depths.len())] {
@@ -329,7 +329,7 @@ impl Metrics {
         for (c, count) in &self.counted {
             catch_up(c, count(state));
         }
-        let engine: &Engine = state.registry.metrics();
+        let engine: &Engine = state.engine.registry().metrics();
         for f in RelayFault::ALL {
             catch_up(
                 &self.relay_faults.with_label_values(&[f.as_str()]),
@@ -365,7 +365,7 @@ impl Metrics {
             );
         }
         self.timers_pending
-            .set(state.registry.timers().len() as i64);
+            .set(state.engine.registry().timers().len() as i64);
         self.leases_held
             .set(state.cluster.as_ref().map_or(0, |c| c.leases_held()) as i64);
         if scanned.is_none_or(|at| at.elapsed() >= self.scan_interval) {
@@ -380,8 +380,8 @@ impl Metrics {
 
     /// The gauges that come from the store's keys; a failed read leaves a gauge as it was.
     fn scan(&self, state: &AppState) {
-        let now = state.clock.now().timestamp_millis();
-        match outbox::depth(&*state.store) {
+        let now = state.engine.clock().now().timestamp_millis();
+        match outbox::depth(&**state.engine.store()) {
             Ok(d) => {
                 self.outbox_depth.set(d.emails as i64);
                 let age = d.oldest_ms.map_or(0, |t| (now - t).max(0) / 1_000);
@@ -389,15 +389,15 @@ impl Metrics {
             }
             Err(e) => tracing::warn!(error = %e, "counting the outbox for /metrics"),
         }
-        match mailroom_actors::webhooks::deliver::backlog(&*state.store) {
+        match mailroom_actors::webhooks::deliver::backlog(&**state.engine.store()) {
             // Retries waiting in the queue, and first deliveries the loop saw waiting.
             Ok(n) => self
                 .webhook_backlog
-                .set((n + state.registry.starts().webhooks().waiting()) as i64),
+                .set((n + state.engine.registry().starts().webhooks().waiting()) as i64),
             Err(e) => tracing::warn!(error = %e, "counting webhook deliveries for /metrics"),
         }
         match mailroom_actors::feedback::stats::over_rates(
-            &state.registry,
+            state.engine.registry(),
             state.pause_rates.0,
             state.pause_rates.1,
         ) {
@@ -411,7 +411,7 @@ impl Metrics {
             }
             Err(e) => tracing::warn!(error = %e, "reading projects' rates for /metrics"),
         }
-        match state.campaigns.sending_count() {
+        match state.engine.campaigns().sending_count() {
             Ok(n) => self.campaigns_sending.set(n as i64),
             Err(e) => tracing::warn!(error = %e, "counting sending campaigns for /metrics"),
         }

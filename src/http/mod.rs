@@ -40,24 +40,18 @@ use std::sync::Arc;
 
 use actix_web::middleware::{from_fn, Condition};
 use actix_web::web::{self, ServiceConfig};
-use mailroom_actors::dns::Resolver;
+use mailroom_actors::engine::Engine;
 use mailroom_actors::model::Timestamp;
-use mailroom_actors::project::Registry;
-use mailroom_actors::projects::Projects;
-use mailroom_actors::store::Store;
-use mailroom_actors::verify::EmailVerifier;
-use mailroom_actors::{Clock, Error, Resource};
+use mailroom_actors::{Error, Resource};
 
 use crate::config::Settings;
 use error::ApiError;
 
 /// Shared by every worker.
 pub struct AppState {
-    pub registry: Registry,
-    pub projects: Projects,
-    pub store: Arc<dyn Store>,
-    pub clock: Arc<dyn Clock>,
-    /// The same clock, when config made it adjustable (tests): `/admin/clock/advance`.
+    /// The engine: every read and write goes through it.
+    pub engine: Engine,
+    /// The engine's clock, when config made it adjustable (tests): `/admin/clock/advance`.
     pub adjustable_clock: Option<Arc<mailroom_actors::AdjustableClock>>,
     pub limits: crate::config::Limits,
     /// How long an `Idempotency-Key` replays its answer (`retention.idempotency_hours`).
@@ -72,14 +66,6 @@ pub struct AppState {
     pub guard: guard::Guard,
     /// `server.trusted_proxies`: whose `X-Forwarded-For` names the client.
     pub trusted_proxies: client_addr::TrustedProxies,
-    pub templates: std::sync::Arc<mailroom_actors::render::TemplateCache>,
-    /// Shared by domain checks and /v1/verify.
-    pub resolver: Arc<Resolver>,
-    pub email_verifier: EmailVerifier,
-    /// What a domain publishes (`domains.spf_include`, the return path's host).
-    pub domain_records: mailroom_actors::domain::RecordPolicy,
-    /// Runs sending campaigns.
-    pub campaigns: Arc<mailroom_actors::campaign::Campaigns>,
     /// How often one email's tracking links are recorded.
     pub hits: links::HitLimit,
     /// `log.access`: a log line per request.
@@ -95,10 +81,6 @@ pub struct AppState {
     pub backend: &'static str,
     /// Passes requests to the owner of their project (forward.rs).
     pub forward_client: forward::ForwardClient,
-    /// Event webhooks: their settings, and the client that calls endpoints (the test
-    /// event; the delivery loop has its own handle on it).
-    pub webhooks: mailroom_actors::webhooks::WebhookConfig,
-    pub webhook_client: Arc<mailroom_actors::workflow::WebhookClient>,
     /// `campaigns.pause_bounce_rate` and `pause_complaint_rate` (for /metrics).
     pub pause_rates: (f64, f64),
     /// Provider callbacks for bounces and complaints (`[feedback]`).
@@ -106,16 +88,16 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The edge's state around a started engine. `adjustable_clock`, `cluster` and
+    /// `node_id` are the server's to say (`app.rs`).
     pub fn new(
         settings: &Settings,
-        registry: Registry,
-        projects: Projects,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        resolver: Arc<Resolver>,
-        campaigns: Arc<mailroom_actors::campaign::Campaigns>,
+        engine: Engine,
+        adjustable_clock: Option<Arc<mailroom_actors::AdjustableClock>>,
+        cluster: Option<Arc<crate::cluster::ClusterNode>>,
+        node_id: String,
     ) -> Self {
-        let engine_metrics = registry.metrics().clone();
+        let (registry, store, resolver) = (engine.registry(), engine.store(), engine.resolver());
         let rate_limit = rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute);
         let public_rate_limit =
             rate_limit::ProjectRateLimit::new(settings.limits.public_requests_per_minute);
@@ -126,11 +108,6 @@ impl AppState {
             }
         }
         let dashboard = crate::dashboard::Dashboard::new(&settings.dashboard, store.clone());
-        let webhook_client = Arc::new(mailroom_actors::workflow::WebhookClient::new(
-            resolver.clone(),
-            settings.webhooks.allow_private_addresses,
-            std::time::Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
-        ));
         let callbacks = feedback::Callbacks::new(&settings.feedback).unwrap_or_default();
         if let Some(ses) = &callbacks.ses {
             // The certificate's fetch follows the webhooks' address rules and timeout.
@@ -142,11 +119,7 @@ impl AppState {
         }
         AppState {
             guard: guard::Guard::new(store.guard_counts()),
-            registry,
-            projects,
-            store,
-            clock,
-            adjustable_clock: None,
+            adjustable_clock,
             limits: settings.limits.clone(),
             idempotency_ttl_ms: settings.retention.engine().idempotency_ttl_ms(),
             rate_limit,
@@ -157,30 +130,18 @@ impl AppState {
             metrics_enabled: settings.metrics.enabled,
             admin_token: settings.admin.token().map(str::to_owned),
             trusted_proxies: settings.server.trusted_proxies().unwrap_or_default(),
-            templates: std::sync::Arc::new(mailroom_actors::render::TemplateCache::new(
-                settings.templates.limits(),
-            )),
-            email_verifier: EmailVerifier::new(
-                resolver.clone(),
-                settings.dns.cache_size,
-                engine_metrics,
-            ),
-            resolver,
-            domain_records: settings.record_policy(),
-            campaigns,
             hits: Default::default(),
             access_log: settings.log.access,
             dashboard,
-            cluster: None,
-            node_id: String::new(),
+            cluster,
+            node_id,
             backend: match settings.storage.backend {
                 crate::config::Backend::Sled => "sled",
                 crate::config::Backend::Postgres => "postgres",
             },
             forward_client: forward::client(),
-            webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
-            webhook_client,
             callbacks,
+            engine,
             pause_rates: (
                 settings.campaigns.pause_bounce_rate,
                 settings.campaigns.pause_complaint_rate,

@@ -29,10 +29,10 @@ pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     let projects_owned = match &state.cluster {
         Some(c) => c.leases_held(),
         // Every project is this server's: counted at most once a second.
-        None => match state.projects.recent_count(Duration::from_secs(1)) {
+        None => match state.engine.projects().recent_count(Duration::from_secs(1)) {
             Some(n) => n,
             None => {
-                let projects = state.projects.clone();
+                let projects = state.engine.projects().clone();
                 super::blocking(move || projects.count()).await.unwrap_or(0)
             }
         },

@@ -152,7 +152,7 @@ type SegmentDescription = Text<MAX_DESCRIPTION_LEN>;
 type MemberEmails = List<EmailAddress, 1, MAX_MEMBER_EMAILS>;
 
 fn now(state: &AppState) -> i64 {
-    Timestamp::from(state.clock.now()).millis()
+    Timestamp::from(state.engine.clock().now()).millis()
 }
 
 /// Answers records with their member counts, computed off the async thread.
@@ -161,8 +161,8 @@ pub async fn with_counts(
     p: mailroom_actors::model::ProjectId,
     segments: Vec<Segment>,
 ) -> Result<Vec<SegmentView>, ApiError> {
-    let store = state.store.clone();
-    let table = state.registry.contacts(p);
+    let store = state.engine.store().clone();
+    let table = state.engine.registry().contacts(p);
     let at = now(state);
     let max = state.limits.max_filter_evaluations;
     blocking(move || {
@@ -196,8 +196,8 @@ async fn within_budget(
     let Some(filter) = filter.cloned() else {
         return Ok(());
     };
-    let store = state.store.clone();
-    let table = state.registry.contacts(p);
+    let store = state.engine.store().clone();
+    let table = state.engine.registry().contacts(p);
     let max = state.limits.max_filter_evaluations;
     blocking(move || segment_queries::check_filter_cost(&*store, &table, p, &filter, max)).await
 }
@@ -219,7 +219,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || segment_queries::list_segments(&*store, p.id, &page)).await?;
     let has_more = page.has_more();
     let segments = with_counts(&state, p.id, page.items).await?;
@@ -278,7 +278,7 @@ pub async fn create_in(
         filters,
         track_membership: req.track_membership.unwrap_or(false),
     };
-    let segment = actions::create(&state.registry, p, msg).await?;
+    let segment = actions::create(state.engine.registry(), p, msg).await?;
     one(state, p, segment).await
 }
 
@@ -293,7 +293,7 @@ pub async fn count_filter(
     let filter = filters(doc, state.limits.max_data_bytes, &mut errors);
     reject_any(errors)?;
     within_budget(state, p, filter.as_ref()).await?;
-    let now = Timestamp::from(state.clock.now());
+    let now = Timestamp::from(state.engine.clock().now());
     let draft = Segment {
         id: SegmentId::new(),
         name: "draft".into(),
@@ -315,7 +315,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let segment = segment_queries::get_segment(&*state.store, p.id, id)?
+    let segment = segment_queries::get_segment(&**state.engine.store(), p.id, id)?
         .ok_or(Error::NotFound(Resource::Segment))?;
     Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
 }
@@ -343,7 +343,7 @@ pub async fn update(
         filters,
         track_membership: req.track_membership,
     };
-    let segment = actions::update(&state.registry, p.id, msg).await?;
+    let segment = actions::update(state.engine.registry(), p.id, msg).await?;
     Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
 }
 
@@ -355,7 +355,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    actions::delete(&state.registry, p.id, id).await?;
+    actions::delete(state.engine.registry(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -371,8 +371,8 @@ pub async fn contacts(
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let store = state.store.clone();
-    let table = state.registry.contacts(p.id);
+    let store = state.engine.store().clone();
+    let table = state.engine.registry().contacts(p.id);
     let at = now(&state);
     let max = state.limits.max_filter_evaluations;
     let page = blocking(move || {
@@ -400,7 +400,7 @@ pub async fn add_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = actions::change_members(&state.registry, p.id, id, emails, true).await?;
+    let out = actions::change_members(state.engine.registry(), p.id, id, emails, true).await?;
     Ok(HttpResponse::Ok().json(MembersAdded {
         added: out.changed,
         not_found: out.not_found,
@@ -418,7 +418,7 @@ pub async fn remove_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = actions::change_members(&state.registry, p.id, id, emails, false).await?;
+    let out = actions::change_members(state.engine.registry(), p.id, id, emails, false).await?;
     Ok(HttpResponse::Ok().json(MembersRemoved {
         removed: out.changed,
         not_found: out.not_found,

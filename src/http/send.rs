@@ -363,7 +363,7 @@ pub async fn send(
         .transpose()?;
     f.finish()?;
     // Before the Markdown: a replay does no template work.
-    if let Some(receipt) = replay(&state.registry, p.id, claim.as_ref())? {
+    if let Some(receipt) = replay(state.engine.registry(), p.id, claim.as_ref())? {
         return Ok(answer(receipt));
     }
     let body = match (r.body, r.body_type) {
@@ -391,7 +391,13 @@ pub async fn send(
         idempotency: claim,
         execution: None,
     };
-    let receipt = send_request(&state.registry, &state.templates, p.id, request).await?;
+    let receipt = send_request(
+        state.engine.registry(),
+        state.engine.templates(),
+        p.id,
+        request,
+    )
+    .await?;
     Ok(answer(receipt))
 }
 
@@ -496,17 +502,18 @@ pub async fn get_email(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: EmailId = path_id(&id, Resource::Email)?;
-    let e =
-        sending::load_email(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Email))?;
+    let e = sending::load_email(&**state.engine.store(), p.id, id)?
+        .ok_or(Error::NotFound(Resource::Email))?;
     // The stored status stays QUEUED during an attempt; the dispatcher knows better.
-    let status = if e.status == EmailStatus::Queued && state.registry.attempts().contains(id) {
-        EmailStatus::Sending
-    } else {
-        e.status
-    };
+    let status =
+        if e.status == EmailStatus::Queued && state.engine.registry().attempts().contains(id) {
+            EmailStatus::Sending
+        } else {
+            e.status
+        };
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
     let content_removed = mailroom_actors::retention::emails::content_removed(&e);
-    let hits = mailroom_actors::email::engagement::engagement(&*state.store, p.id, id)?;
+    let hits = mailroom_actors::email::engagement::engagement(&**state.engine.store(), p.id, id)?;
     let hit = |f: fn(&Engagement) -> Option<i64>| hits.as_ref().and_then(f).map(iso);
     let count = |f: fn(&Engagement) -> u32| hits.as_ref().map_or(0, f);
     Ok(HttpResponse::Ok().json(EmailResponse {

@@ -29,7 +29,7 @@ pub async fn get(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let registry = state.registry.clone();
+    let registry = state.engine.registry().clone();
     let s = super::blocking(move || stats::project(&registry, p.id)).await?;
     Ok(HttpResponse::Ok().json(ProjectStatsView {
         contacts: s.contacts,

@@ -95,7 +95,7 @@ pub async fn list(
         Some(raw) => Some(actions::parse_reason(raw)?),
         None => None,
     };
-    let registry = state.registry.clone();
+    let registry = state.engine.registry().clone();
     let page = super::blocking(move || actions::list(&registry, p.id, reason, &page)).await?;
     Ok(HttpResponse::Ok().json(SuppressionList {
         has_more: page.has_more(),
@@ -113,7 +113,7 @@ pub async fn add(
     Body(req): Body<AddSuppressionRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (s, new) = actions::add(&state.registry, p.id, req.email, Reason::Manual).await?;
+    let (s, new) = actions::add(state.engine.registry(), p.id, req.email, Reason::Manual).await?;
     let view = SuppressionView::new(&s);
     Ok(if new {
         HttpResponse::Created().json(view)
@@ -130,7 +130,7 @@ pub async fn remove(
     email: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    actions::remove(&state.registry, p.id, email.into_inner()).await?;
+    actions::remove(state.engine.registry(), p.id, email.into_inner()).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -177,6 +177,6 @@ pub async fn import(
     let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let text = String::from_utf8(raw.to_vec())
         .map_err(|_| ApiError::BadRequest("The CSV is not UTF-8 text".into()))?;
-    let done = actions::import(&state.registry, p.id, text).await?;
+    let done = actions::import(state.engine.registry(), p.id, text).await?;
     Ok(HttpResponse::Ok().json(ImportResult::from(done)))
 }

@@ -136,7 +136,7 @@ pub async fn create_in(
     p: mailroom_actors::model::ProjectId,
     req: CreateTemplateRequest,
 ) -> Result<Template, ApiError> {
-    let now = Timestamp::from(state.clock.now());
+    let now = Timestamp::from(state.engine.clock().now());
     let template = Template {
         id: TemplateId::new(),
         name: req.name.into_string(),
@@ -151,7 +151,7 @@ pub async fn create_in(
         created_at: now,
         updated_at: now,
     };
-    Ok(actions::create(&state.registry, p, template).await?)
+    Ok(actions::create(state.engine.registry(), p, template).await?)
 }
 
 #[utoipa::path(get, path = "/templates", tag = "Templates",
@@ -215,7 +215,7 @@ pub async fn all_templates(
     p: mailroom_actors::model::ProjectId,
 ) -> Result<Vec<Template>, ApiError> {
     // Templates are few per project: one scan gives the page, the total and the position.
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     blocking(move || stored::all(&*store, p)).await
 }
 
@@ -227,7 +227,8 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    let t = stored::load(&*state.store, p.id, id)?.ok_or(Error::NotFound(Resource::Template))?;
+    let t = stored::load(&**state.engine.store(), p.id, id)?
+        .ok_or(Error::NotFound(Resource::Template))?;
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
 }
 
@@ -252,7 +253,14 @@ pub async fn update_in(
     req: UpdateTemplateRequest,
 ) -> Result<Template, ApiError> {
     let patch = TemplatePatch::from(req);
-    Ok(actions::update(&state.registry, &state.templates, p, id, patch).await?)
+    Ok(actions::update(
+        state.engine.registry(),
+        state.engine.templates(),
+        p,
+        id,
+        patch,
+    )
+    .await?)
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "Templates",
@@ -263,6 +271,6 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    actions::delete(&state.registry, &state.templates, p.id, id).await?;
+    actions::delete(state.engine.registry(), state.engine.templates(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -108,7 +108,7 @@ pub async fn track(
         idempotency: claim,
         key: p.kind,
     };
-    let out = actions::track(&state.registry, p.id, msg).await?;
+    let out = actions::track(state.engine.registry(), p.id, msg).await?;
     Ok(HttpResponse::Ok().json(TrackResponse {
         success: true,
         data: TrackData {

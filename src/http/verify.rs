@@ -119,7 +119,7 @@ pub async fn verify(
     }): Body<VerifyRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let result = state.email_verifier.verify(&address).await;
+    let result = state.engine.email_verifier().verify(&address).await;
     Ok(HttpResponse::Ok().json(VerifyEnvelope {
         success: true,
         data: result.into(),

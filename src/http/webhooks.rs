@@ -166,7 +166,7 @@ pub async fn create(
         enabled: req.enabled.unwrap_or(true),
         description: req.description.map(Text::into_string),
     };
-    let w = actions::create(&state.registry, &state.webhooks, p.id, new).await?;
+    let w = actions::create(state.engine.registry(), state.engine.webhooks(), p.id, new).await?;
     Ok(envelope::created(WebhookView::new(&w, true)))
 }
 
@@ -176,7 +176,7 @@ pub async fn list(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let all = actions::list(&state.registry, p.id)?;
+    let all = actions::list(state.engine.registry(), p.id)?;
     Ok(envelope::ok(WebhookList {
         webhooks: all.iter().map(|w| WebhookView::new(w, false)).collect(),
     }))
@@ -190,7 +190,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let w = actions::get(&state.registry, p.id, id)?;
+    let w = actions::get(state.engine.registry(), p.id, id)?;
     Ok(envelope::ok(WebhookView::new(&w, false)))
 }
 
@@ -210,7 +210,14 @@ pub async fn update(
         enabled: req.enabled,
         description: req.description.change().map(|d| d.map(Text::into_string)),
     };
-    let w = actions::update(&state.registry, &state.webhooks, p.id, id, patch).await?;
+    let w = actions::update(
+        state.engine.registry(),
+        state.engine.webhooks(),
+        p.id,
+        id,
+        patch,
+    )
+    .await?;
     Ok(envelope::ok(WebhookView::new(&w, false)))
 }
 
@@ -222,7 +229,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    actions::delete(&state.registry, p.id, id).await?;
+    actions::delete(state.engine.registry(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -235,7 +242,7 @@ pub async fn rotate_secret(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let w = actions::rotate_secret(&state.registry, p.id, id).await?;
+    let w = actions::rotate_secret(state.engine.registry(), p.id, id).await?;
     Ok(envelope::ok(WebhookView::new(&w, true)))
 }
 
@@ -251,7 +258,7 @@ pub async fn deliveries(
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
     let limit = Query::parse(req.query_string())?.page()?.limit();
-    let all = actions::deliveries(&state.registry, p.id, id, limit)?;
+    let all = actions::deliveries(state.engine.registry(), p.id, id, limit)?;
     Ok(envelope::ok(DeliveryList {
         deliveries: all.iter().map(DeliveryView::new).collect(),
     }))
@@ -266,7 +273,13 @@ pub async fn test(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let got = actions::test(&state.registry, &state.webhook_client, p.id, id).await?;
+    let got = actions::test(
+        state.engine.registry(),
+        state.engine.webhook_client(),
+        p.id,
+        id,
+    )
+    .await?;
     Ok(envelope::ok(TestResult {
         delivered: got.delivered,
         status_code: got.status_code,

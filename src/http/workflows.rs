@@ -180,7 +180,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
-    let store = state.store.clone();
+    let store = state.engine.store().clone();
     let page = blocking(move || stored::list(&*store, p.id, &page)).await?;
     let has_more = page.has_more();
     Ok(HttpResponse::Ok().json(WorkflowList {
@@ -200,7 +200,7 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let steps = parse_steps(&req.steps)?;
-    let now = mailroom_actors::model::Timestamp::from(state.clock.now()).millis();
+    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis();
     let w = Workflow {
         id: WorkflowId::new(),
         name: req.name.into_string(),
@@ -212,7 +212,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let w = actions::create(&state.registry, p.id, w).await?;
+    let w = actions::create(state.engine.registry(), p.id, w).await?;
     Ok(HttpResponse::Created().json(WorkflowView::from(&w)))
 }
 
@@ -225,7 +225,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    let w = stored::get(&*state.store, p.id, id)?;
+    let w = stored::get(&**state.engine.store(), p.id, id)?;
     Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
 }
 
@@ -260,7 +260,7 @@ pub async fn update_in(
         allow_reentry: req.allow_reentry,
         steps,
     };
-    actions::update(&state.registry, p, id, patch)
+    actions::update(state.engine.registry(), p, id, patch)
         .await
         .map_err(Into::into)
 }
@@ -274,7 +274,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    actions::delete(&state.registry, p.id, id).await?;
+    actions::delete(state.engine.registry(), p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -297,8 +297,8 @@ pub async fn executions(
         "RUNNING, WAITING, COMPLETED, EXITED, FAILED or CANCELLED",
         ExecStatus::parse,
     )?;
-    stored::get(&*state.store, p.id, id)?;
-    let store = state.store.clone();
+    stored::get(&**state.engine.store(), p.id, id)?;
+    let store = state.engine.store().clone();
     let page = blocking(move || stored::executions(&*store, p.id, id, status, &page)).await?;
     let has_more = page.has_more();
     Ok(HttpResponse::Ok().json(ExecutionList {
@@ -320,7 +320,7 @@ pub async fn execution(
     let (id, x) = path.into_inner();
     let id = workflow_id(&id)?;
     let x: ExecutionId = path_id(&x, Resource::Execution)?;
-    stored::get(&*state.store, p.id, id)?;
-    let e = stored::execution(&*state.store, p.id, id, x)?;
+    stored::get(&**state.engine.store(), p.id, id)?;
+    let e = stored::execution(&**state.engine.store(), p.id, id, x)?;
     Ok(HttpResponse::Ok().json(ExecutionView::from(&e)))
 }

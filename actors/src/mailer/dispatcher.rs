@@ -525,6 +525,7 @@ mod tests {
                 mailbox_capacity: 16,
                 ..Default::default()
             },
+            crate::links::Links::for_tests(),
             crate::wiring::hooks(),
         );
         let dkim: DkimLookup =

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use actix::dev::ToEnvelope;
@@ -114,8 +114,8 @@ struct Inner {
     /// The re-entry cap, the durable timers in memory (see `scheduler`) and the
     /// executors' wake-up.
     starts: Starts,
-    /// How marketing mail's links are signed and where they point (set at start-up).
-    links: OnceLock<Arc<Links>>,
+    /// How marketing mail's links are signed and where they point.
+    links: Arc<Links>,
     /// The gate a clean stop closes (see `shutdown`).
     drain: Arc<Drain>,
     /// Test faults (debug builds only, see `faults`).
@@ -148,9 +148,10 @@ impl Registry {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         config: RegistryConfig,
+        links: Links,
         hooks: Hooks,
     ) -> Self {
-        Registry::with_ownership(store, clock, config, Ownership::everything(), hooks)
+        Registry::with_ownership(store, clock, config, links, Ownership::everything(), hooks)
     }
 
     /// A registry that serves only the projects `ownership` says (a cluster node:
@@ -160,6 +161,7 @@ impl Registry {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         config: RegistryConfig,
+        links: Links,
         ownership: Arc<Ownership>,
         hooks: Hooks,
     ) -> Self {
@@ -179,7 +181,7 @@ impl Registry {
                 renders: RenderPool::new(config.render_threads, config.templates),
                 starts: Starts::new(config.max_entries_per_day, Arc::default())
                     .with_ownership(ownership.clone()),
-                links: OnceLock::new(),
+                links: Arc::new(links),
                 drain: Arc::default(),
                 faults: Arc::new(Faults::from_env()),
                 ownership,
@@ -660,23 +662,9 @@ impl Registry {
         self.inner.config.import_slice_rows.max(1)
     }
 
-    /// Sets how links are signed (the server's key) and where they point; once.
-    pub fn set_links(&self, links: Links) {
-        if self.inner.links.set(Arc::new(links)).is_err() {
-            tracing::warn!("links were set already; keeping the first");
-        }
-    }
-
-    /// The links of marketing mail; unset (in unit tests), a random key and no tracking.
+    /// The links of marketing mail: the server's key and where they point.
     pub fn links(&self) -> &Arc<Links> {
-        self.inner.links.get_or_init(|| {
-            Arc::new(Links::new(
-                rand::random(),
-                "http://127.0.0.1:8080",
-                false,
-                60,
-            ))
-        })
+        &self.inner.links
     }
 
     pub fn renders(&self) -> &RenderPool {
@@ -729,6 +717,7 @@ mod tests {
                 mailbox_capacity: 16,
                 ..Default::default()
             },
+            crate::links::Links::for_tests(),
             crate::wiring::hooks(),
         );
         let p = ProjectId::new();
@@ -759,6 +748,7 @@ mod tests {
             store,
             Arc::new(SystemClock),
             RegistryConfig::default(),
+            crate::links::Links::for_tests(),
             Ownership::none(),
             crate::wiring::hooks(),
         );
@@ -807,6 +797,7 @@ mod tests {
                 arbiters: 2,
                 ..Default::default()
             },
+            crate::links::Links::for_tests(),
             crate::wiring::hooks(),
         );
         let p = ProjectId::new();
@@ -830,6 +821,7 @@ mod tests {
                 store.clone(),
                 Arc::new(SystemClock),
                 config,
+                crate::links::Links::for_tests(),
                 crate::wiring::hooks(),
             )
         };

@@ -78,6 +78,21 @@ pub fn signup(email: &str) -> Track {
     }
 }
 
+/// Links for an engine under test: a fixed key, pointing nowhere that answers.
+pub fn links() -> mailroom_actors::links::Links {
+    mailroom_actors::links::Links::new([7; 32], "http://127.0.0.1:9", false, 60)
+}
+
+/// The same, as an engine's config takes them.
+pub fn links_config() -> mailroom_actors::engine::LinksConfig {
+    mailroom_actors::engine::LinksConfig {
+        base_url: "http://127.0.0.1:9".into(),
+        tracking: false,
+        unsubscribe_valid_days: 60,
+        sender_id: "test".into(),
+    }
+}
+
 /// An engine on a sled store in `dir`, with the system clock, the default config and
 /// every feature's hooks: it owns every project.
 pub fn sled_engine(dir: &tempfile::TempDir) -> Registry {
@@ -87,6 +102,7 @@ pub fn sled_engine(dir: &tempfile::TempDir) -> Registry {
         store,
         Arc::new(mailroom_actors::SystemClock),
         mailroom_actors::project::RegistryConfig::default(),
+        links(),
         mailroom_actors::wiring::hooks(),
     )
 }
