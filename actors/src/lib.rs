@@ -18,7 +18,9 @@ pub mod event;
 pub mod faults;
 pub mod feedback;
 /// Fuzz targets, one function per target taking arbitrary bytes: run by `cargo fuzz`
-/// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`.
+/// from `fuzz/` and, on the stable toolchain, by `tests/fuzz_replay.rs`. Behind the
+/// `fuzzing` feature, which those two turn on: the server does not ship them.
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod id;
 pub mod idempotency;
