@@ -696,8 +696,8 @@ impl Store for OneValue {
         Box::new(pair.into_iter())
     }
 
-    fn apply(&self, _batch: Batch) -> Result<()> {
-        Ok(())
+    fn apply(&self, _batch: Batch) -> Result<crate::store::Applied> {
+        Ok(Default::default())
     }
 
     fn durable(&self) -> Durable {

@@ -192,8 +192,8 @@ impl SessionRecords {
     pub async fn end(&self, digest: [u8; 32]) -> Result<()> {
         let mut batch = Batch::new();
         batch.delete(keys::session(&digest));
-        self.store.apply(batch)?;
-        self.store.durable().await
+        let applied = self.store.apply(batch)?;
+        self.store.durable_after(applied).await
     }
 
     /// How many sessions the store holds (live or not yet swept).

@@ -530,7 +530,7 @@ pub fn abandon(ctx: &WriteCtx, id: CampaignId, reason: &str) -> Result<()> {
     batch.delete(keys::sending_campaign(p, id));
     add_to_counter(store, &mut batch, p, OPEN_COUNTER, -1)?;
     put(&mut batch, p, &c)?;
-    store.apply(batch)
+    store.apply(batch).map(drop)
 }
 
 /// One chunk of a fixed audience.

@@ -663,7 +663,7 @@ pub fn fail(
     let mut batch = Batch::new();
     drop_chunks(&mut batch, p, &import);
     batch.put(keys::import(p, id), codec::encode(&import)?);
-    store.apply(batch)
+    store.apply(batch).map(drop)
 }
 
 fn drop_chunks(batch: &mut Batch, p: ProjectId, import: &Import) {

@@ -162,7 +162,7 @@ pub fn commit(ctx: &WriteCtx, change: &Change, batch: Batch, events: Vec<Event>)
 /// before), and no two are of the same contact: a batch cannot read its own writes.
 pub fn commit_all(ctx: &WriteCtx, changes: &[Change], batch: Batch) -> Result<()> {
     let Some(first) = changes.first() else {
-        return ctx.store.apply(batch);
+        return ctx.store.apply(batch).map(drop);
     };
     let mut unit = Unit::with(batch, Vec::new(), first.counts_before);
     for change in changes {

@@ -61,7 +61,7 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: DomainId) -> Result<()> {
     batch.delete(keys::domain_by_name(p, domain.name.as_str()));
     batch.delete(keys::domain_index(p, id));
     batch.delete(keys::domain_advice(p, id));
-    store.apply(batch)
+    store.apply(batch).map(drop)
 }
 
 /// Records the outcome of a DNS check. Flags of records whose lookup failed keep

@@ -65,7 +65,7 @@ pub fn engage(ctx: &WriteCtx, email_id: EmailId, hit: Hit, url: Option<String>) 
         }
         events::append_all(ctx, &mut batch, &[ev])?;
     }
-    store.apply(batch)
+    store.apply(batch).map(drop)
 }
 
 /// Records a hit in the project's actor. The answer does not wait for the flush: a

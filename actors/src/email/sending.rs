@@ -485,10 +485,10 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         Ok(Some(email)) if email.status == EmailStatus::Queued => email,
         // Gone, already final (an outcome recorded twice), or unreadable: only the
         // outbox entry goes, so it is not tried again and nothing is released twice.
-        Ok(_) => return store.apply(batch),
+        Ok(_) => return store.apply(batch).map(drop),
         Err(e) => {
             tracing::error!(email = %msg.id, error = %e, "an email record cannot be read; dropping its outbox entry");
-            return store.apply(batch);
+            return store.apply(batch).map(drop);
         }
     };
     email.attempts += 1;

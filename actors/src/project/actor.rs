@@ -17,6 +17,7 @@ use super::counters::Counts;
 use super::hooks::{Hooks, States};
 use super::limits::{self, TenantLimits};
 use super::messages::{Generation, Restart};
+use super::recorder::Recorder;
 use super::starts::Starts;
 use super::table::ContactTable;
 use super::write::WriteCtx;
@@ -30,7 +31,10 @@ pub struct ProjectActor {
     pub(crate) limits: TenantLimits,
     pub(crate) starts: Starts,
     pub(crate) project: ProjectId,
+    /// The store through `recorder`: what the actor's messages apply is noted there.
     pub(crate) store: Arc<dyn Store>,
+    /// Which writes the actor's next wait is for (`after_flush`, `flush_soon`).
+    recorder: Arc<Recorder>,
     clock: Arc<dyn Clock>,
     mailbox_capacity: usize,
     counts: Counts,
@@ -99,11 +103,13 @@ impl ProjectActor {
             hooks,
             faults,
         } = shared;
+        let recorder = Arc::new(Recorder::new(store));
         ProjectActor {
             limits,
             starts,
             project,
-            store,
+            store: recorder.clone(),
+            recorder,
             clock,
             mailbox_capacity,
             counts: Counts::default(),
@@ -192,7 +198,7 @@ impl ProjectActor {
         &self,
         result: Result<T>,
     ) -> ResponseFuture<Result<T>> {
-        let durable = self.store.durable();
+        let durable = self.recorder.durable_for_mine();
         let noted = self.starts.take_noted();
         let timers = self.starts.timers().clone();
         Box::pin(async move {
@@ -212,7 +218,7 @@ impl ProjectActor {
     /// For a write nobody waits on: asks for a flush, and arms its noted timers once it
     /// is done.
     pub(crate) fn flush_soon(&self) {
-        let durable = self.store.durable();
+        let durable = self.recorder.durable_for_mine();
         let noted = self.starts.take_noted();
         if noted.is_empty() {
             return;

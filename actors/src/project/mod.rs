@@ -12,6 +12,7 @@ pub mod events;
 pub mod hooks;
 pub mod limits;
 pub mod messages;
+mod recorder;
 pub mod registry;
 pub mod starts;
 pub mod table;

@@ -382,7 +382,7 @@ impl Registry {
 
     /// Writes where each carried pace of `p` stands (made durable with the release's
     /// other writes, under the fence still held), and forgets it here.
-    fn hand_over_paces(&self, p: ProjectId) -> Result<()> {
+    fn hand_over_paces(&self, p: ProjectId) -> Result<crate::store::Applied> {
         let mut batch = crate::store::Batch::new();
         for (name, pace) in self.paces() {
             if let Some(tat) = pace.export(p) {
@@ -391,7 +391,7 @@ impl Registry {
             pace.forget(p);
         }
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Default::default());
         }
         self.inner.store.apply(batch)
     }
@@ -525,10 +525,13 @@ impl Registry {
             self.inner.ownership.forget(p);
         }
         self.inner.starts.timers().forget(p);
-        if let Err(e) = self.hand_over_paces(p) {
+        let paces = self.hand_over_paces(p).unwrap_or_else(|e| {
             tracing::warn!(project = %p, error = %e, "writing a project's paces for its next owner");
-        }
-        let durable = self.inner.store.durable().await;
+            Default::default()
+        });
+        // The actor's writes were waited for as it answered (`mailbox_empty`): what is
+        // left to wait for is the paces.
+        let durable = self.inner.store.durable_after(paces).await;
         self.inner.store.set_fence(p, None);
         self.inner.store.unload_project(p);
         tracing::info!(project = %p, ms = started.elapsed().as_millis() as u64, "project released");

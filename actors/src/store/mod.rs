@@ -34,6 +34,31 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + Send + 'a>;
 pub type Durable = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
 
+/// What `apply` wrote, handed back to `durable_after` by whoever waits for it: the
+/// token that ties a write to its wait. A store whose writes can be dropped before
+/// they are durable (PostgreSQL, when a lease is lost) fails exactly the waiters whose
+/// writes went; `Applied::default()` is "nothing written".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The store's version after the apply (the overlay's; 0 where there is none).
+    pub(crate) version: u64,
+    /// The projects the writes touched.
+    pub(crate) projects: Vec<ProjectId>,
+}
+
+impl Applied {
+    /// Both writes, to wait for them together (the later version, every project).
+    pub fn and(mut self, other: Applied) -> Applied {
+        self.version = self.version.max(other.version);
+        for p in other.projects {
+            if !self.projects.contains(&p) {
+                self.projects.push(p);
+            }
+        }
+        self
+    }
+}
+
 /// One atomic write: all of it is applied, or none of it.
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
@@ -88,8 +113,9 @@ pub trait Store: Send + Sync + 'static {
         self.scan(prefix, after, false)
     }
 
-    /// Applies a batch atomically. It is visible at once and durable after `durable()`.
-    fn apply(&self, batch: Batch) -> Result<()>;
+    /// Applies a batch atomically. It is visible at once, and durable once
+    /// `durable_after` with the answer (or `durable`) resolves.
+    fn apply(&self, batch: Batch) -> Result<Applied>;
 
     /// Batches applied since the store opened (`/metrics`): one per write message, so
     /// a rate of this against requests shows a write that takes more than one.
@@ -98,8 +124,16 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Resolves once every write applied before this call is on disk. Calls made at
-    /// about the same time share one flush (group commit).
+    /// about the same time share one flush (group commit). For a caller that does not
+    /// know which writes it waits for: any write dropped meanwhile fails it.
     fn durable(&self) -> Durable;
+
+    /// Like `durable`, for the writes `applied` names (the `and` of the caller's
+    /// applies since its last wait): a write of another project dropped meanwhile does
+    /// not fail it. Stores that drop no write keep this default.
+    fn durable_after(&self, _applied: Applied) -> Durable {
+        self.durable()
+    }
 
     /// Flushes everything now, blocking the calling thread. For shutdown and the CLI.
     fn flush_blocking(&self) -> Result<()>;

@@ -14,7 +14,7 @@ use super::keys;
 use super::mover::{Mover, Target};
 use super::overlay::{Merge, Overlay};
 use super::wal::{self, WalFile};
-use super::{Batch, Durable, KvIter, Op, Store};
+use super::{Applied, Batch, Durable, KvIter, Op, Store};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy)]
@@ -482,7 +482,7 @@ impl Store for SledStore {
         self.batches.get()
     }
 
-    fn apply(&self, batch: Batch) -> Result<()> {
+    fn apply(&self, batch: Batch) -> Result<Applied> {
         self.batches.add(1);
         let ops = batch.into_ops();
         let mut record = Vec::new();
@@ -491,7 +491,7 @@ impl Store for SledStore {
         pending.log.extend_from_slice(&record);
         pending.ops.extend(ops.iter().cloned());
         pending.overlay.apply(ops);
-        Ok(())
+        Ok(Applied::default())
     }
 
     fn durable(&self) -> Durable {

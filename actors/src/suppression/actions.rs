@@ -98,7 +98,7 @@ pub async fn remove(registry: &Registry, p: ProjectId, email: String) -> Result<
                 if !records::remove(&mut batch, ctx.store, p, &email)? {
                     return Err(Error::NotFound(Resource::Suppression));
                 }
-                ctx.store.apply(batch)
+                ctx.store.apply(batch).map(drop)
             }),
         )
         .await

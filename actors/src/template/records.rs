@@ -75,5 +75,5 @@ pub fn delete(store: &dyn Store, p: ProjectId, id: TemplateId) -> Result<()> {
     let mut batch = Batch::new();
     batch.delete(keys::template(p, id));
     batch.delete(keys::template_text(p, id));
-    store.apply(batch)
+    store.apply(batch).map(drop)
 }

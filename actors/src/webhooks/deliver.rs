@@ -298,7 +298,7 @@ impl Deliverer {
                             }
                             let mut batch = Batch::new();
                             records::put_cursor(&mut batch, p, w, to);
-                            ctx.store.apply(batch)
+                            ctx.store.apply(batch).map(drop)
                         }),
                     )
                     .await;
@@ -647,12 +647,12 @@ fn record(
         }
         (None, None) => {
             batch.delete(keys::webhook_due(due, p, w, d));
-            return store.apply(batch);
+            return store.apply(batch).map(drop);
         }
     };
     if delivery.status != DeliveryStatus::Pending || delivery.next_attempt_at != Some(due) {
         // Recorded already (an attempt that raced a restart's).
-        return store.apply(batch);
+        return store.apply(batch).map(drop);
     }
     let mut hook = records::load(store, p, w)?;
     let hook_before = hook.clone();

@@ -4,23 +4,21 @@
 //! their overlay entries and the fence, the group's other writes are queued again, and
 //! the fence-lost hooks are told.
 //!
-//! "Acknowledged means durable" holds through it. `durable()` is not tied to a batch,
+//! "Acknowledged means durable" holds through it. A wait is not tied to one commit,
 //! so a waiter that may have had dropped writes must get an error even when a later
 //! commit succeeds. Two marks say who may have: a waiter's number (`registered`) in
 //! (last number a successful commit covered, number at the drop], and, for a waiter
-//! that applied before the drop but called `durable()` after it (the engine does both
-//! back to back on one thread), the overlay version of its thread's last apply (taken
-//! by its first `durable()`) in
-//! (last committed version, version at the drop]. Such a waiter gets
-//! `Error::NotOwner` only when it wrote the dropped project: each thread notes the
-//! projects of its applies since its last `durable()`, which takes them. A waiter
-//! whose thread applied nothing (it waits for writes made elsewhere) is failed by any
-//! drop in its marks, as its writes are unknown. The commit that found the fence
-//! broken goes on with the group's other writes (`Shared::sync`), so their waiters
-//! get Ok only once those are committed, and never an error for another tenant's
-//! lease.
+//! that applied before the drop but began waiting after it, the overlay version of its
+//! last apply in (last committed version, version at the drop]. `apply` answers that
+//! version and the projects written (`Applied`), and the writer hands it back to
+//! `durable_after` (the project actor gathers its applies since its last wait and
+//! hands them over together): such a waiter gets `Error::NotOwner` only when it wrote
+//! the dropped project. A waiter through `durable()`, which does not say what it wrote
+//! (it waits for writes made elsewhere), is failed by any drop in its marks. The
+//! commit that found the fence broken goes on with the group's other writes
+//! (`Shared::sync`), so their waiters get Ok only once those are committed, and never
+//! an error for another tenant's lease.
 
-use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
@@ -28,7 +26,7 @@ use super::db::Group;
 use super::{lock, Shared};
 use crate::error::{Error, Result};
 use crate::id::ProjectId;
-use crate::store::{keys, Op};
+use crate::store::{keys, Applied, Op};
 
 /// How many drops `Shared::lost` keeps. Drops with no successful commit between them
 /// are one record, whatever the number of projects, so a waiter would have to stay
@@ -44,24 +42,6 @@ pub struct Lost {
     versions: (u64, u64),
 }
 
-/// What a thread applied to one store since its last `durable()`.
-#[derive(Default)]
-pub struct Own {
-    /// The overlay version after its last apply.
-    pub version: u64,
-    /// The projects its applies wrote.
-    pub projects: Vec<ProjectId>,
-}
-
-thread_local! {
-    /// (store, what this thread applied to it), None after a `durable()` took it.
-    static OWN_APPLY: RefCell<Option<(usize, Own)>> = const { RefCell::new(None) };
-}
-
-fn id(shared: &Shared) -> usize {
-    shared as *const Shared as usize
-}
-
 /// The projects a batch writes.
 pub fn projects(ops: &[Op]) -> Vec<ProjectId> {
     let mut found: Vec<ProjectId> = Vec::new();
@@ -74,37 +54,6 @@ pub fn projects(ops: &[Op]) -> Vec<ProjectId> {
         }
     }
     found
-}
-
-pub fn note_apply(shared: &Shared, version: u64, written: Vec<ProjectId>) {
-    OWN_APPLY.with(|c| {
-        let mut own = c.borrow_mut();
-        let mine = match own.as_mut() {
-            Some((store, mine)) if *store == id(shared) => mine,
-            _ => &mut own.insert((id(shared), Own::default())).1,
-        };
-        mine.version = version;
-        for p in written {
-            if !mine.projects.contains(&p) {
-                mine.projects.push(p);
-            }
-        }
-    })
-}
-
-/// What this thread applied to this store since its last `durable()` (None: nothing),
-/// taken: the first `durable()` after an apply is the one that waits for it.
-pub fn own_apply(shared: &Shared) -> Option<Own> {
-    OWN_APPLY.with(|c| {
-        let mut own = c.borrow_mut();
-        match own.take() {
-            Some((store, mine)) if store == id(shared) => Some(mine),
-            other => {
-                *own = other;
-                None
-            }
-        }
-    })
 }
 
 /// Refuses a batch that writes a project this node holds no fence for.
@@ -244,9 +193,9 @@ impl Shared {
         lost.drain(..over);
     }
 
-    /// The project a waiter's writes may have been dropped with (`own`: what its thread
-    /// applied).
-    pub(super) fn lost_for(&self, number: u64, own: Option<&Own>) -> Option<ProjectId> {
+    /// The project a waiter's writes may have been dropped with (`own`: what it says it
+    /// applied; None: it does not know, and any dropped write may be its).
+    pub(super) fn lost_for(&self, number: u64, own: Option<&Applied>) -> Option<ProjectId> {
         let version = own.map_or(0, |o| o.version);
         let lost = lock(&self.lost);
         lost.iter()

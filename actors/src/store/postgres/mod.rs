@@ -34,7 +34,7 @@ use self::fence::Lost;
 use super::group_commit::GroupCommit;
 use super::keys;
 use super::overlay::{Merge, Overlay};
-use super::{Batch, Durable, KvIter, KvPair, Op, Store};
+use super::{Applied, Batch, Durable, KvIter, KvPair, Op, Store};
 use crate::cluster::leases::Leases;
 use crate::error::{Error, Result};
 use crate::id::ProjectId;
@@ -122,6 +122,22 @@ fn read(m: &RwLock<Map>) -> Map {
 }
 
 impl PostgresStore {
+    /// Waits for the group commit that covers every write applied so far, then fails
+    /// when a write this waiter may have made was dropped meanwhile: one of `applied`'s
+    /// projects, or any, when the waiter does not say what it wrote (fence.rs).
+    fn wait(&self, applied: Option<Applied>) -> Durable {
+        let number = self.shared.registered.fetch_add(1, Ordering::SeqCst) + 1;
+        let wait = self.commits.wait();
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let outcome = wait.await;
+            if let Some(project) = shared.lost_for(number, applied.as_ref()) {
+                return Err(Error::NotOwner { project });
+            }
+            outcome
+        })
+    }
+
     /// Connects, migrates the schema, loads every pair (or, `partial`, the global
     /// keys) and checks the key layout. Other nodes may share the schema.
     pub fn open(config: &PostgresConfig) -> Result<Arc<Self>> {
@@ -370,7 +386,7 @@ impl Store for PostgresStore {
         self.batches.get()
     }
 
-    fn apply(&self, batch: Batch) -> Result<()> {
+    fn apply(&self, batch: Batch) -> Result<Applied> {
         let ops = batch.into_ops();
         let mut p = lock(&self.shared.pending);
         if self.shared.partial {
@@ -378,24 +394,20 @@ impl Store for PostgresStore {
         }
         self.batches.add(1);
         p.ops.extend(ops.iter().cloned());
-        let written = fence::projects(&ops);
+        let projects = fence::projects(&ops);
         p.overlay.apply(ops);
-        fence::note_apply(&self.shared, p.overlay.version(), written);
-        Ok(())
+        Ok(Applied {
+            version: p.overlay.version(),
+            projects,
+        })
     }
 
     fn durable(&self) -> Durable {
-        let number = self.shared.registered.fetch_add(1, Ordering::SeqCst) + 1;
-        let own = fence::own_apply(&self.shared);
-        let wait = self.commits.wait();
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let outcome = wait.await;
-            if let Some(project) = shared.lost_for(number, own.as_ref()) {
-                return Err(Error::NotOwner { project });
-            }
-            outcome
-        })
+        self.wait(None)
+    }
+
+    fn durable_after(&self, applied: Applied) -> Durable {
+        self.wait(Some(applied))
     }
 
     fn flush_blocking(&self) -> Result<()> {

@@ -220,7 +220,7 @@ fn node(config: &PostgresConfig) -> Arc<PostgresStore> {
     .unwrap()
 }
 
-fn put_key(s: &PostgresStore, k: Vec<u8>, v: &str) -> Result<()> {
+fn put_key(s: &PostgresStore, k: Vec<u8>, v: &str) -> Result<crate::store::Applied> {
     let mut b = Batch::new();
     b.put(k, v.as_bytes());
     s.apply(b)
@@ -577,14 +577,14 @@ async fn a_waiter_whose_write_was_dropped_gets_an_error_even_after_a_later_commi
     }));
     paused_holder_loses_p(&a, &b, p, q).await;
 
-    put_key(&a, keys::counter(p, "contacts"), "dropped").unwrap();
-    let first = a.durable();
+    let dropped = put_key(&a, keys::counter(p, "contacts"), "dropped").unwrap();
+    let first = a.durable_after(dropped);
     let lost = tokio::time::timeout(std::time::Duration::from_secs(10), told.recv())
         .await
         .expect("the broken fence is found within 10 s");
     assert_eq!(lost, Some(p));
-    put_key(&a, keys::counter(q, "contacts"), "kept").unwrap();
-    a.durable()
+    let kept = put_key(&a, keys::counter(q, "contacts"), "kept").unwrap();
+    a.durable_after(kept)
         .await
         .expect("a write made after the drop is committed");
     match first.await {
@@ -618,14 +618,15 @@ async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
     paused_holder_loses_p(&a, &b, p, q).await;
 
     // Two tenants' writers on threads of their own (as two actors are), both applied
-    // before either waits, so one commit carries both.
+    // before either waits, so one commit carries both. Each waits for what its apply
+    // answered, as an actor does.
     let both_applied = Arc::new(std::sync::Barrier::new(2));
     let writer = |project: ProjectId, value: &'static str| {
         let (store, both_applied) = (a.clone(), both_applied.clone());
         std::thread::spawn(move || {
-            put_key(&store, keys::counter(project, "contacts"), value).unwrap();
+            let applied = put_key(&store, keys::counter(project, "contacts"), value).unwrap();
             both_applied.wait();
-            store.durable()
+            store.durable_after(applied)
         })
     };
     let (lost, kept) = (writer(p, "old holder"), writer(q, "other tenant"));
@@ -644,6 +645,24 @@ async fn a_broken_fence_fails_only_the_waiters_that_wrote_its_project() {
         "the acknowledged write is in PostgreSQL"
     );
     assert_eq!(check.get(&keys::counter(p, "contacts")).unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_waiter_that_does_not_say_what_it_wrote_is_failed_by_any_dropped_write() {
+    let Some(config) = config().await else { return };
+    let (a, b) = (node(&config), node(&config));
+    let (p, q) = (ProjectId::new(), ProjectId::new());
+    paused_holder_loses_p(&a, &b, p, q).await;
+    put_key(&a, keys::counter(p, "contacts"), "old holder").unwrap();
+    let kept = put_key(&a, keys::counter(q, "contacts"), "other tenant").unwrap();
+    let (unknown, known) = (a.durable(), a.durable_after(kept));
+    match unknown.await {
+        Err(Error::NotOwner { project }) => assert_eq!(project, p),
+        other => panic!("a waiter whose writes are unknown was told {other:?}"),
+    }
+    known
+        .await
+        .expect("the waiter that named its writes (q's) is acknowledged");
 }
 
 #[tokio::test]
