@@ -16,14 +16,16 @@ use std::time::Duration;
 use common::{open_postgres_node, postgres_schema_url};
 use mailroom_actors::campaign::audience;
 use mailroom_actors::campaign::records as campaigns;
-use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStatus, Campaigns, RunnerConfig};
+use mailroom_actors::campaign::{
+    AudienceKind, CampaignStatus, Campaigns, NewCampaign, RunnerConfig,
+};
 use mailroom_actors::cluster::ownership::Ownership;
 use mailroom_actors::contact::records::UpsertContact;
 use mailroom_actors::domain::DomainName;
 use mailroom_actors::engine::{Engine, EngineConfig};
 use mailroom_actors::error::Error;
 use mailroom_actors::mailer::{DispatcherConfig, TransportConfig};
-use mailroom_actors::model::{CampaignId, DataPatch, EmailAddress, ProjectId, Timestamp};
+use mailroom_actors::model::{DataPatch, EmailAddress, ProjectId};
 use mailroom_actors::project::Registry;
 use mailroom_actors::store::{SledStore, Store};
 use mailroom_actors::SystemClock;
@@ -139,9 +141,8 @@ async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn campaign(now: Timestamp) -> Campaign {
-    Campaign {
-        id: CampaignId::new(),
+fn campaign() -> NewCampaign {
+    NewCampaign {
         name: "launch".into(),
         description: None,
         subject: "News".into(),
@@ -152,12 +153,6 @@ fn campaign(now: Timestamp) -> Campaign {
         audience: AudienceKind::All,
         segment_id: None,
         audience_filter: None,
-        status: CampaignStatus::Draft,
-        scheduled_at: None,
-        sent_at: None,
-        created_at: now,
-        updated_at: now,
-        progress: Default::default(),
     }
 }
 
@@ -223,8 +218,7 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
     let p = ProjectId::new();
     a.take(p).await;
     fill(&a, p).await;
-    let now = Timestamp::from(a.registry.clock().now());
-    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign(now))
+    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign())
         .await
         .unwrap();
     // SENDING, its audience fixed and nothing queued yet, as a crash right after the
@@ -305,8 +299,7 @@ async fn hand_over_mid_send(a: Node, b: Node) {
     let p = ProjectId::new();
     a.take(p).await;
     fill(&a, p).await;
-    let now = Timestamp::from(a.registry.clock().now());
-    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign(now))
+    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign())
         .await
         .unwrap();
     mailroom_actors::campaign::actions::send(&a.registry, &a.campaigns, p, c.id, None)

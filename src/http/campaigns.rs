@@ -6,7 +6,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::campaign::actions;
 use mailroom_actors::campaign::records::{self as stored, CampaignPatch};
 use mailroom_actors::campaign::stats as campaign_stats;
-use mailroom_actors::campaign::{AudienceKind, Campaign, CampaignStats, CampaignStatus};
+use mailroom_actors::campaign::{
+    AudienceKind, Campaign, CampaignStats, CampaignStatus, NewCampaign,
+};
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::model::{CampaignId, ProjectId, SegmentId, Timestamp};
 use mailroom_actors::segment::{FilterDocument, Group};
@@ -307,9 +309,7 @@ pub async fn create_in(
         return Err(Error::field("audienceType", FieldCode::InvalidType, "Required").into());
     };
     let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
-    let now = Timestamp::from(state.engine.clock().now());
-    let campaign = Campaign {
-        id: CampaignId::new(),
+    let campaign = NewCampaign {
         name: req.name.into_string(),
         description: req.description.map(Text::into_string),
         subject: req.subject.into_string(),
@@ -320,12 +320,6 @@ pub async fn create_in(
         audience,
         segment_id,
         audience_filter,
-        status: CampaignStatus::Draft,
-        scheduled_at: None,
-        sent_at: None,
-        created_at: now,
-        updated_at: now,
-        progress: Default::default(),
     };
     Ok(actions::create(state.engine.registry(), p, campaign).await?)
 }

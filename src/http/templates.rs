@@ -3,7 +3,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::model::template::TemplatePatch;
-use mailroom_actors::model::{EmailAddress, Template, TemplateId, TemplateKind, Timestamp};
+use mailroom_actors::model::{EmailAddress, NewTemplate, Template, TemplateId, TemplateKind};
 use mailroom_actors::template::actions;
 use mailroom_actors::template::records as stored;
 use mailroom_actors::{Error, FieldCode, Resource};
@@ -136,9 +136,7 @@ pub async fn create_in(
     p: mailroom_actors::model::ProjectId,
     req: CreateTemplateRequest,
 ) -> Result<Template, ApiError> {
-    let now = Timestamp::from(state.engine.clock().now());
-    let template = Template {
-        id: TemplateId::new(),
+    let template = NewTemplate {
         name: req.name.into_string(),
         description: req.description.map(Text::into_string),
         subject: req.subject.into_string(),
@@ -148,8 +146,6 @@ pub async fn create_in(
         from: req.from,
         from_name: req.from_name.map(DisplayName::into_string),
         reply_to: req.reply_to,
-        created_at: now,
-        updated_at: now,
     };
     Ok(actions::create(state.engine.registry(), p, template).await?)
 }

@@ -3,7 +3,9 @@
 //! each write is one call to `mailroom_actors::workflow::actions`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{ExecStatus, Execution, ExecutionId, Workflow, WorkflowId};
+use mailroom_actors::model::{
+    ExecStatus, Execution, ExecutionId, NewWorkflow, Workflow, WorkflowId,
+};
 use mailroom_actors::workflow::actions;
 use mailroom_actors::workflow::records::{self as stored, WorkflowPatch};
 use mailroom_actors::workflow::{steps, StepsDocument};
@@ -200,17 +202,13 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let steps = parse_steps(&req.steps)?;
-    let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis();
-    let w = Workflow {
-        id: WorkflowId::new(),
+    let w = NewWorkflow {
         name: req.name.into_string(),
         description: req.description.map(Text::into_string),
         enabled: req.enabled.unwrap_or(false),
         trigger_event: req.trigger_event.into_string(),
         allow_reentry: req.allow_reentry.unwrap_or(false),
         steps,
-        created_at: now,
-        updated_at: now,
     };
     let w = actions::create(state.engine.registry(), p.id, w).await?;
     Ok(HttpResponse::Created().json(WorkflowView::from(&w)))

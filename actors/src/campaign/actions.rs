@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::audience;
 use super::runner::Campaigns;
 use crate::campaign::records::{self as campaigns, CampaignPatch, Started};
-use crate::campaign::{Campaign, CampaignStatus};
+use crate::campaign::{Campaign, CampaignStatus, NewCampaign};
 use crate::domain;
 use crate::email::send::{self, unverified};
 use crate::email::sending::Marketing;
@@ -35,7 +35,9 @@ fn check_sender(registry: &Registry, p: ProjectId, from: &EmailAddress) -> Resul
     }
 }
 
-pub async fn create(registry: &Registry, p: ProjectId, c: Campaign) -> Result<Campaign> {
+/// Makes a DRAFT campaign of `new`, with its id and times.
+pub async fn create(registry: &Registry, p: ProjectId, new: NewCampaign) -> Result<Campaign> {
+    let c = new.draft(Timestamp::from(registry.clock().now()));
     campaigns::check_audience(&c)?;
     check_content(registry, &c.subject, &c.body).await?;
     check_sender(registry, p, &c.from)?;

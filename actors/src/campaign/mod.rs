@@ -13,5 +13,5 @@ pub mod runner;
 pub mod stats;
 pub mod unsubscribe;
 
-pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus, PauseRule};
+pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus, NewCampaign, PauseRule};
 pub use runner::{Campaigns, RunnerConfig};

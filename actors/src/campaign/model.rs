@@ -86,6 +86,47 @@ pub struct Campaign {
     pub progress: Progress,
 }
 
+/// What a caller chooses of a new campaign; the engine gives it its id, its DRAFT
+/// status and its times (`campaign::actions::create`).
+#[derive(Debug, Clone)]
+pub struct NewCampaign {
+    pub name: String,
+    pub description: Option<String>,
+    pub subject: String,
+    pub body: String,
+    pub from: EmailAddress,
+    pub from_name: Option<String>,
+    pub reply_to: Option<EmailAddress>,
+    pub audience: AudienceKind,
+    pub segment_id: Option<SegmentId>,
+    pub audience_filter: Option<Group>,
+}
+
+impl NewCampaign {
+    /// The campaign as it is stored first: a DRAFT, made and changed `now`.
+    pub(crate) fn draft(self, now: Timestamp) -> Campaign {
+        Campaign {
+            id: CampaignId::new(),
+            name: self.name,
+            description: self.description,
+            subject: self.subject,
+            body: self.body,
+            from: self.from,
+            from_name: self.from_name,
+            reply_to: self.reply_to,
+            audience: self.audience,
+            segment_id: self.segment_id,
+            audience_filter: self.audience_filter,
+            status: CampaignStatus::Draft,
+            scheduled_at: None,
+            sent_at: None,
+            created_at: now,
+            updated_at: now,
+            progress: Default::default(),
+        }
+    }
+}
+
 /// When a campaign's own rates stop it (`campaigns.pause_*`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PauseRule {

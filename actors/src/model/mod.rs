@@ -26,6 +26,8 @@ pub use id::{
 pub use outbound::{Attachment, EmailStatus, Engagement, Hit, Mailbox, OutboundEmail, Recipient};
 pub use page::{Page, PageRequest};
 pub use project::{ApiKey, KeyKind, Project};
-pub use template::{Template, TemplateKind};
+pub use template::{NewTemplate, Template, TemplateKind};
 pub use time::Timestamp;
-pub use workflow::{ExecStatus, Execution, HistoryEntry, Step, StepKind, Wait, Workflow};
+pub use workflow::{
+    ExecStatus, Execution, HistoryEntry, NewWorkflow, Step, StepKind, Wait, Workflow,
+};

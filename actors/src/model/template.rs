@@ -31,6 +31,41 @@ impl TemplateKind {
     }
 }
 
+/// What a caller chooses of a new template; the engine gives it its id and times
+/// (`template::actions::create`).
+#[derive(Debug, Clone)]
+pub struct NewTemplate {
+    pub name: String,
+    pub description: Option<String>,
+    pub subject: String,
+    pub body: String,
+    pub text: Option<String>,
+    pub kind: TemplateKind,
+    pub from: Option<EmailAddress>,
+    pub from_name: Option<String>,
+    pub reply_to: Option<EmailAddress>,
+}
+
+impl NewTemplate {
+    /// The template as it is stored first, made and changed `now`.
+    pub(crate) fn made(self, now: Timestamp) -> Template {
+        Template {
+            id: TemplateId::new(),
+            name: self.name,
+            description: self.description,
+            subject: self.subject,
+            body: self.body,
+            text: self.text,
+            kind: self.kind,
+            from: self.from,
+            from_name: self.from_name,
+            reply_to: self.reply_to,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     pub id: TemplateId,

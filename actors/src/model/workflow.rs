@@ -107,6 +107,35 @@ pub struct Step {
     pub timeout_next: Option<String>,
 }
 
+/// What a caller chooses of a new workflow; the engine gives it its id and times
+/// (`workflow::actions::create`).
+#[derive(Debug, Clone)]
+pub struct NewWorkflow {
+    pub name: String,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub trigger_event: String,
+    pub allow_reentry: bool,
+    pub steps: Vec<Step>,
+}
+
+impl NewWorkflow {
+    /// The workflow as it is stored first, made and changed at `now` (ms).
+    pub fn made(self, now: i64) -> Workflow {
+        Workflow {
+            id: WorkflowId::new(),
+            name: self.name,
+            description: self.description,
+            enabled: self.enabled,
+            trigger_event: self.trigger_event,
+            allow_reentry: self.allow_reentry,
+            steps: self.steps,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workflow {
     pub id: WorkflowId,

@@ -5,7 +5,7 @@
 use super::records as templates;
 use crate::error::Result;
 use crate::model::template::TemplatePatch;
-use crate::model::{ProjectId, Template, TemplateId};
+use crate::model::{NewTemplate, ProjectId, Template, TemplateId, Timestamp};
 use crate::project::actor::check_room;
 use crate::project::apply::Apply;
 use crate::project::Registry;
@@ -13,7 +13,9 @@ use crate::render::TemplateCache;
 use crate::store::keys;
 
 /// Stores a new template once it compiles (422 `template_syntax` with the line).
-pub async fn create(registry: &Registry, p: ProjectId, t: Template) -> Result<Template> {
+/// Makes a template of `new`, with its id and times.
+pub async fn create(registry: &Registry, p: ProjectId, new: NewTemplate) -> Result<Template> {
+    let t = new.made(Timestamp::from(registry.clock().now()));
     registry
         .renders()
         .compile_with_text(t.subject.clone(), t.body.clone(), t.text.clone())

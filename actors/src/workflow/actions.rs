@@ -3,13 +3,17 @@
 
 use super::records::{self as workflows, WorkflowPatch};
 use crate::error::Result;
-use crate::model::{ProjectId, Workflow, WorkflowId};
+use crate::model::{NewWorkflow, ProjectId, Workflow, WorkflowId};
 use crate::project::apply::Apply;
 use crate::project::Registry;
 
-pub async fn create(registry: &Registry, p: ProjectId, w: Workflow) -> Result<Workflow> {
+/// Makes a workflow of `new`, with its id and the actor's time.
+pub async fn create(registry: &Registry, p: ProjectId, new: NewWorkflow) -> Result<Workflow> {
     registry
-        .send(p, Apply::durable(move |ctx, _| workflows::create(ctx, w)))
+        .send(
+            p,
+            Apply::durable(move |ctx, _| workflows::create(ctx, new.made(ctx.now.millis()))),
+        )
         .await
 }
 
