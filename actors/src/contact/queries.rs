@@ -65,11 +65,9 @@ pub fn list_contacts(
             }
         }
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|c| c.id.to_string()))
-        .flatten();
+    let Page {
+        items, next_cursor, ..
+    } = Page::of(items, page, 0, |c| c.id.to_string());
     let total =
         match (&needle, filter.subscribed) {
             (None, None) => read_counter(store, p, "contacts")?,

@@ -70,11 +70,9 @@ pub fn list_domains(
             }
         }
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|d| d.id.to_string()))
-        .flatten();
+    let Page {
+        items, next_cursor, ..
+    } = Page::of(items, page, 0, |d| d.id.to_string());
     let mut total = 0;
     for kv in store.scan(&prefix, None, false) {
         if matches(&Domain::decode(&kv?.1)?) {

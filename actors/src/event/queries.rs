@@ -99,11 +99,9 @@ pub fn list_events(
             break;
         }
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|e| e.id.to_string()))
-        .flatten();
+    let Page {
+        items, next_cursor, ..
+    } = Page::of(items, page, 0, |e| e.id.to_string());
 
     let timeless = f.since.is_none() && f.until.is_none();
     let total = match (contact, &f.name, timeless) {

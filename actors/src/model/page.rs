@@ -80,6 +80,29 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// The page of `fetched`, read up to one past the request's limit: an item past it
+    /// says there is more, and is dropped; the next cursor is then the last kept item's
+    /// `id`. Every list pages through here.
+    pub fn of(
+        mut fetched: Vec<T>,
+        request: &PageRequest,
+        total: u64,
+        id: impl Fn(&T) -> String,
+    ) -> Page<T> {
+        let has_more = fetched.len() > request.limit();
+        fetched.truncate(request.limit());
+        let next_cursor = if has_more {
+            fetched.last().map(id)
+        } else {
+            None
+        };
+        Page {
+            items: fetched,
+            next_cursor,
+            total,
+        }
+    }
+
     pub fn has_more(&self) -> bool {
         self.next_cursor.is_some()
     }

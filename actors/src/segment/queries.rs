@@ -152,16 +152,7 @@ fn static_page(
             }
         }
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|c| c.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total: 0,
-    })
+    Ok(Page::of(items, page, 0, |c| c.id.to_string()))
 }
 
 /// Pages through a segment's members for an export: the filter budget is checked and the

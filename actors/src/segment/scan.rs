@@ -198,16 +198,7 @@ pub fn items(
             }
         }
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|c| c.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total: 0,
-    })
+    Ok(Page::of(items, page, 0, |c| c.id.to_string()))
 }
 
 /// Fills `out[i]` with the top-level value named `keys[i]` of the JSON object `data`,

@@ -31,12 +31,5 @@ pub fn newest_first<T>(
     {
         items.push(decode(&kv?.1)?);
     }
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more.then(|| items.last().map(&id)).flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total,
-    })
+    Ok(Page::of(items, page, total, id))
 }

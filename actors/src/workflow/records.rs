@@ -99,21 +99,12 @@ pub fn executions(
         .filter(|e| status.is_none_or(|s| s == e.status))
         .collect();
     let total = matching.len() as u64;
-    let mut items: Vec<Execution> = matching
+    let items: Vec<Execution> = matching
         .into_iter()
         .filter(|e| after.is_none_or(|a| e.id < a))
         .take(page.limit() + 1)
         .collect();
-    let has_more = items.len() > page.limit();
-    items.truncate(page.limit());
-    let next_cursor = has_more
-        .then(|| items.last().map(|e| e.id.to_string()))
-        .flatten();
-    Ok(Page {
-        items,
-        next_cursor,
-        total,
-    })
+    Ok(Page::of(items, page, total, |e| e.id.to_string()))
 }
 
 pub fn execution(
