@@ -1,9 +1,9 @@
 //! The Mailroom engine: the domain model, the store and the actors that own each
 //! project's writes. Nothing in this crate knows about HTTP.
 
-pub mod backoff;
+pub(crate) mod backoff;
 pub mod campaign;
-pub mod clock;
+pub(crate) mod clock;
 
 pub mod cluster;
 pub mod codec;
@@ -27,7 +27,7 @@ pub mod idempotency;
 pub mod json_part;
 #[cfg(test)]
 mod layering;
-pub mod link_state;
+pub(crate) mod link_state;
 pub mod links;
 pub mod mailer;
 pub mod metrics;
