@@ -318,6 +318,15 @@ fn circle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Op
     None
 }
 
+/// Each circle of the graph, as `a -> b -> a`.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    graph
+        .keys()
+        .filter_map(|m| circle_through(graph, m))
+        .map(|path| path.join(" -> "))
+        .collect()
+}
+
 #[test]
 fn no_top_level_module_of_the_engine_imports_one_that_imports_it_back() {
     let graph = engine_graph();
@@ -325,11 +334,7 @@ fn no_top_level_module_of_the_engine_imports_one_that_imports_it_back() {
         graph["project"].contains("store") && graph["store"].contains("model"),
         "the graph is read: {graph:?}"
     );
-    let circles: Vec<String> = graph
-        .keys()
-        .filter_map(|m| circle_through(&graph, m))
-        .map(|path| path.join(" -> "))
-        .collect();
+    let circles = circles(&graph);
     assert!(
         circles.is_empty(),
         "import circles:\n{}",
@@ -414,11 +419,7 @@ fn no_module_of_the_core_imports_one_that_imports_it_back() {
         graph["unit"].contains("counters"),
         "the graph is read: {graph:?}"
     );
-    let circles: Vec<String> = graph
-        .keys()
-        .filter_map(|m| circle_through(&graph, m))
-        .map(|path| path.join(" -> "))
-        .collect();
+    let circles = circles(&graph);
     assert!(
         circles.is_empty(),
         "import circles in project/:\n{}",
