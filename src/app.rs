@@ -40,6 +40,10 @@ pub struct Application {
     shutdown_timeout: Duration,
     /// This node of a cluster: at a stop it hands its projects over.
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
+    /// The engine (in the edge's state), held until the end of `run`: its supervisors
+    /// restart the dispatcher and the Scheduler only while their addresses live, and
+    /// the hand-over at a stop still needs them after the HTTP server is gone.
+    _state: web::Data<AppState>,
 }
 
 impl Application {
@@ -186,6 +190,7 @@ impl Application {
             println!("feedback SMTP listening on {addr}");
         }
         let state = web::Data::new(state);
+        let held = state.clone();
         let workers = match settings.server.workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
@@ -204,6 +209,7 @@ impl Application {
         }
         startup::log_summary(&settings, &links_url, project_count);
         Ok(Application {
+            _state: held,
             server: server.run(),
             addrs,
             store,

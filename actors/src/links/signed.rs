@@ -100,13 +100,13 @@ impl Links {
         }
     }
 
-    /// Names the sender in `Feedback-ID` headers (`feedback.sender_id`).
     /// For the engine's unit tests: a fixed key, pointing nowhere that answers.
     #[cfg(test)]
     pub(crate) fn for_tests() -> Self {
         Links::new([7; 32], "http://127.0.0.1:9", false, 60)
     }
 
+    /// Names the sender in `Feedback-ID` headers (`feedback.sender_id`).
     pub fn with_sender_id(mut self, id: &str) -> Self {
         let id: String = id
             .chars()

@@ -121,7 +121,7 @@ pub struct NewWorkflow {
 
 impl NewWorkflow {
     /// The workflow as it is stored first, made and changed at `now` (ms).
-    pub fn made(self, now: i64) -> Workflow {
+    pub(crate) fn made(self, now: i64) -> Workflow {
         Workflow {
             id: WorkflowId::new(),
             name: self.name,

@@ -218,11 +218,14 @@ impl ProjectActor {
     /// For a write nobody waits on: asks for a flush, and arms its noted timers once it
     /// is done.
     pub(crate) fn flush_soon(&self) {
-        let durable = self.recorder.durable_for_mine();
         let noted = self.starts.take_noted();
         if noted.is_empty() {
+            // Nobody waits: ask for a flush, and leave what was applied to the next wait
+            // (or the release's), which then fails if these writes were dropped.
+            drop(self.store.durable());
             return;
         }
+        let durable = self.recorder.durable_for_mine();
         let timers = self.starts.timers().clone();
         actix::spawn(async move {
             if durable.await.is_ok() {

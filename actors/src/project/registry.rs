@@ -38,6 +38,7 @@ use crate::project::attempts::Attempts;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
 use crate::shutdown::Drain;
+use crate::store::Applied;
 use crate::store::{keys, Store};
 
 /// What a feature resumes of a project when this node takes it (its campaigns, its
@@ -529,9 +530,14 @@ impl Registry {
             tracing::warn!(project = %p, error = %e, "writing a project's paces for its next owner");
             Default::default()
         });
-        // The actor's writes were waited for as it answered (`mailbox_empty`): what is
-        // left to wait for is the paces.
-        let durable = self.inner.store.durable_after(paces).await;
+        // Everything of `p`: the paces, and whatever of the actor's writes nobody waited
+        // for (`Apply::applied`, or a message still running when `mailbox_empty` gave
+        // up). A drop of another project's writes does not fail the release.
+        let durable = self
+            .inner
+            .store
+            .durable_after(Applied::touching(p).and(paces))
+            .await;
         self.inner.store.set_fence(p, None);
         self.inner.store.unload_project(p);
         tracing::info!(project = %p, ms = started.elapsed().as_millis() as u64, "project released");

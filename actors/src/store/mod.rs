@@ -40,15 +40,38 @@ pub type Durable = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
 /// writes went; `Applied::default()` is "nothing written".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
-    /// The store's version after the apply (the overlay's; 0 where there is none).
+    /// The store's version after the earliest and after the latest apply (the
+    /// overlay's; 0 where there is none): a drop between them may have taken a write.
+    pub(crate) first: u64,
     pub(crate) version: u64,
     /// The projects the writes touched.
     pub(crate) projects: Vec<ProjectId>,
 }
 
 impl Applied {
-    /// Both writes, to wait for them together (the later version, every project).
+    /// One write of `version`, to `projects`.
+    pub(crate) fn at(version: u64, projects: Vec<ProjectId>) -> Applied {
+        Applied {
+            first: version,
+            version,
+            projects,
+        }
+    }
+
+    /// A wait for whatever was written of `p`, when the writes themselves are not at
+    /// hand: any of `p`'s writes dropped meanwhile fails it, another project's does not.
+    pub(crate) fn touching(p: ProjectId) -> Applied {
+        Applied::at(0, vec![p])
+    }
+
+    /// Both writes, to wait for them together (from the earlier to the later version,
+    /// every project).
     pub fn and(mut self, other: Applied) -> Applied {
+        self.first = match (self.first, other.first) {
+            (0, b) => b,
+            (a, 0) => a,
+            (a, b) => a.min(b),
+        };
         self.version = self.version.max(other.version);
         for p in other.projects {
             if !self.projects.contains(&p) {
@@ -197,5 +220,26 @@ pub trait Store: Send + Sync + 'static {
         batch.put(key.to_vec(), value.to_vec());
         self.apply(batch)?;
         Ok(value.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod applied {
+    use super::Applied;
+    use crate::id::ProjectId;
+
+    #[test]
+    fn writes_waited_for_together_span_every_version_and_project_between_them() {
+        let (p, q) = (ProjectId::new(), ProjectId::new());
+        let both = Applied::default()
+            .and(Applied::at(5, vec![p]))
+            .and(Applied::at(9, vec![q]))
+            .and(Applied::at(7, vec![p]));
+        assert_eq!((both.first, both.version), (5, 9));
+        assert_eq!(both.projects, [p, q]);
+        assert_eq!(
+            Applied::default().and(Applied::default()),
+            Applied::default()
+        );
     }
 }

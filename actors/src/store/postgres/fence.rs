@@ -196,12 +196,14 @@ impl Shared {
     /// The project a waiter's writes may have been dropped with (`own`: what it says it
     /// applied; None: it does not know, and any dropped write may be its).
     pub(super) fn lost_for(&self, number: u64, own: Option<&Applied>) -> Option<ProjectId> {
-        let version = own.map_or(0, |o| o.version);
+        // The versions of the waiter's applies, [first, last]: a drop whose window
+        // (from, to] meets them may have taken one.
+        let (first, last) = own.map_or((0, 0), |o| (o.first, o.version));
         let lost = lock(&self.lost);
         lost.iter()
             .filter(|l| {
                 (l.numbers.0 < number && number <= l.numbers.1)
-                    || (l.versions.0 < version && version <= l.versions.1)
+                    || (last > l.versions.0 && first <= l.versions.1 && last > 0)
             })
             .find_map(|l| {
                 l.projects

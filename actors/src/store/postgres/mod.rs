@@ -396,10 +396,7 @@ impl Store for PostgresStore {
         p.ops.extend(ops.iter().cloned());
         let projects = fence::projects(&ops);
         p.overlay.apply(ops);
-        Ok(Applied {
-            version: p.overlay.version(),
-            projects,
-        })
+        Ok(Applied::at(p.overlay.version(), projects))
     }
 
     fn durable(&self) -> Durable {
