@@ -27,9 +27,9 @@ RULES = [
     (r"^/segments", r"^(filters|type)$", {"invalid_type", "custom"}),
     # A workflow's steps form a graph; a step's config is the one its type takes (a
     # CONDITION's field and operator, a webhook step's http(s) URL, ...).
-    (r"^/workflows", r"^steps(\.\d+(\..+)?)?$", {"custom", "invalid_string", "invalid_type", "invalid_enum_value"}),
+    (r"^/workflows", r"^steps(\..+)?$", {"custom", "invalid_string", "invalid_type", "invalid_enum_value"}),
     # A webhook's URL is http(s) and not a private address; its events exist.
-    (r"^/webhooks", r"^(url|events(\.\d+)?)$", {"invalid_string", "custom"}),
+    (r"^/webhooks", r"^(url|events(\[\d+\]|\.\d+)?)$", {"invalid_string", "custom"}),
     # An uploaded CSV has a header row that names an email column, and each column's
     # declared type is one there is (the document describes the body as text/csv: no
     # schema states its content).
