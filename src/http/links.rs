@@ -10,6 +10,7 @@ use mailroom_actors::email::engagement::{self, Hit};
 use mailroom_actors::links::{Link, Resolved};
 use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use mailroom_actors::{Error, Resource};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::error::ApiError;
 use super::AppState;
@@ -88,20 +89,27 @@ const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:32em;m
      padding:0 1em;text-align:center;color:#222}button{font:inherit;padding:.5em 1.5em;\
      cursor:pointer}p{line-height:1.5}";
 
-/// `title` and `body` are HTML: whatever in them came from a tenant or a recipient is
-/// escaped by the caller.
-fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
+/// A page for the recipient: maud escapes whatever came from a tenant or a recipient.
+fn page(status: StatusCode, title: &str, body: Markup) -> HttpResponse {
+    let doc = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width";
+                title { (title) }
+                style { (PreEscaped(PAGE_STYLE)) }
+            }
+            body { main { h1 { (title) } (body) } }
+        }
+    };
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
         .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_CSP))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .body(format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta \
-             name=\"viewport\" content=\"width=device-width\"><title>{title}</title><style>\
-             {PAGE_STYLE}</style></head><body><main><h1>{title}</h1>{body}</main></body></html>"
-        ))
+        .body(doc.into_string())
 }
 
 /// An unsubscribe link past its days after a rotation of its project's keys.
@@ -109,28 +117,13 @@ fn expired() -> HttpResponse {
     page(
         StatusCode::NOT_FOUND,
         "This link has expired",
-        "<p>This unsubscribe link is no longer valid. A newer email from the same sender \
-         carries one that is.</p>",
+        html! {
+            p { "This unsubscribe link is no longer valid. A newer email from the same sender carries one that is." }
+        },
     )
 }
 
-/// Text for HTML, in an element or a quoted attribute.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The sender and the address as the page shows them, escaped.
+/// The sender and the address as the page names them (text; the page escapes it).
 struct Shown {
     sender: String,
     address: Option<String>,
@@ -138,14 +131,14 @@ struct Shown {
 
 fn shown(r: &Recipient) -> Shown {
     let sender = match (&r.sender.name, &r.sender.address) {
-        (Some(name), Some(address)) => format!("{} ({})", escape(name), escape(address.as_str())),
-        (Some(name), None) => escape(name),
-        (None, Some(address)) => escape(address.as_str()),
+        (Some(name), Some(address)) => format!("{name} ({})", address.as_str()),
+        (Some(name), None) => name.clone(),
+        (None, Some(address)) => address.as_str().to_owned(),
         (None, None) => "these emails".to_owned(),
     };
     Shown {
         sender,
-        address: r.masked.as_deref().map(escape),
+        address: r.masked.clone(),
     }
 }
 
@@ -200,18 +193,18 @@ pub async fn unsubscribe_page(
         Ok(v) => v,
         Err(page) => return Ok(page),
     };
-    let to = v.shown.address.as_ref().map_or(String::new(), |a| {
-        format!("<p>Emails to <strong>{a}</strong> will stop.</p>")
-    });
     Ok(page(
         StatusCode::OK,
         "Unsubscribe",
-        &format!(
-            "<p>Unsubscribe from {}?</p>{to}<form method=\"post\" action=\"{}\">\
-             <button type=\"submit\">Unsubscribe</button></form>",
-            v.shown.sender,
-            escape(&token),
-        ),
+        html! {
+            p { "Unsubscribe from " (v.shown.sender) "?" }
+            @if let Some(a) = &v.shown.address {
+                p { "Emails to " strong { (a) } " will stop." }
+            }
+            form method="post" action=(token.as_str()) {
+                button type="submit" { "Unsubscribe" }
+            }
+        },
     ))
 }
 
@@ -228,21 +221,20 @@ pub async fn unsubscribe(
     };
     let (contact, campaign) = (v.contact, v.campaign);
     unsubscribe::unsubscribe_contact(state.engine.registry(), v.project, contact, campaign).await?;
-    let to = v
-        .shown
-        .address
-        .as_ref()
-        .map_or(String::new(), |a| format!(" to <strong>{a}</strong>"));
     Ok(page(
         StatusCode::OK,
         "You are unsubscribed",
-        &format!(
-            "<p>You will not receive emails from {}{to} any more.</p>\
-             <form method=\"post\" action=\"{}/resubscribe\"><p>Unsubscribed by mistake?</p>\
-             <button type=\"submit\">Resubscribe</button></form>",
-            v.shown.sender,
-            escape(&token),
-        ),
+        html! {
+            p {
+                "You will not receive emails from " (v.shown.sender)
+                @if let Some(a) = &v.shown.address { " to " strong { (a) } }
+                " any more."
+            }
+            form method="post" action={ (token.as_str()) "/resubscribe" } {
+                p { "Unsubscribed by mistake?" }
+                button type="submit" { "Resubscribe" }
+            }
+        },
     ))
 }
 
@@ -265,28 +257,27 @@ pub async fn resubscribe(
         return Ok(page(
             StatusCode::CONFLICT,
             "This link cannot resubscribe you",
-            &format!(
-                "<p>This address was not unsubscribed through this link. To receive emails \
-                 from {} again, ask the sender.</p>",
-                v.shown.sender
-            ),
+            html! {
+                p {
+                    "This address was not unsubscribed through this link. To receive emails from "
+                    (v.shown.sender) " again, ask the sender."
+                }
+            },
         ));
     }
-    let to = v
-        .shown
-        .address
-        .as_ref()
-        .map_or(String::new(), |a| format!(" at <strong>{a}</strong>"));
     Ok(page(
         StatusCode::OK,
         "You are subscribed again",
-        &format!(
-            "<p>You will receive emails from {}{to} again.</p>\
-             <form method=\"post\" action=\"../{}\"><button type=\"submit\">Unsubscribe\
-             </button></form>",
-            v.shown.sender,
-            escape(&token),
-        ),
+        html! {
+            p {
+                "You will receive emails from " (v.shown.sender)
+                @if let Some(a) = &v.shown.address { " at " strong { (a) } }
+                " again."
+            }
+            form method="post" action={ "../" (token.as_str()) } {
+                button type="submit" { "Unsubscribe" }
+            }
+        },
     ))
 }
 
@@ -338,15 +329,14 @@ pub async fn click(
         return Err(not_found());
     };
     if !live {
-        let shown = escape(&url);
         return Ok(page(
             StatusCode::OK,
             "This link is no longer active",
-            &format!(
-                "<p>The sender of this email can no longer send you through this link. \
-                 It led to:</p><p><a href=\"{shown}\" rel=\"noopener noreferrer nofollow\">\
-                 {shown}</a></p><p>Follow it only if you trust it.</p>"
-            ),
+            html! {
+                p { "The sender of this email can no longer send you through this link. It led to:" }
+                p { a href=(url) rel="noopener noreferrer nofollow" { (url) } }
+                p { "Follow it only if you trust it." }
+            },
         ));
     }
     let target = url.clone();
