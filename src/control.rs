@@ -209,6 +209,7 @@ fn run_offline(
         request,
         now,
         &settings.record_policy(),
+        settings.limits.max_domains,
         &mut |t| report(t.into()),
     )?;
     store.flush_blocking().map_err(Failure::engine)?;
@@ -223,6 +224,7 @@ fn apply(
     request: Request,
     now: Timestamp,
     policy: &RecordPolicy,
+    max_domains: usize,
     report: &mut dyn FnMut(Tally),
 ) -> Result<Value, Failure> {
     let e = Failure::engine;
@@ -247,7 +249,14 @@ fn apply(
             projects.get(project).map_err(e)?;
             let msg =
                 mailroom_actors::domain::messages::CreateDomain::generate(domain).map_err(e)?;
-            let d = mailroom_actors::domain::writes::trust(store, project, msg, now).map_err(e)?;
+            let d = mailroom_actors::domain::writes::trust_within(
+                store,
+                project,
+                msg,
+                now,
+                max_domains,
+            )
+            .map_err(e)?;
             domain_json(&d, policy)
         }
         Request::DomainList { project } => {
@@ -349,9 +358,26 @@ impl Control {
                     // Only read: the leases of the nodes are not touched.
                     let store = storage.open().map_err(Failure::engine)?;
                     let projects = Projects::new(store.clone());
-                    apply(&projects, &*store, request, now, &spf, &mut report)
+                    apply(
+                        &projects,
+                        &*store,
+                        request,
+                        now,
+                        &spf,
+                        usize::MAX,
+                        &mut report,
+                    )
                 }
-                None => apply(&projects, &*store, request, now, &spf, &mut report),
+                // DomainTrust went to the project's actor above, which checks the limit.
+                None => apply(
+                    &projects,
+                    &*store,
+                    request,
+                    now,
+                    &spf,
+                    usize::MAX,
+                    &mut report,
+                ),
             }
         })
         .await

@@ -44,6 +44,12 @@ impl Failure {
                 }
             )),
             EngineError::NotFound(r) => Failure::said(format!("{r} not found")),
+            // The engine's suggestion too: on the command line it is the only place to
+            // learn which setting a limit is (`limits.max_domains`).
+            EngineError::Conflict {
+                message,
+                suggestion: Some(s),
+            } => Failure::said(format!("{message}. {s}")),
             EngineError::Conflict { message, .. } => Failure::said(message),
             EngineError::Validation(errors) => Failure::said(
                 errors

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::app::{bin, mailroom, test_config, TestApp};
+use crate::support::app::{bin, mailroom, mailroom_with, test_config, TestApp};
 
 #[test]
 fn project_create_prints_its_keys_as_json_and_they_work_once_the_server_runs() {
@@ -490,4 +490,33 @@ fn the_admin_api_trusts_a_domain_while_the_server_runs_and_tenants_cannot() {
         json!({"domain": "acme.example"}),
     );
     assert_eq!(r.status, 404, "{}", r.text);
+}
+
+#[test]
+fn an_offline_domain_trust_keeps_to_the_projects_domain_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let one = |s: &mut crate::support::settings::Setup| s.limits.max_domains = 1;
+    let created: Value = serde_json::from_slice(
+        &mailroom_with(&data, &["project", "create", "--name", "Small"], one).stdout,
+    )
+    .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let trust =
+        |domain: &str| mailroom_with(&data, &["domain", "trust", domain, "--project", &id], one);
+    assert!(trust("one.example").status.success());
+    let over = trust("two.example");
+    assert!(
+        !over.status.success(),
+        "a second domain past max_domains = 1"
+    );
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("max_domains"),
+        "{}",
+        String::from_utf8_lossy(&over.stderr)
+    );
+    assert!(
+        trust("ONE.example").status.success(),
+        "trusting a domain it has again adds none"
+    );
 }

@@ -4,7 +4,7 @@
 use actix::{Handler, ResponseFuture};
 
 use super::messages::{ApplyDomainCheck, CreateDomain, TrustDomain};
-use super::{queries, writes, Domain};
+use super::{writes, Domain};
 use crate::error::Result;
 use crate::project::actor::check_room;
 use crate::project::ProjectActor;
@@ -26,13 +26,8 @@ impl Handler<TrustDomain> for ProjectActor {
 
     fn handle(&mut self, msg: TrustDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let (store, p) = (&*self.store, self.project);
-        let result = queries::find_by_name(store, p, msg.0.name.as_str())
-            .and_then(|found| match found {
-                Some(_) => Ok(()),
-                None => check_domain_room(self),
-            })
-            .and_then(|()| writes::trust(store, p, msg.0, now));
+        let max = self.limits.max_domains;
+        let result = writes::trust_within(&*self.store, self.project, msg.0, now, max);
         self.after_flush(result)
     }
 }

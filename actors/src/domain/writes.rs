@@ -7,6 +7,7 @@ use super::record::{Domain, DomainStatus};
 use crate::domain::messages::CreateDomain;
 use crate::error::{Error, Resource, Result};
 use crate::model::{DomainId, ProjectId, Timestamp};
+use crate::project::actor::check_room;
 use crate::store::{keys, Batch, Store};
 
 pub fn create(
@@ -114,7 +115,22 @@ pub fn apply_check(
 /// Marks a project's domain trusted and VERIFIED without DNS (the operator's call, from
 /// the CLI or /admin; tenants cannot). A domain the project lacks is added with `msg`'s
 /// key, as `create` would.
-pub fn trust(store: &dyn Store, p: ProjectId, msg: CreateDomain, now: Timestamp) -> Result<Domain> {
+/// `trust`, making the domain first only when the project has room for one more
+/// (`max`, `limits.max_domains`): the actor's path and the CLI's offline one alike.
+pub fn trust_within(
+    store: &dyn Store,
+    p: ProjectId,
+    msg: CreateDomain,
+    now: Timestamp,
+    max: usize,
+) -> Result<Domain> {
+    if find_by_name(store, p, msg.name.as_str())?.is_none() {
+        check_room(store, &keys::domains(p), max, "domains")?;
+    }
+    trust(store, p, msg, now)
+}
+
+fn trust(store: &dyn Store, p: ProjectId, msg: CreateDomain, now: Timestamp) -> Result<Domain> {
     let mut d = match find_by_name(store, p, msg.name.as_str())? {
         Some(d) => d,
         None => create(store, p, msg, now)?,
