@@ -133,7 +133,6 @@ impl Application {
                     identity.clone(),
                     leases,
                     registry.clone(),
-                    store.clone(),
                     projects.clone(),
                 );
                 node.start();

@@ -69,6 +69,35 @@ impl Projects {
 
     /// Empties the cache of keys: the records behind it were read again (they may have
     /// been changed by another node or the CLI).
+    /// Reads `key` (an API key's record or a project's) from the database into this
+    /// node's view, and the project an API key points to: one made a moment ago on
+    /// another node or by the CLI. Blocking (a round trip to the database).
+    pub fn read_through(&self, key: &[u8]) -> Result<()> {
+        self.store.reload_prefix(key)?;
+        if !key.starts_with(keys::API_KEYS) {
+            return Ok(());
+        }
+        let id = self
+            .store
+            .get(key)?
+            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<ProjectId>().ok());
+        match id {
+            Some(id) => self.store.reload_prefix(&keys::project(id)),
+            None => Ok(()),
+        }
+    }
+
+    /// Re-reads every project and API key that other nodes or the CLI wrote, then
+    /// forgets the keys cached from the old copies: a rotated key, a disabled or a
+    /// deleted project is refused from then on. Blocking.
+    pub fn reload(&self) -> Result<()> {
+        for prefix in [keys::PROJECTS, keys::API_KEYS] {
+            self.store.reload_prefix(prefix)?;
+        }
+        self.forget_cached_keys();
+        Ok(())
+    }
+
     pub fn forget_cached_keys(&self) {
         let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
         known.by_hash.clear();

@@ -21,7 +21,6 @@ use mailroom_actors::error::Result;
 use mailroom_actors::model::ProjectId;
 use mailroom_actors::project::Registry;
 use mailroom_actors::projects::Projects;
-use mailroom_actors::store::Store;
 use mailroom_actors::Error;
 
 use super::{rendezvous, Identity};
@@ -49,7 +48,6 @@ pub struct ClusterNode {
     pub identity: Identity,
     leases: Arc<dyn Leases>,
     registry: Registry,
-    store: Arc<dyn Store>,
     projects: Projects,
     /// The live nodes as the last tick saw them (always this node among them).
     live: RwLock<Vec<LiveNode>>,
@@ -91,7 +89,6 @@ impl ClusterNode {
         identity: Identity,
         leases: Arc<dyn Leases>,
         registry: Registry,
-        store: Arc<dyn Store>,
         projects: Projects,
     ) -> Arc<ClusterNode> {
         let me = LiveNode {
@@ -102,7 +99,6 @@ impl ClusterNode {
             identity,
             leases,
             registry,
-            store,
             projects,
             live: RwLock::new(vec![me]),
             moves: tokio::sync::Mutex::new(()),
@@ -448,42 +444,22 @@ impl ClusterNode {
             }
             reads.1 += 1;
         }
-        let store = self.store.clone();
-        actix_web::rt::task::spawn_blocking(move || -> Result<()> {
-            store.reload_prefix(&key)?;
-            let Some(id) = key
-                .starts_with(b"keys/")
-                .then(|| store.get(&key))
-                .transpose()?
-            else {
-                return Ok(());
-            };
-            let id = id.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<ProjectId>().ok());
-            if let Some(id) = id {
-                store.reload_prefix(&mailroom_actors::projects::record_key(id))?;
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("reading a key: {e}")))
-        .and_then(|r| r)
-        .is_ok()
+        let projects = self.projects.clone();
+        actix_web::rt::task::spawn_blocking(move || projects.read_through(&key))
+            .await
+            .map_err(|e| Error::Internal(format!("reading a key: {e}")))
+            .and_then(|r| r)
+            .is_ok()
     }
 
     /// Re-reads the projects and keys that other nodes or the CLI wrote, then empties
     /// the cache of keys built on the old copies: a rotated key, a disabled or a deleted
     /// project is refused here from now on.
     pub async fn refresh_keys(&self) -> Result<()> {
-        let store = self.store.clone();
-        actix_web::rt::task::spawn_blocking(move || {
-            [b"projects/".as_slice(), b"keys/".as_slice()]
-                .iter()
-                .try_for_each(|prefix| store.reload_prefix(prefix))
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("reloading global keys: {e}")))??;
-        self.projects.forget_cached_keys();
-        Ok(())
+        let projects = self.projects.clone();
+        actix_web::rt::task::spawn_blocking(move || projects.reload())
+            .await
+            .map_err(|e| Error::Internal(format!("reloading global keys: {e}")))?
     }
 
     async fn project_ids(&self) -> Result<Vec<ProjectId>> {

@@ -45,6 +45,9 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 
 pub const PROJECTS: &[u8] = b"projects/";
 
+/// API keys' records, by the key's hash.
+pub const API_KEYS: &[u8] = b"keys/";
+
 /// Every key of one kind of a project's records (`/whd/`: its webhook deliveries).
 pub fn in_project_tag(p: ProjectId, tag: &[u8]) -> Vec<u8> {
     in_project(p, tag, &[])
@@ -162,7 +165,7 @@ pub fn session(id_digest: &[u8; 32]) -> Vec<u8> {
 }
 
 pub fn key_hash(hash: &[u8; 32]) -> Vec<u8> {
-    key([b"keys/".as_slice(), hash].into_iter())
+    key([API_KEYS, hash].into_iter())
 }
 
 pub fn contacts(p: ProjectId) -> Vec<u8> {
