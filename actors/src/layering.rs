@@ -361,6 +361,32 @@ fn the_binary_never_names_store_keys() {
         .map(|p| p.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
         .collect();
     assert!(naming.is_empty(), "src/ names store::keys: {naming:?}");
+    // Nor spells a key out: a global prefix as a byte string, or a project's `p/`.
+    let spelled: Vec<String> = files
+        .iter()
+        .filter(|p| spells_a_store_key(&shipped_code(p)))
+        .map(|p| p.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        spelled.is_empty(),
+        "src/ spells store keys out: {spelled:?}"
+    );
+}
+
+/// Whether code holds a byte string that starts like a store key.
+fn spells_a_store_key(code: &str) -> bool {
+    crate::store::keys::GLOBAL
+        .iter()
+        .map(|(prefix, _)| *prefix)
+        .chain([b"p/".as_slice()])
+        .any(|prefix| code.contains(&format!("b\"{}", String::from_utf8_lossy(prefix))))
+}
+
+#[test]
+fn a_spelled_out_key_prefix_is_found() {
+    assert!(spells_a_store_key(r#"store.reload_prefix(b"projects/")"#));
+    assert!(spells_a_store_key(r#"[b"keys/".as_slice()]"#));
+    assert!(!spells_a_store_key(r#"projects.reload()"#));
 }
 
 /// Where a file of the edge sends the project's actor a message itself (`registry.send(`,

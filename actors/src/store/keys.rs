@@ -678,6 +678,23 @@ pub fn project_of(key: &[u8]) -> Option<ProjectId> {
     Some(ProjectId::from_key_bytes(id))
 }
 
+/// The global keys' prefixes (every key outside a project's `p/<id>`), with what each
+/// holds.
+pub(crate) const GLOBAL: &[(&[u8], &str)] = &[
+    (PROJECTS, "projects"),
+    (API_KEYS, "api keys"),
+    (ALL_DOMAINS, "domain index"),
+    (SENDING_CAMPAIGNS, "sending campaigns"),
+    (ERASURES, "erasures"),
+    (IMPORTS, "imports"),
+    (READY, "ready executions"),
+    (TIMERS, "timers"),
+    (OUTBOX, "outbox"),
+    (b"meta/", "meta"),
+    (SESSIONS, "dashboard sessions"),
+    (WEBHOOK_DUE, "webhook queue"),
+];
+
 /// What kind of record `key` is, in words: the tallies of a migration.
 pub fn kind_of(key: &[u8]) -> &'static str {
     const PER_PROJECT: &[(&[u8], &str)] = &[
@@ -732,20 +749,6 @@ pub fn kind_of(key: &[u8]) -> &'static str {
         (b"/fq/", "quarantined reports"),
         (b"/fqe/", "emails with a quarantined report"),
         (b"/rep/", "reputation"),
-    ];
-    const GLOBAL: &[(&[u8], &str)] = &[
-        (PROJECTS, "projects"),
-        (b"keys/", "api keys"),
-        (ALL_DOMAINS, "domain index"),
-        (SENDING_CAMPAIGNS, "sending campaigns"),
-        (ERASURES, "erasures"),
-        (IMPORTS, "imports"),
-        (READY, "ready executions"),
-        (TIMERS, "timers"),
-        (OUTBOX, "outbox"),
-        (b"meta/", "meta"),
-        (SESSIONS, "dashboard sessions"),
-        (WEBHOOK_DUE, "webhook queue"),
     ];
     if let Some(rest) = key.strip_prefix(b"p/").and_then(|r| r.get(16..)) {
         return PER_PROJECT
