@@ -353,32 +353,24 @@ impl Control {
             let mut report = |t: Tally| {
                 let _ = progress.send(t.into());
             };
-            match whole {
+            let (projects, store) = match whole {
                 Some(storage) => {
                     // Only read: the leases of the nodes are not touched.
                     let store = storage.open().map_err(Failure::engine)?;
-                    let projects = Projects::new(store.clone());
-                    apply(
-                        &projects,
-                        &*store,
-                        request,
-                        now,
-                        &spf,
-                        usize::MAX,
-                        &mut report,
-                    )
+                    (Projects::new(store.clone()), store)
                 }
-                // DomainTrust went to the project's actor above, which checks the limit.
-                None => apply(
-                    &projects,
-                    &*store,
-                    request,
-                    now,
-                    &spf,
-                    usize::MAX,
-                    &mut report,
-                ),
-            }
+                None => (projects, store),
+            };
+            // DomainTrust went to the project's actor above, which checks the limit.
+            apply(
+                &projects,
+                &*store,
+                request,
+                now,
+                &spf,
+                usize::MAX,
+                &mut report,
+            )
         })
         .await
         .map_err(|e| Failure::said(format!("the command's task failed: {e}")))??;
