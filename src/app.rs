@@ -442,3 +442,35 @@ pub struct ServeArgs {
     #[arg(long)]
     pub port: Option<u16>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `EngineConfig::new` says it is the server's defaults (but for retention, which an
+    /// embedded engine keeps): the two must not drift apart.
+    #[test]
+    fn an_embedded_engine_starts_with_the_servers_defaults() {
+        let settings = Settings::load(None).expect("the embedded defaults");
+        let server = engine_config(&settings, "http://127.0.0.1:8080").expect("a config");
+        let embedded = EngineConfig::new(server.transport.clone(), server.links.clone());
+        let shown = |c: &EngineConfig| {
+            format!(
+                "{:?}",
+                (
+                    c.registry,
+                    &c.return_path_domain,
+                    c.mailers,
+                    c.dispatcher,
+                    &c.dns,
+                    c.workflows,
+                    c.campaigns,
+                    &c.domain_records,
+                    c.domain_recheck,
+                    &c.webhooks,
+                )
+            )
+        };
+        assert_eq!(shown(&embedded), shown(&server));
+    }
+}

@@ -32,7 +32,7 @@ use crate::workflow::{ExecutorConfig, Executors, WebhookClient};
 use crate::Clock;
 
 /// Everything the engine is started with.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct EngineConfig {
     pub registry: RegistryConfig,
     pub links: LinksConfig,
@@ -56,21 +56,26 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// An engine that sends through `transport` and signs links for `links`, with the
-    /// server's default for everything else but retention, which keeps every record
-    /// (an embedded engine or a test sets what it needs; the server sets every field
-    /// from its config, `src/app.rs`).
+    /// server's default (config/default.toml) for everything else but retention, which
+    /// keeps every record (an embedded engine or a test sets what it needs; the server
+    /// sets every field from its config, `src/app.rs`, whose test keeps the two equal).
     pub fn new(transport: TransportConfig, links: LinksConfig) -> EngineConfig {
         EngineConfig {
-            registry: RegistryConfig::default(),
+            registry: RegistryConfig {
+                arbiters: 2,
+                mailbox_capacity: 4096,
+                render_threads: 2,
+                ..RegistryConfig::default()
+            },
             links,
             return_path_domain: None,
             transport,
-            mailers: 2,
+            mailers: 4,
             dispatcher: DispatcherConfig {
-                rate_per_second: 0,
+                rate_per_second: 14,
                 max_attempts: 5,
                 retry_base_ms: 1_000,
-                max_in_flight: 64,
+                max_in_flight: 32,
             },
             dns: DnsConfig {
                 nameservers: Vec::new(),
@@ -89,7 +94,7 @@ impl EngineConfig {
                 webhook_timeout: Duration::from_secs(10),
             },
             campaigns: RunnerConfig::default(),
-            domain_records: RecordPolicy::default(),
+            domain_records: RecordPolicy::new("include:_spf.mailroom.local", None),
             domain_recheck: Duration::from_secs(300),
             retention: Retention {
                 email_content_days: None,
