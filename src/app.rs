@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::engine::{Engine, EngineConfig, LinksConfig, OutboundConfig, WorkflowsConfig};
+use mailroom_actors::engine::{Engine, EngineConfig, LinksConfig, WorkflowsConfig};
 use mailroom_actors::mailer::{DispatcherConfig, SmtpSecurity, TransportConfig};
 use mailroom_actors::project::RegistryConfig;
 use mailroom_actors::shutdown::Drain;
@@ -149,7 +149,7 @@ impl Application {
                     registry: registry.clone(),
                     store: store.clone(),
                     clock: clock.clone(),
-                    domain_records: settings.record_policy(),
+                    domain_records: engine.domain_records().clone(),
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
                     whole: clustered.then(|| settings.storage.clone()),
                     cluster: cluster.clone(),
@@ -407,11 +407,7 @@ fn engine_config(settings: &Settings, links_url: &str) -> Result<EngineConfig, F
         domain_records: settings.record_policy(),
         domain_recheck: Duration::from_secs(settings.domains.recheck_seconds),
         retention: settings.retention.engine(),
-        webhooks: OutboundConfig {
-            config: settings.webhooks.engine(settings.limits.max_webhooks),
-            allow_private_addresses: settings.webhooks.allow_private_addresses,
-            timeout: Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
-        },
+        webhooks: settings.webhooks.engine(settings.limits.max_webhooks),
     })
 }
 

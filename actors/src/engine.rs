@@ -51,7 +51,8 @@ pub struct EngineConfig {
     pub domain_records: RecordPolicy,
     pub domain_recheck: Duration,
     pub retention: Retention,
-    pub webhooks: OutboundConfig,
+    /// Event webhooks: their rules, and how their client calls endpoints.
+    pub webhooks: WebhookConfig,
 }
 
 impl EngineConfig {
@@ -106,11 +107,7 @@ impl EngineConfig {
                 slice_keys: 100,
                 interval: Duration::from_secs(600),
             },
-            webhooks: OutboundConfig {
-                config: WebhookConfig::default(),
-                allow_private_addresses: false,
-                timeout: Duration::from_secs(10),
-            },
+            webhooks: WebhookConfig::default(),
         }
     }
 }
@@ -132,14 +129,6 @@ pub struct WorkflowsConfig {
     pub executor: ExecutorConfig,
     pub allow_private_webhooks: bool,
     pub webhook_timeout: Duration,
-}
-
-/// Event webhooks: their rules, and how their client calls endpoints.
-#[derive(Clone, Debug)]
-pub struct OutboundConfig {
-    pub config: WebhookConfig,
-    pub allow_private_addresses: bool,
-    pub timeout: Duration,
 }
 
 /// What failed while the engine started, with the step it was at.
@@ -261,14 +250,14 @@ impl Engine {
         let webhook_client = Arc::new(WebhookClient::new(
             resolver.clone(),
             config.webhooks.allow_private_addresses,
-            config.webhooks.timeout,
+            Duration::from_millis(config.webhooks.timeout_ms),
         ));
         // Event webhooks: the delivery loop sends only for the projects this engine
         // serves.
         Deliverer::start(
             registry.clone(),
             webhook_client.clone(),
-            config.webhooks.config.clone(),
+            config.webhooks.clone(),
         );
         Ok(Engine {
             projects: Projects::new(store.clone()),
@@ -284,7 +273,7 @@ impl Engine {
             templates,
             campaigns,
             domain_records: config.domain_records,
-            webhooks: config.webhooks.config,
+            webhooks: config.webhooks,
             webhook_client,
             return_path,
             _supervised: (dispatcher, scheduler),

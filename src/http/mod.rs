@@ -111,10 +111,11 @@ impl AppState {
         let callbacks = feedback::Callbacks::new(&settings.feedback).unwrap_or_default();
         if let Some(ses) = &callbacks.ses {
             // The certificate's fetch follows the webhooks' address rules and timeout.
+            let hooks = engine.webhooks();
             ses.connect(
                 resolver.clone(),
-                settings.webhooks.allow_private_addresses,
-                std::time::Duration::from_secs(settings.webhooks.timeout_seconds.max(1)),
+                hooks.allow_private_addresses,
+                std::time::Duration::from_millis(hooks.timeout_ms),
             );
         }
         AppState {
