@@ -73,7 +73,7 @@ fn a_test_module_is_left_out_and_the_code_after_it_is_read() {
     let text = "use crate::a::x;\n#[cfg(test)]\nmod contract;\n#[cfg(test)]\nmod tests {\n    use crate::b::y;\n    fn f() { if true { } }\n}\nuse crate::c::z; // crate::d\n";
     let code = without_test_items(text);
     assert_eq!(
-        named_tops(&code),
+        named_heads(&code, "crate::"),
         ["a", "c"]
             .iter()
             .map(|s| s.to_string())
@@ -86,15 +86,9 @@ fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// The top-level modules a piece of code names through `crate::`: `crate::a::x` and
-/// each head of a group, `crate::{a::x, b, c::{y, z}}`.
-fn named_tops(code: &str) -> BTreeSet<String> {
-    named_heads(code, "crate::")
-}
-
 /// The modules a piece of code names through `prefix` (`crate::`, `super::`,
-/// `crate::project::`): the first word after it, and each head of a group after it.
-/// The one import parser of the checks.
+/// `crate::project::`): the first word after it (`crate::a::x`), and each head of a
+/// group after it (`crate::{a::x, b, c::{y, z}}`). The one import parser of the checks.
 fn named_heads(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for after in code.split(prefix).skip(1) {
@@ -433,7 +427,7 @@ fn a_send_split_over_lines_is_still_a_send() {
 #[test]
 fn a_group_import_names_each_head() {
     let code = "use crate::{a::x, b, c::{y, z}};\nlet v = crate::d::f();";
-    let named: Vec<String> = named_tops(code).into_iter().collect();
+    let named: Vec<String> = named_heads(code, "crate::").into_iter().collect();
     assert_eq!(named, ["a", "b", "c", "d"]);
 }
 

@@ -38,8 +38,7 @@ use crate::project::attempts::Attempts;
 use crate::render::RenderPool;
 use crate::scheduler::Timers;
 use crate::shutdown::Drain;
-use crate::store::Applied;
-use crate::store::{keys, Store};
+use crate::store::{keys, Applied, Store};
 
 /// What a feature resumes of a project when this node takes it (its campaigns, its
 /// erasures, its imports): the features register it at start-up (`on_acquire`), since
@@ -383,7 +382,7 @@ impl Registry {
 
     /// Writes where each carried pace of `p` stands (made durable with the release's
     /// other writes, under the fence still held), and forgets it here.
-    fn hand_over_paces(&self, p: ProjectId) -> Result<crate::store::Applied> {
+    fn hand_over_paces(&self, p: ProjectId) -> Result<Applied> {
         let mut batch = crate::store::Batch::new();
         for (name, pace) in self.paces() {
             if let Some(tat) = pace.export(p) {

@@ -66,7 +66,7 @@ impl Applied {
 
     /// Both writes, to wait for them together (from the earlier to the later version,
     /// every project).
-    pub fn and(mut self, other: Applied) -> Applied {
+    pub(crate) fn and(mut self, other: Applied) -> Applied {
         self.first = match (self.first, other.first) {
             (0, b) => b,
             (a, 0) => a,

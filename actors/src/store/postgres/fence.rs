@@ -8,9 +8,10 @@
 //! so a waiter that may have had dropped writes must get an error even when a later
 //! commit succeeds. Two marks say who may have: a waiter's number (`registered`) in
 //! (last number a successful commit covered, number at the drop], and, for a waiter
-//! that applied before the drop but began waiting after it, the overlay version of its
-//! last apply in (last committed version, version at the drop]. `apply` answers that
-//! version and the projects written (`Applied`), and the writer hands it back to
+//! that applied before the drop but began waiting after it, the overlay versions of its
+//! applies (first to last) meeting (last committed version, version at the drop].
+//! `apply` answers its version and the projects written (`Applied`), and the writer
+//! hands it back to
 //! `durable_after` (the project actor gathers its applies since its last wait and
 //! hands them over together): such a waiter gets `Error::NotOwner` only when it wrote
 //! the dropped project. A waiter through `durable()`, which does not say what it wrote
