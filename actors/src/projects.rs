@@ -77,11 +77,7 @@ impl Projects {
         if !key.starts_with(keys::API_KEYS) {
             return Ok(());
         }
-        let id = self
-            .store
-            .get(key)?
-            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<ProjectId>().ok());
-        match id {
+        match self.store.get(key)?.as_deref().and_then(key_owner) {
             Some(id) => self.store.reload_prefix(&keys::project(id)),
             None => Ok(()),
         }
@@ -255,10 +251,7 @@ impl Projects {
         let Some(id) = self.store.get(&keys::key_hash(hash))? else {
             return Ok(None);
         };
-        let id: ProjectId = std::str::from_utf8(&id)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Error::storage("bad key index entry"))?;
+        let id = key_owner(&id).ok_or_else(|| Error::storage("bad key index entry"))?;
         let project = self.get(id)?;
         Ok(Some(Authenticated { project, kind }))
     }
@@ -267,6 +260,11 @@ impl Projects {
         batch.put(keys::project(project.id), codec::encode(project)?);
         Ok(())
     }
+}
+
+/// The project an API key's index entry (`keys::key_hash`) names.
+fn key_owner(entry: &[u8]) -> Option<ProjectId> {
+    std::str::from_utf8(entry).ok()?.parse().ok()
 }
 
 /// Whether an operator disabled the project: its mail, campaigns and workflows then
