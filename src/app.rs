@@ -150,6 +150,7 @@ impl Application {
                     store: store.clone(),
                     clock: clock.clone(),
                     domain_records: engine.domain_records().clone(),
+                    max_domains: settings.limits.max_domains,
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
                     whole: clustered.then(|| settings.storage.clone()),
                     cluster: cluster.clone(),

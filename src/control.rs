@@ -302,6 +302,8 @@ pub struct Control {
     pub clock: Arc<dyn Clock>,
     /// What a domain publishes (see `Settings::record_policy`).
     pub domain_records: RecordPolicy,
+    /// `limits.max_domains`, for a domain made through the control socket.
+    pub max_domains: usize,
     /// How long a client may take to send its request line.
     pub read_timeout: Duration,
     /// This node of a cluster: a command for a project is for the project's owner,
@@ -344,10 +346,11 @@ impl Control {
             Request::Backup { .. } | Request::ProjectExport { .. } | Request::DomainList { .. }
         );
         let whole = self.whole.clone().filter(|_| reads_every_project);
-        let (projects, store, spf) = (
+        let (projects, store, spf, max_domains) = (
             self.projects.clone(),
             self.store.clone(),
             self.domain_records.clone(),
+            self.max_domains,
         );
         let value = actix_web::rt::task::spawn_blocking(move || {
             let mut report = |t: Tally| {
@@ -361,14 +364,13 @@ impl Control {
                 }
                 None => (projects, store),
             };
-            // DomainTrust went to the project's actor above, which checks the limit.
             apply(
                 &projects,
                 &*store,
                 request,
                 now,
                 &spf,
-                usize::MAX,
+                max_domains,
                 &mut report,
             )
         })
