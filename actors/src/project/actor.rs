@@ -31,10 +31,9 @@ pub struct ProjectActor {
     pub(crate) limits: TenantLimits,
     pub(crate) starts: Starts,
     pub(crate) project: ProjectId,
-    /// The store through `recorder`: what the actor's messages apply is noted there.
-    pub(crate) store: Arc<dyn Store>,
-    /// Which writes the actor's next wait is for (`after_flush`, `flush_soon`).
-    recorder: Arc<Recorder>,
+    /// The store, noting what the actor's messages apply: the writes its next wait is
+    /// for (`after_flush`, `flush_soon`).
+    pub(crate) store: Arc<Recorder>,
     clock: Arc<dyn Clock>,
     mailbox_capacity: usize,
     counts: Counts,
@@ -103,13 +102,11 @@ impl ProjectActor {
             hooks,
             faults,
         } = shared;
-        let recorder = Arc::new(Recorder::new(store));
         ProjectActor {
             limits,
             starts,
             project,
-            store: recorder.clone(),
-            recorder,
+            store: Arc::new(Recorder::new(store)),
             clock,
             mailbox_capacity,
             counts: Counts::default(),
@@ -198,7 +195,7 @@ impl ProjectActor {
         &self,
         result: Result<T>,
     ) -> ResponseFuture<Result<T>> {
-        let durable = self.recorder.durable_for_mine();
+        let durable = self.store.durable_for_mine();
         let noted = self.starts.take_noted();
         let timers = self.starts.timers().clone();
         Box::pin(async move {
@@ -225,7 +222,7 @@ impl ProjectActor {
             drop(self.store.durable());
             return;
         }
-        let durable = self.recorder.durable_for_mine();
+        let durable = self.store.durable_for_mine();
         let timers = self.starts.timers().clone();
         actix::spawn(async move {
             if durable.await.is_ok() {
