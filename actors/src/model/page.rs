@@ -83,7 +83,7 @@ impl<T> Page<T> {
     /// The page of `fetched`, read up to one past the request's limit: an item past it
     /// says there is more, and is dropped; the next cursor is then the last kept item's
     /// `id`. Every list pages through here.
-    pub fn of(
+    pub(crate) fn of(
         mut fetched: Vec<T>,
         request: &PageRequest,
         total: u64,

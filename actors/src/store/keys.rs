@@ -46,7 +46,7 @@ pub fn project(id: ProjectId) -> Vec<u8> {
 pub const PROJECTS: &[u8] = b"projects/";
 
 /// API keys' records, by the key's hash.
-pub const API_KEYS: &[u8] = b"keys/";
+pub(crate) const API_KEYS: &[u8] = b"keys/";
 
 /// Every key of one kind of a project's records (`/whd/`: its webhook deliveries).
 pub fn in_project_tag(p: ProjectId, tag: &[u8]) -> Vec<u8> {
