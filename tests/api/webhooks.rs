@@ -435,7 +435,7 @@ fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
     endpoint(&app, &p, &server.url("/hook"), json!(["burst"]));
     // Four writers, each its own contacts; the ids of the events the server
     // acknowledged are kept.
-    let acked = Arc::new(Mutex::new(HashSet::new()));
+    let acked = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -458,7 +458,7 @@ fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
                     match sent.ok().and_then(|r| r.into_json::<Value>().ok()) {
                         Some(v) => {
                             let id = v["data"]["event"].as_str().unwrap_or_default().to_owned();
-                            acked.lock().unwrap().insert(id);
+                            acked.lock().unwrap().push(id);
                         }
                         None => return, // the server is gone
                     }
@@ -473,7 +473,8 @@ fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
     for w in writers {
         w.join().expect("a writer");
     }
-    let acked: HashSet<String> = acked.lock().unwrap().clone();
+    let order: Vec<String> = acked.lock().unwrap().clone();
+    let acked: HashSet<String> = order.iter().cloned().collect();
     app.restart();
     let delivered = || -> HashSet<String> {
         server
@@ -484,9 +485,27 @@ fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
     };
     let got = eventually(120, delivered, |got| acked.is_subset(got));
     let missing: Vec<_> = acked.difference(&got).take(5).collect();
+    // What became of each missing one: still in the log (GET /events/{id}), and the
+    // delivery outcomes the server counted, so that a failure says lost event or lost
+    // delivery.
+    let fates: Vec<String> = missing
+        .iter()
+        .map(|id| {
+            let at = order.iter().position(|o| o == *id).unwrap_or_default();
+            let status = app.get(&format!("/events/{id}"), &p.secret).status;
+            format!("{id} (acknowledged {at}th): GET /events/{{id}} {status}")
+        })
+        .collect();
+    let outcomes: Vec<String> = ["delivered", "retried", "failed"]
+        .iter()
+        .map(|o| {
+            let series = format!("mailroom_webhook_deliveries_total{{outcome=\"{o}\"}}");
+            format!("{o} {}", crate::support::metrics::metric(&app, &series))
+        })
+        .collect();
     assert!(
         missing.is_empty(),
-        "{} of {} acknowledged events never reached the endpoint, e.g. {missing:?}",
+        "{} of {} acknowledged events never reached the endpoint, e.g. {fates:?}; outcomes since the restart: {outcomes:?}",
         acked.difference(&got).count(),
         acked.len()
     );

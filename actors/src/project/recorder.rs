@@ -49,6 +49,10 @@ impl Store for Recorder {
         self.store.scan_durable(prefix, after)
     }
 
+    fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        self.store.scan_durable_in_order(prefix, after)
+    }
+
     fn apply(&self, batch: Batch) -> Result<Applied> {
         let applied = self.store.apply(batch)?;
         let mut mine = self.applied.lock().unwrap_or_else(|p| p.into_inner());

@@ -202,8 +202,10 @@ pub fn iter_rev<'a>(
 }
 
 /// Durable entries oldest first (ascending ids), from `from` on (inclusive): what a
-/// crash can no longer take back (`Store::scan_durable`), for a reader that acts on
-/// the outside (the webhook deliverer).
+/// crash can no longer take back, for a reader that acts on the outside and keeps a
+/// cursor (the webhook deliverer). The walk ends at a block rewritten since its last
+/// durable write (`Store::scan_durable_in_order`): the head is rewritten whenever a
+/// new block begins, and going on past an older copy of it skipped its newer entries.
 pub fn iter_durable_from<'a>(
     store: &'a dyn Store,
     prefix: &[u8],
@@ -225,7 +227,7 @@ pub fn iter_durable_from<'a>(
     };
     let prefix = prefix.to_vec();
     store
-        .scan_durable(&prefix, floor.as_deref())
+        .scan_durable_in_order(&prefix, floor.as_deref())
         .flat_map(move |kv| {
             let block = kv.and_then(|(k, v)| decode(&first_id(&prefix, &k)?, &v));
             let list: Vec<Result<Entry>> = match block {

@@ -136,6 +136,15 @@ pub trait Store: Send + Sync + 'static {
         self.scan(prefix, after, false)
     }
 
+    /// Like `scan_durable`, for a reader that keeps a cursor in key order (the webhook
+    /// deliverer walking the event log): it ends at the first key whose latest write is
+    /// not durable yet, showing that key's older durable value if there is one. Plain
+    /// `scan_durable` goes on past such a key with an older value than the durable one
+    /// (a block of the event log rewritten since), and a cursor moved past its entries.
+    fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        self.scan_durable(prefix, after)
+    }
+
     /// Applies a batch atomically. It is visible at once, and durable once
     /// `durable_after` with the answer (or `durable`) resolves.
     fn apply(&self, batch: Batch) -> Result<Applied>;

@@ -21,6 +21,9 @@ pub struct Overlay {
 
 pub type Snapshot = Vec<(Vec<u8>, u64, Option<Vec<u8>>)>;
 
+/// Entries of a range (None = deleted here), in key order.
+pub type Entries = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
 impl Overlay {
     pub fn apply(&mut self, ops: Vec<Op>) {
         for op in ops {
@@ -105,12 +108,47 @@ impl Overlay {
     }
 }
 
-type Entries = std::iter::Peekable<std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>>;
+impl Overlay {
+    /// Like `range_synced` forward, for a reader that must not pass over a durable entry
+    /// (`Store::scan_durable_in_order`): it ends before the first key whose latest write
+    /// came after `synced`, and answers that key. The overlay keeps only a key's latest
+    /// value, so such a key's durable value (an earlier write here, or the base's) is
+    /// unknown; entries after it would let a cursor move past entries it never saw.
+    pub fn range_synced_in_order(
+        &self,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        synced: u64,
+    ) -> (Entries, Option<Vec<u8>>) {
+        let mut out = Vec::new();
+        for (k, (ver, v)) in self.map.range((lower, upper)) {
+            if v.is_some() && *ver > synced {
+                return (out, Some(k.clone()));
+            }
+            out.push((k.clone(), v.clone()));
+        }
+        (out, None)
+    }
+}
+
+/// Ends a forward walk at `stop` (inclusive): the base's older value of that key is
+/// durable, the keys after it are left for a later walk.
+pub fn until(
+    merged: impl Iterator<Item = crate::error::Result<KvPair>>,
+    stop: Option<Vec<u8>>,
+) -> impl Iterator<Item = crate::error::Result<KvPair>> {
+    merged.take_while(move |r| match (r, &stop) {
+        (Ok((k, _)), Some(s)) => k <= s,
+        _ => true,
+    })
+}
+
+type Peeked = std::iter::Peekable<std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>>;
 
 /// Merges overlay entries over a sled range walked in the same direction: the overlay wins
 /// on equal keys, and its deletions hide sled's entries.
 pub struct Merge<I: Iterator> {
-    overlay: Entries,
+    overlay: Peeked,
     base: std::iter::Peekable<I>,
     reverse: bool,
 }

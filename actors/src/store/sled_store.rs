@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::group_commit::GroupCommit;
 use super::keys;
 use super::mover::{Mover, Target};
-use super::overlay::{Merge, Overlay};
+use super::overlay::{until, Merge, Overlay};
 use super::wal::{self, WalFile};
 use super::{Applied, Batch, Durable, KvIter, Op, Store};
 use crate::error::{Error, Result};
@@ -424,6 +424,7 @@ impl SledStore {
         after: Option<&[u8]>,
         reverse: bool,
         synced: u64,
+        in_order: bool,
     ) -> KvIter<'a> {
         use std::ops::Bound::{Excluded, Included, Unbounded};
         let start = prefix.to_vec();
@@ -437,14 +438,20 @@ impl SledStore {
             (_, _, Some(e)) => Excluded(e),
             (_, _, None) => Unbounded,
         };
-        let overlay = {
+        let (overlay, stop) = {
             let pending = lock(&self.log.pending);
             if pending.overlay.is_empty() {
-                Vec::new()
-            } else {
+                (Vec::new(), None)
+            } else if in_order {
                 pending
                     .overlay
-                    .range_synced(lower.clone(), upper.clone(), reverse, synced)
+                    .range_synced_in_order(lower.clone(), upper.clone(), synced)
+            } else {
+                let o = &pending.overlay;
+                (
+                    o.range_synced(lower.clone(), upper.clone(), reverse, synced),
+                    None,
+                )
             }
         };
         let range = self.db.range::<Vec<u8>, _>((lower, upper));
@@ -455,7 +462,7 @@ impl SledStore {
         if reverse {
             Box::new(Merge::new(overlay, range.rev().map(map), true))
         } else {
-            Box::new(Merge::new(overlay, range.map(map), false))
+            Box::new(until(Merge::new(overlay, range.map(map), false), stop))
         }
     }
 }
@@ -470,12 +477,17 @@ impl Store for SledStore {
     }
 
     fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
-        self.merged(prefix, after, reverse, u64::MAX)
+        self.merged(prefix, after, reverse, u64::MAX, false)
     }
 
     fn scan_durable<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
         let synced = self.log.synced.load(Ordering::Acquire);
-        self.merged(prefix, after, false, synced)
+        self.merged(prefix, after, false, synced, false)
+    }
+
+    fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        let synced = self.log.synced.load(Ordering::Acquire);
+        self.merged(prefix, after, false, synced, true)
     }
 
     fn batches_applied(&self) -> u64 {
@@ -585,6 +597,13 @@ mod tests {
         let s = store(dir.path());
         crate::store::contract::a_durable_scan_shows_values_once_durable_and_hides_deletions_at_once(&*s)
             .await;
+    }
+
+    #[tokio::test]
+    async fn an_in_order_durable_scan_stops_at_a_key_rewritten_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        crate::store::contract::an_in_order_durable_scan_stops_at_a_key_rewritten_since(&*s).await;
     }
 
     #[tokio::test]

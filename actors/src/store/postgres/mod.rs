@@ -33,7 +33,7 @@ use self::db::{Bytes, Db, Folded, Group, Map};
 use self::fence::Lost;
 use super::group_commit::GroupCommit;
 use super::keys;
-use super::overlay::{Merge, Overlay};
+use super::overlay::{until, Merge, Overlay};
 use super::{Applied, Batch, Durable, KvIter, KvPair, Op, Store};
 use crate::cluster::leases::Leases;
 use crate::error::{Error, Result};
@@ -326,6 +326,7 @@ impl Shared {
         after: Option<&[u8]>,
         reverse: bool,
         synced: u64,
+        in_order: bool,
     ) -> KvIter<'static> {
         let end = super::sled_store::prefix_end(prefix);
         let lower = match (after, reverse) {
@@ -339,17 +340,23 @@ impl Shared {
         };
         // The overlay before the map: a key committed in between is then in both
         // copies (with the same value), never in neither.
-        let overlay = {
+        let (overlay, stop) = {
             let p = lock(&self.pending);
             if p.overlay.is_empty() {
-                Vec::new()
-            } else {
+                (Vec::new(), None)
+            } else if in_order {
                 p.overlay
-                    .range_synced(lower.clone(), upper.clone(), reverse, synced)
+                    .range_synced_in_order(lower.clone(), upper.clone(), synced)
+            } else {
+                let o = &p.overlay;
+                (
+                    o.range_synced(lower.clone(), upper.clone(), reverse, synced),
+                    None,
+                )
             }
         };
         let base = Chunks::new(read(&self.base), lower, upper, reverse);
-        Box::new(Merge::new(overlay, base, reverse))
+        Box::new(until(Merge::new(overlay, base, reverse), stop))
     }
 }
 
@@ -374,12 +381,17 @@ impl Store for PostgresStore {
     }
 
     fn scan<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>, reverse: bool) -> KvIter<'a> {
-        self.shared.merged(prefix, after, reverse, u64::MAX)
+        self.shared.merged(prefix, after, reverse, u64::MAX, false)
     }
 
     fn scan_durable<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
         let synced = self.shared.synced.load(Ordering::Acquire);
-        self.shared.merged(prefix, after, false, synced)
+        self.shared.merged(prefix, after, false, synced, false)
+    }
+
+    fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        let synced = self.shared.synced.load(Ordering::Acquire);
+        self.shared.merged(prefix, after, false, synced, true)
     }
 
     fn batches_applied(&self) -> u64 {

@@ -91,6 +91,13 @@ async fn a_durable_scan_shows_values_once_committed_and_hides_deletions_at_once(
 }
 
 #[tokio::test]
+async fn an_in_order_durable_scan_stops_at_a_key_rewritten_since() {
+    let Some(config) = config().await else { return };
+    let s = PostgresStore::open(&config).unwrap();
+    crate::store::contract::an_in_order_durable_scan_stops_at_a_key_rewritten_since(&*s).await;
+}
+
+#[tokio::test]
 async fn scan_walks_a_prefix_both_ways_from_a_cursor_across_chunks() {
     let Some(config) = config().await else { return };
     let s = PostgresStore::open(&config).unwrap();
