@@ -85,9 +85,12 @@ impl Overlay {
         self.range_synced(lower, upper, reverse, u64::MAX)
     }
 
-    /// Like `range`, leaving out values written after version `synced` (not yet in the
-    /// log on disk); deletions are kept whenever they were made, so that what a reader
-    /// of durable entries acts on never includes one that is already gone.
+    /// Like `range`, but a key whose latest write came after version `synced` (not yet
+    /// in the log on disk) is hidden: its durable value is unknown (an earlier write
+    /// here, or the base's copy, which sled's mover may not have brought up to date), and
+    /// a reader that acted on the base's copy ran a workflow step on a state a crash
+    /// could take back. Deletions are kept whenever they were made, so that what a
+    /// reader of durable entries acts on never includes one that is already gone.
     pub fn range_synced(
         &self,
         lower: Bound<Vec<u8>>,
@@ -98,8 +101,7 @@ impl Overlay {
         let it = self
             .map
             .range((lower, upper))
-            .filter(move |(_, (ver, v))| v.is_none() || *ver <= synced)
-            .map(|(k, (_, v))| (k.clone(), v.clone()));
+            .map(move |(k, (ver, v))| (k.clone(), v.clone().filter(|_| *ver <= synced)));
         if reverse {
             it.rev().collect()
         } else {
@@ -122,6 +124,9 @@ impl Overlay {
     ) -> (Entries, Option<Vec<u8>>) {
         let mut out = Vec::new();
         for (k, (ver, v)) in self.map.range((lower, upper)) {
+            // An unsynced deletion does not stop the walk: the only deletions in a
+            // block list are pruning (below every cursor) and erasure (its events are
+            // read again before they are sent, and are gone).
             if v.is_some() && *ver > synced {
                 return (out, Some(k.clone()));
             }
@@ -131,8 +136,10 @@ impl Overlay {
     }
 }
 
-/// Ends a forward walk at `stop` (inclusive): the base's older value of that key is
-/// durable, the keys after it are left for a later walk.
+/// Ends a forward walk at `stop` (inclusive): the base's copy of that key was durable
+/// once, though it may be older than the key's durable value (sled's mover lags the
+/// log's sync); for a block of appended entries it holds a prefix of them, and the keys
+/// after it are left for a later walk.
 pub fn until(
     merged: impl Iterator<Item = crate::error::Result<KvPair>>,
     stop: Option<Vec<u8>>,

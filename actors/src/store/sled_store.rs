@@ -600,10 +600,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_in_order_durable_scan_stops_at_a_key_rewritten_since() {
+    async fn durable_scans_never_show_an_older_copy_of_a_key_rewritten_since() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(dir.path());
         crate::store::contract::an_in_order_durable_scan_stops_at_a_key_rewritten_since(&*s).await;
+        crate::store::contract::a_durable_scan_hides_a_key_rewritten_since(&*s).await;
     }
 
     #[tokio::test]

@@ -91,10 +91,11 @@ async fn a_durable_scan_shows_values_once_committed_and_hides_deletions_at_once(
 }
 
 #[tokio::test]
-async fn an_in_order_durable_scan_stops_at_a_key_rewritten_since() {
+async fn durable_scans_never_show_an_older_copy_of_a_key_rewritten_since() {
     let Some(config) = config().await else { return };
     let s = PostgresStore::open(&config).unwrap();
     crate::store::contract::an_in_order_durable_scan_stops_at_a_key_rewritten_since(&*s).await;
+    crate::store::contract::a_durable_scan_hides_a_key_rewritten_since(&*s).await;
 }
 
 #[tokio::test]
