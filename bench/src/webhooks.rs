@@ -1,8 +1,8 @@
 //! `webhooks`: what an endpoint subscribed to every event costs `/v1/track`, and how fast
 //! deliveries reach a local receiver. The same server runs `/v1/track` with no endpoint,
-//! then with one subscribed to `*` (each track then writes a delivery in its batch and
-//! the delivery loop POSTs it), and the receiver counts what arrives until the backlog
-//! has drained. The goal (#33): tracks with the endpoint at most 15% slower.
+//! then with one subscribed to `*` (the delivery loop walks the event log and POSTs
+//! each event, on a connection its lane keeps), and the receiver counts what arrives
+//! until the backlog has drained. The goal (#33): tracks with the endpoint at most 15% slower.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,7 +16,9 @@ use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::server::Server;
 
-/// A receiver on loopback that answers 200 to every request and counts them.
+/// A receiver on loopback that answers 200 to every request and counts them. It keeps
+/// each connection open for the next request (as receivers behind a web server do),
+/// unless the request says `Connection: close`.
 async fn receiver(count: Arc<AtomicU64>) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -29,34 +31,42 @@ async fn receiver(count: Arc<AtomicU64>) -> std::net::SocketAddr {
             };
             let count = count.clone();
             tokio::spawn(async move {
-                // Headers, then as much body as Content-Length says.
                 let mut buf = Vec::with_capacity(4096);
                 let mut chunk = [0u8; 4096];
                 loop {
-                    let Ok(n) = conn.read(&mut chunk).await else {
-                        return;
+                    // Headers, then as much body as Content-Length says.
+                    let (used, close) = loop {
+                        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                            let len: usize = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                let close = head.lines().any(|l| {
+                                    l.strip_prefix("connection:")
+                                        .is_some_and(|v| v.trim() == "close")
+                                });
+                                break (end + 4 + len, close);
+                            }
+                        }
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
                     };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
+                    buf.drain(..used);
+                    count.fetch_add(1, Ordering::Relaxed);
+                    let answer: &[u8] = if close {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    } else {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
                     };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + len {
-                        break;
+                    if conn.write_all(answer).await.is_err() || close {
+                        return;
                     }
                 }
-                count.fetch_add(1, Ordering::Relaxed);
-                let _ = conn
-                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                    .await;
             });
         }
     });

@@ -18,6 +18,8 @@ pub struct Hit {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Which connection it came on, counted from 0 in the order they were accepted.
+    pub connection: usize,
 }
 
 impl Hit {
@@ -36,7 +38,8 @@ impl Hit {
 }
 
 /// A small HTTP/1.1 server on loopback that keeps every request it gets and answers each
-/// with `status`, an empty body and `Connection: close`.
+/// with `status`, an empty body and `Connection: close` (or, made by `keeping_alive`,
+/// keeps each connection for the next request).
 pub struct HookServer {
     addr: SocketAddr,
     hits: Arc<Mutex<Vec<Hit>>>,
@@ -51,6 +54,16 @@ impl HookServer {
     /// A server that answers its n-th request with `statuses[n]`, and every request past
     /// the list with its last status (`[500, 503, 200]`: two failures, then success).
     pub fn answering(statuses: Vec<u16>) -> HookServer {
+        HookServer::serving(statuses, false)
+    }
+
+    /// A server that answers `status` and keeps each connection open for the next
+    /// request, as a receiver behind a web server does.
+    pub fn keeping_alive(status: u16) -> HookServer {
+        HookServer::serving(vec![status], true)
+    }
+
+    fn serving(statuses: Vec<u16>, keep_alive: bool) -> HookServer {
         assert!(!statuses.is_empty(), "at least one status");
         let statuses = Arc::new(statuses);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test HTTP server");
@@ -61,13 +74,15 @@ impl HookServer {
         std::thread::Builder::new()
             .name("test-webhook".into())
             .spawn(move || {
-                for stream in listener.incoming() {
+                for (connection, stream) in listener.incoming().enumerate() {
                     if stopped.load(Ordering::SeqCst) {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
                     let (kept, statuses) = (kept.clone(), statuses.clone());
-                    std::thread::spawn(move || serve_hook(stream, &kept, &statuses));
+                    std::thread::spawn(move || {
+                        serve_hook(stream, connection, keep_alive, &kept, &statuses)
+                    });
                 }
             })
             .expect("spawn the test HTTP server");
@@ -95,16 +110,59 @@ impl Drop for HookServer {
     }
 }
 
-/// Reads one request (Content-Length or chunked body), keeps it, then answers.
-fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, statuses: &[u16]) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+/// Reads requests (Content-Length or chunked bodies), keeps each, and answers it: one
+/// request, or with `keep_alive` every one until the peer hangs up.
+fn serve_hook(
+    stream: TcpStream,
+    connection: usize,
+    keep_alive: bool,
+    hits: &Mutex<Vec<Hit>>,
+    statuses: &[u16],
+) {
+    let timeout = if keep_alive { 60 } else { 10 };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(timeout)));
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(read_half);
+    let mut stream = stream;
+    while let Some(mut hit) = read_request(&mut reader) {
+        hit.connection = connection;
+        let status = {
+            let mut hits = hits.lock().unwrap();
+            let n = hits.len();
+            hits.push(hit);
+            statuses[n.min(statuses.len() - 1)]
+        };
+        let reason = match status {
+            200 => "OK",
+            410 => "Gone",
+            500 => "Internal Server Error",
+            503 => "Service Unavailable",
+            _ => "Status",
+        };
+        let close = if keep_alive {
+            ""
+        } else {
+            "Connection: close\r\n"
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n{close}\r\n"
+        );
+        let _ = stream.flush();
+        if !keep_alive {
+            return;
+        }
+    }
+}
+
+/// One request off the connection; None when the peer sent nothing more (such as the
+/// connection that stops the server).
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Hit> {
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return; // a connection that sent nothing (such as the one that stops the server)
+        return None;
     }
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_owned();
@@ -164,28 +222,11 @@ fn serve_hook(stream: TcpStream, hits: &Mutex<Vec<Hit>>, statuses: &[u16]) {
             body = buf;
         }
     }
-    let status = {
-        let mut hits = hits.lock().unwrap();
-        let n = hits.len();
-        hits.push(Hit {
-            method,
-            path,
-            headers,
-            body,
-        });
-        statuses[n.min(statuses.len() - 1)]
-    };
-    let reason = match status {
-        200 => "OK",
-        410 => "Gone",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    };
-    let mut stream = stream;
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    let _ = stream.flush();
+    Some(Hit {
+        method,
+        path,
+        headers,
+        body,
+        connection: 0,
+    })
 }

@@ -165,6 +165,42 @@ fn an_endpoint_shows_its_secret_once_and_bad_urls_names_and_counts_are_refused()
 }
 
 #[test]
+fn deliveries_to_an_endpoint_that_keeps_its_connections_open_share_one() {
+    let (app, p) = app();
+    let server = HookServer::keeping_alive(200);
+    endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    // One at a time, each delivered before the next is tracked: each goes in a lane of
+    // its own, and the connection the first lane opened carries the others.
+    for (n, email) in ["ada@example.com", "bea@example.com", "cy@example.com"]
+        .iter()
+        .enumerate()
+    {
+        track(&app, &p, email, "signup");
+        hits(&server, n + 1);
+    }
+    let got = server.hits();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got.iter().all(|h| h.connection == got[0].connection),
+        "one connection: {:?}",
+        got.iter().map(|h| h.connection).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn deliveries_to_an_endpoint_that_closes_its_connections_each_open_another() {
+    let (app, p) = app();
+    let server = HookServer::start(200);
+    endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    for (n, email) in ["ada@example.com", "bea@example.com"].iter().enumerate() {
+        track(&app, &p, email, "signup");
+        hits(&server, n + 1);
+    }
+    let got = server.hits();
+    assert_ne!(got[0].connection, got[1].connection, "{got:?}");
+}
+
+#[test]
 fn a_tracked_event_arrives_signed_with_the_event_and_its_contact() {
     let (app, p) = app();
     let server = HookServer::start(200);

@@ -22,7 +22,7 @@ use crate::model::{DeliveryId, Event, EventId, ProjectId, Timestamp, WebhookId};
 use crate::project::apply::Apply;
 use crate::project::registry::Registry;
 use crate::store::{blocks, keys, Batch};
-use crate::workflow::webhook::WebhookClient;
+use crate::workflow::webhook::{Session, WebhookClient};
 
 use super::model::{Delivery, DeliveryStatus, Webhook};
 use super::{records, sign, WebhookConfig};
@@ -75,7 +75,15 @@ pub struct Deliverer {
     marks: Mutex<HashMap<(ProjectId, WebhookId), Mark>>,
     /// Which noted project a round walks first.
     turn: std::sync::atomic::AtomicUsize,
+    /// Connections lanes left open, by endpoint, with when each was last used: the next
+    /// lane of the endpoint takes one, so a trickle of events does not cost a handshake
+    /// each (at most `max_in_flight_per_endpoint` an endpoint, none idle past `IDLE`).
+    idle: Mutex<HashMap<WebhookId, Vec<(std::time::Instant, Session)>>>,
 }
+
+/// How long a connection is kept open with nothing to send (receivers commonly close
+/// theirs after a minute or more; a kept one that was closed is found out and replaced).
+const IDLE: Duration = Duration::from_secs(30);
 
 /// An endpoint's walk between rounds. Under load the log grows by thousands of events a
 /// second, and a walk from the stored cursor each round would read the ones under way
@@ -127,6 +135,7 @@ impl Deliverer {
             dirty: Mutex::default(),
             marks: Mutex::default(),
             turn: Default::default(),
+            idle: Mutex::default(),
         });
         let looping = me.clone();
         tokio::spawn(async move {
@@ -191,7 +200,33 @@ impl Deliverer {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(p, _), _| owned.contains(p));
         self.dirty().extend(found);
+        // Connections idle too long, and those of endpoints gone from this node, close.
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        for kept in idle.values_mut() {
+            kept.retain(|(at, _)| at.elapsed() < IDLE);
+        }
+        idle.retain(|_, kept| !kept.is_empty());
         Ok(())
+    }
+
+    /// A connection left open to `w`, if one was used lately.
+    fn session(&self, w: WebhookId) -> Session {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = idle.get_mut(&w);
+        let found = kept.and_then(|k| k.pop().filter(|(at, _)| at.elapsed() < IDLE));
+        found.map(|(_, s)| s).unwrap_or_default()
+    }
+
+    /// Keeps a lane's connection for the endpoint's next lane.
+    fn keep_session(&self, w: WebhookId, session: Session) {
+        if !session.is_open() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = idle.entry(w).or_default();
+        if kept.len() < self.config.max_in_flight_per_endpoint {
+            kept.push((std::time::Instant::now(), session));
+        }
     }
 
     /// Hands due work to lanes: a lane is a task that sends one endpoint's deliveries
@@ -312,8 +347,10 @@ impl Deliverer {
             tokio::spawn(async move {
                 let mut rest = queue.iter();
                 let mut failed = false;
+                // One connection for the lane's attempts, kept while the endpoint keeps it.
+                let mut session = me.session(w);
                 for &job in rest.by_ref() {
-                    let sent = me.attempt(p, w, job).await;
+                    let sent = me.attempt(&mut session, p, w, job).await;
                     me.release(&[job.delivery]);
                     match sent {
                         Ok(true) => {}
@@ -325,6 +362,7 @@ impl Deliverer {
                         }
                     }
                 }
+                me.keep_session(w, session);
                 // An endpoint that failed keeps the rest of its lane for a later round.
                 let left: Vec<DeliveryId> = rest.map(|j| j.delivery).collect();
                 let broke = !left.is_empty() || failed;
@@ -482,7 +520,13 @@ impl Deliverer {
 
     /// Sends one delivery and records what it got; true when the endpoint took it (or
     /// it had nothing to send), false when the endpoint failed.
-    async fn attempt(&self, p: ProjectId, w: WebhookId, job: Job) -> Result<bool> {
+    async fn attempt(
+        &self,
+        session: &mut Session,
+        p: ProjectId,
+        w: WebhookId,
+        job: Job,
+    ) -> Result<bool> {
         let store = self.registry.store().clone();
         let stored = records::load_delivery(&*store, p, w, job.delivery)?;
         let first = match (&stored, job.first) {
@@ -521,15 +565,16 @@ impl Deliverer {
                 let id = delivery.event.to_string();
                 let body = delivery.payload.clone().into_bytes();
                 let headers = headers(hook, &id, now, &body);
-                Some(
-                    match self.client.call(&hook.url, "POST", &headers, body).await {
-                        Ok(code) => Answer::Status(code),
-                        Err(e) => {
-                            tracing::debug!(project = %p, delivery = %job.delivery, detail = %e.detail(), "a webhook got no answer");
-                            Answer::NoAnswer(e.to_string())
-                        }
-                    },
-                )
+                let sent = self
+                    .client
+                    .call_in(session, &hook.url, "POST", &headers, body);
+                Some(match sent.await {
+                    Ok(code) => Answer::Status(code),
+                    Err(e) => {
+                        tracing::debug!(project = %p, delivery = %job.delivery, detail = %e.detail(), "a webhook got no answer");
+                        Answer::NoAnswer(e.to_string())
+                    }
+                })
             }
             // Gone, done, or its endpoint disabled: it leaves the queue.
             _ => None,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -228,7 +229,8 @@ impl WebhookClient {
         }
     }
 
-    /// Makes the request; answers the status code, or why there is none.
+    /// Makes the request on a connection of its own; answers the status code, or why
+    /// there is none.
     pub async fn call(
         &self,
         url: &str,
@@ -236,7 +238,22 @@ impl WebhookClient {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<u16, WebhookError> {
-        self.exchange(url, method, headers, body, 0)
+        self.call_in(&mut Session::default(), url, method, headers, body)
+            .await
+    }
+
+    /// Like `call`, on `session`'s connection when it is one to the same origin and
+    /// still open (and keeping this one there for the next call when the answer leaves
+    /// it open).
+    pub async fn call_in(
+        &self,
+        session: &mut Session,
+        url: &str,
+        method: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, WebhookError> {
+        self.exchange(session, url, method, headers, body, 0)
             .await
             .map(|(status, _)| status)
     }
@@ -248,24 +265,34 @@ impl WebhookClient {
         url: &str,
         max_bytes: usize,
     ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
-        self.exchange(url, "GET", &[], Vec::new(), max_bytes).await
+        let mut once = Session::default();
+        self.exchange(&mut once, url, "GET", &[], Vec::new(), max_bytes)
+            .await
     }
 
     async fn exchange(
         &self,
+        session: &mut Session,
         url: &str,
         method: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
         keep: usize,
     ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
+        // The kept connection is taken out for the call and put back only by a call
+        // that ended well, so a timeout or an error never leaves one half used.
+        let kept = session.kept.take();
         match tokio::time::timeout(
             self.timeout,
-            self.call_inner(url, method, headers, body, keep),
+            self.call_inner(kept, url, method, headers, Bytes::from(body), keep),
         )
         .await
         {
-            Ok(result) => result,
+            Ok(Ok((status, body, open))) => {
+                session.kept = open;
+                Ok((status, body))
+            }
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(WebhookError::Timeout(self.timeout.as_secs_f64())),
         }
     }
@@ -291,15 +318,39 @@ impl WebhookClient {
         Ok(public)
     }
 
+    /// The request, on the kept connection when it goes to the same origin and is still
+    /// open, else on a new one; answers the connection when it may carry another.
     async fn call_inner(
         &self,
+        kept: Option<Kept>,
         url: &str,
         method: &str,
         headers: &[(String, String)],
-        body: Vec<u8>,
+        body: Bytes,
         keep: usize,
-    ) -> Result<(u16, Option<Vec<u8>>), WebhookError> {
+    ) -> Result<(u16, Option<Vec<u8>>, Option<Kept>), WebhookError> {
         let t = target(url)?;
+        let origin = (t.https, t.host.clone(), t.port);
+        if let Some((o, mut conn)) = kept.filter(|(o, _)| *o == origin) {
+            if conn.sender.ready().await.is_ok() {
+                let req = request(&t, method, headers, body.clone())?;
+                // A kept connection the endpoint closed as the request went out fails
+                // here; the request goes once more on a new one (a receiver may then see
+                // it twice, as after any failure, under the same webhook-id).
+                if let Ok((status, got, open)) = send_on(&mut conn, req, keep).await {
+                    return Ok((status, got, open.then_some((o, conn))));
+                }
+            }
+        }
+        let mut conn = self.connect(&t).await?;
+        let req = request(&t, method, headers, body)?;
+        let (status, got, open) = send_on(&mut conn, req, keep).await?;
+        Ok((status, got, open.then_some((origin, conn))))
+    }
+
+    /// A new connection to a checked address of `t`'s host (over TLS for https), with
+    /// its driver running until the connection is dropped.
+    async fn connect(&self, t: &Target) -> Result<Conn, WebhookError> {
         let ips = self.addresses(&t.host).await?;
         let mut last = WebhookError::NoAddress;
         let mut stream = None;
@@ -314,30 +365,6 @@ impl WebhookClient {
         }
         let stream = stream.ok_or(last)?;
         let _ = stream.set_nodelay(true);
-        let host = match t.host.parse::<IpAddr>() {
-            Ok(IpAddr::V6(_)) => format!("[{}]", t.host),
-            _ => t.host.clone(),
-        };
-        let host_header = match t.port {
-            80 if !t.https => host,
-            443 if t.https => host,
-            port => format!("{host}:{port}"),
-        };
-        let mut req = Request::builder()
-            .method(method)
-            .uri(t.path.as_str())
-            .header("host", host_header)
-            .header(
-                "user-agent",
-                concat!("Mailroom/", env!("CARGO_PKG_VERSION")),
-            )
-            .header("content-type", "application/json");
-        for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body)))
-            .map_err(WebhookError::Request)?;
         if t.https {
             let name = ServerName::try_from(t.host.clone())
                 .map_err(|_| WebhookError::TlsName(t.host.clone()))?;
@@ -346,61 +373,137 @@ impl WebhookClient {
                 .connect(name, stream)
                 .await
                 .map_err(|e| WebhookError::Tls(t.host.clone(), e))?;
-            send(TokioIo::new(tls), req, keep).await
+            open(TokioIo::new(tls)).await
         } else {
-            send(TokioIo::new(stream), req, keep).await
+            open(TokioIo::new(stream)).await
         }
     }
 }
 
-/// Sends `req` and reads the answer: its status, and its body when `keep` bytes held
-/// it (reading stops past `keep`, or past 64 KiB when nothing is kept).
-async fn send<T>(
-    io: T,
-    req: Request<Full<Bytes>>,
-    keep: usize,
-) -> Result<(u16, Option<Vec<u8>>), WebhookError>
+/// A connection kept between calls (`WebhookClient::call_in`): the event deliverer's
+/// lanes each send one endpoint's deliveries one after another, and a new connection
+/// for each cost a TCP (and TLS) handshake on both sides. Its address was checked when
+/// it was made, and it is used again only for the same scheme, host and port.
+#[derive(Default)]
+pub struct Session {
+    kept: Option<Kept>,
+}
+
+impl Session {
+    /// Whether it holds a connection the last answer left open.
+    pub fn is_open(&self) -> bool {
+        self.kept
+            .as_ref()
+            .is_some_and(|(_, c)| !c.sender.is_closed())
+    }
+}
+
+/// Scheme (https or not), host and port.
+type Origin = (bool, String, u16);
+type Kept = (Origin, Conn);
+
+/// A connection: its sender, and the task that drives it, stopped when the connection
+/// is dropped (a request given up on, or a session that ends), so that an endpoint that
+/// never answers holds nothing after its timeout.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+fn request(
+    t: &Target,
+    method: &str,
+    headers: &[(String, String)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, WebhookError> {
+    let host = match t.host.parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) => format!("[{}]", t.host),
+        _ => t.host.clone(),
+    };
+    let host_header = match t.port {
+        80 if !t.https => host,
+        443 if t.https => host,
+        port => format!("{host}:{port}"),
+    };
+    let mut req = Request::builder()
+        .method(method)
+        .uri(t.path.as_str())
+        .header("host", host_header)
+        .header(
+            "user-agent",
+            concat!("Mailroom/", env!("CARGO_PKG_VERSION")),
+        )
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    req.body(Full::new(body)).map_err(WebhookError::Request)
+}
+
+/// The HTTP/1.1 handshake on `io`; the connection's driver runs on its own task.
+async fn open<T>(io: T) -> Result<Conn, WebhookError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+    let (sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(WebhookError::Handshake)?;
-    let driver = tokio::spawn(conn);
-    let res = sender.send_request(req).await.map_err(WebhookError::Send);
-    let status = match res {
-        Ok(res) => {
-            let status = res.status().as_u16();
-            // Read at most a little of the answer (kept only when asked for), then hang up.
-            let mut body = res.into_body();
-            // Kept: read one frame past the limit to tell a body that fits from one that
-            // does not. Not kept: stop at 64 KiB, as before.
-            let limit = if keep > 0 { keep + 1 } else { 64 * 1024 };
-            let mut read = 0usize;
-            let mut kept = Vec::new();
-            let mut whole = false;
-            while read < limit {
-                match body.frame().await {
-                    Some(Ok(frame)) => {
-                        let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
-                        read += data.len();
-                        if keep > 0 && read <= keep {
-                            kept.extend_from_slice(data);
-                        }
-                    }
-                    None => {
-                        whole = true;
-                        break;
-                    }
-                    Some(Err(_)) => break,
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Conn { sender, driver })
+}
+
+/// Sends `req` and reads the answer: its status, its body when `keep` bytes held it
+/// (reading stops past `keep`, or past 64 KiB when nothing is kept), and whether the
+/// connection can carry another request (the body was read to its end and the peer
+/// did not close).
+async fn send_on(
+    conn: &mut Conn,
+    req: Request<Full<Bytes>>,
+    keep: usize,
+) -> Result<(u16, Option<Vec<u8>>, bool), WebhookError> {
+    let res = conn
+        .sender
+        .send_request(req)
+        .await
+        .map_err(WebhookError::Send)?;
+    let status = res.status().as_u16();
+    let mut body = res.into_body();
+    // Kept: read one frame past the limit to tell a body that fits from one that does
+    // not. Not kept: stop at 64 KiB, as before.
+    let limit = if keep > 0 { keep + 1 } else { 64 * 1024 };
+    let mut read = 0usize;
+    let mut kept = Vec::new();
+    let mut whole = false;
+    while read < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
+                read += data.len();
+                if keep > 0 && read <= keep {
+                    kept.extend_from_slice(data);
                 }
             }
-            Ok((status, (keep > 0 && whole && read <= keep).then_some(kept)))
+            None => {
+                whole = true;
+                break;
+            }
+            Some(Err(_)) => break,
         }
-        Err(e) => Err(e),
-    };
-    driver.abort();
-    status
+    }
+    let open = whole && !conn.sender.is_closed();
+    Ok((
+        status,
+        (keep > 0 && whole && read <= keep).then_some(kept),
+        open,
+    ))
 }
 
 #[cfg(test)]
