@@ -760,6 +760,13 @@ fn record(
             }
         }
     }
+    if delivery.status != DeliveryStatus::Pending {
+        // Only a delivery that will be tried again keeps its payload (a retry sends it
+        // as it was first sent). One that is over keeps none: nothing reads it (the
+        // list of deliveries shows no payload), its write is a third the size, and an
+        // erasure finds nothing of the contact's in it.
+        delivery.payload = String::new();
+    }
     records::put_delivery(&mut batch, p, &delivery)?;
     // The endpoint's record is written only when this outcome changed it.
     let changed = hook.as_ref().filter(|_| hook != hook_before);

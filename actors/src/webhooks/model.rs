@@ -71,7 +71,8 @@ pub struct Delivery {
     pub event: EventId,
     /// The event's name (`type` in the payload).
     pub kind: String,
-    /// The JSON body, as it is signed and sent on every attempt.
+    /// The JSON body, as it is signed and sent on every attempt; empty once the
+    /// delivery is over (delivered, failed or cancelled).
     pub payload: String,
     /// Attempts made so far.
     pub attempts: u32,
