@@ -596,6 +596,65 @@ fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
 }
 
 #[test]
+fn a_dead_endpoints_backlog_of_retries_does_not_hold_back_another_projects_retry() {
+    let app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.retry_seconds = vec![5, 60];
+        s.webhooks.timeout_seconds = 5;
+        s.limits.requests_per_minute = 0;
+    });
+    let (a, b) = (app.create_project("A"), app.create_project("B"));
+    // A's endpoint first refuses connections, so 600 first attempts fail at once and
+    // wait for their retry; then it points at one that takes connections and never
+    // answers, so its retries hold their slots and the rest stay due.
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/hook", l.local_addr().unwrap())
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/hook", silent.local_addr().unwrap());
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            for s in silent.incoming().flatten() {
+                held.lock().unwrap().push(s);
+            }
+        });
+    }
+    let dead = endpoint(&app, &a, &refused, json!(["stuck"]));
+    for i in 0..600 {
+        track(&app, &a, &format!("a{i}@example.com"), "stuck");
+    }
+    let retried = "mailroom_webhook_deliveries_total{outcome=\"retried\"}";
+    let queued = eventually(
+        120,
+        || crate::support::metrics::metric(&app, retried),
+        |n| *n >= 600.0,
+    );
+    assert!(queued >= 600.0, "A's 600 first attempts failed: {queued}");
+    let patched = app.patch(
+        &format!("/webhooks/{}", dead["id"].as_str().unwrap()),
+        &a.secret,
+        json!({"url": silent_url}),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.text);
+    // B's endpoint fails its first attempt, and its retry is due after A's 600.
+    let live = HookServer::answering(vec![500, 200]);
+    endpoint(&app, &b, &live.url("/hook"), json!(["ping"]));
+    track(&app, &b, "b@example.com", "ping");
+    assert_eq!(hits(&live, 1).len(), 1);
+    advance(&app, 6_000);
+    let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 1);
+    assert!(hanging >= 1, "A's retries hang on its endpoint");
+    let got = eventually(20, || live.hits().len(), |n| *n >= 2);
+    assert_eq!(
+        got, 2,
+        "B's retry went out while A's backlog of retries waited behind its full slots"
+    );
+}
+
+#[test]
 fn an_email_event_carries_the_email_its_message_id_and_subject() {
     let (app, p) = app();
     let trust = app.post(

@@ -31,7 +31,8 @@ const ROUND: Duration = Duration::from_millis(200);
 
 /// Queue entries one round looks at, at most: the due ones come first, and a backlog of
 /// thousands for a few busy endpoints must not make every round walk all of it (a
-/// round runs each time an attempt ends).
+/// round runs each time an attempt ends). The next round goes on from where one that
+/// reached the bound stopped, so every due retry is looked at in turn.
 const ROUND_SCAN: usize = 512;
 
 /// One endpoint's attempts, made one after another.
@@ -79,6 +80,8 @@ pub struct Deliverer {
     /// lane of the endpoint takes one, so a trickle of events does not cost a handshake
     /// each (at most `max_in_flight_per_endpoint` an endpoint, none idle past `IDLE`).
     idle: Mutex<HashMap<WebhookId, Vec<(std::time::Instant, Session)>>>,
+    /// Where the next round's look at the retries due starts (None: the queue's start).
+    due_from: Mutex<Option<Vec<u8>>>,
 }
 
 /// How long a connection is kept open with nothing to send (receivers commonly close
@@ -136,6 +139,7 @@ impl Deliverer {
             marks: Mutex::default(),
             turn: Default::default(),
             idle: Mutex::default(),
+            due_from: Mutex::default(),
         });
         let looping = me.clone();
         tokio::spawn(async move {
@@ -173,6 +177,10 @@ impl Deliverer {
             }
         });
         me
+    }
+
+    fn due_from(&self) -> std::sync::MutexGuard<'_, Option<Vec<u8>>> {
+        self.due_from.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn dirty(&self) -> std::sync::MutexGuard<'_, HashSet<ProjectId>> {
@@ -248,9 +256,21 @@ impl Deliverer {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
             let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
             plan.lanes_in_all = per.values().sum();
-            for kv in store.scan(keys::WEBHOOK_DUE, None, false).take(ROUND_SCAN) {
+            // The retries due, `ROUND_SCAN` at a time from where the last round stopped:
+            // a dead endpoint's backlog at the head of the queue (its slots full, every
+            // entry skipped) must not keep the rounds from the retries behind it.
+            let from = self.due_from().take();
+            let (mut seen, mut last, mut full) = (0, None, false);
+            for kv in store.scan(keys::WEBHOOK_DUE, from.as_deref(), false) {
                 let (k, _) = kv?;
-                let Some((due, p, w, d)) = keys::parse_webhook_due(&k) else {
+                if seen == ROUND_SCAN {
+                    full = true;
+                    break;
+                }
+                seen += 1;
+                let parsed = keys::parse_webhook_due(&k);
+                last = Some(k);
+                let Some((due, p, w, d)) = parsed else {
                     continue;
                 };
                 if due > now {
@@ -271,6 +291,11 @@ impl Deliverer {
                     Added::EndpointFull => {}
                     Added::AllFull => break,
                 }
+            }
+            // The next round goes on after the last entry looked at, or from the start
+            // once the due ones were all seen.
+            if full {
+                *self.due_from() = last;
             }
             // Round-robin: the project walked first (and so first to the free slots)
             // changes every round, so no project's backlog keeps the others waiting.
