@@ -412,6 +412,7 @@ pub struct Webhooks {
     pub allow_private_addresses: bool,
     pub max_in_flight: usize,
     pub max_in_flight_per_endpoint: usize,
+    pub max_in_flight_per_project: usize,
     /// The least time between two rounds of the delivery loop.
     pub round_gap_ms: u64,
 }
@@ -426,6 +427,7 @@ impl Webhooks {
             max_per_project: max_webhooks,
             max_in_flight: self.max_in_flight.max(1),
             max_in_flight_per_endpoint: self.max_in_flight_per_endpoint.max(1),
+            max_in_flight_per_project: self.max_in_flight_per_project.max(1),
             round_gap: std::time::Duration::from_millis(self.round_gap_ms),
         }
     }

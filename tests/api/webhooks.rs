@@ -9,6 +9,7 @@ use hmac::{Hmac, Mac};
 use mailroom_testkit::{Hit, HookServer};
 use serde_json::{json, Value};
 use sha2::Sha256;
+use std::sync::{Arc, Mutex};
 
 use crate::support::app::{Project, TestApp};
 use crate::support::campaign::{advance, eventually};
@@ -51,6 +52,21 @@ fn track(app: &TestApp, p: &Project, email: &str, event: &str) {
 }
 
 /// The hits once there are at least `n` (or after the deadline).
+/// An endpoint that takes connections and never answers them: its URL, and the
+/// connections it holds.
+fn silent() -> (String, Arc<Mutex<Vec<std::net::TcpStream>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holding = held.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            holding.lock().unwrap().push(s);
+        }
+    });
+    (url, held)
+}
+
 fn hits(server: &HookServer, n: usize) -> Vec<Hit> {
     eventually(30, || server.hits(), |h: &Vec<Hit>| h.len() >= n)
 }
@@ -461,7 +477,6 @@ fn deliveries_that_are_over_go_after_retention_webhook_deliveries_days() {
 fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
     use std::collections::HashSet;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
     let mut app = TestApp::spawn_with(|s| {
         s.webhooks.allow_private_addresses = true;
         s.limits.requests_per_minute = 0;
@@ -557,17 +572,7 @@ fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
     });
     let (a, b) = (app.create_project("A"), app.create_project("B"));
     // A's endpoint takes connections and never answers them.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let silent_url = format!("http://{}/hook", silent.local_addr().unwrap());
-    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    {
-        let held = held.clone();
-        std::thread::spawn(move || {
-            for s in silent.incoming().flatten() {
-                held.lock().unwrap().push(s);
-            }
-        });
-    }
+    let (silent_url, held) = silent();
     let live = HookServer::start(200);
     endpoint(&app, &a, &silent_url, json!(["*"]));
     endpoint(&app, &b, &live.url("/hook"), json!(["ping"]));
@@ -611,17 +616,7 @@ fn a_dead_endpoints_backlog_of_retries_does_not_hold_back_another_projects_retry
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/hook", l.local_addr().unwrap())
     };
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let silent_url = format!("http://{}/hook", silent.local_addr().unwrap());
-    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    {
-        let held = held.clone();
-        std::thread::spawn(move || {
-            for s in silent.incoming().flatten() {
-                held.lock().unwrap().push(s);
-            }
-        });
-    }
+    let (silent_url, held) = silent();
     let dead = endpoint(&app, &a, &refused, json!(["stuck"]));
     for i in 0..600 {
         track(&app, &a, &format!("a{i}@example.com"), "stuck");
@@ -651,6 +646,60 @@ fn a_dead_endpoints_backlog_of_retries_does_not_hold_back_another_projects_retry
     assert_eq!(
         got, 2,
         "B's retry went out while A's backlog of retries waited behind its full slots"
+    );
+}
+
+#[test]
+fn a_dead_endpoint_does_not_hold_back_a_live_one_of_the_same_project_for_the_same_event() {
+    let app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.timeout_seconds = 20;
+    });
+    let p = app.create_project("Acme");
+    let (silent_url, held) = silent();
+    let live = HookServer::start(200);
+    endpoint(&app, &p, &silent_url, json!(["signup"]));
+    endpoint(&app, &p, &live.url("/hook"), json!(["signup"]));
+    for (n, email) in ["ada@example.com", "bea@example.com"].iter().enumerate() {
+        track(&app, &p, email, "signup");
+        let got = eventually(10, || live.hits().len(), |h| *h > n);
+        assert_eq!(got, n + 1, "the live endpoint got the event at once");
+    }
+    assert!(
+        !held.lock().unwrap().is_empty(),
+        "the dead one holds its attempt"
+    );
+}
+
+#[test]
+fn a_project_with_several_dead_endpoints_holds_at_most_its_share_of_the_slots() {
+    let app = TestApp::spawn_with(|s| {
+        s.webhooks.allow_private_addresses = true;
+        s.webhooks.timeout_seconds = 20;
+        s.webhooks.max_in_flight = 4;
+        s.webhooks.max_in_flight_per_project = 2;
+        s.limits.requests_per_minute = 0;
+    });
+    let (a, b) = (app.create_project("A"), app.create_project("B"));
+    let (silent_url, held) = silent();
+    for _ in 0..4 {
+        endpoint(&app, &a, &silent_url, json!(["*"]));
+    }
+    for i in 0..10 {
+        track(&app, &a, &format!("a{i}@example.com"), "stuck");
+    }
+    let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 2);
+    assert!(hanging >= 2, "A's endpoints hold their connections");
+    // A's four endpoints could take all 4 of the node's slots; its share is 2.
+    let live = HookServer::start(200);
+    endpoint(&app, &b, &live.url("/hook"), json!(["ping"]));
+    track(&app, &b, "b@example.com", "ping");
+    let got = eventually(10, || live.hits().len(), |n| *n >= 1);
+    assert_eq!(got, 1, "B's event went out beside A's dead endpoints");
+    assert_eq!(
+        held.lock().unwrap().len(),
+        2,
+        "A holds 2 slots (webhooks.max_in_flight_per_project)"
     );
 }
 

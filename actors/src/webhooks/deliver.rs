@@ -6,9 +6,9 @@
 //! project's actor as its record: delivered, failed for good, or retried on the
 //! schedule through the queue of retries (`keys::webhook_due`), which the loop walks
 //! too. It runs every 200 ms, when a project is noted, and whenever an attempt ends,
-//! with at most `max_in_flight` requests at once and `max_in_flight_per_endpoint` per
-//! endpoint, so a slow or dead endpoint holds a few slots, not the loop, and never an
-//! actor or an HTTP worker. An attempt whose outcome a `kill -9` lost left no record
+//! with at most `max_in_flight` requests at once, `max_in_flight_per_endpoint` per
+//! endpoint and `max_in_flight_per_project` per project, so a slow or dead endpoint
+//! holds a few slots, not the loop, and never an actor or an HTTP worker. An attempt whose outcome a `kill -9` lost left no record
 //! (or its retry is still queued), so it is sent again under the same `webhook-id`.
 
 use std::collections::{HashMap, HashSet};
@@ -65,8 +65,11 @@ pub struct Deliverer {
     registry: Registry,
     client: Arc<WebhookClient>,
     config: WebhookConfig,
-    in_flight: Mutex<HashSet<DeliveryId>>,
-    per_endpoint: Mutex<HashMap<WebhookId, usize>>,
+    /// Attempts under way, by endpoint: a delivery's id is its event's, the same for
+    /// every endpoint of the project that wants the event.
+    in_flight: Mutex<HashSet<(WebhookId, DeliveryId)>>,
+    /// Lanes under way, by endpoint and by project.
+    slots: Mutex<Slots>,
     /// Rung when an attempt ends: its slot can take the next delivery at once.
     freed: tokio::sync::Notify,
     /// Projects whose logs the next round walks: noted by the fan-out, kept while a
@@ -133,7 +136,7 @@ impl Deliverer {
             client,
             config,
             in_flight: Mutex::default(),
-            per_endpoint: Mutex::default(),
+            slots: Mutex::default(),
             freed: tokio::sync::Notify::new(),
             dirty: Mutex::default(),
             marks: Mutex::default(),
@@ -254,8 +257,8 @@ impl Deliverer {
         let mut cursors = Vec::new();
         {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            let mut per = self.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
-            plan.lanes_in_all = per.values().sum();
+            let mut per = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            plan.lanes_in_all = per.endpoint.values().sum();
             // The retries due, `ROUND_SCAN` at a time from where the last round stopped:
             // a dead endpoint's backlog at the head of the queue (its slots full, every
             // entry skipped) must not keep the rounds from the retries behind it.
@@ -276,7 +279,7 @@ impl Deliverer {
                 if due > now {
                     break;
                 }
-                if in_flight.contains(&d) || !self.registry.ownership().owns(p) {
+                if in_flight.contains(&(w, d)) || !self.registry.ownership().owns(p) {
                     continue;
                 }
                 let job = Job {
@@ -286,7 +289,7 @@ impl Deliverer {
                 };
                 match plan.add(&self.config, &mut per, p, w, job) {
                     Added::Yes => {
-                        in_flight.insert(d);
+                        in_flight.insert((w, d));
                     }
                     Added::EndpointFull => {}
                     Added::AllFull => break,
@@ -376,7 +379,7 @@ impl Deliverer {
                 let mut session = me.session(w);
                 for &job in rest.by_ref() {
                     let sent = me.attempt(&mut session, p, w, job).await;
-                    me.release(&[job.delivery]);
+                    me.release(w, &[job.delivery]);
                     match sent {
                         Ok(true) => {}
                         Ok(false) => break,
@@ -394,17 +397,12 @@ impl Deliverer {
                 if broke {
                     me.dirty().insert(p);
                 }
-                me.release(&left);
+                me.release(w, &left);
                 me.lane_done(p, w, &queue, broke);
-                {
-                    let mut per = me.per_endpoint.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some(n) = per.get_mut(&w) {
-                        *n = n.saturating_sub(1);
-                        if *n == 0 {
-                            per.remove(&w);
-                        }
-                    }
-                }
+                me.slots
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .give_back(p, w);
                 me.freed.notify_one();
             });
         }
@@ -421,8 +419,8 @@ impl Deliverer {
         p: ProjectId,
         w: &Webhook,
         now: i64,
-        in_flight: &mut HashSet<DeliveryId>,
-        per: &mut HashMap<WebhookId, usize>,
+        in_flight: &mut HashSet<(WebhookId, DeliveryId)>,
+        per: &mut Slots,
         plan: &mut Plan,
     ) -> Result<Walk> {
         let mut out = Walk::default();
@@ -456,7 +454,7 @@ impl Deliverer {
             }
             last = Some(id);
             let d = DeliveryId::from_key_bytes(id);
-            if mark.under_way.contains(&id) || in_flight.contains(&d) {
+            if mark.under_way.contains(&id) || in_flight.contains(&(w.id, d)) {
                 continue;
             }
             let event = match Event::decode(&bytes) {
@@ -478,7 +476,7 @@ impl Deliverer {
             };
             match plan.add(&self.config, per, p, w.id, job) {
                 Added::Yes => {
-                    in_flight.insert(d);
+                    in_flight.insert((w.id, d));
                     mark.under_way.insert(id);
                     mark.handed = Some(mark.handed.map_or(id, |h| h.max(id)));
                 }
@@ -533,13 +531,13 @@ impl Deliverer {
         }
     }
 
-    fn release(&self, done: &[DeliveryId]) {
+    fn release(&self, w: WebhookId, done: &[DeliveryId]) {
         if done.is_empty() {
             return;
         }
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         for d in done {
-            in_flight.remove(d);
+            in_flight.remove(&(w, *d));
         }
     }
 
@@ -629,6 +627,29 @@ fn event_of(store: &dyn crate::store::Store, p: ProjectId, id: EventId) -> Resul
         .transpose()
 }
 
+/// Lanes under way, by endpoint and by project.
+#[derive(Default)]
+struct Slots {
+    endpoint: HashMap<WebhookId, usize>,
+    project: HashMap<ProjectId, usize>,
+}
+
+impl Slots {
+    /// A lane of `w` (of `p`) ended.
+    fn give_back(&mut self, p: ProjectId, w: WebhookId) {
+        fn less<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, k: K) {
+            if let Some(n) = map.get_mut(&k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    map.remove(&k);
+                }
+            }
+        }
+        less(&mut self.endpoint, w);
+        less(&mut self.project, p);
+    }
+}
+
 /// What one round hands out: lanes, by endpoint.
 struct Plan {
     opened: HashMap<WebhookId, Vec<usize>>,
@@ -648,7 +669,7 @@ impl Plan {
     fn add(
         &mut self,
         config: &WebhookConfig,
-        per: &mut HashMap<WebhookId, usize>,
+        per: &mut Slots,
         p: ProjectId,
         w: WebhookId,
         job: Job,
@@ -658,14 +679,17 @@ impl Plan {
             self.lanes[i].2.push(job);
             return Added::Yes;
         }
-        let n = per.entry(w).or_default();
-        if *n >= config.max_in_flight_per_endpoint {
+        // A project at its share is full for each of its endpoints alike.
+        if per.endpoint.get(&w).copied().unwrap_or(0) >= config.max_in_flight_per_endpoint
+            || per.project.get(&p).copied().unwrap_or(0) >= config.max_in_flight_per_project
+        {
             return Added::EndpointFull;
         }
         if self.lanes_in_all >= config.max_in_flight {
             return Added::AllFull;
         }
-        *n += 1;
+        *per.endpoint.entry(w).or_default() += 1;
+        *per.project.entry(p).or_default() += 1;
         self.lanes_in_all += 1;
         open.push(self.lanes.len());
         self.lanes.push((p, w, vec![job]));

@@ -29,6 +29,9 @@ pub struct WebhookConfig {
     /// Requests under way at once, in all and per endpoint.
     pub max_in_flight: usize,
     pub max_in_flight_per_endpoint: usize,
+    /// Requests under way at once for one project's endpoints: a project with several
+    /// dead endpoints holds at most this many of the node's slots.
+    pub max_in_flight_per_project: usize,
     /// The least time between two rounds of the delivery loop.
     pub round_gap: std::time::Duration,
 }
@@ -43,6 +46,7 @@ impl Default for WebhookConfig {
             max_per_project: 10,
             max_in_flight: 32,
             max_in_flight_per_endpoint: 4,
+            max_in_flight_per_project: 16,
             round_gap: std::time::Duration::from_millis(20),
         }
     }
