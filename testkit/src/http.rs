@@ -80,8 +80,14 @@ impl HookServer {
                     }
                     let Ok(stream) = stream else { continue };
                     let (kept, statuses) = (kept.clone(), statuses.clone());
+                    let stopped = stopped.clone();
                     std::thread::spawn(move || {
-                        serve_hook(stream, connection, keep_alive, &kept, &statuses)
+                        let serving = Serving {
+                            connection,
+                            keep_alive,
+                            stopped: &stopped,
+                        };
+                        serve_hook(stream, serving, &kept, &statuses)
                     });
                 }
             })
@@ -112,13 +118,12 @@ impl Drop for HookServer {
 
 /// Reads requests (Content-Length or chunked bodies), keeps each, and answers it: one
 /// request, or with `keep_alive` every one until the peer hangs up.
-fn serve_hook(
-    stream: TcpStream,
-    connection: usize,
-    keep_alive: bool,
-    hits: &Mutex<Vec<Hit>>,
-    statuses: &[u16],
-) {
+fn serve_hook(stream: TcpStream, serving: Serving, hits: &Mutex<Vec<Hit>>, statuses: &[u16]) {
+    let Serving {
+        connection,
+        keep_alive,
+        stopped,
+    } = serving;
     let timeout = if keep_alive { 60 } else { 10 };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(timeout)));
     let Ok(read_half) = stream.try_clone() else {
@@ -127,6 +132,10 @@ fn serve_hook(
     let mut reader = BufReader::new(read_half);
     let mut stream = stream;
     while let Some(mut hit) = read_request(&mut reader) {
+        // A dropped server answers nothing more, on a kept connection either.
+        if stopped.load(Ordering::SeqCst) {
+            return;
+        }
         hit.connection = connection;
         let status = {
             let mut hits = hits.lock().unwrap();
@@ -155,6 +164,13 @@ fn serve_hook(
             return;
         }
     }
+}
+
+/// Which connection a thread serves, and how.
+struct Serving<'a> {
+    connection: usize,
+    keep_alive: bool,
+    stopped: &'a AtomicBool,
 }
 
 /// One request off the connection; None when the peer sent nothing more (such as the

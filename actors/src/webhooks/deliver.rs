@@ -15,7 +15,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::contact::erasure_record::ERASED_ERROR;
 use crate::error::Result;
 use crate::id::KeyId;
 use crate::model::{DeliveryId, Event, EventId, ProjectId, Timestamp, WebhookId};
@@ -82,10 +81,13 @@ pub struct Deliverer {
     /// Connections lanes left open, by endpoint, with when each was last used: the next
     /// lane of the endpoint takes one, so a trickle of events does not cost a handshake
     /// each (at most `max_in_flight_per_endpoint` an endpoint, none idle past `IDLE`).
-    idle: Mutex<HashMap<WebhookId, Vec<(std::time::Instant, Session)>>>,
+    idle: Mutex<Idle>,
     /// Where the next round's look at the retries due starts (None: the queue's start).
     due_from: Mutex<Option<Vec<u8>>>,
 }
+
+/// Kept connections by endpoint, each with when it was last used, oldest first.
+type Idle = HashMap<(ProjectId, WebhookId), Vec<(std::time::Instant, Session)>>;
 
 /// How long a connection is kept open with nothing to send (receivers commonly close
 /// theirs after a minute or more; a kept one that was closed is found out and replaced).
@@ -211,33 +213,61 @@ impl Deliverer {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(p, _), _| owned.contains(p));
         self.dirty().extend(found);
-        // Connections idle too long, and those of endpoints gone from this node, close.
+        // Connections idle too long close, and those of projects gone from this node;
+        // a deleted or disabled endpoint's go once idle that long.
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         for kept in idle.values_mut() {
             kept.retain(|(at, _)| at.elapsed() < IDLE);
         }
-        idle.retain(|_, kept| !kept.is_empty());
+        idle.retain(|(p, _), kept| !kept.is_empty() && owned.contains(p));
         Ok(())
     }
 
     /// A connection left open to `w`, if one was used lately.
-    fn session(&self, w: WebhookId) -> Session {
+    fn session(&self, p: ProjectId, w: WebhookId) -> Session {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = idle.get_mut(&w);
+        let kept = idle.get_mut(&(p, w));
         let found = kept.and_then(|k| k.pop().filter(|(at, _)| at.elapsed() < IDLE));
         found.map(|(_, s)| s).unwrap_or_default()
     }
 
-    /// Keeps a lane's connection for the endpoint's next lane.
-    fn keep_session(&self, w: WebhookId, session: Session) {
+    /// Keeps a lane's connection for the endpoint's next lane: at most
+    /// `max_in_flight_per_endpoint` an endpoint, `max_in_flight_per_project` a project
+    /// and `max_in_flight` in all, the one idle longest closing to make room.
+    fn keep_session(&self, p: ProjectId, w: WebhookId, session: Session) {
         if !session.is_open() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = idle.entry(w).or_default();
-        if kept.len() < self.config.max_in_flight_per_endpoint {
-            kept.push((std::time::Instant::now(), session));
+        let count = |idle: &Idle, of: Option<ProjectId>| {
+            idle.iter()
+                .filter(|((q, _), _)| of.is_none_or(|of| *q == of))
+                .map(|(_, v)| v.len())
+                .sum::<usize>()
+        };
+        if idle.get(&(p, w)).map_or(0, Vec::len) >= self.config.max_in_flight_per_endpoint {
+            return;
         }
+        for (of, cap) in [
+            (Some(p), self.config.max_in_flight_per_project),
+            (None, self.config.max_in_flight),
+        ] {
+            while count(&idle, of) >= cap {
+                let oldest = idle
+                    .iter()
+                    .filter(|((q, _), v)| of.is_none_or(|of| *q == of) && !v.is_empty())
+                    .min_by_key(|(_, v)| v[0].0)
+                    .map(|(k, _)| *k);
+                match oldest.and_then(|k| idle.get_mut(&k)) {
+                    // Each endpoint's list is oldest first (pushed as they come back).
+                    Some(v) => drop(v.remove(0)),
+                    None => return,
+                }
+            }
+        }
+        idle.entry((p, w))
+            .or_default()
+            .push((std::time::Instant::now(), session));
     }
 
     /// Hands due work to lanes: a lane is a task that sends one endpoint's deliveries
@@ -265,7 +295,15 @@ impl Deliverer {
             let from = self.due_from().take();
             let (mut seen, mut last, mut full) = (0, None, false);
             for kv in store.scan(keys::WEBHOOK_DUE, from.as_deref(), false) {
-                let (k, _) = kv?;
+                // An error ends the look at the queue, never the round: lanes already
+                // planned hold their slots and must start (and give them back).
+                let (k, _) = match kv {
+                    Ok(kv) => kv,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading the webhook retry queue");
+                        break;
+                    }
+                };
                 if seen == ROUND_SCAN {
                     full = true;
                     break;
@@ -373,37 +411,31 @@ impl Deliverer {
         for (p, w, queue) in plan.lanes {
             let me = self.clone();
             tokio::spawn(async move {
-                let mut rest = queue.iter();
-                let mut failed = false;
+                let mut lane = LaneEnd {
+                    me: me.clone(),
+                    p,
+                    w,
+                    queue,
+                    next: 0,
+                    failed: false,
+                };
                 // One connection for the lane's attempts, kept while the endpoint keeps it.
-                let mut session = me.session(w);
-                for &job in rest.by_ref() {
+                let mut session = me.session(p, w);
+                while let Some(&job) = lane.queue.get(lane.next) {
                     let sent = me.attempt(&mut session, p, w, job).await;
+                    lane.next += 1;
                     me.release(w, &[job.delivery]);
                     match sent {
                         Ok(true) => {}
                         Ok(false) => break,
                         Err(e) => {
                             tracing::warn!(project = %p, delivery = %job.delivery, error = %e, "a webhook delivery");
-                            failed = true;
+                            lane.failed = true;
                             break;
                         }
                     }
                 }
-                me.keep_session(w, session);
-                // An endpoint that failed keeps the rest of its lane for a later round.
-                let left: Vec<DeliveryId> = rest.map(|j| j.delivery).collect();
-                let broke = !left.is_empty() || failed;
-                if broke {
-                    me.dirty().insert(p);
-                }
-                me.release(w, &left);
-                me.lane_done(p, w, &queue, broke);
-                me.slots
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .give_back(p, w);
-                me.freed.notify_one();
+                me.keep_session(p, w, session);
             });
         }
         Ok(())
@@ -627,6 +659,41 @@ fn event_of(store: &dyn crate::store::Store, p: ProjectId, id: EventId) -> Resul
         .transpose()
 }
 
+/// The end of a lane, however it ends (its attempts done, the endpoint failing, or a
+/// panic): the deliveries it did not attempt are released for a later round, and its
+/// slot is given back, so that no count is left taken.
+struct LaneEnd {
+    me: Arc<Deliverer>,
+    p: ProjectId,
+    w: WebhookId,
+    queue: Vec<Job>,
+    /// The first job not attempted.
+    next: usize,
+    failed: bool,
+}
+
+impl Drop for LaneEnd {
+    fn drop(&mut self) {
+        let (me, p, w) = (&self.me, self.p, self.w);
+        // An endpoint that failed keeps the rest of its lane for a later round.
+        let left: Vec<DeliveryId> = self.queue[self.next.min(self.queue.len())..]
+            .iter()
+            .map(|j| j.delivery)
+            .collect();
+        let broke = !left.is_empty() || self.failed;
+        if broke {
+            me.dirty().insert(p);
+        }
+        me.release(w, &left);
+        me.lane_done(p, w, &self.queue, broke);
+        me.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .give_back(p, w);
+        me.freed.notify_one();
+    }
+}
+
 /// Lanes under way, by endpoint and by project.
 #[derive(Default)]
 struct Slots {
@@ -734,7 +801,7 @@ fn record(
             if event_of(store, p, fresh.event)?.is_none() {
                 // The contact was erased while the attempt was under way: no copy of
                 // the payload is kept, and no retry sends it again.
-                fresh.payload = ERASED_ERROR.to_owned();
+                fresh.payload = String::new();
                 answer = None;
             }
             fresh

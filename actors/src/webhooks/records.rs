@@ -2,7 +2,7 @@
 //! (`keys::webhook_cursor`), their deliveries (`keys::delivery`, written with a first
 //! attempt's outcome), and the queue of retries due (`keys::webhook_due`).
 
-use crate::contact::erasure_record::{Step, ERASED_ERROR};
+use crate::contact::erasure_record::Step;
 use crate::error::Result;
 use crate::model::{ContactId, DeliveryId, ProjectId, WebhookId};
 use crate::store::{codec, keys, Batch, Store};
@@ -103,7 +103,7 @@ pub fn erase_contact(
                 batch.delete(keys::webhook_due(at, p, d.webhook, d.id));
                 d.status = super::model::DeliveryStatus::Cancelled;
             }
-            d.payload = ERASED_ERROR.to_owned();
+            d.payload = String::new();
             batch.put(k.clone(), codec::encode(&d)?);
         }
         last = Some(k);

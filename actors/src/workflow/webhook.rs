@@ -60,6 +60,8 @@ pub enum WebhookError {
     Handshake(#[source] hyper::Error),
     #[error("sending the request")]
     Send(#[source] hyper::Error),
+    #[error("the connection closed before the request went out")]
+    Closed,
     #[error("no answer within {0} s")]
     Timeout(f64),
 }
@@ -331,21 +333,27 @@ impl WebhookClient {
     ) -> Result<(u16, Option<Vec<u8>>, Option<Kept>), WebhookError> {
         let t = target(url)?;
         let origin = (t.https, t.host.clone(), t.port);
-        if let Some((o, mut conn)) = kept.filter(|(o, _)| *o == origin) {
+        let mut req = request(&t, method, headers, body)?;
+        let reusable = kept.filter(|(o, c)| *o == origin && c.made.elapsed() < MAX_AGE);
+        if let Some((o, mut conn)) = reusable {
             if conn.sender.ready().await.is_ok() {
-                let req = request(&t, method, headers, body.clone())?;
-                // A kept connection the endpoint closed as the request went out fails
-                // here; the request goes once more on a new one (a receiver may then see
-                // it twice, as after any failure, under the same webhook-id).
-                if let Ok((status, got, open)) = send_on(&mut conn, req, keep).await {
-                    return Ok((status, got, open.then_some((o, conn))));
+                match send_on(&mut conn, req, keep).await {
+                    Ok((status, got, open)) => return Ok((status, got, open.then_some((o, conn)))),
+                    // The endpoint closed the kept connection before the request was
+                    // written: it goes on a new one. Once written, a failure is the
+                    // attempt's (it may have been acted on), not sent again here.
+                    Err(Unsent(Some(back))) => req = *back,
+                    Err(Unsent(None)) => return Err(WebhookError::Closed),
+                    Err(Sent(e)) => return Err(e),
                 }
             }
         }
         let mut conn = self.connect(&t).await?;
-        let req = request(&t, method, headers, body)?;
-        let (status, got, open) = send_on(&mut conn, req, keep).await?;
-        Ok((status, got, open.then_some((origin, conn))))
+        match send_on(&mut conn, req, keep).await {
+            Ok((status, got, open)) => Ok((status, got, open.then_some((origin, conn)))),
+            Err(Sent(e)) => Err(e),
+            Err(Unsent(_)) => Err(WebhookError::Closed),
+        }
     }
 
     /// A new connection to a checked address of `t`'s host (over TLS for https), with
@@ -398,6 +406,18 @@ impl Session {
     }
 }
 
+/// How long a kept connection is used at most, however busy: its host's name is then
+/// resolved (and its addresses checked) again.
+const MAX_AGE: Duration = Duration::from_secs(300);
+
+/// Why `send_on` got no answer: before the request was written (it comes back, when
+/// hyper gives it back), or after.
+enum Failed {
+    Unsent(Option<Box<Request<Full<Bytes>>>>),
+    Sent(WebhookError),
+}
+use Failed::{Sent, Unsent};
+
 /// Scheme (https or not), host and port.
 type Origin = (bool, String, u16);
 type Kept = (Origin, Conn);
@@ -408,6 +428,7 @@ type Kept = (Origin, Conn);
 struct Conn {
     sender: SendRequest<Full<Bytes>>,
     driver: tokio::task::JoinHandle<()>,
+    made: std::time::Instant,
 }
 
 impl Drop for Conn {
@@ -457,24 +478,42 @@ where
     let driver = tokio::spawn(async move {
         let _ = conn.await;
     });
-    Ok(Conn { sender, driver })
+    Ok(Conn {
+        sender,
+        driver,
+        made: std::time::Instant::now(),
+    })
 }
 
 /// Sends `req` and reads the answer: its status, its body when `keep` bytes held it
 /// (reading stops past `keep`, or past 64 KiB when nothing is kept), and whether the
-/// connection can carry another request (the body was read to its end and the peer
-/// did not close).
+/// connection can carry another request (the body was read to its end, and neither
+/// side of it said the connection closes).
 async fn send_on(
     conn: &mut Conn,
     req: Request<Full<Bytes>>,
     keep: usize,
-) -> Result<(u16, Option<Vec<u8>>, bool), WebhookError> {
-    let res = conn
-        .sender
-        .send_request(req)
-        .await
-        .map_err(WebhookError::Send)?;
+) -> Result<(u16, Option<Vec<u8>>, bool), Failed> {
+    let res = match conn.sender.try_send_request(req).await {
+        Ok(res) => res,
+        Err(mut e) => {
+            return Err(match e.take_message() {
+                Some(back) => Unsent(Some(Box::new(back))),
+                None if e.error().is_canceled() => Unsent(None),
+                None => Sent(WebhookError::Send(e.into_error())),
+            })
+        }
+    };
     let status = res.status().as_u16();
+    let closes = res.version() < hyper::Version::HTTP_11
+        || res
+            .headers()
+            .get_all(hyper::header::CONNECTION)
+            .iter()
+            .any(|v| {
+                v.to_str()
+                    .is_ok_and(|v| v.to_ascii_lowercase().contains("close"))
+            });
     let mut body = res.into_body();
     // Kept: read one frame past the limit to tell a body that fits from one that does
     // not. Not kept: stop at 64 KiB, as before.
@@ -498,7 +537,7 @@ async fn send_on(
             Some(Err(_)) => break,
         }
     }
-    let open = whole && !conn.sender.is_closed();
+    let open = whole && !closes && !conn.sender.is_closed();
     Ok((
         status,
         (keep > 0 && whole && read <= keep).then_some(kept),
