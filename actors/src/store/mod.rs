@@ -137,10 +137,13 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Like `scan_durable`, for a reader that keeps a cursor in key order (the webhook
-    /// deliverer walking the event log): it ends at the first key whose latest write is
-    /// not durable yet, showing that key's older durable value if there is one. Plain
-    /// `scan_durable` goes on past such a key with an older value than the durable one
-    /// (a block of the event log rewritten since), and a cursor moved past its entries.
+    /// deliverer walking the event log): what it shows is one state (no key written
+    /// after the walk began is shown unless every earlier one is), and it ends at the
+    /// first key whose latest write is not durable yet, showing that key's older
+    /// durable value if there is one. Plain `scan_durable` goes on past such a key with
+    /// an older value than the durable one (a block of the event log rewritten since),
+    /// and a cursor moved past its entries. It may end early (sled reads a bounded
+    /// number of keys at a time); the caller asks again from the last key it got.
     fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
         self.scan_durable(prefix, after)
     }

@@ -14,7 +14,7 @@ use super::keys;
 use super::mover::{Mover, Target};
 use super::overlay::{until, Merge, Overlay};
 use super::wal::{self, WalFile};
-use super::{Applied, Batch, Durable, KvIter, Op, Store};
+use super::{Applied, Batch, Durable, KvIter, KvPair, Op, Store};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +93,11 @@ struct Pending {
     ops: Vec<Op>,
     overlay: Overlay,
 }
+
+/// The most keys one `scan_durable_in_order` reads (the caller asks again from the
+/// last one for more): 256 blocks of the event log hold 1,024 events, twice what a
+/// delivery round walks.
+const IN_ORDER_MAX: usize = 256;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -485,9 +490,21 @@ impl Store for SledStore {
         self.merged(prefix, after, false, synced, false)
     }
 
+    /// Read whole while the mover is held: a sled iterator is no snapshot, and one
+    /// that went on while the mover put a batch into sled could miss a key inserted
+    /// behind it (in the leaf it had read) and see a later one (a new leaf): the webhook
+    /// deliverer then passed two events it never saw. With the mover held, sled is the
+    /// log's prefix it had reached and the overlay holds everything after it, so the
+    /// two are one state. At most `IN_ORDER_MAX` keys, so the hold stays short.
     fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
+        let held = self.mover.freeze();
         let synced = self.log.synced.load(Ordering::Acquire);
-        self.merged(prefix, after, false, synced, true)
+        let read: Vec<Result<KvPair>> = self
+            .merged(prefix, after, false, synced, true)
+            .take(IN_ORDER_MAX)
+            .collect();
+        drop(held);
+        Box::new(read.into_iter())
     }
 
     fn batches_applied(&self) -> u64 {

@@ -389,6 +389,9 @@ impl Store for PostgresStore {
         self.shared.merged(prefix, after, false, synced, false)
     }
 
+    /// One state, lazily: the overlay is copied first and the map is read from one
+    /// clone (an immutable map), so a key committed meanwhile is in both or in the map
+    /// with every key committed before it.
     fn scan_durable_in_order<'a>(&'a self, prefix: &[u8], after: Option<&[u8]>) -> KvIter<'a> {
         let synced = self.shared.synced.load(Ordering::Acquire);
         self.shared.merged(prefix, after, false, synced, true)
