@@ -36,6 +36,8 @@ pub struct Mover {
     /// Open snapshots (`freeze`): while any is, no move starts, so sled holds still.
     frozen: Mutex<usize>,
     thaw: Condvar,
+    /// Moves waiting for the freezes to end (for the tests: a move is held back).
+    held_back: std::sync::atomic::AtomicUsize,
 }
 
 /// While held, sled receives no write (see `Mover::freeze`); dropping it lets moves go on.
@@ -77,6 +79,7 @@ impl Mover {
             interval,
             frozen: Mutex::new(0),
             thaw: Condvar::new(),
+            held_back: Default::default(),
         })
     }
 
@@ -114,13 +117,28 @@ impl Mover {
 
     /// Moves every group pushed so far, now, on the calling thread.
     pub fn move_now(&self, target: &dyn Target) -> Result<()> {
-        let mut moved = lock(&self.moving);
-        {
-            let mut frozen = lock(&self.frozen);
-            while *frozen > 0 {
-                frozen = self.thaw.wait(frozen).unwrap_or_else(|p| p.into_inner());
+        // Held back, it waits without holding `moving`: a freeze then costs nothing
+        // while another (a backup's, for minutes) is held, and only waits out a move
+        // under way. Once it holds `moving`, no freeze is held, and a later one waits
+        // for this move.
+        let mut moved = loop {
+            {
+                let mut frozen = lock(&self.frozen);
+                if *frozen > 0 {
+                    self.held_back
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    while *frozen > 0 {
+                        frozen = self.thaw.wait(frozen).unwrap_or_else(|p| p.into_inner());
+                    }
+                    self.held_back
+                        .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                }
             }
-        }
+            let moving = lock(&self.moving);
+            if *lock(&self.frozen) == 0 {
+                break moving;
+            }
+        };
         let (groups, checkpoint) = {
             let mut q = lock(&self.queue);
             (std::mem::take(&mut q.groups), q.checkpoint.take())
@@ -243,6 +261,36 @@ mod tests {
         fn abandon_checkpoint(&self) {
             self.abandoned.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    #[test]
+    fn a_freeze_taken_while_a_move_is_held_back_by_another_does_not_wait_for_it() {
+        let mover = Mover::new(Duration::from_millis(1));
+        let target = Arc::new(Flaky::default());
+        mover.push(vec![Op::Put(b"a".to_vec(), b"1".to_vec())], 1);
+        // A backup's freeze, held for as long as its walk takes.
+        let backup = mover.freeze();
+        let (m, t) = (mover.clone(), target.clone());
+        let moved = std::thread::spawn(move || m.move_now(&*t));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while mover.held_back.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the move is held back"
+            );
+            std::thread::yield_now();
+        }
+        // A short read's freeze beside it: it must not wait for the backup to end.
+        let (m, (got, took)) = (mover.clone(), std::sync::mpsc::channel());
+        std::thread::spawn(move || {
+            let short = m.freeze();
+            let _ = got.send(());
+            drop(short);
+        });
+        took.recv_timeout(Duration::from_secs(10))
+            .expect("the second freeze is had at once");
+        drop(backup);
+        moved.join().unwrap().unwrap();
     }
 
     #[test]
