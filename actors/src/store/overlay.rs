@@ -91,7 +91,7 @@ impl Overlay {
     /// a reader that acted on the base's copy ran a workflow step on a state a crash
     /// could take back. Deletions are kept whenever they were made, so that what a
     /// reader of durable entries acts on never includes one that is already gone.
-    pub fn range_synced(
+    fn range_synced(
         &self,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
@@ -108,15 +108,13 @@ impl Overlay {
             it.collect()
         }
     }
-}
 
-impl Overlay {
     /// Like `range_synced` forward, for a reader that must not pass over a durable entry
     /// (`Store::scan_durable_in_order`): it ends before the first key whose latest write
     /// came after `synced`, and answers that key. The overlay keeps only a key's latest
     /// value, so such a key's durable value (an earlier write here, or the base's) is
     /// unknown; entries after it would let a cursor move past entries it never saw.
-    pub fn range_synced_in_order(
+    fn range_synced_in_order(
         &self,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
@@ -133,6 +131,28 @@ impl Overlay {
             out.push((k.clone(), v.clone()));
         }
         (out, None)
+    }
+
+    /// What a scan over the overlay takes between the bounds: every latest value
+    /// (`synced` = u64::MAX), or the durable view (`range_synced`), or, `in_order`
+    /// (forward only), the durable view up to the first key rewritten since, with that
+    /// key (`range_synced_in_order`). One place for both stores' scans.
+    pub fn view(
+        &self,
+        lower: &Bound<Vec<u8>>,
+        upper: &Bound<Vec<u8>>,
+        reverse: bool,
+        synced: u64,
+        in_order: bool,
+    ) -> (Entries, Option<Vec<u8>>) {
+        if self.map.is_empty() {
+            (Vec::new(), None)
+        } else if in_order {
+            self.range_synced_in_order(lower.clone(), upper.clone(), synced)
+        } else {
+            let all = self.range_synced(lower.clone(), upper.clone(), reverse, synced);
+            (all, None)
+        }
     }
 }
 

@@ -443,22 +443,9 @@ impl SledStore {
             (_, _, Some(e)) => Excluded(e),
             (_, _, None) => Unbounded,
         };
-        let (overlay, stop) = {
-            let pending = lock(&self.log.pending);
-            if pending.overlay.is_empty() {
-                (Vec::new(), None)
-            } else if in_order {
-                pending
-                    .overlay
-                    .range_synced_in_order(lower.clone(), upper.clone(), synced)
-            } else {
-                let o = &pending.overlay;
-                (
-                    o.range_synced(lower.clone(), upper.clone(), reverse, synced),
-                    None,
-                )
-            }
-        };
+        let (overlay, stop) = lock(&self.log.pending)
+            .overlay
+            .view(&lower, &upper, reverse, synced, in_order);
         let range = self.db.range::<Vec<u8>, _>((lower, upper));
         let map = |r: sled::Result<(sled::IVec, sled::IVec)>| {
             r.map(|(k, v)| (k.to_vec(), v.to_vec()))

@@ -340,21 +340,9 @@ impl Shared {
         };
         // The overlay before the map: a key committed in between is then in both
         // copies (with the same value), never in neither.
-        let (overlay, stop) = {
-            let p = lock(&self.pending);
-            if p.overlay.is_empty() {
-                (Vec::new(), None)
-            } else if in_order {
-                p.overlay
-                    .range_synced_in_order(lower.clone(), upper.clone(), synced)
-            } else {
-                let o = &p.overlay;
-                (
-                    o.range_synced(lower.clone(), upper.clone(), reverse, synced),
-                    None,
-                )
-            }
-        };
+        let (overlay, stop) = lock(&self.pending)
+            .overlay
+            .view(&lower, &upper, reverse, synced, in_order);
         let base = Chunks::new(read(&self.base), lower, upper, reverse);
         Box::new(until(Merge::new(overlay, base, reverse), stop))
     }
