@@ -8,8 +8,9 @@
 //! too. It runs every 200 ms, when a project is noted, and whenever an attempt ends,
 //! with at most `max_in_flight` requests at once, `max_in_flight_per_endpoint` per
 //! endpoint and `max_in_flight_per_project` per project, so a slow or dead endpoint
-//! holds a few slots, not the loop, and never an actor or an HTTP worker. An attempt whose outcome a `kill -9` lost left no record
-//! (or its retry is still queued), so it is sent again under the same `webhook-id`.
+//! holds a few slots, not the loop, and never an actor or an HTTP worker. An attempt
+//! whose outcome a `kill -9` lost left no record (or its retry is still queued), so it
+//! is sent again under the same `webhook-id`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -188,6 +189,10 @@ impl Deliverer {
         self.due_from.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn idle(&self) -> std::sync::MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn dirty(&self) -> std::sync::MutexGuard<'_, HashSet<ProjectId>> {
         self.dirty.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -215,7 +220,7 @@ impl Deliverer {
         self.dirty().extend(found);
         // Connections idle too long close, and those of projects gone from this node;
         // a deleted or disabled endpoint's go once idle that long.
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idle();
         for kept in idle.values_mut() {
             kept.retain(|(at, _)| at.elapsed() < IDLE);
         }
@@ -225,7 +230,7 @@ impl Deliverer {
 
     /// A connection left open to `w`, if one was used lately.
     fn session(&self, p: ProjectId, w: WebhookId) -> Session {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idle();
         let kept = idle.get_mut(&(p, w));
         let found = kept.and_then(|k| k.pop().filter(|(at, _)| at.elapsed() < IDLE));
         found.map(|(_, s)| s).unwrap_or_default()
@@ -238,13 +243,7 @@ impl Deliverer {
         if !session.is_open() {
             return;
         }
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let count = |idle: &Idle, of: Option<ProjectId>| {
-            idle.iter()
-                .filter(|((q, _), _)| of.is_none_or(|of| *q == of))
-                .map(|(_, v)| v.len())
-                .sum::<usize>()
-        };
+        let mut idle = self.idle();
         if idle.get(&(p, w)).map_or(0, Vec::len) >= self.config.max_in_flight_per_endpoint {
             return;
         }
@@ -252,17 +251,24 @@ impl Deliverer {
             (Some(p), self.config.max_in_flight_per_project),
             (None, self.config.max_in_flight),
         ] {
-            while count(&idle, of) >= cap {
+            let within = |q: &ProjectId| of.is_none_or(|of| *q == of);
+            let mut kept: usize = idle
+                .iter()
+                .filter(|((q, _), _)| within(q))
+                .map(|(_, v)| v.len())
+                .sum();
+            while kept >= cap {
+                // Each endpoint's list is oldest first (pushed as they come back).
                 let oldest = idle
                     .iter()
-                    .filter(|((q, _), v)| of.is_none_or(|of| *q == of) && !v.is_empty())
+                    .filter(|((q, _), v)| within(q) && !v.is_empty())
                     .min_by_key(|(_, v)| v[0].0)
                     .map(|(k, _)| *k);
                 match oldest.and_then(|k| idle.get_mut(&k)) {
-                    // Each endpoint's list is oldest first (pushed as they come back).
                     Some(v) => drop(v.remove(0)),
                     None => return,
                 }
+                kept -= 1;
             }
         }
         idle.entry((p, w))
