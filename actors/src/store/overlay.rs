@@ -22,7 +22,7 @@ pub struct Overlay {
 pub type Snapshot = Vec<(Vec<u8>, u64, Option<Vec<u8>>)>;
 
 /// Entries of a range (None = deleted here), in key order.
-pub type Entries = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+pub(crate) type Entries = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 impl Overlay {
     pub fn apply(&mut self, ops: Vec<Op>) {
@@ -137,7 +137,7 @@ impl Overlay {
     /// (`synced` = u64::MAX), or the durable view (`range_synced`), or, `in_order`
     /// (forward only), the durable view up to the first key rewritten since, with that
     /// key (`range_synced_in_order`). One place for both stores' scans.
-    pub fn view(
+    pub(crate) fn view(
         &self,
         lower: &Bound<Vec<u8>>,
         upper: &Bound<Vec<u8>>,
@@ -160,7 +160,7 @@ impl Overlay {
 /// once, though it may be older than the key's durable value (sled's mover lags the
 /// log's sync); for a block of appended entries it holds a prefix of them, and the keys
 /// after it are left for a later walk.
-pub fn until(
+pub(crate) fn until(
     merged: impl Iterator<Item = crate::error::Result<KvPair>>,
     stop: Option<Vec<u8>>,
 ) -> impl Iterator<Item = crate::error::Result<KvPair>> {

@@ -247,7 +247,7 @@ impl WebhookClient {
     /// Like `call`, on `session`'s connection when it is one to the same origin and
     /// still open (and keeping this one there for the next call when the answer leaves
     /// it open).
-    pub async fn call_in(
+    pub(crate) async fn call_in(
         &self,
         session: &mut Session,
         url: &str,
@@ -393,13 +393,13 @@ impl WebhookClient {
 /// for each cost a TCP (and TLS) handshake on both sides. Its address was checked when
 /// it was made, and it is used again only for the same scheme, host and port.
 #[derive(Default)]
-pub struct Session {
+pub(crate) struct Session {
     kept: Option<Kept>,
 }
 
 impl Session {
     /// Whether it holds a connection the last answer left open.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.kept
             .as_ref()
             .is_some_and(|(_, c)| !c.sender.is_closed())
