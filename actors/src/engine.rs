@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, Arbiter, Supervisor};
 
-use crate::campaign::{Campaigns, RunnerConfig};
+use crate::campaign::{Campaigns as Runners, RunnerConfig};
 use crate::cluster::ownership::Ownership;
 use crate::dns::{DnsConfig, DnsSetupError, Resolver};
 use crate::domain::{DomainVerifier, RecordPolicy};
@@ -30,6 +30,20 @@ use crate::webhooks::deliver::Deliverer;
 use crate::webhooks::WebhookConfig;
 use crate::workflow::{ExecutorConfig, Executors, WebhookClient};
 use crate::Clock;
+
+pub mod campaigns;
+pub mod emails;
+pub mod templates;
+
+/// Runs store work that may wait on the database (a list, a scan) off the async
+/// threads.
+pub(crate) async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("store work off the async threads: {e}")))?
+}
 
 /// Everything the engine is started with.
 #[derive(Clone, Debug)]
@@ -164,7 +178,7 @@ pub struct Engine {
     projects: Projects,
     resolver: Arc<Resolver>,
     templates: Arc<TemplateCache>,
-    campaigns: Arc<Campaigns>,
+    runners: Arc<Runners>,
     email_verifier: EmailVerifier,
     domain_records: RecordPolicy,
     webhooks: WebhookConfig,
@@ -222,16 +236,16 @@ impl Engine {
             ),
             config.workflows.executor,
         );
-        let campaigns = Campaigns::new(registry.clone(), config.campaigns);
+        let runners = Runners::new(registry.clone(), config.campaigns);
         // Each runner resumes its share of the SENDING campaigns as it starts.
-        campaigns.watch();
+        runners.watch();
         crate::erasure::runner::resume(&registry).map_err(at("resuming contact erasures"))?;
         crate::contact::import_runner::resume(&registry).map_err(at("resuming contact imports"))?;
         let scheduler = start_timers(
             store.clone(),
             clock.clone(),
             &registry,
-            campaigns.clone(),
+            runners.clone(),
             executors,
         );
         DomainVerifier::new(
@@ -271,7 +285,7 @@ impl Engine {
             clock,
             resolver,
             templates,
-            campaigns,
+            runners,
             domain_records: config.domain_records,
             webhooks: config.webhooks,
             webhook_client,
@@ -301,13 +315,29 @@ impl Engine {
         &self.resolver
     }
 
+    /// The emails' door.
+    pub fn emails(&self) -> emails::Emails<'_> {
+        emails::Emails(self)
+    }
+
+    /// The templates' door.
+    pub fn templates(&self) -> templates::Templates<'_> {
+        templates::Templates(self)
+    }
+
     /// Compiled templates, shared by /v1/send, campaigns and workflows.
-    pub fn templates(&self) -> &Arc<TemplateCache> {
+    pub fn template_cache(&self) -> &Arc<TemplateCache> {
         &self.templates
     }
 
-    pub fn campaigns(&self) -> &Arc<Campaigns> {
-        &self.campaigns
+    /// The campaigns' door.
+    pub fn campaigns(&self) -> campaigns::Campaigns<'_> {
+        campaigns::Campaigns(self)
+    }
+
+    /// The campaign runners (a node's handover starts and stops them).
+    pub fn runners(&self) -> &Arc<Runners> {
+        &self.runners
     }
 
     pub fn email_verifier(&self) -> &EmailVerifier {
@@ -373,7 +403,7 @@ fn start_timers(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: &Registry,
-    campaigns: Arc<Campaigns>,
+    campaigns: Arc<Runners>,
     executors: Arc<Executors>,
 ) -> Addr<Scheduler> {
     let fire: Fire = Arc::new(move |t: Timer| {

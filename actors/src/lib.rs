@@ -12,6 +12,8 @@ pub mod dns;
 pub mod domain;
 pub mod email;
 pub mod engine;
+#[cfg(test)]
+mod engine_tests;
 pub mod erasure;
 pub mod error;
 pub mod event;

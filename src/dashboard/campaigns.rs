@@ -2,11 +2,8 @@
 //! send now, schedule, cancel, and the stats, live while it sends.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::campaign::actions;
-use mailroom_actors::campaign::records as stored;
-use mailroom_actors::campaign::stats as campaign_stats;
-use mailroom_actors::campaign::{Campaign, CampaignStatus};
-use mailroom_actors::model::{CampaignId, EmailAddress, PageRequest};
+use mailroom_actors::engine::campaigns::{Campaign, CampaignStatus};
+use mailroom_actors::model::{CampaignId, EmailAddress, PageRequest, Timestamp};
 use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::{Error, FieldCode};
 use maud::{html, Markup};
@@ -16,7 +13,7 @@ use serde_json::{json, Value};
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::campaigns::{create_in, send_in, StatsView};
+use crate::http::campaigns::{CreateCampaignRequest, StatsView};
 use crate::http::{blocking, body, AppState};
 
 #[derive(Deserialize, Default)]
@@ -41,10 +38,14 @@ fn campaign_id(raw: &str) -> Result<CampaignId, PageError> {
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
     let store = state.engine.store().clone();
     let p = signed.project;
-    let (campaigns, segments) = blocking(move || {
-        let campaigns = stored::list(&*store, p, &PageRequest::first(100))?;
-        let segments = segment_queries::list_segments(&*store, p, &PageRequest::first(100))?;
-        Ok((campaigns.items, segments.items))
+    let campaigns = state
+        .engine
+        .campaigns()
+        .list(p, PageRequest::first(100))
+        .await?
+        .items;
+    let segments = blocking(move || {
+        Ok(segment_queries::list_segments(&*store, p, &PageRequest::first(100))?.items)
     })
     .await?;
     let body = html! {
@@ -101,13 +102,14 @@ pub async fn create(
         request["audienceType"] = json!("SEGMENT");
         request["segmentId"] = json!(form.audience);
     }
-    let req = body::parse(request.to_string().as_bytes())?;
-    let c = create_in(&state, signed.project, req).await?;
+    let req: CreateCampaignRequest = body::parse(request.to_string().as_bytes())?;
+    let new = req.into_new(state.limits.max_data_bytes)?;
+    let c = state.engine.campaigns().create(signed.project, new).await?;
     Ok(super::see_other(&format!("/app/campaigns/{}", c.id)))
 }
 
 fn stats_json(state: &AppState, signed: &Signed, c: &Campaign) -> Result<Value, PageError> {
-    let s = campaign_stats::load(&**state.engine.store(), signed.project, c.id)?;
+    let s = state.engine.campaigns().stats(signed.project, c.id)?;
     let mut v = serde_json::to_value(StatsView::from(s)).unwrap_or_default();
     v["status"] = json!(c.status.as_str());
     v["done"] = json!(
@@ -129,7 +131,7 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&**state.engine.store(), signed.project, id)?;
+    let c = state.engine.campaigns().get(signed.project, id)?;
     let v = stats_json(&state, &signed, &c)?;
     let preview = state
         .engine.registry()
@@ -140,7 +142,7 @@ pub async fn show(
             compiled.render(&json!({"email": "someone@example.com", "data": {}, "contact": {"email": "someone@example.com"}}))
         });
     let editable = matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled);
-    let paused = actions::paused_reason(state.engine.registry(), signed.project, id)?;
+    let paused = state.engine.campaigns().paused_reason(signed.project, id)?;
     let action = |what: &str| format!("/app/campaigns/{id}/{what}");
     let body = html! {
         dl {
@@ -219,7 +221,7 @@ pub async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&**state.engine.store(), signed.project, id)?;
+    let c = state.engine.campaigns().get(signed.project, id)?;
     Ok(HttpResponse::Ok().json(stats_json(&state, &signed, &c)?))
 }
 
@@ -238,19 +240,31 @@ pub async fn test(
     let to = EmailAddress::parse(form.email.trim())
         .map_err(|_| Error::field("email", FieldCode::InvalidString, "Invalid email"))?;
     let shown = to.to_string();
-    actions::test(
-        state.engine.registry(),
-        state.engine.templates(),
-        signed.project,
-        id,
-        to,
-    )
-    .await?;
+    state
+        .engine
+        .campaigns()
+        .test(signed.project, id, to)
+        .await?;
     let body = html! {
         p.ok role="status" #test-sent { "A test was queued to " (shown) "." }
         p { a href={ "/app/campaigns/" (id) } { "Back to the campaign" } }
     };
     Ok(layout::page(&signed, "/app/campaigns", "Test sent", body))
+}
+
+/// A datetime-local value, read as UTC: it has no zone and may leave out the seconds.
+fn scheduled_at(raw: &str) -> Result<Timestamp, PageError> {
+    chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M"))
+        .map(|t| Timestamp::from(t.and_utc()))
+        .map_err(|_| {
+            Error::field(
+                "scheduledAt",
+                FieldCode::InvalidString,
+                "Expected a date and time such as 2026-12-01T09:30",
+            )
+            .into()
+        })
 }
 
 #[derive(Deserialize)]
@@ -265,13 +279,18 @@ pub async fn send(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    let body = match form.at.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        // datetime-local has no zone and may leave out the seconds.
-        Some(at) if at.len() == 16 => json!({"scheduledAt": format!("{at}:00Z")}).to_string(),
-        Some(at) => json!({"scheduledAt": format!("{at}Z")}).to_string(),
-        None => String::new(),
-    };
-    send_in(&state, signed.project, id, body.as_bytes()).await?;
+    let at = form
+        .at
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(scheduled_at)
+        .transpose()?;
+    state
+        .engine
+        .campaigns()
+        .send(signed.project, id, at)
+        .await?;
     Ok(super::see_other(&format!("/app/campaigns/{id}")))
 }
 
@@ -284,13 +303,7 @@ pub async fn resume(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    actions::resume(
-        state.engine.registry(),
-        state.engine.campaigns(),
-        signed.project,
-        id,
-    )
-    .await?;
+    state.engine.campaigns().resume(signed.project, id).await?;
     Ok(super::see_other(&format!("/app/campaigns/{id}")))
 }
 
@@ -300,6 +313,6 @@ pub async fn cancel(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = campaign_id(&id)?;
-    actions::cancel(state.engine.registry(), signed.project, id).await?;
+    state.engine.campaigns().cancel(signed.project, id).await?;
     Ok(super::see_other(&format!("/app/campaigns/{id}")))
 }

@@ -2,13 +2,10 @@
 //! (the render pool, with its limits) with a chosen contact's variables.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::contact::queries;
-use mailroom_actors::contact::records::find_id_by_email;
-use mailroom_actors::email::send::{send_request, SendRequest};
-use mailroom_actors::email::sending::variables;
-use mailroom_actors::model::{EmailAddress, Template, TemplateId};
-use mailroom_actors::template::records as stored;
-use mailroom_actors::{Error, FieldCode, Resource};
+use mailroom_actors::engine::emails::SendRequest;
+use mailroom_actors::engine::templates::Template;
+use mailroom_actors::model::{EmailAddress, TemplateId};
+use mailroom_actors::{Error, FieldCode};
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::json;
@@ -17,7 +14,7 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::error::ApiError;
-use crate::http::templates::{all_templates, create_in, update_in};
+use crate::http::templates::{CreateTemplateRequest, UpdateTemplateRequest};
 use crate::http::{body, AppState};
 
 #[derive(Deserialize, Default)]
@@ -103,7 +100,7 @@ fn editor(signed: &Signed, action: &str, f: &TemplateForm) -> Markup {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let all = all_templates(&state, signed.project).await?;
+    let all = state.engine.templates().all(signed.project).await?;
     let body = html! {
         @if all.is_empty() { p { "No templates yet." } } @else {
             table {
@@ -137,8 +134,7 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = template_id(&id)?;
-    let t = stored::load(&**state.engine.store(), signed.project, id)?
-        .ok_or(Error::NotFound(Resource::Template))?;
+    let t = state.engine.templates().get(signed.project, id)?;
     let body = html! {
         (editor(&signed, &format!("/app/templates/{id}"), &TemplateForm::of(&t)))
         h2 { "Test send" }
@@ -198,13 +194,7 @@ pub async fn test(
         idempotency: None,
         execution: None,
     };
-    send_request(
-        state.engine.registry(),
-        state.engine.templates(),
-        signed.project,
-        request,
-    )
-    .await?;
+    state.engine.emails().send(signed.project, request).await?;
     let body = html! {
         p.ok role="status" #test-sent { "A test was queued to " (shown) "." }
         p { a href={ "/app/templates/" (id) } { "Back to the template" } }
@@ -216,8 +206,12 @@ pub async fn create(
     Posted(signed, form): Posted<TemplateForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let req = body::parse(form.request().to_string().as_bytes())?;
-    let t = create_in(&state, signed.project, req).await?;
+    let req: CreateTemplateRequest = body::parse(form.request().to_string().as_bytes())?;
+    let t = state
+        .engine
+        .templates()
+        .create(signed.project, req.into())
+        .await?;
     Ok(super::see_other(&format!("/app/templates/{}", t.id)))
 }
 
@@ -231,8 +225,12 @@ pub async fn update(
     if form.from.trim().is_empty() {
         request.as_object_mut().map(|o| o.remove("from"));
     }
-    let req = body::parse(request.to_string().as_bytes())?;
-    update_in(&state, signed.project, id, req).await?;
+    let req: UpdateTemplateRequest = body::parse(request.to_string().as_bytes())?;
+    state
+        .engine
+        .templates()
+        .update(signed.project, id, req.into())
+        .await?;
     Ok(super::see_other(&format!("/app/templates/{id}")))
 }
 
@@ -243,30 +241,23 @@ async fn render(
     signed: &Signed,
     f: &TemplateForm,
 ) -> Result<(String, String), ApiError> {
-    let compiled = state
-        .engine
-        .registry()
-        .renders()
-        .compile(f.subject.clone(), f.body.clone())
-        .await?;
-    let vars = if f.contact.trim().is_empty() {
-        json!({"email": "someone@example.com", "data": {}, "contact": {"email": "someone@example.com"}})
-    } else {
-        let email = EmailAddress::parse(f.contact.trim())
-            .map_err(|_| Error::field("contact", FieldCode::InvalidString, "Invalid email"))?;
-        let p = signed.project;
-        let id = find_id_by_email(&**state.engine.store(), p, email.as_str())?
-            .ok_or(Error::NotFound(Resource::Contact))?;
-        let contact = queries::get_contact(&**state.engine.store(), p, id)?
-            .ok_or(Error::NotFound(Resource::Contact))?;
-        variables(&contact, &serde_json::Map::new())
+    let contact = match f.contact.trim() {
+        "" => None,
+        raw => Some(
+            EmailAddress::parse(raw)
+                .map_err(|_| Error::field("contact", FieldCode::InvalidString, "Invalid email"))?,
+        ),
     };
     Ok(state
         .engine
-        .registry()
-        .renders()
-        .run(move || compiled.render(&vars))
-        .await??)
+        .templates()
+        .preview(
+            signed.project,
+            f.subject.clone(),
+            f.body.clone(),
+            contact.as_ref(),
+        )
+        .await?)
 }
 
 /// The live preview (`{subject, html, error}`) for script, the page again without.

@@ -3,11 +3,8 @@
 //! `campaign::records`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::campaign::actions;
-use mailroom_actors::campaign::records::{self as stored, CampaignPatch};
-use mailroom_actors::campaign::stats as campaign_stats;
-use mailroom_actors::campaign::{
-    AudienceKind, Campaign, CampaignStats, CampaignStatus, NewCampaign,
+use mailroom_actors::engine::campaigns::{
+    AudienceKind, Campaign, CampaignPatch, CampaignStats, CampaignStatus, NewCampaign,
 };
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::model::{CampaignId, ProjectId, SegmentId, Timestamp};
@@ -22,7 +19,7 @@ use super::envelope;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
 use super::wire::{Description, DisplayName, Html, Instant, Name, Nullable, Subject, Text};
-use super::{blocking, AppState};
+use super::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -219,8 +216,11 @@ pub struct TestCampaignRequest {
 fn view(state: &AppState, p: ProjectId, c: &Campaign) -> CampaignView {
     let mut v = CampaignView::from(c);
     if c.status == CampaignStatus::Paused {
-        v.paused_reason =
-            actions::paused_reason(state.engine.registry(), p, c.id).unwrap_or_default();
+        v.paused_reason = state
+            .engine
+            .campaigns()
+            .paused_reason(p, c.id)
+            .unwrap_or_default();
     }
     v
 }
@@ -271,8 +271,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || stored::list(&*store, p.id, &page)).await?;
+    let page = state.engine.campaigns().list(p.id, page).await?;
     let has_more = page.has_more();
     Ok(envelope::ok(CampaignList {
         campaigns: page.items.iter().map(|c| view(&state, p.id, c)).collect(),
@@ -290,38 +289,38 @@ pub async fn create(
     Body(req): Body<CreateCampaignRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let c = create_in(&state, p.id, req).await?;
+    let new = req.into_new(state.limits.max_data_bytes)?;
+    let c = state.engine.campaigns().create(p.id, new).await?;
     Ok(envelope::created(view(&state, p.id, &c)))
 }
 
-/// POST /campaigns for project `p` (the dashboard's form sends its request here too).
-pub async fn create_in(
-    state: &AppState,
-    p: ProjectId,
-    req: CreateCampaignRequest,
-) -> Result<Campaign, ApiError> {
-    let audience_filter = req
-        .audience_filter
-        .as_ref()
-        .map(|doc| audience_filter(doc, state.limits.max_data_bytes))
-        .transpose()?;
-    let Some(audience) = audience(req.audience_type, req.kind)? else {
-        return Err(Error::field("audienceType", FieldCode::InvalidType, "Required").into());
-    };
-    let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
-    let campaign = NewCampaign {
-        name: req.name.into_string(),
-        description: req.description.map(Text::into_string),
-        subject: req.subject.into_string(),
-        body: req.body.into_string(),
-        from: req.from,
-        from_name: req.from_name.map(DisplayName::into_string),
-        reply_to: req.reply_to,
-        audience,
-        segment_id,
-        audience_filter,
-    };
-    Ok(actions::create(state.engine.registry(), p, campaign).await?)
+impl CreateCampaignRequest {
+    /// The campaign to make: its audience named once, its filter parsed and within
+    /// `max_data_bytes` (the dashboard's form makes one of these too).
+    pub fn into_new(self, max_data_bytes: usize) -> Result<NewCampaign, ApiError> {
+        let req = self;
+        let audience_filter = req
+            .audience_filter
+            .as_ref()
+            .map(|doc| audience_filter(doc, max_data_bytes))
+            .transpose()?;
+        let Some(audience) = audience(req.audience_type, req.kind)? else {
+            return Err(Error::field("audienceType", FieldCode::InvalidType, "Required").into());
+        };
+        let segment_id = req.segment_id.as_deref().map(segment_id).transpose()?;
+        Ok(NewCampaign {
+            name: req.name.into_string(),
+            description: req.description.map(Text::into_string),
+            subject: req.subject.into_string(),
+            body: req.body.into_string(),
+            from: req.from,
+            from_name: req.from_name.map(DisplayName::into_string),
+            reply_to: req.reply_to,
+            audience,
+            segment_id,
+            audience_filter,
+        })
+    }
 }
 
 #[utoipa::path(get, path = "/campaigns/{id}", tag = "Campaigns",
@@ -334,7 +333,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = stored::get(&**state.engine.store(), p.id, id)?;
+    let c = state.engine.campaigns().get(p.id, id)?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -371,7 +370,7 @@ pub async fn update(
         segment_id: segment,
         audience_filter,
     };
-    let c = actions::update(state.engine.registry(), p.id, id, patch).await?;
+    let c = state.engine.campaigns().update(p.id, id, patch).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -384,7 +383,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    actions::delete(state.engine.registry(), p.id, id).await?;
+    state.engine.campaigns().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -399,26 +398,21 @@ pub async fn send(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = send_in(&state, p.id, id, &body).await?;
+    let c = state
+        .engine
+        .campaigns()
+        .send(p.id, id, send_at(&body)?)
+        .await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
-/// POST /campaigns/{id}/send for project `p`, its optional body as sent (the
-/// dashboard's send and schedule buttons go through it too).
-pub async fn send_in(
-    state: &AppState,
-    p: ProjectId,
-    id: CampaignId,
-    body: &[u8],
-) -> Result<Campaign, ApiError> {
-    // The body is optional: none at all sends now.
-    let at = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        let req: SendCampaignRequest = super::body::parse(body)?;
-        req.scheduled_at.map(|at| Timestamp::from(at.0))
-    };
-    Ok(actions::send(state.engine.registry(), state.engine.campaigns(), p, id, at).await?)
+/// When the optional body of POST /campaigns/{id}/send says to send: None is now.
+fn send_at(body: &[u8]) -> Result<Option<Timestamp>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let req: SendCampaignRequest = super::body::parse(body)?;
+    Ok(req.scheduled_at.map(|at| Timestamp::from(at.0)))
 }
 
 #[utoipa::path(post, path = "/campaigns/{id}/cancel", tag = "Campaigns",
@@ -431,7 +425,7 @@ pub async fn cancel(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = actions::cancel(state.engine.registry(), p.id, id).await?;
+    let c = state.engine.campaigns().cancel(p.id, id).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -446,7 +440,7 @@ pub async fn resume(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let c = actions::resume(state.engine.registry(), state.engine.campaigns(), p.id, id).await?;
+    let c = state.engine.campaigns().resume(p.id, id).await?;
     Ok(envelope::ok(view(&state, p.id, &c)))
 }
 
@@ -461,14 +455,7 @@ pub async fn test(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    let email = actions::test(
-        state.engine.registry(),
-        state.engine.templates(),
-        p.id,
-        id,
-        to,
-    )
-    .await?;
+    let email = state.engine.campaigns().test(p.id, id, to).await?;
     Ok(envelope::ok(TestSent {
         email: email.to_string(),
     }))
@@ -484,7 +471,6 @@ pub async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = campaign_id(&id)?;
-    stored::get(&**state.engine.store(), p.id, id)?;
-    let s = campaign_stats::load(&**state.engine.store(), p.id, id)?;
+    let s = state.engine.campaigns().stats(p.id, id)?;
     Ok(envelope::ok(StatsView::from(s)))
 }

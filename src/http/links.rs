@@ -6,7 +6,7 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 use mailroom_actors::campaign::unsubscribe::{self, Recipient};
-use mailroom_actors::email::engagement::{self, Hit};
+use mailroom_actors::engine::emails::Hit;
 use mailroom_actors::links::{Link, Resolved};
 use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use mailroom_actors::{Error, Resource};
@@ -299,8 +299,11 @@ pub async fn open(
         tracing::debug!(%email, "open not recorded: the project is disabled or its keys rotated");
     } else if !state.hits.allow(email, false) {
         tracing::debug!(%email, "open not recorded: this email's pixel is fetched too often");
-    } else if let Err(e) =
-        engagement::record(state.engine.registry(), project, email, Hit::Open, None).await
+    } else if let Err(e) = state
+        .engine
+        .emails()
+        .record_hit(project, email, Hit::Open, None)
+        .await
     {
         tracing::warn!(%email, error = %e, "recording an open");
     }
@@ -343,14 +346,11 @@ pub async fn click(
     // A recipient gets where the link goes whatever befalls the bookkeeping.
     if !state.hits.allow(email, true) {
         tracing::debug!(%email, "click not recorded: this email's links are followed too often");
-    } else if let Err(e) = engagement::record(
-        state.engine.registry(),
-        project,
-        email,
-        Hit::Click,
-        Some(target),
-    )
-    .await
+    } else if let Err(e) = state
+        .engine
+        .emails()
+        .record_hit(project, email, Hit::Click, Some(target))
+        .await
     {
         tracing::warn!(%email, error = %e, "recording a click");
     }

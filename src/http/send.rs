@@ -2,13 +2,10 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
-use mailroom_actors::email::send::{replay, send_request, SendRequest as Request};
-use mailroom_actors::email::sending;
+use mailroom_actors::engine::emails::{EmailRecord, Receipt, SendRequest as Request};
 use mailroom_actors::mailer::mime::is_reserved_header;
 use mailroom_actors::model::DataMap;
-use mailroom_actors::model::{
-    Attachment, EmailAddress, EmailId, EmailStatus, Engagement, TemplateId,
-};
+use mailroom_actors::model::{Attachment, EmailAddress, EmailId, Engagement, TemplateId};
 use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
@@ -363,7 +360,7 @@ pub async fn send(
         .transpose()?;
     f.finish()?;
     // Before the Markdown: a replay does no template work.
-    if let Some(receipt) = replay(state.engine.registry(), p.id, claim.as_ref())? {
+    if let Some(receipt) = state.engine.emails().replay(p.id, claim.as_ref())? {
         return Ok(answer(receipt));
     }
     let body = match (r.body, r.body_type) {
@@ -391,17 +388,11 @@ pub async fn send(
         idempotency: claim,
         execution: None,
     };
-    let receipt = send_request(
-        state.engine.registry(),
-        state.engine.templates(),
-        p.id,
-        request,
-    )
-    .await?;
+    let receipt = state.engine.emails().send(p.id, request).await?;
     Ok(answer(receipt))
 }
 
-fn answer(receipt: sending::Receipt) -> HttpResponse {
+fn answer(receipt: Receipt) -> HttpResponse {
     HttpResponse::Ok().json(SendResponse {
         success: true,
         data: SendAnswer {
@@ -502,18 +493,13 @@ pub async fn get_email(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: EmailId = path_id(&id, Resource::Email)?;
-    let e = sending::load_email(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Email))?;
-    // The stored status stays QUEUED during an attempt; the dispatcher knows better.
-    let status =
-        if e.status == EmailStatus::Queued && state.engine.registry().attempts().contains(id) {
-            EmailStatus::Sending
-        } else {
-            e.status
-        };
+    let EmailRecord {
+        email: e,
+        status,
+        content_removed,
+        engagement: hits,
+    } = state.engine.emails().get(p.id, id)?;
     let iso = |ms: i64| mailroom_actors::model::Timestamp::from(ms).to_iso();
-    let content_removed = mailroom_actors::retention::emails::content_removed(&e);
-    let hits = mailroom_actors::email::engagement::engagement(&**state.engine.store(), p.id, id)?;
     let hit = |f: fn(&Engagement) -> Option<i64>| hits.as_ref().and_then(f).map(iso);
     let count = |f: fn(&Engagement) -> u32| hits.as_ref().map_or(0, f);
     Ok(HttpResponse::Ok().json(EmailResponse {

@@ -2,10 +2,8 @@
 //! with `page`, `pageSize` and `totalPages` beside the cursor fields.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::template::TemplatePatch;
-use mailroom_actors::model::{EmailAddress, NewTemplate, Template, TemplateId, TemplateKind};
-use mailroom_actors::template::actions;
-use mailroom_actors::template::records as stored;
+use mailroom_actors::engine::templates::{NewTemplate, Template, TemplateKind, TemplatePatch};
+use mailroom_actors::model::{EmailAddress, TemplateId};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -15,7 +13,7 @@ use super::body::Body;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
 use super::wire::{Description, DisplayName, Html, Name, Subject, Text};
-use super::{blocking, AppState};
+use super::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -126,28 +124,24 @@ pub async fn create(
     Body(req): Body<CreateTemplateRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let t = create_in(&state, p.id, req).await?;
+    let t = state.engine.templates().create(p.id, req.into()).await?;
     Ok(HttpResponse::Created().json(TemplateView::from(&t)))
 }
 
-/// POST /templates for project `p` (the dashboard's editor saves through it too).
-pub async fn create_in(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    req: CreateTemplateRequest,
-) -> Result<Template, ApiError> {
-    let template = NewTemplate {
-        name: req.name.into_string(),
-        description: req.description.map(Text::into_string),
-        subject: req.subject.into_string(),
-        body: req.body.into_string(),
-        text: req.text.map(Text::into_string),
-        kind: req.kind.unwrap_or(TemplateKind::Transactional),
-        from: req.from,
-        from_name: req.from_name.map(DisplayName::into_string),
-        reply_to: req.reply_to,
-    };
-    Ok(actions::create(state.engine.registry(), p, template).await?)
+impl From<CreateTemplateRequest> for NewTemplate {
+    fn from(req: CreateTemplateRequest) -> Self {
+        NewTemplate {
+            name: req.name.into_string(),
+            description: req.description.map(Text::into_string),
+            subject: req.subject.into_string(),
+            body: req.body.into_string(),
+            text: req.text.map(Text::into_string),
+            kind: req.kind.unwrap_or(TemplateKind::Transactional),
+            from: req.from,
+            from_name: req.from_name.map(DisplayName::into_string),
+            reply_to: req.reply_to,
+        }
+    }
 }
 
 #[utoipa::path(get, path = "/templates", tag = "Templates",
@@ -175,7 +169,7 @@ pub async fn list(
         None => None,
     };
     let limit = page.limit();
-    let all = all_templates(&state, p.id).await?;
+    let all = state.engine.templates().all(p.id).await?;
     let matching: Vec<&Template> = all
         .iter()
         .filter(|t| kind.is_none_or(|k| t.kind == k))
@@ -204,17 +198,6 @@ pub async fn list(
     }))
 }
 
-/// Every template of `p`, newest first. Templates are few per project: one scan gives
-/// a page, the total and the position.
-pub async fn all_templates(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-) -> Result<Vec<Template>, ApiError> {
-    // Templates are few per project: one scan gives the page, the total and the position.
-    let store = state.engine.store().clone();
-    blocking(move || stored::all(&*store, p)).await
-}
-
 #[utoipa::path(get, path = "/templates/{id}", tag = "Templates",
     responses((status = 200, body = TemplateView), (status = 404)), security(("bearer" = [])))]
 pub async fn get(
@@ -223,8 +206,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    let t = stored::load(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Template))?;
+    let t = state.engine.templates().get(p.id, id)?;
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
 }
 
@@ -237,26 +219,12 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    let t = update_in(&state, p.id, id, req).await?;
+    let t = state
+        .engine
+        .templates()
+        .update(p.id, id, req.into())
+        .await?;
     Ok(HttpResponse::Ok().json(TemplateView::from(&t)))
-}
-
-/// PATCH /templates/{id} for project `p` (the dashboard's editor saves through it too).
-pub async fn update_in(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    id: TemplateId,
-    req: UpdateTemplateRequest,
-) -> Result<Template, ApiError> {
-    let patch = TemplatePatch::from(req);
-    Ok(actions::update(
-        state.engine.registry(),
-        state.engine.templates(),
-        p,
-        id,
-        patch,
-    )
-    .await?)
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "Templates",
@@ -267,6 +235,6 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = path_id(&id, Resource::Template)?;
-    actions::delete(state.engine.registry(), state.engine.templates(), p.id, id).await?;
+    state.engine.templates().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -3,28 +3,25 @@
 //! the work still completes exactly once. Each test arms one fault point of the engine
 //! (`faults.rs`, debug builds only) and checks that the fault fired.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Addr, Supervisor};
-use common::{
+use super::common::{
     create_waiting_workflow, deliver_to, email_status, queue_email, sled_engine, trust_sender,
     upsert, wait_for,
 };
-use mailroom_actors::contact::actions::upsert as upsert_contact;
-use mailroom_actors::email::sending::load_email;
-use mailroom_actors::error::Error;
-use mailroom_actors::faults::{Faults, Point};
-use mailroom_actors::mailer::Dispatcher;
-use mailroom_actors::model::{EmailStatus, OutboundEmail, ProjectId};
-use mailroom_actors::project::messages::Generation;
-use mailroom_actors::project::Registry;
-use mailroom_actors::scheduler::{Fire, Scheduler, Timer, TimerKind, Timers};
-use mailroom_actors::store::{Batch, SledStore, Store};
-use mailroom_actors::{AdjustableClock, Clock};
+use crate::contact::actions::upsert as upsert_contact;
+use crate::email::sending::load_email;
+use crate::error::Error;
+use crate::faults::{Faults, Point};
+use crate::mailer::Dispatcher;
+use crate::model::{EmailStatus, OutboundEmail, ProjectId};
+use crate::project::messages::Generation;
+use crate::project::Registry;
+use crate::scheduler::{Fire, Scheduler, Timer, TimerKind, Timers};
+use crate::store::{Batch, SledStore, Store};
+use crate::{AdjustableClock, Clock};
+use actix::{Addr, Supervisor};
 use mailroom_testkit::smtp::SmtpServer;
 use tokio::sync::mpsc;
 

@@ -2,14 +2,11 @@
 //! does not parse) is taken out of the outbox once, instead of being read again every
 //! round while it holds one of its project's in-flight slots.
 
-#[allow(dead_code)]
-mod common;
-
 use std::time::Duration;
 
-use common::{deliver_to, email_status, queue_email, sled_engine, trust_sender, wait_for};
-use mailroom_actors::model::{EmailStatus, ProjectId};
-use mailroom_actors::store::{keys, Batch, Store};
+use super::common::{deliver_to, email_status, queue_email, sled_engine, trust_sender, wait_for};
+use crate::model::{EmailStatus, ProjectId};
+use crate::store::{keys, Batch, Store};
 use mailroom_testkit::smtp::SmtpServer;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -2,31 +2,26 @@
 //! `wiring::hooks`): what a feature does on a write made in the core lands in that
 //! write's one batch, and an engine built without the hooks runs the core alone.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 
-use common::{create_waiting_workflow, signup};
-use mailroom_actors::campaign::{stats, AudienceKind, Campaign, CampaignStatus};
-use mailroom_actors::email::sending::{
-    load_email, DeliveryOutcome, RecordDelivery, CANCELLED_BEFORE_SENT,
-};
-use mailroom_actors::event::actions::track;
-use mailroom_actors::event::queries::each_event;
-use mailroom_actors::metrics::ExecutionMove;
-use mailroom_actors::model::{
+use super::common::{create_waiting_workflow, signup};
+use crate::campaign::{stats, AudienceKind, Campaign, CampaignStatus};
+use crate::email::sending::{load_email, DeliveryOutcome, RecordDelivery, CANCELLED_BEFORE_SENT};
+use crate::event::actions::track;
+use crate::event::queries::each_event;
+use crate::metrics::ExecutionMove;
+use crate::model::{
     CampaignId, ContactId, EmailAddress, EmailId, EmailStatus, Mailbox, OutboundEmail, ProjectId,
     Timestamp,
 };
-use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::hooks::Hooks;
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::segment::actions as segment_actions;
-use mailroom_actors::segment::records::CreateSegment;
-use mailroom_actors::segment::{Group, SegmentKind};
-use mailroom_actors::store::{keys, Batch, SledStore, Store};
-use mailroom_actors::SystemClock;
+use crate::project::apply::Apply;
+use crate::project::hooks::Hooks;
+use crate::project::{Registry, RegistryConfig};
+use crate::segment::actions as segment_actions;
+use crate::segment::records::CreateSegment;
+use crate::segment::{Group, SegmentKind};
+use crate::store::{keys, Batch, SledStore, Store};
+use crate::SystemClock;
 
 struct Engine {
     _dir: tempfile::TempDir,
@@ -43,7 +38,7 @@ impl Engine {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig::default(),
-            common::links(),
+            super::common::links(),
             hooks,
         );
         Engine {
@@ -55,7 +50,7 @@ impl Engine {
     }
 
     /// A DYNAMIC segment of the contacts that triggered `signup`, recording entries.
-    async fn add_signed_up_segment(&self) -> mailroom_actors::error::Result<()> {
+    async fn add_signed_up_segment(&self) -> crate::error::Result<()> {
         let filters = serde_json::json!({"operator": "AND", "conditions":
             [{"field": "event.signup", "operator": "triggered"}]});
         let segment = CreateSegment {
@@ -85,7 +80,7 @@ impl Engine {
 
 #[actix::test]
 async fn a_tracked_event_with_the_segment_entry_and_the_workflow_start_it_causes_is_one_batch() {
-    let engine = Engine::start(mailroom_actors::wiring::hooks());
+    let engine = Engine::start(crate::wiring::hooks());
     let now = chrono::Utc::now().timestamp_millis();
     create_waiting_workflow(&engine.registry, engine.project, now)
         .await
@@ -126,7 +121,7 @@ async fn an_engine_built_without_hooks_records_events_but_nothing_reacts_to_them
     assert_eq!(engine.started(), 0, "no workflow starts without its hook");
     let refused = engine.add_signed_up_segment().await;
     assert!(
-        matches!(&refused, Err(mailroom_actors::Error::Internal(m)) if m.contains("wiring")),
+        matches!(&refused, Err(crate::Error::Internal(m)) if m.contains("wiring")),
         "a segment is refused before anything is written, naming what is missing: {refused:?}"
     );
 }
@@ -205,7 +200,7 @@ async fn campaign_with_one_email_queued(
 
 #[actix::test]
 async fn a_retry_of_a_cancelled_campaigns_email_ends_it_and_counts_it_cancelled_in_one_batch() {
-    let engine = Engine::start(mailroom_actors::wiring::hooks());
+    let engine = Engine::start(crate::wiring::hooks());
     let due = 1_000;
     let (c, email) = campaign_with_one_email_queued(&engine, CampaignStatus::Cancelled, due).await;
     let before = engine.store.batches_applied();
@@ -238,7 +233,7 @@ async fn a_retry_of_a_cancelled_campaigns_email_ends_it_and_counts_it_cancelled_
 
 #[actix::test]
 async fn a_retry_of_a_sending_campaigns_email_stays_queued_for_its_next_attempt() {
-    let engine = Engine::start(mailroom_actors::wiring::hooks());
+    let engine = Engine::start(crate::wiring::hooks());
     let due = 1_000;
     let (c, email) = campaign_with_one_email_queued(&engine, CampaignStatus::Sending, due).await;
     let retry = RecordDelivery {

@@ -5,30 +5,25 @@
 //! (one store under both) and on PostgreSQL (each its own view, leases and fences;
 //! skipped without `MAILROOM_TEST_POSTGRES_URL`).
 
-#[allow(dead_code)]
-mod common;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{open_postgres_node, postgres_schema_url};
-use mailroom_actors::campaign::audience;
-use mailroom_actors::campaign::records as campaigns;
-use mailroom_actors::campaign::{
-    AudienceKind, CampaignStatus, Campaigns, NewCampaign, RunnerConfig,
-};
-use mailroom_actors::cluster::ownership::Ownership;
-use mailroom_actors::contact::records::UpsertContact;
-use mailroom_actors::domain::DomainName;
-use mailroom_actors::engine::{Engine, EngineConfig};
-use mailroom_actors::error::Error;
-use mailroom_actors::mailer::{DispatcherConfig, TransportConfig};
-use mailroom_actors::model::{DataPatch, EmailAddress, ProjectId};
-use mailroom_actors::project::Registry;
-use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::SystemClock;
+use super::common::{open_postgres_node, postgres_schema_url};
+use crate::campaign::audience;
+use crate::campaign::records as campaigns;
+use crate::campaign::{AudienceKind, CampaignStatus, Campaigns, NewCampaign, RunnerConfig};
+use crate::cluster::ownership::Ownership;
+use crate::contact::records::UpsertContact;
+use crate::domain::DomainName;
+use crate::engine::{Engine, EngineConfig};
+use crate::error::Error;
+use crate::mailer::{DispatcherConfig, TransportConfig};
+use crate::model::{DataPatch, EmailAddress, ProjectId};
+use crate::project::Registry;
+use crate::store::{SledStore, Store};
+use crate::SystemClock;
 
 const RECIPIENTS: usize = 300;
 const LEASE: Duration = Duration::from_secs(3600);
@@ -64,7 +59,7 @@ impl Node {
             },
             ..EngineConfig::new(
                 TransportConfig::File { dir: out.clone() },
-                common::links_config(),
+                super::common::links_config(),
             )
         };
         let engine = Engine::start(
@@ -78,7 +73,7 @@ impl Node {
             id,
             store,
             registry: engine.registry().clone(),
-            campaigns: engine.campaigns().clone(),
+            campaigns: engine.runners().clone(),
             out,
             _engine: engine,
         }
@@ -218,7 +213,7 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
     let p = ProjectId::new();
     a.take(p).await;
     fill(&a, p).await;
-    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign())
+    let c = crate::campaign::actions::create(&a.registry, p, campaign())
         .await
         .unwrap();
     // SENDING, its audience fixed and nothing queued yet, as a crash right after the
@@ -228,7 +223,7 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
     a.registry
         .send(
             p,
-            mailroom_actors::project::apply::Apply::durable(move |ctx, _| {
+            crate::project::apply::Apply::durable(move |ctx, _| {
                 campaigns::send(ctx, id, None)?;
                 let c = campaigns::get(ctx.store, ctx.project, id)?;
                 let now = ctx.now.millis();
@@ -247,7 +242,7 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
     b.take(q).await;
     let registry = b.registry.clone();
     let busy = tokio::spawn(async move {
-        let slow = mailroom_actors::project::apply::Apply::durable(|_, _| {
+        let slow = crate::project::apply::Apply::durable(|_, _| {
             std::thread::sleep(Duration::from_millis(1500));
             Ok(())
         });
@@ -263,7 +258,7 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
     )
     .await;
     busy.await.unwrap().unwrap();
-    let stats = mailroom_actors::campaign::stats::load(&*b.store, p, c.id).unwrap();
+    let stats = crate::campaign::stats::load(&*b.store, p, c.id).unwrap();
     assert_eq!(stats.skipped, 0, "no recipient skipped: {stats:?}");
     let got: HashSet<String> = b.recipients().into_iter().collect();
     assert_eq!(got.len(), RECIPIENTS, "every recipient got the campaign");
@@ -273,13 +268,9 @@ async fn take_over_before_the_first_batch(a: Node, b: Node) {
 
 /// A trusted sender domain and `RECIPIENTS` subscribed contacts.
 async fn fill(a: &Node, p: ProjectId) {
-    mailroom_actors::domain::actions::trust(
-        &a.registry,
-        p,
-        DomainName::parse("example.com").unwrap(),
-    )
-    .await
-    .unwrap();
+    crate::domain::actions::trust(&a.registry, p, DomainName::parse("example.com").unwrap())
+        .await
+        .unwrap();
     for i in 0..RECIPIENTS {
         let contact = UpsertContact {
             email: EmailAddress::parse(&format!("r{i}@example.org")).unwrap(),
@@ -287,7 +278,7 @@ async fn fill(a: &Node, p: ProjectId) {
             default_subscribed: true,
             data: DataPatch::default(),
         };
-        mailroom_actors::contact::actions::upsert(&a.registry, p, contact)
+        crate::contact::actions::upsert(&a.registry, p, contact)
             .await
             .unwrap();
     }
@@ -299,10 +290,10 @@ async fn hand_over_mid_send(a: Node, b: Node) {
     let p = ProjectId::new();
     a.take(p).await;
     fill(&a, p).await;
-    let c = mailroom_actors::campaign::actions::create(&a.registry, p, campaign())
+    let c = crate::campaign::actions::create(&a.registry, p, campaign())
         .await
         .unwrap();
-    mailroom_actors::campaign::actions::send(&a.registry, &a.campaigns, p, c.id, None)
+    crate::campaign::actions::send(&a.registry, &a.campaigns, p, c.id, None)
         .await
         .unwrap();
     wait_for("A sends a first share", Duration::from_secs(30), || {
@@ -317,7 +308,7 @@ async fn hand_over_mid_send(a: Node, b: Node) {
         "handed over in the middle of the send"
     );
     assert!(matches!(
-        mailroom_actors::campaign::actions::cancel(&a.registry, p, c.id).await,
+        crate::campaign::actions::cancel(&a.registry, p, c.id).await,
         Err(Error::NotOwner { .. })
     ));
     b.take(p).await;

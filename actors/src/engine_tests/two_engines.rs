@@ -2,21 +2,18 @@
 //! `Application`s (or two tests) would be: neither sees the other's timers, limits or
 //! counts.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::common::{create_waiting_workflow, signup};
+use crate::event::actions::track;
+use crate::metrics::ExecutionMove;
+use crate::model::{ProjectId, Workflow};
+use crate::project::{Registry, RegistryConfig};
+use crate::scheduler::{Fire, Scheduler, Timer};
+use crate::store::{SledStore, Store};
+use crate::{AdjustableClock, Clock};
 use actix::Actor;
-use common::{create_waiting_workflow, signup};
-use mailroom_actors::event::actions::track;
-use mailroom_actors::metrics::ExecutionMove;
-use mailroom_actors::model::{ProjectId, Workflow};
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
-use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::{AdjustableClock, Clock};
 use tokio::sync::mpsc;
 
 struct Engine {
@@ -38,8 +35,8 @@ impl Engine {
             store.clone(),
             clock.clone(),
             config,
-            common::links(),
-            mailroom_actors::wiring::hooks(),
+            super::common::links(),
+            crate::wiring::hooks(),
         );
         let (tx, fired) = mpsc::unbounded_channel();
         let fire: Fire = Arc::new(move |t: Timer| {
@@ -63,7 +60,7 @@ impl Engine {
         self.try_add_waiting_workflow().await.unwrap();
     }
 
-    async fn try_add_waiting_workflow(&self) -> mailroom_actors::error::Result<Workflow> {
+    async fn try_add_waiting_workflow(&self) -> crate::error::Result<Workflow> {
         let now = self.clock.now().timestamp_millis();
         create_waiting_workflow(&self.registry, self.project, now).await
     }
@@ -82,11 +79,11 @@ impl Engine {
 #[actix::test]
 async fn two_engines_in_one_process_keep_their_own_clocks_timers_limits_and_counts() {
     let mut a = Engine::start(RegistryConfig {
-        tenant: mailroom_actors::project::TenantLimits {
+        tenant: crate::project::TenantLimits {
             max_workflows: 1,
             ..Default::default()
         },
-        templates: mailroom_actors::render::Limits {
+        templates: crate::render::Limits {
             max_output_bytes: 64,
             ..Default::default()
         },

@@ -3,27 +3,24 @@
 //! engine started (a workflow waiting on a delay) completes on the engine that took the
 //! project over, once, and nothing of the project runs on the engine that let it go.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::common::{create_waiting_workflow, signup, wait_for};
+use crate::cluster::ownership::Ownership;
+use crate::dns::{DnsConfig, Resolver};
+use crate::error::Error;
+use crate::event::actions::track;
+use crate::metrics::ExecutionMove;
+use crate::model::{ExecStatus, ProjectId};
+use crate::project::{Registry, RegistryConfig};
+use crate::render::TemplateCache;
+use crate::scheduler::{Fire, Scheduler, Timer};
+use crate::store::{SledStore, Store};
+use crate::workflow::records as workflows;
+use crate::workflow::{Executors, WebhookClient};
+use crate::{AdjustableClock, Clock};
 use actix::Actor;
-use common::{create_waiting_workflow, signup, wait_for};
-use mailroom_actors::cluster::ownership::Ownership;
-use mailroom_actors::dns::{DnsConfig, Resolver};
-use mailroom_actors::error::Error;
-use mailroom_actors::event::actions::track;
-use mailroom_actors::metrics::ExecutionMove;
-use mailroom_actors::model::{ExecStatus, ProjectId};
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::render::TemplateCache;
-use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
-use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::workflow::records as workflows;
-use mailroom_actors::workflow::{Executors, WebhookClient};
-use mailroom_actors::{AdjustableClock, Clock};
 use tokio::sync::mpsc;
 
 const LEASE: Duration = Duration::from_secs(3600);
@@ -43,9 +40,9 @@ impl Node {
             store.clone(),
             as_clock.clone(),
             RegistryConfig::default(),
-            common::links(),
+            super::common::links(),
             Ownership::none(),
-            mailroom_actors::wiring::hooks(),
+            crate::wiring::hooks(),
         );
         let resolver = Resolver::new(&DnsConfig {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],
@@ -57,7 +54,7 @@ impl Node {
             registry.clone(),
             Arc::new(TemplateCache::new(Default::default())),
             WebhookClient::new(resolver, false, Duration::from_secs(1)),
-            mailroom_actors::workflow::ExecutorConfig {
+            crate::workflow::ExecutorConfig {
                 workers: 2,
                 bounds: workflows::Bounds {
                     max_history: 100,
@@ -185,7 +182,7 @@ async fn a_timer_armed_before_a_release_does_not_fire_on_the_node_that_let_the_p
     )
     .await;
     let timers_of_p: Vec<Timer> = store
-        .scan(mailroom_actors::store::keys::TIMERS, None, false)
+        .scan(crate::store::keys::TIMERS, None, false)
         .filter_map(|kv| Timer::parse(&kv.unwrap().0))
         .filter(|t| t.project == p)
         .collect();

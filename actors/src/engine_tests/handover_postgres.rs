@@ -7,25 +7,22 @@
 //! Needs `MAILROOM_TEST_POSTGRES_URL` (`.ci/postgres.sh start`); without it each test
 //! says so and passes.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
-use common::{
+use super::common::{
     create_waiting_workflow, open_postgres_node, postgres_schema_url, signup, upsert, wait_for,
 };
-use mailroom_actors::cluster::ownership::Ownership;
-use mailroom_actors::contact::actions::upsert as upsert_contact;
-use mailroom_actors::error::Error;
-use mailroom_actors::event::actions::track;
-use mailroom_actors::model::ProjectId;
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::scheduler::{Fire, Scheduler, Timer};
-use mailroom_actors::store::Store;
-use mailroom_actors::{AdjustableClock, Clock};
+use crate::cluster::ownership::Ownership;
+use crate::contact::actions::upsert as upsert_contact;
+use crate::error::Error;
+use crate::event::actions::track;
+use crate::model::ProjectId;
+use crate::project::{Registry, RegistryConfig};
+use crate::scheduler::{Fire, Scheduler, Timer};
+use crate::store::Store;
+use crate::{AdjustableClock, Clock};
+use actix::Actor;
 use tokio::sync::mpsc;
 
 const LEASE_SECONDS: u64 = 30;
@@ -48,9 +45,9 @@ impl Node {
             store.clone(),
             as_clock.clone(),
             RegistryConfig::default(),
-            common::links(),
+            super::common::links(),
             Ownership::none(),
-            mailroom_actors::wiring::hooks(),
+            crate::wiring::hooks(),
         );
         let (tx, fired) = mpsc::unbounded_channel();
         let fire: Fire = Arc::new(move |t: Timer| {

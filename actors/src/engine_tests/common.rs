@@ -6,16 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mailroom_actors::event::track::Track;
-use mailroom_actors::model::workflow::DelayUnit;
-use mailroom_actors::model::{
+use crate::event::track::Track;
+use crate::model::workflow::DelayUnit;
+use crate::model::{
     DataPatch, EmailAddress, EmailId, EmailStatus, KeyKind, ProjectId, Step, StepKind, Workflow,
     WorkflowId,
 };
-use mailroom_actors::project::apply::Apply;
-use mailroom_actors::project::Registry;
-use mailroom_actors::store::{PostgresConfig, PostgresStore, Store};
-use mailroom_actors::workflow::records as workflows;
+use crate::project::apply::Apply;
+use crate::project::Registry;
+use crate::store::{PostgresConfig, PostgresStore, Store};
+use crate::workflow::records as workflows;
 
 /// A workflow that `signup` starts, whose first step waits an hour.
 pub fn waiting_workflow(now: i64) -> Workflow {
@@ -56,7 +56,7 @@ pub async fn create_waiting_workflow(
     registry: &Registry,
     p: ProjectId,
     now: i64,
-) -> mailroom_actors::error::Result<Workflow> {
+) -> crate::error::Result<Workflow> {
     registry
         .send(
             p,
@@ -79,13 +79,13 @@ pub fn signup(email: &str) -> Track {
 }
 
 /// Links for an engine under test: a fixed key, pointing nowhere that answers.
-pub fn links() -> mailroom_actors::links::Links {
-    mailroom_actors::links::Links::new([7; 32], "http://127.0.0.1:9", false, 60)
+pub fn links() -> crate::links::Links {
+    crate::links::Links::new([7; 32], "http://127.0.0.1:9", false, 60)
 }
 
 /// The same, as an engine's config takes them.
-pub fn links_config() -> mailroom_actors::engine::LinksConfig {
-    mailroom_actors::engine::LinksConfig {
+pub fn links_config() -> crate::engine::LinksConfig {
+    crate::engine::LinksConfig {
         base_url: "http://127.0.0.1:9".into(),
         tracking: false,
         unsubscribe_valid_days: 60,
@@ -96,20 +96,19 @@ pub fn links_config() -> mailroom_actors::engine::LinksConfig {
 /// An engine on a sled store in `dir`, with the system clock, the default config and
 /// every feature's hooks: it owns every project.
 pub fn sled_engine(dir: &tempfile::TempDir) -> Registry {
-    let store: Arc<dyn Store> =
-        mailroom_actors::store::SledStore::open(dir.path(), 8 << 20).unwrap();
+    let store: Arc<dyn Store> = crate::store::SledStore::open(dir.path(), 8 << 20).unwrap();
     Registry::new(
         store,
-        Arc::new(mailroom_actors::SystemClock),
-        mailroom_actors::project::RegistryConfig::default(),
+        Arc::new(crate::SystemClock),
+        crate::project::RegistryConfig::default(),
         links(),
-        mailroom_actors::wiring::hooks(),
+        crate::wiring::hooks(),
     )
 }
 
 /// An upsert of `email` with no data, subscribed if it is new.
-pub fn upsert(email: &str) -> mailroom_actors::contact::records::UpsertContact {
-    mailroom_actors::contact::records::UpsertContact {
+pub fn upsert(email: &str) -> crate::contact::records::UpsertContact {
+    crate::contact::records::UpsertContact {
         email: EmailAddress::parse(email).unwrap(),
         subscribed: None,
         default_subscribed: true,
@@ -168,10 +167,8 @@ pub fn open_postgres_node(url: &str) -> Arc<dyn Store> {
 pub fn deliver_to(
     registry: &Registry,
     relay: &mailroom_testkit::smtp::SmtpServer,
-) -> actix::Addr<mailroom_actors::mailer::Dispatcher> {
-    use mailroom_actors::mailer::{
-        Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig,
-    };
+) -> actix::Addr<crate::mailer::Dispatcher> {
+    use crate::mailer::{Dispatcher, DispatcherConfig, MailerActor, SmtpSecurity, TransportConfig};
     let store = registry.store().clone();
     let mailer = MailerActor::new(
         TransportConfig::Smtp {
@@ -192,7 +189,7 @@ pub fn deliver_to(
         registry.clock().clone(),
         registry.clone(),
         vec![mailer],
-        mailroom_actors::mailer::dkim::lookup(store),
+        crate::mailer::dkim::lookup(store),
         DispatcherConfig {
             rate_per_second: 0,
             max_attempts: 3,
@@ -206,18 +203,16 @@ pub fn deliver_to(
 
 /// Trusts example.com as a sender domain of `p` (once per project).
 pub async fn trust_sender(registry: &Registry, p: ProjectId) {
-    let name = mailroom_actors::domain::DomainName::parse("example.com").unwrap();
-    mailroom_actors::domain::actions::trust(registry, p, name)
+    let name = crate::domain::DomainName::parse("example.com").unwrap();
+    crate::domain::actions::trust(registry, p, name)
         .await
         .unwrap();
 }
 
 /// One email from news@example.com to `to`, queued through the send use case; its id.
 pub async fn queue_email(registry: &Registry, p: ProjectId, to: &str) -> EmailId {
-    use mailroom_actors::email::send::{send_request, SendRequest};
-    let cache = Arc::new(mailroom_actors::render::TemplateCache::new(
-        Default::default(),
-    ));
+    use crate::email::send::{send_request, SendRequest};
+    let cache = Arc::new(crate::render::TemplateCache::new(Default::default()));
     let request = SendRequest {
         recipients: vec![(EmailAddress::parse(to).unwrap(), None)],
         template: None,
@@ -240,7 +235,7 @@ pub async fn queue_email(registry: &Registry, p: ProjectId, to: &str) -> EmailId
 
 /// The status of email `id` of `p` in `store`.
 pub fn email_status(store: &dyn Store, p: ProjectId, id: EmailId) -> EmailStatus {
-    mailroom_actors::email::sending::load_email(store, p, id)
+    crate::email::sending::load_email(store, p, id)
         .unwrap()
         .expect("the email")
         .status

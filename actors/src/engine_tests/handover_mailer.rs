@@ -5,19 +5,16 @@
 //! mailer, both speaking SMTP to one real relay on loopback (testkit) that can keep a
 //! new connection waiting for its greeting.
 
-#[allow(dead_code)]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{deliver_to, email_status, queue_email, trust_sender, wait_for};
-use mailroom_actors::cluster::ownership::Ownership;
-use mailroom_actors::mailer::Dispatcher;
-use mailroom_actors::model::{EmailStatus, ProjectId};
-use mailroom_actors::project::{Registry, RegistryConfig};
-use mailroom_actors::store::{SledStore, Store};
-use mailroom_actors::SystemClock;
+use super::common::{deliver_to, email_status, queue_email, trust_sender, wait_for};
+use crate::cluster::ownership::Ownership;
+use crate::mailer::Dispatcher;
+use crate::model::{EmailStatus, ProjectId};
+use crate::project::{Registry, RegistryConfig};
+use crate::store::{SledStore, Store};
+use crate::SystemClock;
 use mailroom_testkit::smtp::SmtpServer;
 
 const LEASE: Duration = Duration::from_secs(3600);
@@ -36,9 +33,9 @@ impl Node {
             store.clone(),
             Arc::new(SystemClock),
             RegistryConfig::default(),
-            common::links(),
+            super::common::links(),
             Ownership::none(),
-            mailroom_actors::wiring::hooks(),
+            crate::wiring::hooks(),
         );
         let dispatcher = deliver_to(&registry, relay);
         Node {
@@ -57,16 +54,12 @@ impl Node {
 }
 
 /// One email queued in `p` (a trusted sender domain first); its id.
-async fn queue_one(node: &Node, p: ProjectId) -> mailroom_actors::model::EmailId {
+async fn queue_one(node: &Node, p: ProjectId) -> crate::model::EmailId {
     trust_sender(&node.registry, p).await;
     queue_email(&node.registry, p, "reader@example.org").await
 }
 
-fn status(
-    store: &Arc<dyn Store>,
-    p: ProjectId,
-    id: mailroom_actors::model::EmailId,
-) -> EmailStatus {
+fn status(store: &Arc<dyn Store>, p: ProjectId, id: crate::model::EmailId) -> EmailStatus {
     email_status(&**store, p, id)
 }
 

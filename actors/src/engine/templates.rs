@@ -1,0 +1,74 @@
+//! The templates' door.
+
+pub use crate::model::template::TemplatePatch;
+pub use crate::model::{NewTemplate, Template, TemplateKind};
+
+use super::{off_thread, Engine};
+use crate::error::{Error, Resource, Result};
+use crate::model::{EmailAddress, ProjectId, TemplateId};
+use crate::template::{actions, records};
+
+/// `engine.templates()`.
+pub struct Templates<'e>(pub(super) &'e Engine);
+
+impl Templates<'_> {
+    /// A template made of `new` (its subject and body compile).
+    pub async fn create(&self, p: ProjectId, new: NewTemplate) -> Result<Template> {
+        actions::create(&self.0.registry, p, new).await
+    }
+
+    /// The template, or 404.
+    pub fn get(&self, p: ProjectId, id: TemplateId) -> Result<Template> {
+        records::load(&*self.0.store, p, id)?.ok_or(Error::NotFound(Resource::Template))
+    }
+
+    /// Every template of the project, newest first. Templates are few per project: one
+    /// scan gives a page, the total and the position.
+    pub async fn all(&self, p: ProjectId) -> Result<Vec<Template>> {
+        let store = self.0.store.clone();
+        off_thread(move || records::all(&*store, p)).await
+    }
+
+    pub async fn update(
+        &self,
+        p: ProjectId,
+        id: TemplateId,
+        patch: TemplatePatch,
+    ) -> Result<Template> {
+        actions::update(&self.0.registry, &self.0.templates, p, id, patch).await
+    }
+
+    pub async fn delete(&self, p: ProjectId, id: TemplateId) -> Result<()> {
+        actions::delete(&self.0.registry, &self.0.templates, p, id).await
+    }
+
+    /// `subject` and `body` rendered as an email to the project's contact `to` would be
+    /// (to a stand-in with no data when None), in the render sandbox with its limits:
+    /// the subject and the HTML.
+    pub async fn preview(
+        &self,
+        p: ProjectId,
+        subject: String,
+        body: String,
+        to: Option<&EmailAddress>,
+    ) -> Result<(String, String)> {
+        let renders = self.0.registry.renders();
+        let compiled = renders.compile(subject, body).await?;
+        let vars = match to {
+            None => serde_json::json!({
+                "email": "someone@example.com",
+                "data": {},
+                "contact": {"email": "someone@example.com"}
+            }),
+            Some(email) => {
+                let store = &*self.0.store;
+                let id = crate::contact::records::find_id_by_email(store, p, email.as_str())?
+                    .ok_or(Error::NotFound(Resource::Contact))?;
+                let contact = crate::contact::queries::get_contact(store, p, id)?
+                    .ok_or(Error::NotFound(Resource::Contact))?;
+                crate::email::sending::variables(&contact, &serde_json::Map::new())
+            }
+        };
+        renders.run(move || compiled.render(&vars)).await?
+    }
+}
