@@ -33,6 +33,7 @@ use crate::Clock;
 
 pub mod campaigns;
 pub mod emails;
+pub mod segments;
 pub mod templates;
 
 /// Runs store work that may wait on the database (a list, a scan) off the async
@@ -318,6 +319,11 @@ impl Engine {
     /// The emails' door.
     pub fn emails(&self) -> emails::Emails<'_> {
         emails::Emails(self)
+    }
+
+    /// The segments' door.
+    pub fn segments(&self) -> segments::Segments<'_> {
+        segments::Segments(self)
     }
 
     /// The templates' door.

@@ -4,7 +4,6 @@
 use actix_web::{web, HttpResponse};
 use mailroom_actors::engine::campaigns::{Campaign, CampaignStatus};
 use mailroom_actors::model::{CampaignId, EmailAddress, PageRequest, Timestamp};
-use mailroom_actors::segment::queries as segment_queries;
 use mailroom_actors::{Error, FieldCode};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -14,7 +13,7 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::campaigns::{CreateCampaignRequest, StatsView};
-use crate::http::{blocking, body, AppState};
+use crate::http::{body, AppState};
 
 #[derive(Deserialize, Default)]
 pub struct CampaignForm {
@@ -36,7 +35,6 @@ fn campaign_id(raw: &str) -> Result<CampaignId, PageError> {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.engine.store().clone();
     let p = signed.project;
     let campaigns = state
         .engine
@@ -44,10 +42,12 @@ pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResp
         .list(p, PageRequest::first(100))
         .await?
         .items;
-    let segments = blocking(move || {
-        Ok(segment_queries::list_segments(&*store, p, &PageRequest::first(100))?.items)
-    })
-    .await?;
+    let segments = state
+        .engine
+        .segments()
+        .list(p, PageRequest::first(100))
+        .await?
+        .items;
     let body = html! {
         @if campaigns.is_empty() { p { "No campaigns yet." } } @else {
             table {

@@ -3,8 +3,8 @@
 //! count follows the form as it is filled in.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::segment::queries as segment_queries;
-use mailroom_actors::segment::FilterDocument;
+use mailroom_actors::engine::segments::FilterDocument;
+use mailroom_actors::model::PageRequest;
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -13,10 +13,8 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::error::ApiError;
-use crate::http::segments::{
-    count_filter, create_in, with_counts, CreateSegmentRequest, SegmentView,
-};
-use crate::http::{blocking, body, AppState};
+use crate::http::segments::{draft_filter, views, CreateSegmentRequest, SegmentView};
+use crate::http::{body, AppState};
 
 /// Condition rows the builder shows.
 const ROWS: usize = 3;
@@ -187,13 +185,10 @@ fn builder(signed: &Signed, form: &FilterForm) -> Markup {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.engine.store().clone();
     let p = signed.project;
-    let page = blocking(move || {
-        segment_queries::list_segments(&*store, p, &mailroom_actors::model::PageRequest::first(100))
-    })
-    .await?;
-    let views: Vec<SegmentView> = with_counts(&state, p, page.items).await?;
+    let segments = state.engine.segments();
+    let page = segments.list(p, PageRequest::first(100)).await?;
+    let views: Vec<SegmentView> = views(segments.counted(p, page.items).await?);
     let body = html! {
         @if views.is_empty() { p { "No segments yet." } } @else {
             table {
@@ -215,6 +210,16 @@ pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResp
         (builder(&signed, &FilterForm::default()))
     };
     Ok(layout::page(&signed, "/app/segments", "Segments", body))
+}
+
+/// How many contacts the form's filter matches now.
+async fn count_filter(
+    state: &AppState,
+    p: mailroom_actors::model::ProjectId,
+    doc: &FilterDocument,
+) -> Result<u64, ApiError> {
+    let filter = draft_filter(doc, state.limits.max_data_bytes)?;
+    Ok(state.engine.segments().count_filter(p, filter).await?)
 }
 
 /// The live count: `{count}` or `{error}`.
@@ -271,6 +276,7 @@ pub async fn create(
     let doc = document(&form)?;
     let request = json!({"name": form.name, "type": "DYNAMIC", "filters": doc.0});
     let req: CreateSegmentRequest = body::parse(request.to_string().as_bytes())?;
-    create_in(&state, signed.project, req).await?;
+    let new = req.into_new(state.limits.max_data_bytes)?;
+    state.engine.segments().create(signed.project, new).await?;
     Ok(super::see_other("/app/segments"))
 }

@@ -9,10 +9,10 @@ use futures_util::StreamExt;
 use mailroom_actors::contact::import::{self, Import};
 use mailroom_actors::contact::import_runner;
 use mailroom_actors::contact::queries::{self, ContactFilter};
+use mailroom_actors::engine::segments::MemberPages;
 use mailroom_actors::model::{
     Contact, ImportId, Page, PageRequest, ProjectId, SegmentId, Timestamp,
 };
-use mailroom_actors::segment::queries::{self as segment_queries, MemberPages};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -159,16 +159,8 @@ pub async fn export_of(
         None => Source::All,
         Some(raw) => {
             let id: SegmentId = path_id(raw, Resource::Segment)?;
-            let store = state.engine.store().clone();
-            let table = state.engine.registry().contacts(p);
-            let max = state.limits.max_filter_evaluations;
             Source::Segment(Arc::new(Mutex::new(
-                blocking(move || {
-                    let segment = segment_queries::get_segment(&*store, p, id)?
-                        .ok_or(Error::NotFound(Resource::Segment))?;
-                    MemberPages::new(&*store, &table, p, segment, max)
-                })
-                .await?,
+                state.engine.segments().member_pages(p, id).await?,
             )))
         }
     };

@@ -2,12 +2,11 @@
 //! `memberCount` is computed when the record is read, so it is exact.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::engine::segments::{
+    slug, CreateSegment, FilterDocument, Group, Segment, SegmentKind, UpdateSegment,
+};
 use mailroom_actors::error::field_de_error;
-use mailroom_actors::model::{EmailAddress, SegmentId, Timestamp};
-use mailroom_actors::segment::actions;
-use mailroom_actors::segment::queries as segment_queries;
-use mailroom_actors::segment::records::{CreateSegment, UpdateSegment};
-use mailroom_actors::segment::{slug, FilterDocument, Group, Segment, SegmentKind};
+use mailroom_actors::model::{EmailAddress, SegmentId};
 use mailroom_actors::{Error, FieldCode, FieldError, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,7 +18,7 @@ use super::contacts::{ContactList, ContactView};
 use super::error::ApiError;
 use super::validate::{path_id, reject_any, Query};
 use super::wire::{List, Text};
-use super::{blocking, AppState};
+use super::AppState;
 
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
@@ -151,57 +150,6 @@ impl ToSchema for SegmentName {}
 type SegmentDescription = Text<MAX_DESCRIPTION_LEN>;
 type MemberEmails = List<EmailAddress, 1, MAX_MEMBER_EMAILS>;
 
-fn now(state: &AppState) -> i64 {
-    Timestamp::from(state.engine.clock().now()).millis()
-}
-
-/// Answers records with their member counts, computed off the async thread.
-pub async fn with_counts(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    segments: Vec<Segment>,
-) -> Result<Vec<SegmentView>, ApiError> {
-    let store = state.engine.store().clone();
-    let table = state.engine.registry().contacts(p);
-    let at = now(state);
-    let max = state.limits.max_filter_evaluations;
-    blocking(move || {
-        let counts = segment_queries::member_counts(&*store, &table, p, &segments, at, max)?;
-        Ok(segments
-            .iter()
-            .zip(counts)
-            .map(|(s, n)| SegmentView::new(s, n))
-            .collect())
-    })
-    .await
-}
-
-async fn one(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    s: Segment,
-) -> Result<SegmentView, ApiError> {
-    let mut views = with_counts(state, p, vec![s]).await?;
-    views
-        .pop()
-        .ok_or_else(|| Error::Internal("a counted segment went missing".into()).into())
-}
-
-/// A new filter's cost over the project's contacts, checked before it is written.
-async fn within_budget(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    filter: Option<&Group>,
-) -> Result<(), ApiError> {
-    let Some(filter) = filter.cloned() else {
-        return Ok(());
-    };
-    let store = state.engine.store().clone();
-    let table = state.engine.registry().contacts(p);
-    let max = state.limits.max_filter_evaluations;
-    blocking(move || segment_queries::check_filter_cost(&*store, &table, p, &filter, max)).await
-}
-
 /// The filter of a DYNAMIC segment: parsed, validated, and at most `max_bytes` of JSON.
 fn filters(doc: &FilterDocument, max_bytes: usize, errors: &mut Vec<FieldError>) -> Option<Group> {
     doc.parse("filters", max_bytes)
@@ -219,10 +167,9 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || segment_queries::list_segments(&*store, p.id, &page)).await?;
+    let page = state.engine.segments().list(p.id, page).await?;
     let has_more = page.has_more();
-    let segments = with_counts(&state, p.id, page.items).await?;
+    let segments = views(state.engine.segments().counted(p.id, page.items).await?);
     Ok(HttpResponse::Ok().json(SegmentList {
         segments,
         cursor: page.next_cursor,
@@ -238,73 +185,64 @@ pub async fn create(
     Body(req): Body<CreateSegmentRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Created().json(create_in(&state, p.id, req).await?))
+    let new = req.into_new(state.limits.max_data_bytes)?;
+    let (s, n) = state.engine.segments().create(p.id, new).await?;
+    Ok(HttpResponse::Created().json(SegmentView::new(&s, n)))
 }
 
-/// POST /segments for project `p` (the dashboard's form sends its request here too).
-pub async fn create_in(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    req: CreateSegmentRequest,
-) -> Result<SegmentView, ApiError> {
-    let mut errors = Vec::new();
-    let kind = req.kind.unwrap_or(SegmentKind::Dynamic);
-    let filters = match (kind, &req.filters) {
-        (SegmentKind::Static, Some(_)) => {
-            errors.push(FieldError::new(
-                "filters",
-                FieldCode::Custom,
-                "A STATIC segment takes no filters; add members instead",
-            ));
-            None
-        }
-        (SegmentKind::Static, None) => None,
-        (SegmentKind::Dynamic, None) => {
-            errors.push(FieldError::new(
-                "filters",
-                FieldCode::InvalidType,
-                "Required",
-            ));
-            None
-        }
-        (SegmentKind::Dynamic, Some(doc)) => filters(doc, state.limits.max_data_bytes, &mut errors),
-    };
-    reject_any(errors)?;
-    within_budget(state, p, filters.as_ref()).await?;
-    let msg = CreateSegment {
-        name: req.name.0,
-        description: req.description.map(Text::into_string),
-        kind,
-        filters,
-        track_membership: req.track_membership.unwrap_or(false),
-    };
-    let segment = actions::create(state.engine.registry(), p, msg).await?;
-    one(state, p, segment).await
+/// Answers segments with their member counts.
+pub fn views(counted: Vec<(Segment, u64)>) -> Vec<SegmentView> {
+    counted
+        .iter()
+        .map(|(s, n)| SegmentView::new(s, *n))
+        .collect()
 }
 
-/// How many contacts a filter not yet saved matches (the dashboard's live count): the
-/// filter parsed and bounded as a segment's, counted as a segment's members are.
-pub async fn count_filter(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    doc: &FilterDocument,
-) -> Result<u64, ApiError> {
+impl CreateSegmentRequest {
+    /// The segment to make: a STATIC one takes no filters, a DYNAMIC one needs them,
+    /// parsed and at most `max_data_bytes` (the dashboard's form makes one too).
+    pub fn into_new(self, max_data_bytes: usize) -> Result<CreateSegment, ApiError> {
+        let req = self;
+        let mut errors = Vec::new();
+        let kind = req.kind.unwrap_or(SegmentKind::Dynamic);
+        let filters = match (kind, &req.filters) {
+            (SegmentKind::Static, Some(_)) => {
+                errors.push(FieldError::new(
+                    "filters",
+                    FieldCode::Custom,
+                    "A STATIC segment takes no filters; add members instead",
+                ));
+                None
+            }
+            (SegmentKind::Static, None) => None,
+            (SegmentKind::Dynamic, None) => {
+                errors.push(FieldError::new(
+                    "filters",
+                    FieldCode::InvalidType,
+                    "Required",
+                ));
+                None
+            }
+            (SegmentKind::Dynamic, Some(doc)) => filters(doc, max_data_bytes, &mut errors),
+        };
+        reject_any(errors)?;
+        Ok(CreateSegment {
+            name: req.name.0,
+            description: req.description.map(Text::into_string),
+            kind,
+            filters,
+            track_membership: req.track_membership.unwrap_or(false),
+        })
+    }
+}
+
+/// The filter of a draft segment (the dashboard's live count): parsed and bounded as a
+/// segment's.
+pub fn draft_filter(doc: &FilterDocument, max_data_bytes: usize) -> Result<Group, ApiError> {
     let mut errors = Vec::new();
-    let filter = filters(doc, state.limits.max_data_bytes, &mut errors);
+    let filter = filters(doc, max_data_bytes, &mut errors);
     reject_any(errors)?;
-    within_budget(state, p, filter.as_ref()).await?;
-    let now = Timestamp::from(state.engine.clock().now());
-    let draft = Segment {
-        id: SegmentId::new(),
-        name: "draft".into(),
-        description: None,
-        kind: SegmentKind::Dynamic,
-        filters: filter,
-        track_membership: false,
-        created_at: now,
-        updated_at: now,
-    };
-    Ok(one(state, p, draft).await?.member_count)
+    filter.ok_or_else(|| Error::field("filters", FieldCode::InvalidType, "Required").into())
 }
 
 #[utoipa::path(get, path = "/segments/{id}", tag = "Segments",
@@ -315,9 +253,9 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    let segment = segment_queries::get_segment(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Segment))?;
-    Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
+    let segment = state.engine.segments().get(p.id, id)?;
+    let (s, n) = state.engine.segments().counted_one(p.id, segment).await?;
+    Ok(HttpResponse::Ok().json(SegmentView::new(&s, n)))
 }
 
 #[utoipa::path(patch, path = "/segments/{id}", tag = "Segments", request_body = UpdateSegmentRequest,
@@ -335,7 +273,6 @@ pub async fn update(
         .as_ref()
         .and_then(|doc| filters(doc, state.limits.max_data_bytes, &mut errors));
     reject_any(errors)?;
-    within_budget(&state, p.id, filters.as_ref()).await?;
     let msg = UpdateSegment {
         id,
         name: req.name.map(|n| n.0),
@@ -343,8 +280,8 @@ pub async fn update(
         filters,
         track_membership: req.track_membership,
     };
-    let segment = actions::update(state.engine.registry(), p.id, msg).await?;
-    Ok(HttpResponse::Ok().json(one(&state, p.id, segment).await?))
+    let (s, n) = state.engine.segments().update(p.id, msg).await?;
+    Ok(HttpResponse::Ok().json(SegmentView::new(&s, n)))
 }
 
 #[utoipa::path(delete, path = "/segments/{id}", tag = "Segments",
@@ -355,7 +292,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
-    actions::delete(state.engine.registry(), p.id, id).await?;
+    state.engine.segments().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -371,16 +308,7 @@ pub async fn contacts(
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
-    let store = state.engine.store().clone();
-    let table = state.engine.registry().contacts(p.id);
-    let at = now(&state);
-    let max = state.limits.max_filter_evaluations;
-    let page = blocking(move || {
-        let segment = segment_queries::get_segment(&*store, p.id, id)?
-            .ok_or(Error::NotFound(Resource::Segment))?;
-        segment_queries::segment_contacts(&*store, &table, p.id, &segment, &page, at, max)
-    })
-    .await?;
+    let page = state.engine.segments().contacts(p.id, id, page).await?;
     Ok(HttpResponse::Ok().json(ContactList {
         contacts: page.items.iter().map(ContactView::from).collect(),
         has_more: page.has_more(),
@@ -400,7 +328,11 @@ pub async fn add_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = actions::change_members(state.engine.registry(), p.id, id, emails, true).await?;
+    let out = state
+        .engine
+        .segments()
+        .change_members(p.id, id, emails, true)
+        .await?;
     Ok(HttpResponse::Ok().json(MembersAdded {
         added: out.changed,
         not_found: out.not_found,
@@ -418,7 +350,11 @@ pub async fn remove_members(
 ) -> Result<HttpResponse, ApiError> {
     let id: SegmentId = path_id(&id, Resource::Segment)?;
     let emails = emails.0;
-    let out = actions::change_members(state.engine.registry(), p.id, id, emails, false).await?;
+    let out = state
+        .engine
+        .segments()
+        .change_members(p.id, id, emails, false)
+        .await?;
     Ok(HttpResponse::Ok().json(MembersRemoved {
         removed: out.changed,
         not_found: out.not_found,
