@@ -35,6 +35,8 @@ pub mod campaigns;
 pub mod emails;
 pub mod segments;
 pub mod templates;
+pub mod webhooks;
+pub mod workflows;
 
 /// Runs store work that may wait on the database (a list, a scan) off the async
 /// threads.
@@ -331,6 +333,11 @@ impl Engine {
         templates::Templates(self)
     }
 
+    /// The workflows' door.
+    pub fn workflows(&self) -> workflows::Workflows<'_> {
+        workflows::Workflows(self)
+    }
+
     /// Compiled templates, shared by /v1/send, campaigns and workflows.
     pub fn template_cache(&self) -> &Arc<TemplateCache> {
         &self.templates
@@ -354,13 +361,15 @@ impl Engine {
         &self.domain_records
     }
 
-    pub fn webhooks(&self) -> &WebhookConfig {
-        &self.webhooks
+    /// The event webhooks' door.
+    pub fn webhooks(&self) -> webhooks::Webhooks<'_> {
+        webhooks::Webhooks(self)
     }
 
-    /// The client that calls event webhooks' endpoints (the test event too).
-    pub fn webhook_client(&self) -> &Arc<WebhookClient> {
-        &self.webhook_client
+    /// The event webhooks' rules: the SES certificate fetch follows its address rules
+    /// and timeout.
+    pub fn webhook_config(&self) -> &WebhookConfig {
+        &self.webhooks
     }
 
     /// The return path, when bounces come back to this server.

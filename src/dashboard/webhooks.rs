@@ -11,8 +11,8 @@ use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::webhooks::CreateWebhookRequest;
 use crate::http::{body, AppState};
+use mailroom_actors::engine::webhooks::{NewWebhook, WebhookPatch};
 use mailroom_actors::model::{Timestamp, WebhookId};
-use mailroom_actors::webhooks::actions::{self, NewWebhook, WebhookPatch};
 
 const TITLE: &str = "Webhooks";
 
@@ -21,10 +21,13 @@ fn webhook_id(raw: &str) -> Result<WebhookId, PageError> {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let hooks = actions::list(state.engine.registry(), signed.project)?;
+    let hooks = state.engine.webhooks().list(signed.project)?;
     let mut sections = Vec::new();
     for w in &hooks {
-        let recent = actions::deliveries(state.engine.registry(), signed.project, w.id, 10)?;
+        let recent = state
+            .engine
+            .webhooks()
+            .deliveries(signed.project, w.id, 10)?;
         sections.push(html! {
             section.webhook aria-labelledby={ "w-" (w.id) } {
                 h2 id={ "w-" (w.id) } {
@@ -120,19 +123,20 @@ pub async fn create(
             .as_bytes(),
     )?;
     let (url, events) = req.into_parts();
-    let made = actions::create(
-        state.engine.registry(),
-        state.engine.webhooks(),
-        signed.project,
-        NewWebhook {
-            url,
-            events,
-            enabled: true,
-            description: None,
-        },
-    )
-    .await
-    .map_err(crate::http::error::ApiError::from)?;
+    let made = state
+        .engine
+        .webhooks()
+        .create(
+            signed.project,
+            NewWebhook {
+                url,
+                events,
+                enabled: true,
+                description: None,
+            },
+        )
+        .await
+        .map_err(crate::http::error::ApiError::from)?;
     Ok(secret_page(
         &signed,
         &made.url,
@@ -168,14 +172,11 @@ pub async fn enabled(
         enabled: Some(form.enabled == "true"),
         ..WebhookPatch::default()
     };
-    actions::update(
-        state.engine.registry(),
-        state.engine.webhooks(),
-        signed.project,
-        webhook_id(&id)?,
-        patch,
-    )
-    .await?;
+    state
+        .engine
+        .webhooks()
+        .update(signed.project, webhook_id(&id)?, patch)
+        .await?;
     Ok(super::see_other("/app/webhooks"))
 }
 
@@ -187,7 +188,11 @@ pub async fn delete(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    actions::delete(state.engine.registry(), signed.project, webhook_id(&id)?).await?;
+    state
+        .engine
+        .webhooks()
+        .delete(signed.project, webhook_id(&id)?)
+        .await?;
     Ok(super::see_other("/app/webhooks"))
 }
 
@@ -196,13 +201,11 @@ pub async fn test(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let got = actions::test(
-        state.engine.registry(),
-        state.engine.webhook_client(),
-        signed.project,
-        webhook_id(&id)?,
-    )
-    .await?;
+    let got = state
+        .engine
+        .webhooks()
+        .test(signed.project, webhook_id(&id)?)
+        .await?;
     let body = html! {
         @if got.delivered {
             p.ok role="status" { "The test event was delivered (" (got.status_code.unwrap_or(200)) ")." }

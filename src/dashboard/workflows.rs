@@ -3,18 +3,16 @@
 //! history.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::model::{PageRequest, Step, Workflow, WorkflowId};
-use mailroom_actors::workflow::records as stored;
-use mailroom_actors::workflow::steps;
+use mailroom_actors::engine::workflows::{step_json, Step, Workflow, WorkflowPatch};
+use mailroom_actors::model::{PageRequest, WorkflowId};
 use maud::{html, Markup};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::workflows::{update_in, ExecutionView};
-use crate::http::{blocking, body, AppState};
+use crate::http::workflows::ExecutionView;
+use crate::http::AppState;
 
 const BOX_W: f64 = 260.0;
 const BOX_H: f64 = 44.0;
@@ -37,9 +35,11 @@ fn toggle(signed: &Signed, w: &Workflow) -> Markup {
 }
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.engine.store().clone();
-    let p = signed.project;
-    let page = blocking(move || stored::list(&*store, p, &PageRequest::first(100))).await?;
+    let page = state
+        .engine
+        .workflows()
+        .list(signed.project, PageRequest::first(100))
+        .await?;
     let body = html! {
         p.muted { "Workflows are created through the API (" code { "POST /workflows" } "); here they are shown, enabled and disabled." }
         @if page.items.is_empty() { p { "No workflows yet." } } @else {
@@ -101,7 +101,7 @@ fn graph(w: &Workflow) -> Markup {
                     }
                 }
                 @for (i, s) in w.steps.iter().enumerate() {
-                    @let j = steps::to_json(s);
+                    @let j = step_json(s);
                     rect x="10" y=(y(i)) width=(BOX_W) height=(BOX_H) rx="6" fill="#f6f8fa" stroke="#8c959f" {}
                     text x="20" y=(y(i) + 18.0) font-size="13" font-weight="600" { (s.id) }
                     text x="20" y=(y(i) + 35.0) font-size="12" fill="#57606a" { (j["type"].as_str().unwrap_or_default()) }
@@ -117,7 +117,7 @@ fn graph(w: &Workflow) -> Markup {
         }
         ol.graph {
             @for s in &w.steps {
-                @let j = steps::to_json(s);
+                @let j = step_json(s);
                 li id={ "step-" (s.id) } {
                     strong { (s.id) } " · " (j["type"].as_str().unwrap_or_default())
                     pre { (j["config"]) }
@@ -136,14 +136,13 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = workflow_id(&id)?;
-    let store = state.engine.store().clone();
     let p = signed.project;
-    let (w, executions) = blocking(move || {
-        let w = stored::get(&*store, p, id)?;
-        let ex = stored::executions(&*store, p, id, None, &PageRequest::first(50))?;
-        Ok((w, ex))
-    })
-    .await?;
+    let w = state.engine.workflows().get(p, id)?;
+    let executions = state
+        .engine
+        .workflows()
+        .executions(p, id, None, PageRequest::first(50))
+        .await?;
     let body = html! {
         p { "Trigger: " code { (w.trigger_event) } " · Enabled: " strong.enabled { @if w.enabled { "yes" } @else { "no" } } " " (toggle(&signed, &w)) }
         h2 { "Steps" }
@@ -179,8 +178,14 @@ pub async fn set_enabled(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = workflow_id(&id)?;
-    let request = json!({"enabled": form.enabled == "true"});
-    let req = body::parse(request.to_string().as_bytes())?;
-    update_in(&state, signed.project, id, req).await?;
+    let patch = WorkflowPatch {
+        enabled: Some(form.enabled == "true"),
+        ..WorkflowPatch::default()
+    };
+    state
+        .engine
+        .workflows()
+        .update(signed.project, id, patch)
+        .await?;
     Ok(super::see_other(&format!("/app/workflows/{id}")))
 }

@@ -111,7 +111,7 @@ impl AppState {
         let callbacks = feedback::Callbacks::new(&settings.feedback).unwrap_or_default();
         if let Some(ses) = &callbacks.ses {
             // The certificate's fetch follows the webhooks' address rules and timeout.
-            let hooks = engine.webhooks();
+            let hooks = engine.webhook_config();
             ses.connect(
                 resolver.clone(),
                 hooks.allow_private_addresses,

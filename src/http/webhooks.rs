@@ -3,9 +3,9 @@
 //! deliveries themselves are the engine's (`mailroom_actors::webhooks`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::engine::webhooks::{Delivery, Webhook};
+use mailroom_actors::engine::webhooks::{NewWebhook, WebhookPatch};
 use mailroom_actors::model::{Timestamp, WebhookId};
-use mailroom_actors::webhooks::actions::{self, NewWebhook, WebhookPatch};
-use mailroom_actors::webhooks::{Delivery, Webhook};
 use mailroom_actors::Resource;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -166,7 +166,7 @@ pub async fn create(
         enabled: req.enabled.unwrap_or(true),
         description: req.description.map(Text::into_string),
     };
-    let w = actions::create(state.engine.registry(), state.engine.webhooks(), p.id, new).await?;
+    let w = state.engine.webhooks().create(p.id, new).await?;
     Ok(envelope::created(WebhookView::new(&w, true)))
 }
 
@@ -176,7 +176,7 @@ pub async fn list(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let all = actions::list(state.engine.registry(), p.id)?;
+    let all = state.engine.webhooks().list(p.id)?;
     Ok(envelope::ok(WebhookList {
         webhooks: all.iter().map(|w| WebhookView::new(w, false)).collect(),
     }))
@@ -190,7 +190,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let w = actions::get(state.engine.registry(), p.id, id)?;
+    let w = state.engine.webhooks().get(p.id, id)?;
     Ok(envelope::ok(WebhookView::new(&w, false)))
 }
 
@@ -210,14 +210,7 @@ pub async fn update(
         enabled: req.enabled,
         description: req.description.change().map(|d| d.map(Text::into_string)),
     };
-    let w = actions::update(
-        state.engine.registry(),
-        state.engine.webhooks(),
-        p.id,
-        id,
-        patch,
-    )
-    .await?;
+    let w = state.engine.webhooks().update(p.id, id, patch).await?;
     Ok(envelope::ok(WebhookView::new(&w, false)))
 }
 
@@ -229,7 +222,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    actions::delete(state.engine.registry(), p.id, id).await?;
+    state.engine.webhooks().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -242,7 +235,7 @@ pub async fn rotate_secret(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let w = actions::rotate_secret(state.engine.registry(), p.id, id).await?;
+    let w = state.engine.webhooks().rotate_secret(p.id, id).await?;
     Ok(envelope::ok(WebhookView::new(&w, true)))
 }
 
@@ -258,7 +251,7 @@ pub async fn deliveries(
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
     let limit = Query::parse(req.query_string())?.page()?.limit();
-    let all = actions::deliveries(state.engine.registry(), p.id, id, limit)?;
+    let all = state.engine.webhooks().deliveries(p.id, id, limit)?;
     Ok(envelope::ok(DeliveryList {
         deliveries: all.iter().map(DeliveryView::new).collect(),
     }))
@@ -273,13 +266,7 @@ pub async fn test(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: WebhookId = path_id(&id, Resource::Webhook)?;
-    let got = actions::test(
-        state.engine.registry(),
-        state.engine.webhook_client(),
-        p.id,
-        id,
-    )
-    .await?;
+    let got = state.engine.webhooks().test(p.id, id).await?;
     Ok(envelope::ok(TestResult {
         delivered: got.delivered,
         status_code: got.status_code,

@@ -3,12 +3,11 @@
 //! each write is one call to `mailroom_actors::workflow::actions`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::model::{
-    ExecStatus, Execution, ExecutionId, NewWorkflow, Workflow, WorkflowId,
+use mailroom_actors::engine::workflows::{
+    parse_steps as steps_of, step_json, ExecStatus, Execution, NewWorkflow, Step, StepsDocument,
+    Workflow, WorkflowPatch,
 };
-use mailroom_actors::workflow::actions;
-use mailroom_actors::workflow::records::{self as stored, WorkflowPatch};
-use mailroom_actors::workflow::{steps, StepsDocument};
+use mailroom_actors::model::{ExecutionId, WorkflowId};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,7 +18,7 @@ use super::body::Body;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
 use super::wire::{Description, Name, Nullable, Text};
-use super::{blocking, AppState};
+use super::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -47,7 +46,7 @@ impl From<&Workflow> for WorkflowView {
             enabled: w.enabled,
             trigger_event: w.trigger_event.clone(),
             allow_reentry: w.allow_reentry,
-            steps: w.steps.iter().map(steps::to_json).collect(),
+            steps: w.steps.iter().map(step_json).collect(),
             created_at: iso(w.created_at),
             updated_at: iso(w.updated_at),
         }
@@ -165,8 +164,8 @@ type NullableDescription = Nullable<Description>;
 /// Any event's name, a system event's too.
 type TriggerEvent = Text<200>;
 
-fn parse_steps(doc: &StepsDocument) -> Result<Vec<mailroom_actors::model::Step>, ApiError> {
-    steps::parse(&doc.0).map_err(|e| Error::Validation(e).into())
+fn parse_steps(doc: &StepsDocument) -> Result<Vec<Step>, ApiError> {
+    steps_of(&doc.0).map_err(|e| Error::Validation(e).into())
 }
 
 fn workflow_id(id: &str) -> Result<WorkflowId, ApiError> {
@@ -182,8 +181,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || stored::list(&*store, p.id, &page)).await?;
+    let page = state.engine.workflows().list(p.id, page).await?;
     let has_more = page.has_more();
     Ok(HttpResponse::Ok().json(WorkflowList {
         workflows: page.items.iter().map(WorkflowView::from).collect(),
@@ -210,7 +208,7 @@ pub async fn create(
         allow_reentry: req.allow_reentry.unwrap_or(false),
         steps,
     };
-    let w = actions::create(state.engine.registry(), p.id, w).await?;
+    let w = state.engine.workflows().create(p.id, w).await?;
     Ok(HttpResponse::Created().json(WorkflowView::from(&w)))
 }
 
@@ -223,7 +221,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    let w = stored::get(&**state.engine.store(), p.id, id)?;
+    let w = state.engine.workflows().get(p.id, id)?;
     Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
 }
 
@@ -237,30 +235,28 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    let w = update_in(&state, p.id, id, req).await?;
+    let w = state
+        .engine
+        .workflows()
+        .update(p.id, id, req.into_patch()?)
+        .await?;
     Ok(HttpResponse::Ok().json(WorkflowView::from(&w)))
 }
 
-/// PATCH /workflows/{id} for project `p` (the dashboard's enable and disable buttons
-/// go through it too).
-pub async fn update_in(
-    state: &AppState,
-    p: mailroom_actors::model::ProjectId,
-    id: WorkflowId,
-    req: UpdateWorkflowRequest,
-) -> Result<Workflow, ApiError> {
-    let steps = req.steps.as_ref().map(parse_steps).transpose()?;
-    let patch = WorkflowPatch {
-        name: req.name.map(Text::into_string),
-        description: req.description.change().map(|d| d.map(Text::into_string)),
-        enabled: req.enabled,
-        trigger_event: req.trigger_event.map(Text::into_string),
-        allow_reentry: req.allow_reentry,
-        steps,
-    };
-    actions::update(state.engine.registry(), p, id, patch)
-        .await
-        .map_err(Into::into)
+impl UpdateWorkflowRequest {
+    /// The change to make, its steps parsed and their graph checked.
+    fn into_patch(self) -> Result<WorkflowPatch, ApiError> {
+        let req = self;
+        let steps = req.steps.as_ref().map(parse_steps).transpose()?;
+        Ok(WorkflowPatch {
+            name: req.name.map(Text::into_string),
+            description: req.description.change().map(|d| d.map(Text::into_string)),
+            enabled: req.enabled,
+            trigger_event: req.trigger_event.map(Text::into_string),
+            allow_reentry: req.allow_reentry,
+            steps,
+        })
+    }
 }
 
 #[utoipa::path(delete, path = "/workflows/{id}", tag = "Workflows",
@@ -272,7 +268,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = workflow_id(&id)?;
-    actions::delete(state.engine.registry(), p.id, id).await?;
+    state.engine.workflows().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -295,9 +291,11 @@ pub async fn executions(
         "RUNNING, WAITING, COMPLETED, EXITED, FAILED or CANCELLED",
         ExecStatus::parse,
     )?;
-    stored::get(&**state.engine.store(), p.id, id)?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || stored::executions(&*store, p.id, id, status, &page)).await?;
+    let page = state
+        .engine
+        .workflows()
+        .executions(p.id, id, status, page)
+        .await?;
     let has_more = page.has_more();
     Ok(HttpResponse::Ok().json(ExecutionList {
         executions: page.items.iter().map(ExecutionView::from).collect(),
@@ -318,7 +316,6 @@ pub async fn execution(
     let (id, x) = path.into_inner();
     let id = workflow_id(&id)?;
     let x: ExecutionId = path_id(&x, Resource::Execution)?;
-    stored::get(&**state.engine.store(), p.id, id)?;
-    let e = stored::execution(&**state.engine.store(), p.id, id, x)?;
+    let e = state.engine.workflows().execution(p.id, id, x)?;
     Ok(HttpResponse::Ok().json(ExecutionView::from(&e)))
 }
