@@ -32,7 +32,9 @@ use crate::workflow::{ExecutorConfig, Executors, WebhookClient};
 use crate::Clock;
 
 pub mod campaigns;
+pub mod contacts;
 pub mod emails;
+pub mod events;
 pub mod segments;
 pub mod templates;
 pub mod webhooks;
@@ -316,6 +318,16 @@ impl Engine {
     /// Shared by domain checks, /v1/verify and the webhooks' client.
     pub fn resolver(&self) -> &Arc<Resolver> {
         &self.resolver
+    }
+
+    /// The contacts' door.
+    pub fn contacts(&self) -> contacts::Contacts<'_> {
+        contacts::Contacts(self)
+    }
+
+    /// The events' door.
+    pub fn events(&self) -> events::Events<'_> {
+        events::Events(self)
     }
 
     /// The emails' door.

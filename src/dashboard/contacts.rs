@@ -2,13 +2,10 @@
 //! (its data, and its events, emails included, as a timeline), edit and delete.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::contact::actions as contact_actions;
-use mailroom_actors::contact::queries::{self, ContactFilter};
-use mailroom_actors::contact::records::PatchContact;
-use mailroom_actors::erasure::runner as erasure_runner;
-use mailroom_actors::event::queries::{self as event_queries, EventFilter};
+use mailroom_actors::engine::contacts::{ContactFilter, PatchContact};
+use mailroom_actors::engine::events::EventFilter;
 use mailroom_actors::model::{ContactId, DataMap, DataPatch, EmailAddress, PageRequest};
-use mailroom_actors::{Error, FieldCode, Resource};
+use mailroom_actors::{Error, FieldCode};
 use maud::html;
 use serde::Deserialize;
 
@@ -16,7 +13,7 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::validate::data_within;
-use crate::http::{blocking, AppState};
+use crate::http::AppState;
 
 /// Contacts per page of the list.
 const PAGE: usize = 50;
@@ -55,14 +52,13 @@ async fn listed(
     subscribed: Option<bool>,
     q: &ListQuery,
 ) -> Result<Listed, PageError> {
-    let store = state.engine.store().clone();
     if search.is_empty() {
         let page = PageRequest::parse(Some(&PAGE.to_string()), q.cursor.as_deref())?;
         let filter = ContactFilter {
             subscribed,
             search: None,
         };
-        let page = blocking(move || queries::list_contacts(&*store, p, &filter, &page)).await?;
+        let page = state.engine.contacts().list(p, filter, page).await?;
         let next = page
             .next_cursor
             .map(|c| vec![("subscribed", q.subscribed.clone()), ("cursor", c)]);
@@ -77,18 +73,11 @@ async fn listed(
     }
     let after = q.after.clone();
     let prefix = search.clone();
-    let page = blocking(move || {
-        queries::contacts_by_email_prefix(
-            &*store,
-            p,
-            &prefix,
-            subscribed,
-            after.as_deref(),
-            PAGE,
-            COUNT_CAP,
-        )
-    })
-    .await?;
+    let page = state
+        .engine
+        .contacts()
+        .by_email_prefix(p, prefix, subscribed, after, PAGE, COUNT_CAP)
+        .await?;
     let count = if page.more {
         format!("more than {} contacts match", page.matched)
     } else {
@@ -176,19 +165,17 @@ pub async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = contact_id(&id)?;
-    let store = state.engine.store().clone();
     let p = signed.project;
-    let (contact, events) = blocking(move || {
-        let contact =
-            queries::get_contact(&*store, p, id)?.ok_or(Error::NotFound(Resource::Contact))?;
-        let filter = EventFilter {
-            contact: Some(id),
-            ..Default::default()
-        };
-        let events = event_queries::list_events(&*store, p, &filter, &PageRequest::first(100))?;
-        Ok((contact, events))
-    })
-    .await?;
+    let contact = state.engine.contacts().get(p, id)?;
+    let filter = EventFilter {
+        contact: Some(id),
+        ..Default::default()
+    };
+    let events = state
+        .engine
+        .events()
+        .list(p, filter, PageRequest::first(100))
+        .await?;
     let data = serde_json::to_string_pretty(&contact.data).unwrap_or_default();
     let body = html! {
         dl {
@@ -255,8 +242,7 @@ pub async fn edit(
         })?
     };
     data_within("data", &wanted, state.limits.max_data_bytes)?;
-    let current = queries::get_contact(&**state.engine.store(), signed.project, id)?
-        .ok_or(Error::NotFound(Resource::Contact))?;
+    let current = state.engine.contacts().get(signed.project, id)?;
     // The form holds the whole object; the engine takes a patch, where null removes.
     let mut patch = wanted.clone();
     for key in current.data.keys() {
@@ -271,7 +257,10 @@ pub async fn edit(
         subscribed: Some(form.subscribed.is_some()),
         data: DataPatch::new(patch),
     };
-    contact_actions::patch(state.engine.registry(), signed.project, msg)
+    state
+        .engine
+        .contacts()
+        .patch(signed.project, msg)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other(&format!("/app/contacts/{id}")))
@@ -286,7 +275,10 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id = contact_id(&id)?;
-    erasure_runner::delete_contact(state.engine.registry(), signed.project, id)
+    state
+        .engine
+        .contacts()
+        .delete(signed.project, id)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other("/app/contacts"))

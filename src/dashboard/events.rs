@@ -1,7 +1,7 @@
 //! Events, newest first, filtered by name, paged by cursor.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::event::queries::{self as event_queries, EventFilter};
+use mailroom_actors::engine::events::EventFilter;
 use mailroom_actors::model::PageRequest;
 use mailroom_actors::{Error, FieldCode};
 use maud::html;
@@ -12,7 +12,7 @@ use super::error::PageError;
 use super::layout;
 use super::overview::events_table;
 use crate::http::wire::MAX_EVENT_NAME_LEN;
-use crate::http::{blocking, AppState};
+use crate::http::AppState;
 
 const PAGE: &str = "50";
 
@@ -39,19 +39,13 @@ pub async fn list(
         .into());
     }
     let page = PageRequest::parse(Some(PAGE), q.cursor.as_deref())?;
-    let store = state.engine.store().clone();
     let p = signed.project;
     let filter = EventFilter {
         name: (!name.is_empty()).then(|| name.clone()),
         ..Default::default()
     };
-    let (events, names) = blocking(move || {
-        Ok((
-            event_queries::list_events(&*store, p, &filter, &page)?,
-            event_queries::event_names(&*store, p)?,
-        ))
-    })
-    .await?;
+    let events = state.engine.events().list(p, filter, page).await?;
+    let names = state.engine.events().names(p).await?;
     let next = events.next_cursor.as_ref().map(|c| {
         serde_urlencoded::to_string([("name", name.as_str()), ("cursor", c.as_str())])
             .unwrap_or_default()

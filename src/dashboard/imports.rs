@@ -5,10 +5,8 @@
 
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::contact::import::{self, Import, ImportStatus};
-use mailroom_actors::contact::import_runner;
+use mailroom_actors::engine::contacts::{Import, ImportStatus};
 use mailroom_actors::model::ImportId;
-use mailroom_actors::{Error, Resource};
 use maud::html;
 use serde::Serialize;
 
@@ -85,13 +83,11 @@ pub async fn start(
         }
         (form.csv.into_bytes(), false)
     };
-    let import = import_runner::start(
-        state.engine.registry(),
-        signed.project,
-        csv,
-        state.limits.max_running_imports,
-    )
-    .await?;
+    let import = state
+        .engine
+        .contacts()
+        .import(signed.project, csv, state.limits.max_running_imports)
+        .await?;
     let location = format!("/app/contacts/imports/{}", import.id);
     Ok(if uploaded {
         HttpResponse::Accepted().json(Started {
@@ -105,8 +101,7 @@ pub async fn start(
 
 fn load(state: &AppState, signed: &Signed, id: &str) -> Result<Import, PageError> {
     let id: ImportId = id.parse().map_err(|_| PageError::NotFound)?;
-    Ok(import::load(&**state.engine.store(), signed.project, id)?
-        .ok_or(Error::NotFound(Resource::Import))?)
+    Ok(state.engine.contacts().get_import(signed.project, id)?)
 }
 
 fn done(i: &Import) -> bool {

@@ -2,10 +2,7 @@
 //! bare list object, as Plunk returns them.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::contact::actions;
-use mailroom_actors::contact::queries::{self, ContactFilter};
-use mailroom_actors::contact::records::{PatchContact, UpsertContact};
-use mailroom_actors::erasure::runner::{self as erasure_runner, Erased};
+use mailroom_actors::engine::contacts::{ContactFilter, Erased, PatchContact, UpsertContact};
 use mailroom_actors::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress};
 use mailroom_actors::{Error, Resource};
 use serde::{Deserialize, Serialize};
@@ -15,7 +12,7 @@ use super::auth::SecretKey;
 use super::body::Body;
 use super::error::ApiError;
 use super::validate::{data_within, path_id, Query};
-use super::{blocking, AppState};
+use super::AppState;
 
 /// The longest `search` string that is worth scanning for.
 const MAX_SEARCH_LEN: usize = 254;
@@ -115,8 +112,7 @@ pub async fn list(
         subscribed: q.opt_bool("subscribed")?,
         search,
     };
-    let store = state.engine.store().clone();
-    let page = blocking(move || queries::list_contacts(&*store, p.id, &filter, &page)).await?;
+    let page = state.engine.contacts().list(p.id, filter, page).await?;
     Ok(HttpResponse::Ok().json(ContactList {
         contacts: page.items.iter().map(ContactView::from).collect(),
         has_more: page.has_more(),
@@ -142,7 +138,7 @@ pub async fn upsert(
         default_subscribed: true,
         data: DataPatch::new(data),
     };
-    let out = actions::upsert(state.engine.registry(), p.id, msg).await?;
+    let out = state.engine.contacts().upsert(p.id, msg).await?;
     let mut view = ContactView::from(&out.contact);
     view.meta = Some(UpsertMeta {
         is_new: out.is_new,
@@ -163,8 +159,7 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    let contact = queries::get_contact(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Contact))?;
+    let contact = state.engine.contacts().get(p.id, id)?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 
@@ -186,7 +181,7 @@ pub async fn patch(
         subscribed: body.subscribed,
         data: DataPatch::new(data),
     };
-    let contact = actions::patch(state.engine.registry(), p.id, msg).await?;
+    let contact = state.engine.contacts().patch(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
 }
 
@@ -208,7 +203,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&id, Resource::Contact)?;
-    match erasure_runner::delete_contact(state.engine.registry(), p.id, id).await? {
+    match state.engine.contacts().delete(p.id, id).await? {
         Erased::Done => Ok(HttpResponse::NoContent().finish()),
         Erased::Queued => Ok(HttpResponse::Accepted().json(ErasureQueued {
             id: id.to_string(),

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
-use mailroom_actors::contact::import::{self, Import};
-use mailroom_actors::contact::import_runner;
-use mailroom_actors::contact::queries::{self, ContactFilter};
+use mailroom_actors::engine::contacts::{csv_guarded, ContactFilter, Import};
 use mailroom_actors::engine::segments::MemberPages;
 use mailroom_actors::model::{
     Contact, ImportId, Page, PageRequest, ProjectId, SegmentId, Timestamp,
@@ -21,7 +19,7 @@ use super::auth::SecretKey;
 use super::body::read_within;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
-use super::{blocking, AppState};
+use super::AppState;
 
 /// Contacts per page of an export: each page is one blocking read and one chunk sent.
 const EXPORT_PAGE: &str = "100";
@@ -112,13 +110,11 @@ pub async fn import(
     }
     let mut payload = payload.into_inner();
     let body = read_within(&req, &mut payload, state.limits.max_import_bytes).await?;
-    let import = import_runner::start(
-        state.engine.registry(),
-        p.id,
-        body.into(),
-        state.limits.max_running_imports,
-    )
-    .await?;
+    let import = state
+        .engine
+        .contacts()
+        .import(p.id, body.into(), state.limits.max_running_imports)
+        .await?;
     Ok(HttpResponse::Accepted().json(ImportView::from(&import)))
 }
 
@@ -130,8 +126,7 @@ pub async fn get_import(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ImportId = path_id(&id, Resource::Import)?;
-    let found = import::load(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Import))?;
+    let found = state.engine.contacts().get_import(p.id, id)?;
     Ok(HttpResponse::Ok().json(ImportView::from(&found)))
 }
 
@@ -209,25 +204,17 @@ impl Source {
         p: ProjectId,
         cursor: Option<String>,
     ) -> Result<Page<Contact>, ApiError> {
-        let store = state.engine.store().clone();
         let page = PageRequest::parse(Some(EXPORT_PAGE), cursor.as_deref())?;
+        let contacts = state.engine.contacts();
         match self {
             Source::All => {
                 let all = ContactFilter {
                     subscribed: None,
                     search: None,
                 };
-                blocking(move || queries::list_contacts(&*store, p, &all, &page)).await
+                Ok(contacts.list(p, all, page).await?)
             }
-            Source::Segment(pages) => {
-                let at = Timestamp::from(state.engine.clock().now()).millis();
-                let pages = pages.clone();
-                blocking(move || {
-                    let mut pages = pages.lock().unwrap_or_else(|e| e.into_inner());
-                    pages.page(&*store, p, &page, at)
-                })
-                .await
-            }
+            Source::Segment(pages) => Ok(contacts.member_page(pages.clone(), p, page).await?),
         }
     }
 }
@@ -244,7 +231,7 @@ fn csv_chunk(header: bool, contacts: &[Contact]) -> Result<Vec<u8>, ApiError> {
     for c in contacts {
         let data = serde_json::Value::Object(c.data.clone()).to_string();
         let subscribed = if c.subscribed { "true" } else { "false" };
-        let email = import::guarded(c.email.as_str());
+        let email = csv_guarded(c.email.as_str());
         w.write_record([&*email, subscribed, &c.created_at.to_iso(), &data])
             .map_err(fail)?;
     }

@@ -2,10 +2,9 @@
 //! Bare records and bare list objects.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::event::queries::{self as event_queries, EventFilter};
-use mailroom_actors::model::{ContactId, EmailAddress, Event, EventId, Timestamp};
-use mailroom_actors::segment::filter::parse_instant;
-use mailroom_actors::{Error, FieldCode, FieldError, Resource};
+use mailroom_actors::engine::events::{parse_instant, Event, EventFilter};
+use mailroom_actors::model::{ContactId, EmailAddress, EventId, Timestamp};
+use mailroom_actors::{FieldCode, FieldError, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -13,7 +12,7 @@ use super::auth::SecretKey;
 use super::error::ApiError;
 use super::validate::{path_id, reject_any, Query};
 use super::wire::MAX_EVENT_NAME_LEN;
-use super::{blocking, AppState};
+use super::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -136,8 +135,7 @@ pub async fn list(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let filter = filter(&q)?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || event_queries::list_events(&*store, p.id, &filter, &page)).await?;
+    let page = state.engine.events().list(p.id, filter, page).await?;
     Ok(HttpResponse::Ok().json(EventList {
         events: page.items.iter().map(EventView::from).collect(),
         has_more: page.has_more(),
@@ -152,8 +150,7 @@ pub async fn names(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let store = state.engine.store().clone();
-    let names = blocking(move || event_queries::event_names(&*store, p.id)).await?;
+    let names = state.engine.events().names(p.id).await?;
     Ok(HttpResponse::Ok().json(EventNames {
         total: names.len() as u64,
         names: names
@@ -175,7 +172,6 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: EventId = path_id(&id, Resource::Event)?;
-    let event = event_queries::get_event(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Event))?;
+    let event = state.engine.events().get(p.id, id)?;
     Ok(HttpResponse::Ok().json(EventView::from(&event)))
 }

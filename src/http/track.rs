@@ -3,8 +3,7 @@
 //! envelope.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::event::actions;
-use mailroom_actors::event::track::Track;
+use mailroom_actors::engine::events::Track;
 use mailroom_actors::model::{DataMap, DataPatch, EmailAddress, KeyKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -108,7 +107,7 @@ pub async fn track(
         idempotency: claim,
         key: p.kind,
     };
-    let out = actions::track(state.engine.registry(), p.id, msg).await?;
+    let out = state.engine.events().track(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(TrackResponse {
         success: true,
         data: TrackData {
