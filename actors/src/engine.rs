@@ -33,9 +33,11 @@ use crate::Clock;
 
 pub mod campaigns;
 pub mod contacts;
+pub mod domains;
 pub mod emails;
 pub mod events;
 pub mod segments;
+pub mod suppressions;
 pub mod templates;
 pub mod webhooks;
 pub mod workflows;
@@ -328,6 +330,16 @@ impl Engine {
     /// The events' door.
     pub fn events(&self) -> events::Events<'_> {
         events::Events(self)
+    }
+
+    /// The sender domains' door.
+    pub fn domains(&self) -> domains::Domains<'_> {
+        domains::Domains(self)
+    }
+
+    /// The suppression list's door.
+    pub fn suppressions(&self) -> suppressions::Suppressions<'_> {
+        suppressions::Suppressions(self)
     }
 
     /// The emails' door.

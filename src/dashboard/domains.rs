@@ -2,7 +2,7 @@
 //! buttons), a check now, and a form to add one.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::domain::{self, queries, DomainName};
+use mailroom_actors::engine::domains::DomainName;
 use mailroom_actors::model::{DomainId, PageRequest};
 use maud::html;
 use serde::Deserialize;
@@ -12,17 +12,18 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use crate::http::domains::{CreateDomainRequest, DomainView};
-use crate::http::{blocking, body, AppState};
+use crate::http::{body, AppState};
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.engine.store().clone();
-    let p = signed.project;
-    let page =
-        blocking(move || queries::list_domains(&*store, p, None, &PageRequest::first(100))).await?;
+    let page = state
+        .engine
+        .domains()
+        .list(signed.project, None, PageRequest::first(100))
+        .await?;
     let views: Vec<DomainView> = page
         .items
         .iter()
-        .map(|d| DomainView::new(d, state.engine.domain_records()))
+        .map(|d| DomainView::new(d, state.engine.domains().policy()))
         .collect();
     let body = html! {
         @if views.is_empty() { p { "No sender domains yet." } }
@@ -83,7 +84,10 @@ pub async fn create(
     let req: CreateDomainRequest =
         body::parse(json!({"domain": form.domain.trim()}).to_string().as_bytes())?;
     let name: DomainName = req.domain;
-    domain::actions::add(state.engine.registry(), signed.project, name)
+    state
+        .engine
+        .domains()
+        .add(signed.project, name)
         .await
         .map_err(crate::http::error::ApiError::from)?;
     Ok(super::see_other("/app/domains"))
@@ -98,13 +102,6 @@ pub async fn verify(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let id: DomainId = id.parse().map_err(|_| PageError::NotFound)?;
-    domain::check_now(
-        state.engine.registry(),
-        state.engine.resolver(),
-        state.engine.domain_records(),
-        signed.project,
-        id,
-    )
-    .await?;
+    state.engine.domains().check_now(signed.project, id).await?;
     Ok(super::see_other("/app/domains"))
 }

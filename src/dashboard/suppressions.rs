@@ -8,9 +8,9 @@ use serde::Deserialize;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::{blocking, AppState};
+use crate::http::AppState;
+use mailroom_actors::engine::suppressions::Reason;
 use mailroom_actors::model::{EmailAddress, PageRequest, Timestamp};
-use mailroom_actors::suppression::{actions, Reason};
 
 const TITLE: &str = "Suppressions";
 
@@ -26,9 +26,11 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let reason = filter.reason.as_deref().and_then(Reason::parse);
-    let (registry, p) = (state.engine.registry().clone(), signed.project);
-    let page =
-        blocking(move || actions::list(&registry, p, reason, &PageRequest::first(100))).await?;
+    let page = state
+        .engine
+        .suppressions()
+        .list(signed.project, reason, PageRequest::first(100))
+        .await?;
     let body = html! {
         p {
             "Addresses here get no mail of any kind: sends answer them as suppressed, campaigns and workflows skip them. "
@@ -94,13 +96,11 @@ pub async fn add(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let email = EmailAddress::parse(form.email.trim()).map_err(|_| PageError::BadForm)?;
-    actions::add(
-        state.engine.registry(),
-        signed.project,
-        email,
-        Reason::Manual,
-    )
-    .await?;
+    state
+        .engine
+        .suppressions()
+        .add(signed.project, email, Reason::Manual)
+        .await?;
     Ok(super::see_other("/app/suppressions"))
 }
 
@@ -108,7 +108,11 @@ pub async fn remove(
     Posted(signed, form): Posted<AddressForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    actions::remove(state.engine.registry(), signed.project, form.email).await?;
+    state
+        .engine
+        .suppressions()
+        .remove(signed.project, form.email)
+        .await?;
     Ok(super::see_other("/app/suppressions"))
 }
 
@@ -122,7 +126,11 @@ pub async fn import(
     Posted(signed, form): Posted<ImportForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let done = actions::import(state.engine.registry(), signed.project, form.csv).await?;
+    let done = state
+        .engine
+        .suppressions()
+        .import(signed.project, form.csv)
+        .await?;
     let body = html! {
         p.ok role="status" #import-result {
             (done.added) " added, " (done.existing) " on the list already, " (done.invalid.len()) " not addresses."

@@ -5,9 +5,9 @@
 //! The actor only checks and writes, and answers once the write is durable.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::domain::{self, queries, Domain, DomainName, DomainStatus};
+use mailroom_actors::engine::domains::{Domain, DomainName, DomainStatus, RecordPolicy};
 use mailroom_actors::model::DomainId;
-use mailroom_actors::{Error, Resource};
+use mailroom_actors::Resource;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -15,7 +15,7 @@ use super::auth::SecretKey;
 use super::body::Body;
 use super::error::ApiError;
 use super::validate::{path_id, Query};
-use super::{blocking, AppState};
+use super::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -52,7 +52,7 @@ pub struct RecordView {
 }
 
 impl DomainView {
-    pub fn new(d: &Domain, policy: &mailroom_actors::domain::RecordPolicy) -> Self {
+    pub fn new(d: &Domain, policy: &RecordPolicy) -> Self {
         DomainView {
             id: d.id.to_string(),
             domain: d.name.to_string(),
@@ -109,13 +109,12 @@ pub async fn list(
         "'PENDING' | 'VERIFIED' | 'FAILED'",
         DomainStatus::parse,
     )?;
-    let store = state.engine.store().clone();
-    let page = blocking(move || queries::list_domains(&*store, p.id, status, &page)).await?;
+    let page = state.engine.domains().list(p.id, status, page).await?;
     Ok(HttpResponse::Ok().json(DomainList {
         domains: page
             .items
             .iter()
-            .map(|d| DomainView::new(d, state.engine.domain_records()))
+            .map(|d| DomainView::new(d, state.engine.domains().policy()))
             .collect(),
         has_more: page.has_more(),
         cursor: page.next_cursor,
@@ -132,8 +131,8 @@ pub async fn create(
     Body(CreateDomainRequest { domain: name }): Body<CreateDomainRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let created = domain::actions::add(state.engine.registry(), p.id, name).await?;
-    Ok(HttpResponse::Created().json(DomainView::new(&created, state.engine.domain_records())))
+    let created = state.engine.domains().add(p.id, name).await?;
+    Ok(HttpResponse::Created().json(DomainView::new(&created, state.engine.domains().policy())))
 }
 
 #[utoipa::path(get, path = "/domains/{id}", tag = "Domains",
@@ -144,9 +143,8 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let d = queries::get_domain(&**state.engine.store(), p.id, id)?
-        .ok_or(Error::NotFound(Resource::Domain))?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&d, state.engine.domain_records())))
+    let d = state.engine.domains().get(p.id, id)?;
+    Ok(HttpResponse::Ok().json(DomainView::new(&d, state.engine.domains().policy())))
 }
 
 #[utoipa::path(delete, path = "/domains/{id}", tag = "Domains",
@@ -157,7 +155,7 @@ pub async fn delete(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    domain::actions::delete(state.engine.registry(), p.id, id).await?;
+    state.engine.domains().delete(p.id, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -172,13 +170,6 @@ pub async fn verify(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DomainId = path_id(&id, Resource::Domain)?;
-    let updated = domain::check_now(
-        state.engine.registry(),
-        state.engine.resolver(),
-        state.engine.domain_records(),
-        p.id,
-        id,
-    )
-    .await?;
-    Ok(HttpResponse::Ok().json(DomainView::new(&updated, state.engine.domain_records())))
+    let updated = state.engine.domains().check_now(p.id, id).await?;
+    Ok(HttpResponse::Ok().json(DomainView::new(&updated, state.engine.domains().policy())))
 }

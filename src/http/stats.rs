@@ -2,7 +2,6 @@
 //! complaint rates. A bare object, as the contact endpoints answer.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::feedback::stats;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -29,8 +28,7 @@ pub async fn get(
     SecretKey(p): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let registry = state.engine.registry().clone();
-    let s = super::blocking(move || stats::project(&registry, p.id)).await?;
+    let s = state.engine.suppressions().stats(p.id).await?;
     Ok(HttpResponse::Ok().json(ProjectStatsView {
         contacts: s.contacts,
         subscribed: s.subscribed,

@@ -2,8 +2,8 @@
 //! object, as the contact endpoints answer.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::engine::suppressions::{parse_reason, Imported, Reason, Suppression};
 use mailroom_actors::model::{EmailAddress, Timestamp};
-use mailroom_actors::suppression::{actions, Reason, Suppression};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -92,11 +92,10 @@ pub async fn list(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let reason = match q.get("reason").filter(|r| !r.is_empty()) {
-        Some(raw) => Some(actions::parse_reason(raw)?),
+        Some(raw) => Some(parse_reason(raw)?),
         None => None,
     };
-    let registry = state.engine.registry().clone();
-    let page = super::blocking(move || actions::list(&registry, p.id, reason, &page)).await?;
+    let page = state.engine.suppressions().list(p.id, reason, page).await?;
     Ok(HttpResponse::Ok().json(SuppressionList {
         has_more: page.has_more(),
         suppressions: page.items.iter().map(SuppressionView::new).collect(),
@@ -113,7 +112,11 @@ pub async fn add(
     Body(req): Body<AddSuppressionRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (s, new) = actions::add(state.engine.registry(), p.id, req.email, Reason::Manual).await?;
+    let (s, new) = state
+        .engine
+        .suppressions()
+        .add(p.id, req.email, Reason::Manual)
+        .await?;
     let view = SuppressionView::new(&s);
     Ok(if new {
         HttpResponse::Created().json(view)
@@ -130,7 +133,11 @@ pub async fn remove(
     email: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    actions::remove(state.engine.registry(), p.id, email.into_inner()).await?;
+    state
+        .engine
+        .suppressions()
+        .remove(p.id, email.into_inner())
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -151,8 +158,8 @@ pub struct InvalidRow {
     pub error: String,
 }
 
-impl From<actions::Imported> for ImportResult {
-    fn from(i: actions::Imported) -> Self {
+impl From<Imported> for ImportResult {
+    fn from(i: Imported) -> Self {
         ImportResult {
             added: i.added,
             existing: i.existing,
@@ -177,6 +184,6 @@ pub async fn import(
     let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
     let text = String::from_utf8(raw.to_vec())
         .map_err(|_| ApiError::BadRequest("The CSV is not UTF-8 text".into()))?;
-    let done = actions::import(state.engine.registry(), p.id, text).await?;
+    let done = state.engine.suppressions().import(p.id, text).await?;
     Ok(HttpResponse::Ok().json(ImportResult::from(done)))
 }
