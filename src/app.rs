@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use mailroom_actors::dns::{DnsConfig, Resolver};
+use mailroom_actors::engine::cluster::Ownership;
 use mailroom_actors::engine::{Engine, EngineConfig, LinksConfig, WorkflowsConfig};
 use mailroom_actors::mailer::{DispatcherConfig, SmtpSecurity, TransportConfig};
 use mailroom_actors::project::RegistryConfig;
@@ -97,9 +98,9 @@ impl Application {
         // On PostgreSQL a node owns the projects whose leases it holds, none to begin
         // with; on sled it owns them all.
         let ownership = if clustered {
-            mailroom_actors::cluster::ownership::Ownership::none()
+            Ownership::none()
         } else {
-            mailroom_actors::cluster::ownership::Ownership::everything()
+            Ownership::everything()
         };
         let engine = Engine::start(
             engine_config(&settings, &links_url.url)?,
@@ -132,7 +133,7 @@ impl Application {
                 let node = crate::cluster::ClusterNode::new(
                     identity.clone(),
                     leases,
-                    registry.clone(),
+                    engine.handover(),
                     projects.clone(),
                 );
                 node.start();

@@ -310,8 +310,8 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn tenant(&self) -> mailroom_actors::project::TenantLimits {
-        mailroom_actors::project::TenantLimits {
+    pub fn tenant(&self) -> mailroom_actors::engine::config::TenantLimits {
+        mailroom_actors::engine::config::TenantLimits {
             max_contacts: self.max_contacts,
             max_data_bytes: self.max_data_bytes,
             max_project_data_bytes: self.max_project_data_bytes,
@@ -340,9 +340,9 @@ pub struct RetentionSettings {
 }
 
 impl RetentionSettings {
-    pub fn engine(&self) -> mailroom_actors::retention::Retention {
+    pub fn engine(&self) -> mailroom_actors::engine::config::Retention {
         let keep = |n: u32| Some(n).filter(|n| *n > 0);
-        mailroom_actors::retention::Retention {
+        mailroom_actors::engine::config::Retention {
             email_content_days: keep(self.email_content_days),
             emails_days: keep(self.emails_days),
             events_days: keep(self.events_days),
@@ -366,8 +366,8 @@ pub struct Templates {
 }
 
 impl Templates {
-    pub fn limits(&self) -> mailroom_actors::render::Limits {
-        mailroom_actors::render::Limits {
+    pub fn limits(&self) -> mailroom_actors::engine::config::RenderLimits {
+        mailroom_actors::engine::config::RenderLimits {
             max_steps: self.max_steps,
             max_output_bytes: self.max_output_bytes,
             max_nesting: self.max_nesting,
@@ -418,8 +418,8 @@ pub struct Webhooks {
 }
 
 impl Webhooks {
-    pub fn engine(&self, max_webhooks: usize) -> mailroom_actors::webhooks::WebhookConfig {
-        mailroom_actors::webhooks::WebhookConfig {
+    pub fn engine(&self, max_webhooks: usize) -> mailroom_actors::engine::config::WebhookConfig {
+        mailroom_actors::engine::config::WebhookConfig {
             retry_seconds: self.retry_seconds.clone(),
             timeout_ms: self.timeout_seconds.max(1) * 1000,
             disable_after_hours: self.disable_after_hours,
@@ -499,8 +499,8 @@ pub struct MailgunFeedback {
 impl Settings {
     /// What each sender domain is told to publish: the SPF mechanism, and the CNAME of
     /// its return-path host when reports come back by mail.
-    pub fn record_policy(&self) -> mailroom_actors::domain::RecordPolicy {
-        mailroom_actors::domain::RecordPolicy::new(
+    pub fn record_policy(&self) -> mailroom_actors::engine::config::RecordPolicy {
+        mailroom_actors::engine::config::RecordPolicy::new(
             &self.domains.spf_include,
             self.feedback.return_path_domain(),
         )
@@ -538,13 +538,13 @@ impl Feedback {
 
     /// STARTTLS for the receiving server, when both files are set; an error names the
     /// file that cannot be used (or the one missing).
-    pub fn tls(&self) -> Result<Option<mailroom_actors::feedback::receiver::TlsAcceptor>, String> {
+    pub fn tls(&self) -> Result<Option<mailroom_actors::engine::config::TlsAcceptor>, String> {
         match (self.tls_cert.trim(), self.tls_key.trim()) {
             ("", "") => Ok(None),
             ("", _) | (_, "") => Err(
                 "feedback.tls_cert and feedback.tls_key go together: set both, or neither".into(),
             ),
-            (cert, key) => mailroom_actors::feedback::receiver::tls_acceptor(
+            (cert, key) => mailroom_actors::engine::config::tls_acceptor(
                 std::path::Path::new(cert),
                 std::path::Path::new(key),
             )
@@ -555,9 +555,9 @@ impl Feedback {
     pub fn receiver(
         &self,
         hostname: &str,
-        tls: Option<mailroom_actors::feedback::receiver::TlsAcceptor>,
-    ) -> mailroom_actors::feedback::receiver::ReceiverConfig {
-        mailroom_actors::feedback::receiver::ReceiverConfig {
+        tls: Option<mailroom_actors::engine::config::TlsAcceptor>,
+    ) -> mailroom_actors::engine::config::ReceiverConfig {
+        mailroom_actors::engine::config::ReceiverConfig {
             tls,
             hostname: hostname.to_owned(),
             max_message_bytes: self.max_message_bytes.max(1024),
@@ -567,8 +567,8 @@ impl Feedback {
         }
     }
 
-    pub fn engine(&self) -> mailroom_actors::feedback::FeedbackConfig {
-        mailroom_actors::feedback::FeedbackConfig {
+    pub fn engine(&self) -> mailroom_actors::engine::config::FeedbackConfig {
+        mailroom_actors::engine::config::FeedbackConfig {
             soft_bounce_limit: self.soft_bounce_limit.max(1),
             soft_bounce_days: self.soft_bounce_days.max(1),
             soft_suppression_days: self.soft_suppression_days.max(1),
@@ -587,10 +587,10 @@ pub struct Workflows {
 }
 
 impl Workflows {
-    pub fn executor(&self) -> mailroom_actors::workflow::ExecutorConfig {
-        mailroom_actors::workflow::ExecutorConfig {
+    pub fn executor(&self) -> mailroom_actors::engine::config::ExecutorConfig {
+        mailroom_actors::engine::config::ExecutorConfig {
             workers: self.executors.max(1),
-            bounds: mailroom_actors::workflow::records::Bounds {
+            bounds: mailroom_actors::engine::config::WorkflowBounds {
                 max_history: self.max_history_entries.max(1),
                 max_finished: self.max_finished_executions.max(1),
             },
@@ -647,13 +647,13 @@ pub struct Campaigns {
 }
 
 impl Campaigns {
-    pub fn runner(&self) -> mailroom_actors::campaign::RunnerConfig {
-        mailroom_actors::campaign::RunnerConfig {
+    pub fn runner(&self) -> mailroom_actors::engine::config::RunnerConfig {
+        mailroom_actors::engine::config::RunnerConfig {
             batch_size: self.batch_size.clamp(1, 10_000),
             queue_ahead: self.queue_ahead.max(1),
             progress_every: std::time::Duration::from_secs(self.progress_log_seconds.max(1)),
             runners: self.runners.clamp(1, 64),
-            pause: mailroom_actors::campaign::PauseRule {
+            pause: mailroom_actors::engine::config::PauseRule {
                 bounce_rate: self.pause_bounce_rate,
                 complaint_rate: self.pause_complaint_rate,
                 after: self.pause_after.max(1),

@@ -32,10 +32,13 @@ use crate::workflow::{ExecutorConfig, Executors, WebhookClient};
 use crate::Clock;
 
 pub mod campaigns;
+pub mod cluster;
+pub mod config;
 pub mod contacts;
 pub mod domains;
 pub mod emails;
 pub mod events;
+pub mod projects;
 pub mod segments;
 pub mod suppressions;
 pub mod templates;
@@ -311,6 +314,11 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The cluster's handover of projects (owned, for a node's tasks).
+    pub fn handover(&self) -> cluster::Handover {
+        cluster::Handover(self.registry.clone())
     }
 
     pub fn projects(&self) -> &Projects {

@@ -72,7 +72,8 @@ impl Projects {
     /// Reads `key` (an API key's record or a project's) from the database into this
     /// node's view, and the project an API key points to: one made a moment ago on
     /// another node or by the CLI. Blocking (a round trip to the database).
-    pub fn read_through(&self, key: &[u8]) -> Result<()> {
+    pub fn read_through(&self, missing: Missing) -> Result<()> {
+        let key = &missing.key()[..];
         self.store.reload_prefix(key)?;
         if !key.starts_with(keys::API_KEYS) {
             return Ok(());
@@ -267,21 +268,26 @@ fn key_owner(entry: &[u8]) -> Option<ProjectId> {
     std::str::from_utf8(entry).ok()?.parse().ok()
 }
 
+/// What a node reads through from the database when its view lacks it: a project's
+/// record, or an API key's (by the key's hash) with the project it points to.
+#[derive(Debug, Clone, Copy)]
+pub enum Missing {
+    Project(ProjectId),
+    ApiKey([u8; 32]),
+}
+
+impl Missing {
+    pub(crate) fn key(&self) -> Vec<u8> {
+        match self {
+            Missing::Project(id) => keys::project(*id),
+            Missing::ApiKey(hash) => keys::key_hash(hash),
+        }
+    }
+}
+
 /// Whether an operator disabled the project: its mail, campaigns and workflows then
 /// wait, untouched, until it is enabled again. (A project without a record, as in unit
 /// tests of the engine, is not disabled.)
-/// The key of a project's record: a cluster node reads it from the database by itself
-/// when a request names a project it has not seen yet (made on another node or by the
-/// CLI).
-pub fn record_key(id: ProjectId) -> Vec<u8> {
-    keys::project(id)
-}
-
-/// The key of an API key's record, by the key's hash, for the same reason.
-pub fn api_key_record_key(hash: &[u8; 32]) -> Vec<u8> {
-    keys::key_hash(hash)
-}
-
 pub fn is_disabled(store: &dyn crate::store::Store, id: ProjectId) -> bool {
     match store.get(&keys::project(id)) {
         Ok(Some(b)) => codec::decode::<Project>(&b).is_ok_and(|p| p.disabled),

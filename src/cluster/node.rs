@@ -16,11 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use mailroom_actors::cluster::leases::{Holder, Leases, Node as LiveNode};
+use mailroom_actors::engine::cluster::{Handover, Holder, Leases, Node as LiveNode};
+use mailroom_actors::engine::projects::{Missing, Projects};
 use mailroom_actors::error::Result;
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::project::Registry;
-use mailroom_actors::projects::Projects;
 use mailroom_actors::Error;
 
 use super::{rendezvous, Identity};
@@ -47,7 +46,7 @@ pub struct ClusterMetrics {
 pub struct ClusterNode {
     pub identity: Identity,
     leases: Arc<dyn Leases>,
-    registry: Registry,
+    registry: Handover,
     projects: Projects,
     /// The live nodes as the last tick saw them (always this node among them).
     live: RwLock<Vec<LiveNode>>,
@@ -88,7 +87,7 @@ impl ClusterNode {
     pub fn new(
         identity: Identity,
         leases: Arc<dyn Leases>,
-        registry: Registry,
+        registry: Handover,
         projects: Projects,
     ) -> Arc<ClusterNode> {
         let me = LiveNode {
@@ -433,7 +432,7 @@ impl ClusterNode {
     /// into this node's view, and the project record an API key points to: a key or
     /// project made a moment ago on another node or by the CLI. Rate-limited to
     /// `POINT_READS_PER_SECOND`; false when over it or when the read failed.
-    pub async fn read_through(&self, key: Vec<u8>) -> bool {
+    pub async fn read_through(&self, missing: Missing) -> bool {
         {
             let mut reads = self.point_reads.lock().unwrap_or_else(|p| p.into_inner());
             if reads.0.elapsed() >= Duration::from_secs(1) {
@@ -445,7 +444,7 @@ impl ClusterNode {
             reads.1 += 1;
         }
         let projects = self.projects.clone();
-        actix_web::rt::task::spawn_blocking(move || projects.read_through(&key))
+        actix_web::rt::task::spawn_blocking(move || projects.read_through(missing))
             .await
             .map_err(|e| Error::Internal(format!("reading a key: {e}")))
             .and_then(|r| r)

@@ -134,13 +134,10 @@ pub async fn show(
     let c = state.engine.campaigns().get(signed.project, id)?;
     let v = stats_json(&state, &signed, &c)?;
     let preview = state
-        .engine.registry()
-        .renders()
-        .compile(c.subject.clone(), c.body.clone())
-        .await
-        .and_then(|compiled| {
-            compiled.render(&json!({"email": "someone@example.com", "data": {}, "contact": {"email": "someone@example.com"}}))
-        });
+        .engine
+        .templates()
+        .preview(signed.project, c.subject.clone(), c.body.clone(), None)
+        .await;
     let editable = matches!(c.status, CampaignStatus::Draft | CampaignStatus::Scheduled);
     let paused = state.engine.campaigns().paused_reason(signed.project, id)?;
     let action = |what: &str| format!("/app/campaigns/{id}/{what}");

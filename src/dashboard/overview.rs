@@ -2,18 +2,16 @@
 //! opened, clicked, bounced), and the latest events.
 
 use actix_web::{web, HttpResponse};
-use mailroom_actors::contact::queries::{self, ContactFilter};
-use mailroom_actors::event::queries::{self as event_queries, EventFilter};
-use mailroom_actors::mailer::outbox;
-use mailroom_actors::model::{Event, PageRequest, ProjectId, Timestamp};
-use mailroom_actors::store::Store;
+use mailroom_actors::engine::contacts::ContactFilter;
+use mailroom_actors::engine::events::{Event, EventFilter};
+use mailroom_actors::model::{PageRequest, ProjectId, Timestamp};
 use maud::{html, Markup};
 
 use super::auth::{now_ms, Signed};
 use super::chart::{line_chart, Series};
 use super::error::PageError;
 use super::layout;
-use crate::http::{blocking, AppState};
+use crate::http::AppState;
 
 const DAYS: i64 = 14;
 const DAY_MS: i64 = 86_400_000;
@@ -36,35 +34,36 @@ struct Overview {
     recent: Vec<Event>,
 }
 
-fn count(
-    store: &dyn Store,
+/// How many `name` events the project has from `since` to `until`, inclusive.
+async fn count(
+    state: &AppState,
     p: ProjectId,
     name: &str,
     since: i64,
     until: i64,
-) -> mailroom_actors::error::Result<u64> {
+) -> Result<u64, PageError> {
     let filter = EventFilter {
         name: Some(name.to_owned()),
         since: Some(Timestamp::from(since)),
         until: Some(Timestamp::from(until)),
         ..Default::default()
     };
-    Ok(event_queries::list_events(store, p, &filter, &PageRequest::first(1))?.total)
+    let page = PageRequest::first(1);
+    Ok(state.engine.events().list(p, filter, page).await?.total)
 }
 
-fn load(store: &dyn Store, p: ProjectId, now: i64) -> mailroom_actors::error::Result<Overview> {
-    let contacts =
-        queries::list_contacts(store, p, &ContactFilter::default(), &PageRequest::first(1))?.total;
-    let subscribed = queries::list_contacts(
-        store,
-        p,
-        &ContactFilter {
-            subscribed: Some(true),
-            search: None,
-        },
-        &PageRequest::first(1),
-    )?
-    .total;
+async fn load(state: &AppState, p: ProjectId, now: i64) -> Result<Overview, PageError> {
+    let contacts = state.engine.contacts();
+    let first = || PageRequest::first(1);
+    let all = contacts
+        .list(p, ContactFilter::default(), first())
+        .await?
+        .total;
+    let subscribed = ContactFilter {
+        subscribed: Some(true),
+        search: None,
+    };
+    let subscribed = contacts.list(p, subscribed, first()).await?.total;
     let today = now - now.rem_euclid(DAY_MS);
     let starts: Vec<i64> = (0..DAYS).rev().map(|d| today - d * DAY_MS).collect();
     let days = starts
@@ -75,29 +74,28 @@ fn load(store: &dyn Store, p: ProjectId, now: i64) -> mailroom_actors::error::Re
     for (name, _, _) in SERIES {
         let mut values = Vec::new();
         for start in &starts {
-            values.push(count(store, p, name, *start, start + DAY_MS - 1)?);
+            values.push(count(state, p, name, *start, start + DAY_MS - 1).await?);
         }
         series.push(values);
     }
-    let recent =
-        event_queries::list_events(store, p, &EventFilter::default(), &PageRequest::first(10))?
-            .items;
+    let events = state.engine.events();
+    let recent = events
+        .list(p, EventFilter::default(), PageRequest::first(10))
+        .await?;
     Ok(Overview {
-        contacts,
+        contacts: all,
         subscribed,
-        outbox: outbox::depth_of(store, p)?,
+        outbox: state.engine.emails().outbox_depth(p).await?,
         days,
         series,
-        recent,
+        recent: recent.items,
     })
 }
 
 pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
-    let store = state.engine.store().clone();
     let (p, now) = (signed.project, now_ms(&state));
-    let o = blocking(move || load(&*store, p, now)).await?;
-    let registry = state.engine.registry().clone();
-    let rates = blocking(move || mailroom_actors::feedback::stats::project(&registry, p)).await?;
+    let o = load(&state, p, now).await?;
+    let rates = state.engine.suppressions().stats(p).await?;
     let percent = |r: f64| format!("{:.2}%", r * 100.0);
     let series: Vec<Series> = SERIES
         .iter()

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use mailroom_actors::sessions::SessionRecords;
-pub use mailroom_actors::sessions::{Principal, Session};
+use mailroom_actors::engine::projects::SessionRecords;
+pub use mailroom_actors::engine::projects::{Principal, Session};
 use mailroom_actors::store::Store;
 use mailroom_actors::Error;
 use sha2::{Digest, Sha256};
@@ -132,7 +132,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut last = String::new();
-        for t in 1..=mailroom_actors::sessions::MAX_PER_PRINCIPAL as i64 * 3 {
+        for t in 1..=mailroom_actors::engine::projects::MAX_PER_PRINCIPAL as i64 * 3 {
             last = sessions
                 .start(tenant.clone(), t, 60_000)
                 .await
@@ -149,7 +149,10 @@ mod tests {
         );
         assert!(sessions.get(&last, 100).await.unwrap().is_some());
         let held = sessions.records.held();
-        assert_eq!(held, mailroom_actors::sessions::MAX_PER_PRINCIPAL + 1);
+        assert_eq!(
+            held,
+            mailroom_actors::engine::projects::MAX_PER_PRINCIPAL + 1
+        );
     }
 
     #[actix_web::test]

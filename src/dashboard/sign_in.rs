@@ -6,6 +6,7 @@
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
+use mailroom_actors::engine::projects::Missing;
 use mailroom_actors::model::{ApiKey, KeyKind, ProjectId};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -131,8 +132,7 @@ async fn principal(
             // Perhaps made a moment ago on another node, or by the CLI (as the API's
             // routing does, within the same budget of point reads).
             if let Some(cluster) = &state.cluster {
-                let record = mailroom_actors::projects::api_key_record_key(&key.hash());
-                if cluster.read_through(record).await {
+                if cluster.read_through(Missing::ApiKey(key.hash())).await {
                     found = state.engine.projects().authenticate(&key)?;
                 }
             }

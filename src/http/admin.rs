@@ -4,8 +4,8 @@
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use mailroom_actors::engine::projects::IssuedKeys;
 use mailroom_actors::model::{ProjectId, Timestamp};
-use mailroom_actors::projects::IssuedKeys;
 use mailroom_actors::Resource;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -79,7 +79,7 @@ pub struct CreateProjectRequest {
     name: ProjectName,
 }
 
-type ProjectName = super::wire::Text<{ mailroom_actors::projects::MAX_NAME_LEN }>;
+type ProjectName = super::wire::Text<{ mailroom_actors::engine::projects::MAX_NAME_LEN }>;
 
 #[utoipa::path(post, path = "/admin/projects", tag = "Admin", request_body = CreateProjectRequest,
     responses((status = 201, body = KeysView)), security(("bearer" = [])))]

@@ -27,6 +27,7 @@ use hmac::{Hmac, Mac};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use mailroom_actors::engine::projects::Missing;
 use mailroom_actors::model::{ApiKey, KeyKind, ProjectId};
 use mailroom_actors::Error;
 use sha2::Sha256;
@@ -329,8 +330,8 @@ async fn project_of(
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
-        let record = mailroom_actors::projects::record_key(id);
-        if state.engine.projects().get(id).is_err() && !cluster.read_through(record).await {
+        let missing = Missing::Project(id);
+        if state.engine.projects().get(id).is_err() && !cluster.read_through(missing).await {
             return None;
         }
         return state.engine.projects().get(id).ok().map(|_| id);
@@ -340,8 +341,7 @@ async fn project_of(
         return Some(auth.project.id);
     }
     // Perhaps made a moment ago on another node, or by the CLI.
-    let hash = mailroom_actors::projects::api_key_record_key(&key.hash());
-    if cluster.read_through(hash).await {
+    if cluster.read_through(Missing::ApiKey(key.hash())).await {
         if let Ok(Some(auth)) = state.engine.projects().authenticate(&key) {
             return Some(auth.project.id);
         }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use mailroom_actors::cluster::guard::GuardCounts;
+use mailroom_actors::engine::cluster::GuardCounts;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 

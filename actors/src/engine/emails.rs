@@ -67,4 +67,10 @@ impl Emails<'_> {
     ) -> Result<()> {
         engagement::record(&self.0.registry, p, email, hit, url).await
     }
+
+    /// How many of the project's emails wait in the outbox.
+    pub async fn outbox_depth(&self, p: ProjectId) -> Result<u64> {
+        let store = self.0.store.clone();
+        super::off_thread(move || crate::mailer::outbox::depth_of(&*store, p)).await
+    }
 }
