@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
-use mailroom_actors::dns::{DnsConfig, Resolver};
 use mailroom_actors::engine::cluster::Ownership;
+use mailroom_actors::engine::config::DnsConfig;
+use mailroom_actors::engine::config::{
+    DispatcherConfig, RegistryConfig, SmtpSecurity, TransportConfig,
+};
+use mailroom_actors::engine::feedback::Resolver;
+use mailroom_actors::engine::ops::Drain;
 use mailroom_actors::engine::{Engine, EngineConfig, LinksConfig, WorkflowsConfig};
-use mailroom_actors::mailer::{DispatcherConfig, SmtpSecurity, TransportConfig};
-use mailroom_actors::project::RegistryConfig;
-use mailroom_actors::shutdown::Drain;
 use mailroom_actors::store::Store;
 use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 
@@ -109,7 +111,7 @@ impl Application {
             ownership,
         )
         .map_err(|e| Failure::caused(e.what, e.source))?;
-        let (registry, resolver) = (engine.registry().clone(), engine.resolver().clone());
+        let resolver = engine.resolver().clone();
         let projects = engine.projects().clone();
         let project_count = projects
             .list()
@@ -122,7 +124,7 @@ impl Application {
                 resolver.clone(),
             )
         });
-        let drain = registry.drain().clone();
+        let drain = engine.drain().clone();
         let cluster = match leases {
             Some(leases) => {
                 if identity.secret.is_none() {
@@ -147,10 +149,10 @@ impl Application {
                 &settings.control_socket(),
                 Control {
                     projects: projects.clone(),
-                    registry: registry.clone(),
+                    admin: engine.admin(),
                     store: store.clone(),
                     clock: clock.clone(),
-                    domain_records: engine.domain_records().clone(),
+                    domain_records: engine.domains().policy().clone(),
                     max_domains: settings.limits.max_domains,
                     read_timeout: Duration::from_secs(settings.control.timeout_seconds.max(1)),
                     whole: clustered.then(|| settings.storage.clone()),
@@ -160,7 +162,7 @@ impl Application {
         } else {
             None
         };
-        let return_path = engine.return_path().cloned();
+        let return_domain = engine.return_path_domain();
         let state = AppState::new(
             &settings,
             engine,
@@ -169,7 +171,7 @@ impl Application {
             identity.node_id.clone(),
         );
         // Reports mailed to the return path: the receiving SMTP server.
-        if let (Some(listener), Some(rp)) = (feedback_listener, return_path) {
+        if let (Some(listener), Some(domain)) = (feedback_listener, return_domain) {
             let addr = listener
                 .local_addr()
                 .map_err(|e| Failure::caused("the feedback SMTP address", e))?;
@@ -178,16 +180,12 @@ impl Application {
                 .map_err(|e| Failure::caused("the feedback SMTP listener", e))?;
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| Failure::caused("the feedback SMTP listener", e))?;
-            mailroom_actors::feedback::receiver::start(
+            state.engine.feedback().start_receiver(
                 listener,
-                state.engine.registry().clone(),
-                rp.clone(),
                 settings.feedback.engine(),
-                settings
-                    .feedback
-                    .receiver(rp.domain(), feedback_tls.clone()),
+                settings.feedback.receiver(&domain, feedback_tls.clone()),
             );
-            tracing::info!(%addr, domain = rp.domain(), "feedback SMTP listening");
+            tracing::info!(%addr, domain = %domain, "feedback SMTP listening");
             println!("feedback SMTP listening on {addr}");
         }
         let state = web::Data::new(state);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mailroom_actors::domain::DomainName;
+use mailroom_actors::engine::domains::DomainName;
 use mailroom_actors::model::ProjectId;
 
 use crate::app::ServeArgs;

@@ -172,8 +172,11 @@ impl Storage {
         use mailroom_actors::store::PostgresStore;
         Ok(match self.backend {
             Backend::Sled => {
-                let store =
-                    mailroom_actors::upgrade::open(&self.path, self.sled(), self.upgrade_slice)?;
+                let store = mailroom_actors::engine::offline::open_sled(
+                    &self.path,
+                    self.sled(),
+                    self.upgrade_slice,
+                )?;
                 // A directory made before the process set its umask (or by an older
                 // version) may be open to every local user.
                 self.narrow()?;
@@ -783,7 +786,7 @@ fn unknown_key(key: &str) -> String {
         leaf_keys("", &table, &mut known);
     }
     let names: Vec<&str> = known.iter().map(String::as_str).collect();
-    let hint = match mailroom_actors::near_miss::meant(key, &names) {
+    let hint = match mailroom_actors::engine::requests::meant(key, &names) {
         Some(meant) => format!("; did you mean `{meant}`?"),
         None => String::new(),
     };

@@ -10,7 +10,9 @@
 //! CLI runs as the same user as the server) and sends `{"progress": {records, bytes}}`
 //! lines, about one a second, before its answer.
 
-use mailroom_actors::domain::RecordPolicy;
+use mailroom_actors::engine::domains::{Domain, DomainName, RecordPolicy};
+use mailroom_actors::engine::offline;
+use mailroom_actors::engine::projects::{Admin, Projects};
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
@@ -18,11 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mailroom_actors::domain::{queries, DomainName};
 use mailroom_actors::model::page::MAX_LIMIT;
 use mailroom_actors::model::{PageRequest, ProjectId, Timestamp};
-use mailroom_actors::project::Registry;
-use mailroom_actors::projects::Projects;
 use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::Store;
 use mailroom_actors::{Clock, SystemClock};
@@ -247,16 +246,7 @@ fn apply(
         Request::ProjectRotateKeys { id } => keys_json(&projects.rotate_keys(id, now).map_err(e)?),
         Request::DomainTrust { project, domain } => {
             projects.get(project).map_err(e)?;
-            let msg =
-                mailroom_actors::domain::messages::CreateDomain::generate(domain).map_err(e)?;
-            let d = mailroom_actors::domain::writes::trust_within(
-                store,
-                project,
-                msg,
-                now,
-                max_domains,
-            )
-            .map_err(e)?;
+            let d = offline::trust_domain(store, project, domain, now, max_domains).map_err(e)?;
             domain_json(&d, policy)
         }
         Request::DomainList { project } => {
@@ -264,7 +254,7 @@ fn apply(
             let mut all = Vec::new();
             let mut page = PageRequest::first(MAX_LIMIT);
             loop {
-                let got = queries::list_domains(store, project, None, &page).map_err(e)?;
+                let got = offline::list_domains(store, project, None, &page).map_err(e)?;
                 all.extend(got.items.iter().map(|d| domain_json(d, policy)));
                 let Some(cursor) = got.next_cursor else {
                     break Value::Array(all);
@@ -288,7 +278,7 @@ fn written(file: &Path, t: Tally) -> Value {
     serde_json::json!({"file": file, "records": t.records, "bytes": t.bytes})
 }
 
-fn domain_json(d: &mailroom_actors::domain::Domain, policy: &RecordPolicy) -> Value {
+fn domain_json(d: &Domain, policy: &RecordPolicy) -> Value {
     serde_json::to_value(DomainView::new(d, policy)).unwrap_or_default()
 }
 
@@ -297,7 +287,8 @@ fn domain_json(d: &mailroom_actors::domain::Domain, policy: &RecordPolicy) -> Va
 #[derive(Clone)]
 pub struct Control {
     pub projects: Projects,
-    pub registry: Registry,
+    /// The operator's writes, through the project's actor.
+    pub admin: Admin,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     /// What a domain publishes (see `Settings::record_policy`).
@@ -323,7 +314,10 @@ impl Control {
     ) -> Result<Value, Failure> {
         let now = Timestamp::from(self.clock.now());
         if let Request::DomainTrust { project, domain } = request {
-            self.projects.get(project).map_err(Failure::engine)?;
+            self.admin
+                .projects()
+                .get(project)
+                .map_err(Failure::engine)?;
             if let Some(cluster) = &self.cluster {
                 // A project made a moment ago is held by no node yet: this node takes
                 // it, as it would for an HTTP request; one another node holds is its.
@@ -336,7 +330,9 @@ impl Control {
                     }
                 }
             }
-            let d = mailroom_actors::domain::actions::trust(&self.registry, project, domain)
+            let d = self
+                .admin
+                .trust_domain(project, domain)
                 .await
                 .map_err(Failure::engine)?;
             return Ok(domain_json(&d, &self.domain_records));

@@ -5,17 +5,12 @@
 
 use std::io::Write;
 
-use mailroom_actors::campaign::records as campaigns;
-use mailroom_actors::contact::queries;
-use mailroom_actors::event::queries as event_queries;
+use mailroom_actors::engine::offline;
+use mailroom_actors::engine::projects::Projects;
+use mailroom_actors::engine::segments::{Segment, SegmentKind};
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::projects::Projects;
-use mailroom_actors::segment::queries as segment_queries;
-use mailroom_actors::segment::{Segment, SegmentKind};
 use mailroom_actors::store::backup::{self, Tally};
 use mailroom_actors::store::Store;
-use mailroom_actors::template::records as templates;
-use mailroom_actors::workflow::records as workflows;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -78,22 +73,22 @@ pub fn write(
         last: std::time::Instant::now(),
     };
     lines.put("project", project_json(&project))?;
-    for c in queries::each_contact(store, p) {
+    for c in offline::each_contact(store, p) {
         lines.put("contact", ContactView::from(&c.map_err(e)?))?;
     }
-    for t in templates::each(store, p) {
+    for t in offline::each_template(store, p) {
         lines.put("template", TemplateView::from(&t.map_err(e)?))?;
     }
-    for s in segment_queries::each_segment(store, p) {
+    for s in offline::each_segment(store, p) {
         lines.put("segment", segment(store, p, &s.map_err(e)?)?)?;
     }
-    for c in campaigns::each(store, p) {
+    for c in offline::each_campaign(store, p) {
         lines.put("campaign", CampaignView::from(&c.map_err(e)?))?;
     }
-    for w in workflows::each(store, p) {
+    for w in offline::each_workflow(store, p) {
         lines.put("workflow", WorkflowView::from(&w.map_err(e)?))?;
     }
-    for ev in event_queries::each_event(store, p) {
+    for ev in offline::each_event(store, p) {
         lines.put("event", EventView::from(&ev.map_err(e)?))?;
     }
     lines
@@ -113,7 +108,7 @@ fn segment(store: &dyn Store, p: ProjectId, s: &Segment) -> Result<Value, Failur
         map.remove("memberCount");
         if s.kind == SegmentKind::Static {
             let mut members = Vec::new();
-            for id in segment_queries::static_members(store, p, s.id) {
+            for id in offline::static_members(store, p, s.id) {
                 members.push(Value::String(id.map_err(Failure::engine)?.to_string()));
             }
             map.insert("members".into(), Value::Array(members));

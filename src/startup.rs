@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mailroom_actors::dns::Resolver;
-use mailroom_actors::workflow::WebhookClient;
+use mailroom_actors::engine::feedback::{Resolver, WebhookClient};
 
 use crate::config::{MailTransport, Settings};
 use crate::listen::LinksUrl;

@@ -7,9 +7,9 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use mailroom_actors::engine::offline::{self, KEY_FORMAT};
 use mailroom_actors::model::ProjectId;
 use mailroom_actors::store::{backup, Store};
-use mailroom_actors::upgrade::KEY_FORMAT;
 use serde_json::Value;
 
 use crate::config::Settings;
@@ -105,8 +105,7 @@ pub fn migrate(settings: &Settings, url: &str, batch: usize) -> Result<(), Failu
     let s = &settings.storage;
     // Brought to this version's key layout first (what a start would do), so the
     // records land in the layout the nodes read.
-    let source =
-        mailroom_actors::upgrade::open(dir, s.sled(), s.upgrade_slice).map_err(Failure::engine)?;
+    let source = offline::open_sled(dir, s.sled(), s.upgrade_slice).map_err(Failure::engine)?;
     println!("{}", move_to_postgres(settings, &*source, dir, url, batch)?);
     Ok(())
 }
@@ -182,7 +181,7 @@ fn restore_into_sled(
     // up to date fails here, where the operator is looking; on the handle that wrote
     // the records (sled may not have released a dropped one's lock yet).
     if restored.layout != KEY_FORMAT {
-        mailroom_actors::upgrade::upgrade(
+        offline::upgrade(
             &*restored.store,
             restored.layout,
             settings.storage.upgrade_slice,

@@ -38,7 +38,12 @@ pub mod contacts;
 pub mod domains;
 pub mod emails;
 pub mod events;
+pub mod feedback;
+pub mod links;
+pub mod offline;
+pub mod ops;
 pub mod projects;
+pub mod requests;
 pub mod segments;
 pub mod suppressions;
 pub mod templates;
@@ -316,6 +321,16 @@ impl Engine {
         &self.clock
     }
 
+    /// The operator's writes to projects, each durable when it answers.
+    pub fn admin(&self) -> projects::Admin {
+        projects::Admin {
+            projects: self.projects.clone(),
+            registry: self.registry.clone(),
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+
     /// The cluster's handover of projects (owned, for a node's tasks).
     pub fn handover(&self) -> cluster::Handover {
         cluster::Handover(self.registry.clone())
@@ -348,6 +363,32 @@ impl Engine {
     /// The suppression list's door.
     pub fn suppressions(&self) -> suppressions::Suppressions<'_> {
         suppressions::Suppressions(self)
+    }
+
+    /// Delivery reports' door.
+    pub fn feedback(&self) -> feedback::Feedback<'_> {
+        feedback::Feedback(self)
+    }
+
+    /// Hands `pace`'s state of each project over with the project when another node
+    /// takes it (the API's request budgets); `name` keys it.
+    pub fn carry_pace(&self, name: &str, pace: Arc<crate::pace::Pace>) {
+        self.registry.carry_pace(name, pace)
+    }
+
+    /// The engine's drain: a stop waits on it for what is under way.
+    pub fn drain(&self) -> &Arc<crate::shutdown::Drain> {
+        self.registry.drain()
+    }
+
+    /// The operator's door: counters, gauges, and waking the workers.
+    pub fn ops(&self) -> ops::Ops<'_> {
+        ops::Ops(self)
+    }
+
+    /// The links' door.
+    pub fn links(&self) -> links::Links<'_> {
+        links::Links(self)
     }
 
     /// The emails' door.
@@ -404,9 +445,9 @@ impl Engine {
         &self.webhooks
     }
 
-    /// The return path, when bounces come back to this server.
-    pub fn return_path(&self) -> Option<&Arc<ReturnPath>> {
-        self.return_path.as_ref()
+    /// The return path's domain, when bounces come back to this server.
+    pub fn return_path_domain(&self) -> Option<String> {
+        self.return_path.as_ref().map(|rp| rp.domain().to_owned())
     }
 }
 

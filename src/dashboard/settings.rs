@@ -52,9 +52,7 @@ pub async fn rotate(
         )
         .into());
     }
-    let now = Timestamp::from(state.engine.clock().now());
-    let issued = state.engine.projects().rotate_keys(signed.project, now)?;
-    state.engine.store().durable().await?;
+    let issued = state.engine.admin().rotate_keys(signed.project).await?;
     if !signed.admin {
         state
             .dashboard

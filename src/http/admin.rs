@@ -88,9 +88,7 @@ pub async fn create_project(
     Body(req): Body<CreateProjectRequest>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let now = Timestamp::from(state.engine.clock().now());
-    let issued = state.engine.projects().create(req.name.as_str(), now)?;
-    state.engine.store().durable().await?;
+    let issued = state.engine.admin().create(req.name.as_str()).await?;
     Ok(HttpResponse::Created().json(KeysView::from(&issued)))
 }
 
@@ -112,17 +110,11 @@ pub async fn project_action(
     let (id, action) = path.into_inner();
     let id: ProjectId = path_id(&id, Resource::Project)?;
     let body = match action.as_str() {
-        "disable" => project_json(&state.engine.projects().set_disabled(id, true)?),
-        "enable" => project_json(&state.engine.projects().set_disabled(id, false)?),
-        "rotate-keys" => keys_json(
-            &state
-                .engine
-                .projects()
-                .rotate_keys(id, Timestamp::from(state.engine.clock().now()))?,
-        ),
+        "disable" => project_json(&state.engine.admin().set_disabled(id, true).await?),
+        "enable" => project_json(&state.engine.admin().set_disabled(id, false).await?),
+        "rotate-keys" => keys_json(&state.engine.admin().rotate_keys(id).await?),
         _ => return Err(mailroom_actors::Error::NotFound(Resource::Route).into()),
     };
-    state.engine.store().durable().await?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -142,12 +134,10 @@ pub async fn trust_domain(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
-    state.engine.projects().get(id)?;
-    let trusted =
-        mailroom_actors::domain::actions::trust(state.engine.registry(), id, name).await?;
+    let trusted = state.engine.admin().trust_domain(id, name).await?;
     Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
         &trusted,
-        state.engine.domain_records(),
+        state.engine.domains().policy(),
     )))
 }
 
@@ -172,9 +162,7 @@ pub async fn advance_clock(
         .into());
     };
     let now = clock.advance(ms);
-    state.engine.registry().outbox_signal().notify_one();
-    state.engine.registry().timers().wake();
-    state.engine.registry().retention_signal().notify_one();
+    state.engine.ops().wake();
     Ok(HttpResponse::Ok().json(ClockView {
         now: Timestamp::from(now).to_iso(),
     }))

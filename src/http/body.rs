@@ -24,7 +24,7 @@ use super::error::ApiError;
 use super::validate::json_type;
 use super::value_de::{DeError, JsonType, ValueDe};
 use super::AppState;
-use mailroom_actors::near_miss;
+use mailroom_actors::engine::requests::near_misses as near_miss_errors;
 
 /// A typed request body.
 pub struct Body<T>(pub T);
@@ -174,7 +174,7 @@ fn near_misses<'k, T: DeserializeOwned>(keys: impl Iterator<Item = &'k String>) 
     if known.is_empty() {
         return Vec::new();
     }
-    near_miss::errors(keys, known)
+    near_miss_errors(keys, known)
 }
 
 /// The body as a JSON object: 400 when it is not JSON, 422 when it is JSON of another kind.

@@ -6,9 +6,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::engine::campaigns::{
     AudienceKind, Campaign, CampaignPatch, CampaignStats, CampaignStatus, NewCampaign,
 };
+use mailroom_actors::engine::segments::{FilterDocument, Group};
 use mailroom_actors::model::EmailAddress;
 use mailroom_actors::model::{CampaignId, ProjectId, SegmentId, Timestamp};
-use mailroom_actors::segment::{FilterDocument, Group};
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

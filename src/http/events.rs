@@ -2,7 +2,8 @@
 //! Bare records and bare list objects.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::engine::events::{parse_instant, Event, EventFilter};
+use mailroom_actors::engine::events::{Event, EventFilter};
+use mailroom_actors::engine::requests::parse_instant;
 use mailroom_actors::model::{ContactId, EmailAddress, EventId, Timestamp};
 use mailroom_actors::{FieldCode, FieldError, Resource};
 use serde::Serialize;

@@ -7,11 +7,10 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
-use mailroom_actors::dns::Resolver;
-use mailroom_actors::feedback::providers::{self, CallbackError};
-use mailroom_actors::feedback::ses::{self, SnsType};
-use mailroom_actors::feedback::{self, Applied, FeedbackConfig, Report};
-use mailroom_actors::workflow::WebhookClient;
+use mailroom_actors::engine::feedback::{
+    providers, roots_from_pem, ses, Applied, CallbackError, FeedbackConfig, Report, Resolver,
+    SnsType, WebhookClient,
+};
 use mailroom_actors::{Error, Resource};
 use serde::Serialize;
 use std::sync::Arc;
@@ -117,8 +116,7 @@ impl Ses {
             path => {
                 let pem =
                     std::fs::read(path).map_err(|e| format!("feedback.ses.ca_file {path}: {e}"))?;
-                mailroom_actors::workflow::webhook::roots_from_pem(&pem)
-                    .map_err(|e| format!("feedback.ses.ca_file {path}: {e}"))?;
+                roots_from_pem(&pem).map_err(|e| format!("feedback.ses.ca_file {path}: {e}"))?;
                 Some(pem)
             }
         };
@@ -284,26 +282,11 @@ async fn apply_all(state: &AppState, reports: Vec<Report>) -> Result<HttpRespons
     let mut out = CallbackResult::default();
     for report in reports {
         out.reports += 1;
-        let registry = state.engine.registry().clone();
-        let probe = report.clone();
-        let found = super::blocking(move || feedback::effects::locate(&registry, &probe)).await?;
-        let mut applied = Applied::Unmatched;
-        for (p, email) in found {
-            let one = feedback::apply(
-                state.engine.registry(),
-                &state.callbacks.engine,
-                p,
-                email,
-                report.clone(),
-            )
+        let applied = state
+            .engine
+            .feedback()
+            .apply(&state.callbacks.engine, report)
             .await?;
-            // Done anywhere is done; a duplicate everywhere is a duplicate.
-            applied = match (applied, one) {
-                (Applied::Done, _) | (_, Applied::Done) => Applied::Done,
-                (Applied::Duplicate, _) | (_, Applied::Duplicate) => Applied::Duplicate,
-                _ => Applied::Unmatched,
-            };
-        }
         match applied {
             Applied::Done => out.applied += 1,
             Applied::Duplicate => out.duplicates += 1,

@@ -299,12 +299,7 @@ async fn project_of(
     for prefix in ["/unsubscribe/", "/t/o/", "/t/c/"] {
         if let Some(rest) = path.strip_prefix(prefix) {
             let token = rest.split('/').next()?;
-            return state
-                .engine
-                .registry()
-                .links()
-                .read(token)
-                .map(|(link, _)| link.project());
+            return state.engine.links().project_of(token);
         }
     }
     if path == "/app" || path.starts_with("/app/") {

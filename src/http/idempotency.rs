@@ -2,7 +2,7 @@
 //! `Claim` that the project actor checks and records (see `mailroom_actors::idempotency`).
 
 use actix_web::HttpRequest;
-use mailroom_actors::idempotency::{Claim, MAX_KEY_LEN};
+use mailroom_actors::engine::requests::{Claim, MAX_KEY_LEN};
 use mailroom_actors::{Error, FieldCode};
 use serde_json::Value;
 

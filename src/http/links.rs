@@ -5,10 +5,9 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
-use mailroom_actors::campaign::unsubscribe::{self, Recipient};
 use mailroom_actors::engine::emails::Hit;
-use mailroom_actors::links::{Link, Resolved};
-use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
+use mailroom_actors::engine::links::{Link, Recipient, Resolved};
+use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId};
 use mailroom_actors::{Error, Resource};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
@@ -67,12 +66,10 @@ const PIXEL: &[u8] = &[
 /// What a token does now (see `Links::resolve`); a token this server did not make is a
 /// 404.
 fn resolve(state: &AppState, token: &str) -> Result<Resolved, ApiError> {
-    let now = Timestamp::from(state.engine.clock().now());
     state
         .engine
-        .registry()
         .links()
-        .resolve(&**state.engine.registry().store(), token, now)?
+        .resolve(token)?
         .ok_or_else(|| Error::NotFound(Resource::Route).into())
 }
 
@@ -167,14 +164,7 @@ fn valid(state: &AppState, token: &str) -> Result<Result<Valid, HttpResponse>, A
     if !live {
         return Ok(Err(expired()));
     }
-    let table = state.engine.registry().contacts(project);
-    let r = unsubscribe::recipient(
-        &**state.engine.registry().store(),
-        &table,
-        project,
-        contact,
-        campaign,
-    )?;
+    let r = state.engine.links().recipient(project, contact, campaign)?;
     Ok(Ok(Valid {
         project,
         contact,
@@ -220,7 +210,11 @@ pub async fn unsubscribe(
         Err(page) => return Ok(page),
     };
     let (contact, campaign) = (v.contact, v.campaign);
-    unsubscribe::unsubscribe_contact(state.engine.registry(), v.project, contact, campaign).await?;
+    state
+        .engine
+        .links()
+        .unsubscribe(v.project, contact, campaign)
+        .await?;
     Ok(page(
         StatusCode::OK,
         "You are unsubscribed",
@@ -250,9 +244,11 @@ pub async fn resubscribe(
         Err(page) => return Ok(page),
     };
     let (contact, campaign) = (v.contact, v.campaign);
-    let subscribed =
-        unsubscribe::resubscribe_contact(state.engine.registry(), v.project, contact, campaign)
-            .await?;
+    let subscribed = state
+        .engine
+        .links()
+        .resubscribe(v.project, contact, campaign)
+        .await?;
     if !subscribed {
         return Ok(page(
             StatusCode::CONFLICT,

@@ -21,9 +21,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
-use mailroom_actors::mailer::outbox;
-use mailroom_actors::metrics::{ExecutionMove, Metrics as Engine, RelayFault};
-use mailroom_actors::retention::Kind as RetentionKind;
+use mailroom_actors::engine::ops::{ExecutionMove, Metrics as Engine, RelayFault, RetentionKind};
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -124,60 +122,60 @@ impl Metrics {
                     "mailroom_emails_queued_total",
                     "Emails written to the outbox",
                 ),
-                |s| s.engine.registry().metrics().emails_queued.get(),
+                |s| s.engine.ops().metrics().emails_queued.get(),
             ),
             (
                 counter("mailroom_emails_sent_total", "Emails the relay accepted"),
-                |s| s.engine.registry().metrics().emails_sent.get(),
+                |s| s.engine.ops().metrics().emails_sent.get(),
             ),
             (
                 counter(
                     "mailroom_emails_failed_total",
                     "Emails given up (past sending.max_attempts, or refused for their content)",
                 ),
-                |s| s.engine.registry().metrics().emails_failed.get(),
+                |s| s.engine.ops().metrics().emails_failed.get(),
             ),
             (
                 counter(
                     "mailroom_emails_bounced_total",
                     "Emails the recipient's side refused for good",
                 ),
-                |s| s.engine.registry().metrics().emails_bounced.get(),
+                |s| s.engine.ops().metrics().emails_bounced.get(),
             ),
             (
                 counter(
                     "mailroom_emails_cancelled_total",
                     "Emails a campaign's cancel took out of the outbox",
                 ),
-                |s| s.engine.registry().metrics().emails_cancelled.get(),
+                |s| s.engine.ops().metrics().emails_cancelled.get(),
             ),
             (
                 counter(
                     "mailroom_store_batches_total",
                     "Atomic batches the store applied (one per write: a send, a bounce, an unsubscribe)",
                 ),
-                |s| s.engine.store().batches_applied(),
+                |s| s.engine.ops().batches_applied(),
             ),
             (
                 counter(
                     "mailroom_emails_rendered_total",
                     "Emails rendered for a send, a campaign or a workflow step",
                 ),
-                |s| s.engine.registry().metrics().emails_rendered.get(),
+                |s| s.engine.ops().metrics().emails_rendered.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_hits_total",
                     "Address verifications answered from the DNS cache",
                 ),
-                |s| s.engine.registry().metrics().dns_cache_hits.get(),
+                |s| s.engine.ops().metrics().dns_cache_hits.get(),
             ),
             (
                 counter(
                     "mailroom_dns_cache_misses_total",
                     "Address verifications that asked DNS",
                 ),
-                |s| s.engine.registry().metrics().dns_cache_misses.get(),
+                |s| s.engine.ops().metrics().dns_cache_misses.get(),
             ),
         ];
         let relay_faults = IntCounterVec::new(
@@ -317,7 +315,7 @@ impl Metrics {
     /// The text of every metric. Blocking: it may scan the store, so it runs off the
     /// HTTP workers.
     pub fn render(&self, state: &AppState) -> String {
-        let depths = state.engine.registry().mailbox_depths();
+        let depths = state.engine.ops().mailbox_depths();
         let deepest = depths.iter().map(|(_, d)| *d).max().unwrap_or(0);
         let total: usize = depths.iter().map(|(_, d)| *d).sum();
         for (stat, value) in [("max", deepest), ("total", total), ("actors", depths.len())] {
@@ -329,7 +327,7 @@ impl Metrics {
         for (c, count) in &self.counted {
             catch_up(c, count(state));
         }
-        let engine: &Engine = state.engine.registry().metrics();
+        let engine: &Engine = state.engine.ops().metrics();
         for f in RelayFault::ALL {
             catch_up(
                 &self.relay_faults.with_label_values(&[f.as_str()]),
@@ -365,7 +363,7 @@ impl Metrics {
             );
         }
         self.timers_pending
-            .set(state.engine.registry().timers().len() as i64);
+            .set(state.engine.ops().timers_pending() as i64);
         self.leases_held
             .set(state.cluster.as_ref().map_or(0, |c| c.leases_held()) as i64);
         if scanned.is_none_or(|at| at.elapsed() >= self.scan_interval) {
@@ -381,7 +379,7 @@ impl Metrics {
     /// The gauges that come from the store's keys; a failed read leaves a gauge as it was.
     fn scan(&self, state: &AppState) {
         let now = state.engine.clock().now().timestamp_millis();
-        match outbox::depth(&**state.engine.store()) {
+        match state.engine.ops().outbox_depth() {
             Ok(d) => {
                 self.outbox_depth.set(d.emails as i64);
                 let age = d.oldest_ms.map_or(0, |t| (now - t).max(0) / 1_000);
@@ -389,18 +387,16 @@ impl Metrics {
             }
             Err(e) => tracing::warn!(error = %e, "counting the outbox for /metrics"),
         }
-        match mailroom_actors::webhooks::deliver::backlog(&**state.engine.store()) {
+        match state.engine.ops().webhook_backlog() {
             // Retries waiting in the queue, and first deliveries the loop saw waiting.
-            Ok(n) => self
-                .webhook_backlog
-                .set((n + state.engine.registry().starts().webhooks().waiting()) as i64),
+            Ok(n) => self.webhook_backlog.set(n as i64),
             Err(e) => tracing::warn!(error = %e, "counting webhook deliveries for /metrics"),
         }
-        match mailroom_actors::feedback::stats::over_rates(
-            state.engine.registry(),
-            state.pause_rates.0,
-            state.pause_rates.1,
-        ) {
+        match state
+            .engine
+            .ops()
+            .over_rates(state.pause_rates.0, state.pause_rates.1)
+        {
             Ok((bounce, complaint)) => {
                 self.reputation_over
                     .with_label_values(&["bounce"])

@@ -97,14 +97,14 @@ impl AppState {
         cluster: Option<Arc<crate::cluster::ClusterNode>>,
         node_id: String,
     ) -> Self {
-        let (registry, store, resolver) = (engine.registry(), engine.store(), engine.resolver());
+        let (store, resolver) = (engine.store(), engine.resolver());
         let rate_limit = rate_limit::ProjectRateLimit::new(settings.limits.requests_per_minute);
         let public_rate_limit =
             rate_limit::ProjectRateLimit::new(settings.limits.public_requests_per_minute);
         // A project that moves to another node keeps what it spent of its budgets.
         for (name, limit) in [("api", &rate_limit), ("api-public", &public_rate_limit)] {
             if let Some(limit) = limit {
-                registry.carry_pace(name, limit.pace());
+                engine.carry_pace(name, limit.pace());
             }
         }
         let dashboard = crate::dashboard::Dashboard::new(&settings.dashboard, store.clone());

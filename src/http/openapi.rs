@@ -127,8 +127,8 @@ const KEYED_ERRORS: [(&str, &str); 11] = [
 /// Components whose schema is JSON Schema written by hand next to their parser: the
 /// document carries each as written, in place of utoipa's stand-in.
 fn exact() -> [(&'static str, serde_json::Value); 7] {
-    use mailroom_actors::segment::FilterDocument;
-    use mailroom_actors::workflow::StepsDocument;
+    use mailroom_actors::engine::segments::FilterDocument;
+    use mailroom_actors::engine::workflows::StepsDocument;
     [
         ("FilterGroup", FilterDocument::json_schema()),
         ("WorkflowSteps", StepsDocument::json_schema()),

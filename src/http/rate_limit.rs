@@ -11,8 +11,8 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::HttpMessage;
+use mailroom_actors::engine::requests::{Pace, Verdict};
 use mailroom_actors::model::ProjectId;
-use mailroom_actors::pace::{Pace, Verdict};
 
 use super::error::ApiError;
 

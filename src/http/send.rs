@@ -3,10 +3,9 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::engine::emails::{EmailRecord, Receipt, SendRequest as Request};
-use mailroom_actors::mailer::mime::is_reserved_header;
+use mailroom_actors::engine::requests::{is_reserved_header, markdown_to_html};
 use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, Engagement, TemplateId};
-use mailroom_actors::render::markdown;
 use mailroom_actors::{Error, FieldCode, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -366,7 +365,7 @@ pub async fn send(
     let body = match (r.body, r.body_type) {
         // A 5 MB Markdown body is real work: off the async threads.
         (Some(b), Some(BodyType::Markdown)) => Some(
-            super::blocking(move || Ok(markdown::to_html(b.as_str(), MAX_BODY)))
+            super::blocking(move || Ok(markdown_to_html(b.as_str(), MAX_BODY)))
                 .await?
                 .map_err(|e| Error::field("body", FieldCode::TooBig, e))?,
         ),

@@ -4,9 +4,9 @@
 //! reason too, never a 5xx.
 
 use actix_web::{web, HttpResponse};
+use mailroom_actors::engine::requests::{parse_address, Address, Verification};
 use mailroom_actors::error::field_de_error;
 use mailroom_actors::model::{EmailAddress, EmailError};
-use mailroom_actors::verify::{self, Verification};
 use mailroom_actors::FieldCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -75,12 +75,12 @@ pub struct VerifyRequest {
 
 /// Text with an `@` and something on each side, no spaces or control characters: the
 /// verifier gives such a string a result, whose reasons say what is wrong with it.
-pub struct AddressShaped(verify::Address);
+pub struct AddressShaped(Address);
 
 impl<'de> Deserialize<'de> for AddressShaped {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Text::<MAX_EMAIL_INPUT>::deserialize(d)?;
-        verify::parse(raw.as_str()).map(AddressShaped).map_err(|_| {
+        parse_address(raw.as_str()).map(AddressShaped).map_err(|_| {
             match EmailAddress::parse(raw.as_str()) {
                 Err(e @ EmailError::Invalid(_)) => field_de_error(e.code(), e),
                 _ => field_de_error(FieldCode::InvalidString, "Invalid email"),

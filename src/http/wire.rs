@@ -211,7 +211,7 @@ pub struct Instant(pub i64);
 impl<'de> Deserialize<'de> for Instant {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        mailroom_actors::segment::filter::parse_instant(&s)
+        mailroom_actors::engine::requests::parse_instant(&s)
             .map(Instant)
             .ok_or_else(|| {
                 field_de_error(

@@ -3,7 +3,6 @@
 pub use crate::event::queries::EventFilter;
 pub use crate::event::track::{Track, TrackOutcome};
 pub use crate::model::{Event, EventStats};
-pub use crate::segment::filter::parse_instant;
 
 use super::{off_thread, Engine};
 use crate::error::{Error, Resource, Result};
