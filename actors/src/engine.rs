@@ -309,7 +309,8 @@ impl Engine {
         })
     }
 
-    pub fn registry(&self) -> &Registry {
+    #[cfg(test)]
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
@@ -411,27 +412,19 @@ impl Engine {
         workflows::Workflows(self)
     }
 
-    /// Compiled templates, shared by /v1/send, campaigns and workflows.
-    pub fn template_cache(&self) -> &Arc<TemplateCache> {
-        &self.templates
-    }
-
     /// The campaigns' door.
     pub fn campaigns(&self) -> campaigns::Campaigns<'_> {
         campaigns::Campaigns(self)
     }
 
+    #[cfg(test)]
     /// The campaign runners (a node's handover starts and stops them).
-    pub fn runners(&self) -> &Arc<Runners> {
+    pub(crate) fn runners(&self) -> &Arc<Runners> {
         &self.runners
     }
 
     pub fn email_verifier(&self) -> &EmailVerifier {
         &self.email_verifier
-    }
-
-    pub fn domain_records(&self) -> &RecordPolicy {
-        &self.domain_records
     }
 
     /// The event webhooks' door.

@@ -75,6 +75,7 @@ impl Faults {
         faults
     }
 
+    #[cfg(test)]
     /// Arms `point` now (debug builds only): engine tests, which cannot give each
     /// engine an environment of its own.
     pub fn arm(&self, point: Point) {
@@ -83,6 +84,7 @@ impl Faults {
         }
     }
 
+    #[cfg(test)]
     /// Whether `point` is armed and not yet reached (a test sees that its fault fired).
     pub fn is_armed(&self, point: Point) -> bool {
         self.armed[point as usize].load(Ordering::Relaxed)

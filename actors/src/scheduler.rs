@@ -145,6 +145,7 @@ impl Timers {
         self.set().len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

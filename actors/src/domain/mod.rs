@@ -14,7 +14,7 @@ pub mod verifier;
 pub mod writes;
 
 pub use crate::dns::name::DomainName;
-pub use check::{DomainCheck, RecordState};
-pub use record::{Domain, DomainStatus, PublishedRecord, RecordPolicy, RecordPurpose};
-pub use sender::{is_verified_sender, verified_sender, SenderDomain};
+pub use check::DomainCheck;
+pub use record::{Domain, DomainStatus, RecordPolicy};
+pub use sender::verified_sender;
 pub use verifier::{check_now, DomainVerifier};

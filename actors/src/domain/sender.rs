@@ -54,6 +54,7 @@ pub fn verified_sender(
     Ok(None)
 }
 
+#[cfg(test)]
 pub fn is_verified_sender(
     store: &dyn Store,
     project: ProjectId,

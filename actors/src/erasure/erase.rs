@@ -21,7 +21,7 @@
 //! email is anonymised its outcome records none (the placeholder is no address).
 
 use super::emails as erasure_emails;
-pub use crate::contact::erasure_record::{load, Erasure, Phase, Step, ERASED_ERROR};
+pub use crate::contact::erasure_record::{load, Erasure, Phase, Step};
 use crate::error::Result;
 use crate::model::{ContactId, EmailId, Event, ProjectId, WorkflowId};
 use crate::project::attempts::Attempts;

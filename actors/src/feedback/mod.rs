@@ -12,7 +12,7 @@ pub(crate) mod reports;
 pub mod ses;
 pub mod stats;
 
-pub use effects::{apply, Applied};
+pub use effects::Applied;
 
 /// What the operator set (`[feedback]`).
 #[derive(Debug, Clone)]

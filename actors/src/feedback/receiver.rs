@@ -10,7 +10,6 @@
 //! auto-reply) is counted and dropped. With `feedback.tls_cert` and `feedback.tls_key`
 //! it offers STARTTLS (RFC 3207); without, reports travel as the MTA sends them.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,11 +169,6 @@ fn purge_every_hour(registry: Registry, days: u32) {
             }
         }
     });
-}
-
-/// Binds `addr` (before start-up goes on, so a port in use stops the server).
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await
 }
 
 enum Line {

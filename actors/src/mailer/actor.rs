@@ -32,12 +32,6 @@ pub enum TransportConfig {
     File { dir: PathBuf },
 }
 
-#[derive(Debug, Clone)]
-pub struct MailerConfig {
-    pub workers: usize,
-    pub transport: TransportConfig,
-}
-
 enum Transport {
     Smtp(Arc<SmtpPool>),
     File(PathBuf),

@@ -21,9 +21,9 @@ pub mod return_path;
 pub mod smtp;
 pub mod tls;
 
-pub use actor::{MailerActor, MailerConfig, TransportConfig};
+pub use actor::{MailerActor, TransportConfig};
 pub use dispatcher::{Dispatcher, DispatcherConfig};
-pub use tls::{SmtpSecurity, TlsSetupError};
+pub use tls::SmtpSecurity;
 
 /// What is needed to DKIM-sign mail from one verified domain.
 #[derive(Debug, Clone)]

@@ -51,6 +51,7 @@ impl ReturnPath {
     }
 
     /// The envelope sender of email `id`.
+    #[cfg(test)]
     pub fn address(&self, id: EmailId) -> String {
         self.address_at(id, None)
     }

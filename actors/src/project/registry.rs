@@ -142,6 +142,7 @@ impl Drop for InFlight {
 }
 
 impl Registry {
+    #[cfg(test)]
     /// Must be called inside a running actix System. The engine owns every project.
     /// `hooks` are what the features do inside the core's writes: `wiring::hooks()`.
     pub fn new(

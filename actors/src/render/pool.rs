@@ -23,11 +23,6 @@ impl RenderPool {
         }
     }
 
-    /// The bounds every template compiled here is held to.
-    pub fn limits(&self) -> super::Limits {
-        self.limits
-    }
-
     /// Runs `work` on a blocking thread once a slot is free.
     pub async fn run<T, F>(&self, work: F) -> Result<T>
     where

@@ -20,7 +20,7 @@ pub mod schema;
 #[cfg(test)]
 mod proptests;
 
-pub use eval::{Compiled, ContactSubject, Subject};
+pub use eval::{Compiled, ContactSubject};
 pub use filter::{Condition, Group};
 pub use model::{slug, Segment, SegmentKind};
 pub use schema::FilterDocument;

@@ -185,6 +185,11 @@ pub fn counter(p: ProjectId, name: &str) -> Vec<u8> {
     in_project(p, b"/n/", &[name.as_bytes()])
 }
 
+/// The name of a workflow's counter of ended executions (`counter`).
+pub fn finished_executions(w: crate::model::WorkflowId) -> String {
+    format!("wxf/{w}")
+}
+
 /// The event log, and its indexes by contact and by name, are lists of blocks
 /// (`store::blocks`): each key there is one of these prefixes and the first event id of
 /// a run of events. Event ids sort by the event's time (`EventId::at`), so a time range

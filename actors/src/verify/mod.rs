@@ -12,7 +12,7 @@ pub mod typo;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-pub use address::{parse, Address, NotAnAddress};
+pub use address::{parse, Address};
 
 use crate::dns::{DnsFailure, Resolver};
 use facts::{DomainFacts, FactsCache};

@@ -13,7 +13,7 @@ mod model;
 pub(crate) mod records;
 mod sign;
 
-pub use model::{Delivery, DeliveryStatus, Webhook};
+pub use model::{Delivery, Webhook};
 
 /// What the operator set (`[webhooks]`, `limits.max_webhooks`).
 #[derive(Debug, Clone)]

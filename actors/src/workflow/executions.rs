@@ -9,7 +9,7 @@ use crate::metrics::{ExecutionMove, Metrics};
 use crate::model::{
     ContactId, ExecStatus, Execution, ExecutionId, HistoryEntry, ProjectId, WorkflowId,
 };
-pub use crate::project::starts::{Starts, MAX_ENTRIES_PER_DAY};
+pub use crate::project::starts::Starts;
 use crate::scheduler::{Timer, TimerKind};
 use crate::store::{codec, keys, Batch, Store};
 
@@ -251,7 +251,7 @@ pub fn go_on(
 
 /// The counter of a workflow's ended executions (what pruning keeps in bounds).
 pub fn finished_counter(w: WorkflowId) -> String {
-    format!("wxf/{w}")
+    keys::finished_executions(w)
 }
 
 /// Ends an execution with `status` (the caller writes the record), and counts it.
@@ -287,6 +287,7 @@ pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::project::starts::MAX_ENTRIES_PER_DAY;
     use crate::store::SledStore;
 
     fn reentry(w: WorkflowId) -> Trigger {
