@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod contacts_csv;
 pub mod control;
 pub mod dashboard;
 pub mod export;

@@ -3,6 +3,7 @@
 
 use actix_web::{web, HttpResponse};
 use mailroom_actors::engine::campaigns::{Campaign, CampaignStatus};
+use mailroom_actors::engine::requests::parse_instant;
 use mailroom_actors::model::{CampaignId, EmailAddress, PageRequest, Timestamp};
 use mailroom_actors::{Error, FieldCode};
 use maud::{html, Markup};
@@ -249,19 +250,21 @@ pub async fn test(
     Ok(layout::page(&signed, "/app/campaigns", "Test sent", body))
 }
 
-/// A datetime-local value, read as UTC: it has no zone and may leave out the seconds.
+/// A datetime-local value, read as UTC (it has no zone and may leave out the seconds)
+/// by the same parser as the API's `scheduledAt`.
 fn scheduled_at(raw: &str) -> Result<Timestamp, PageError> {
-    chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M"))
-        .map(|t| Timestamp::from(t.and_utc()))
-        .map_err(|_| {
-            Error::field(
-                "scheduledAt",
-                FieldCode::InvalidString,
-                "Expected a date and time such as 2026-12-01T09:30",
-            )
-            .into()
-        })
+    let iso = match raw.len() {
+        16 => format!("{raw}:00Z"),
+        _ => format!("{raw}Z"),
+    };
+    parse_instant(&iso).map(Timestamp::from).ok_or_else(|| {
+        Error::field(
+            "scheduledAt",
+            FieldCode::InvalidString,
+            "Expected a date and time such as 2026-12-01T09:30",
+        )
+        .into()
+    })
 }
 
 #[derive(Deserialize)]

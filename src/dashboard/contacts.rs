@@ -289,5 +289,5 @@ pub async fn export(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    Ok(crate::http::contacts_bulk::export_of(signed.project, req, state).await?)
+    Ok(crate::contacts_csv::respond(signed.project, req, state).await?)
 }

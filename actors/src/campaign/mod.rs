@@ -5,13 +5,16 @@
 
 pub mod actions;
 pub mod audience;
+pub(crate) mod audience_retention;
 pub mod end;
+pub(crate) mod ended_retention;
 pub mod model;
 pub mod outcomes;
 pub mod records;
 pub mod runner;
 pub mod stats;
 pub mod unsubscribe;
+pub(crate) mod unsubscribe_retention;
 
 pub use model::{AudienceKind, Campaign, CampaignStats, CampaignStatus, NewCampaign, PauseRule};
 pub use runner::{Campaigns, RunnerConfig};

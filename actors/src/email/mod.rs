@@ -5,5 +5,6 @@
 
 pub mod engagement;
 pub mod handlers;
+pub(crate) mod retention;
 pub mod send;
 pub mod sending;

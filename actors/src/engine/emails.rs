@@ -51,7 +51,7 @@ impl Emails<'_> {
             };
         Ok(EmailRecord {
             status,
-            content_removed: crate::retention::emails::content_removed(&email),
+            content_removed: crate::email::retention::content_removed(&email),
             engagement: engagement::engagement(store, p, id)?,
             email,
         })

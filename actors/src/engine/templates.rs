@@ -42,19 +42,31 @@ impl Templates<'_> {
         actions::delete(&self.0.registry, &self.0.templates, p, id).await
     }
 
-    /// `subject` and `body` rendered as an email to the project's contact `to` would be
-    /// (to a stand-in with no data when None), in the render sandbox with its limits:
-    /// the subject and the HTML.
+    /// `subject` and `body` rendered as an email to the project's contact of address
+    /// `to` would be (to a stand-in with no data when None), in the render sandbox with
+    /// its limits: the subject and the HTML. The template compiles first; then `to` must
+    /// be an address (422 on `contact`) of a contact (404).
     pub async fn preview(
         &self,
         p: ProjectId,
         subject: String,
         body: String,
-        to: Option<&EmailAddress>,
+        to: Option<&str>,
     ) -> Result<(String, String)> {
         let renders = self.0.registry.renders();
         let compiled = renders.compile(subject, body).await?;
-        let vars = match to {
+        let to = to
+            .map(|raw| {
+                EmailAddress::parse(raw).map_err(|_| {
+                    Error::field(
+                        "contact",
+                        crate::error::FieldCode::InvalidString,
+                        "Invalid email",
+                    )
+                })
+            })
+            .transpose()?;
+        let vars = match &to {
             None => serde_json::json!({
                 "email": "someone@example.com",
                 "data": {},

@@ -5,4 +5,5 @@
 
 pub mod actions;
 pub mod queries;
+pub(crate) mod retention;
 pub mod track;

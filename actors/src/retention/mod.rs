@@ -7,15 +7,13 @@
 //! that touches at most `slice_keys` keys in one batch, so a project's writes wait for
 //! one slice at most, never for a whole purge.
 
-pub mod audiences;
+//!
+//! Each feature walks its own keys (`event::retention`, `email::retention`,
+//! `workflow::retention` and `entry_retention`, `campaign::audience_retention` and
+//! `unsubscribe_retention`, `contact::import_retention`, `webhooks::records::purge`):
+//! this module only decides when, and runs their slices through the project's actor.
+
 mod due;
-pub mod emails;
-mod ended_campaigns;
-pub mod entries;
-pub mod events;
-pub mod executions;
-pub mod imports;
-pub mod unsubscribes;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +26,12 @@ use crate::project::write::WriteCtx;
 use crate::project::Registry;
 use crate::store::{keys, Store};
 
-use emails::{Cut, Slice};
+use crate::campaign::{audience_retention as audiences, unsubscribe_retention as unsubscribes};
+use crate::contact::import_retention as imports;
+use crate::email::retention::{self as emails, Cut};
+use crate::event::retention as events;
+use crate::store::Slice;
+use crate::workflow::{entry_retention as entries, retention as executions};
 
 const DAY_MS: i64 = 24 * 3_600_000;
 
@@ -206,7 +209,7 @@ impl Purger {
         let max = c.slice_keys.max(1);
         let store = &*self.store;
         let events_before = cutoff(c.events_days, now).map(Timestamp::from);
-        if let Some(before) = events_before.filter(|b| due::events(store, p, *b).unwrap_or(true)) {
+        if let Some(before) = events_before.filter(|b| events::due(store, p, *b).unwrap_or(true)) {
             totals[Kind::Events as usize] += self
                 .slices(p, None, move |ctx, _| {
                     let n = events::purge(ctx.store, ctx.project, before, max)?;
@@ -216,7 +219,7 @@ impl Purger {
                 .0;
         }
         let records = cutoff(c.emails_days, now);
-        if let Some(before) = records.filter(|b| due::emails(store, p, *b, None).unwrap_or(true)) {
+        if let Some(before) = records.filter(|b| emails::due(store, p, *b, None).unwrap_or(true)) {
             totals[Kind::Emails as usize] += self
                 .slices(p, None, move |ctx, after| {
                     emails::purge(ctx.store, ctx.project, Cut::Record, before, after, max)
@@ -229,7 +232,7 @@ impl Purger {
             cutoff(c.email_content_days, now).filter(|at| records.is_none_or(|r| at > &r));
         let from = self.content_cursors.get(&p).cloned();
         let content =
-            content.filter(|b| due::emails(store, p, *b, from.as_deref()).unwrap_or(true));
+            content.filter(|b| emails::due(store, p, *b, from.as_deref()).unwrap_or(true));
         if let Some(before) = content {
             let (n, last) = self
                 .slices(p, from, move |ctx, after| {
@@ -243,7 +246,7 @@ impl Purger {
         }
         let executions_before = cutoff(c.executions_days, now);
         if let Some(before) =
-            executions_before.filter(|b| due::executions(store, p, *b).unwrap_or(true))
+            executions_before.filter(|b| executions::due(store, p, *b).unwrap_or(true))
         {
             totals[Kind::Executions as usize] += self
                 .slices(p, None, move |ctx, after| {
@@ -261,7 +264,7 @@ impl Purger {
                 .await?
                 .0;
         }
-        if let Some(before) = records.filter(|_| due::audiences(store, p).unwrap_or(true)) {
+        if let Some(before) = records.filter(|_| audiences::due(store, p).unwrap_or(true)) {
             totals[Kind::CampaignAudiences as usize] += self
                 .slices(p, None, move |ctx, after| {
                     audiences::purge(ctx.store, ctx.project, before, after, max)
@@ -269,7 +272,7 @@ impl Purger {
                 .await?
                 .0;
         }
-        if let Some(before) = records.filter(|_| due::unsubscribes(store, p).unwrap_or(true)) {
+        if let Some(before) = records.filter(|_| unsubscribes::due(store, p).unwrap_or(true)) {
             totals[Kind::CampaignUnsubscribes as usize] += self
                 .slices(p, None, move |ctx, after| {
                     unsubscribes::purge(ctx.store, ctx.project, before, after, max)
@@ -278,7 +281,7 @@ impl Purger {
                 .0;
         }
         // A window record past its day counts as none whatever the settings: always.
-        if due::entries(store, p).unwrap_or(true) {
+        if entries::due(store, p).unwrap_or(true) {
             totals[Kind::EntryWindows as usize] += self
                 .slices(p, None, move |ctx, after| {
                     entries::purge(ctx.store, ctx.project, ctx.now.millis(), after, max)
@@ -286,7 +289,7 @@ impl Purger {
                 .await?
                 .0;
         }
-        if let Some(before) = records.filter(|_| due::imports(store, p).unwrap_or(true)) {
+        if let Some(before) = records.filter(|_| imports::due(store, p).unwrap_or(true)) {
             totals[Kind::Imports as usize] += self
                 .slices(p, None, move |ctx, after| {
                     imports::purge(ctx.store, ctx.project, before, after, max)

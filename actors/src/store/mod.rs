@@ -9,7 +9,9 @@ pub mod backup;
 pub mod blocks;
 #[cfg(test)]
 pub(crate) mod contract;
+mod slice;
 pub use crate::codec;
+pub use slice::Slice;
 pub mod group_commit;
 pub mod keys;
 pub mod mover;

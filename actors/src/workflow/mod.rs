@@ -3,9 +3,11 @@
 //! webhook client.
 
 pub mod actions;
+pub(crate) mod entry_retention;
 pub mod executions;
 pub mod executor;
 pub mod records;
+pub(crate) mod retention;
 pub mod schema;
 pub mod steps;
 pub mod triggers;

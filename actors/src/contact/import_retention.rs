@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::model::ProjectId;
 use crate::store::{codec, keys, Batch, Store};
 
-use super::emails::Slice;
+use crate::store::Slice;
 
 /// Deletes the records of imports that finished before `before`, walking at most `max`
 /// of the project's imports after `after`.
@@ -41,4 +41,13 @@ pub fn purge(
         store.apply(batch)?;
     }
     Ok(slice)
+}
+
+/// Whether the project has any import record at all (finished ones are what may go).
+pub fn due(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    Ok(store
+        .scan(&keys::imports_of(p), None, false)
+        .next()
+        .transpose()?
+        .is_some())
 }

@@ -8,16 +8,7 @@
 
 use crate::error::Result;
 use crate::model::{EmailId, EmailStatus, OutboundEmail, ProjectId};
-use crate::store::{keys, Batch, Store};
-
-/// What one slice did, and where the next one goes on (None: the walk is done).
-#[derive(Debug, Default)]
-pub struct Slice {
-    pub removed: usize,
-    pub next: Option<Vec<u8>>,
-    /// The last record the walk got past (a later walk may start after it).
-    pub last: Option<Vec<u8>>,
-}
+use crate::store::{keys, Batch, Slice, Store};
 
 /// What a slice does to each email created before its cutoff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,4 +79,12 @@ pub fn purge(
         store.apply(batch)?;
     }
     Ok(slice)
+}
+
+/// Whether the first email after `after` was created before `before`.
+pub fn due(store: &dyn Store, p: ProjectId, before: i64, after: Option<&[u8]>) -> Result<bool> {
+    match store.scan(&keys::emails(p), after, false).next() {
+        Some(kv) => Ok(OutboundEmail::decode(&kv?.1).is_ok_and(|e| e.created_at < before)),
+        None => Ok(false),
+    }
 }

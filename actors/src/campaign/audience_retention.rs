@@ -6,8 +6,8 @@ use crate::error::Result;
 use crate::model::ProjectId;
 use crate::store::{keys, Store};
 
-use super::emails::Slice;
-use super::ended_campaigns;
+use super::ended_retention as ended_campaigns;
+use crate::store::Slice;
 
 /// Deletes up to `max` audience chunks of campaigns that ended before `before`,
 /// walking the campaigns after `after`.
@@ -27,4 +27,14 @@ pub fn purge(
         |c| keys::campaign_audience(p, c.id),
         |_, _| Ok(()),
     )
+}
+
+/// Whether any campaign still keeps audience chunks (whether its campaign ended long
+/// enough ago is for the slice to judge).
+pub fn due(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    Ok(store
+        .scan(&keys::campaign_audiences(p), None, false)
+        .next()
+        .transpose()?
+        .is_some())
 }

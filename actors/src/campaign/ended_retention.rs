@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::model::ProjectId;
 use crate::store::{keys, Batch, Store};
 
-use super::emails::Slice;
+use crate::store::Slice;
 
 /// Walks the campaigns after `after` that ended before `before`; for each, `also` may add
 /// to the batch first, then the keys under `prefix_of(campaign)` are deleted. Every

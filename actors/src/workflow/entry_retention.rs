@@ -8,7 +8,7 @@ use crate::model::ProjectId;
 use crate::store::{codec, keys, Batch, Store};
 use crate::workflow::executions::Entries;
 
-use super::emails::Slice;
+use crate::store::Slice;
 
 /// Deletes the window records of the project that began a day or more before `now`,
 /// walking at most `max` of them after `after`.
@@ -39,4 +39,13 @@ pub fn purge(
         store.apply(batch)?;
     }
     Ok(slice)
+}
+
+/// Whether the project has any workflow entry window record.
+pub fn due(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    Ok(store
+        .scan(&keys::all_entries(p), None, false)
+        .next()
+        .transpose()?
+        .is_some())
 }

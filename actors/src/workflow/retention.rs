@@ -11,7 +11,7 @@ use crate::project::counters::add_to_counter;
 use crate::store::{keys, Batch, Store};
 use crate::workflow::{executions, records as workflows};
 
-use super::emails::Slice;
+use crate::store::Slice;
 
 /// Walks at most `max` execution records after `after`, deleting those that ended
 /// before `before`. The walk is in start order and stops at the first execution
@@ -67,4 +67,12 @@ pub fn purge(
         store.apply(batch)?;
     }
     Ok(slice)
+}
+
+/// Whether anything may be old enough to remove: a cheap read, off the actor.
+pub fn due(store: &dyn Store, p: ProjectId, before: i64) -> Result<bool> {
+    match store.scan(&keys::executions(p), None, false).next() {
+        Some(kv) => Ok(Execution::decode(&kv?.1).is_ok_and(|e| e.started_at < before)),
+        None => Ok(false),
+    }
 }

@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::model::ProjectId;
 use crate::store::{keys, Store};
 
-use super::emails::Slice;
-use super::ended_campaigns;
+use super::ended_retention as ended_campaigns;
+use crate::store::Slice;
 
 /// Closes the unsubscribe counts of campaigns that ended before `before` and deletes
 /// their markers, walking at most `max` campaigns and markers after `after`.
@@ -37,4 +37,14 @@ pub fn purge(
             Ok(())
         },
     )
+}
+
+/// Whether the project has any campaign unsubscribe marker (an ended campaign's may go).
+pub fn due(store: &dyn Store, p: ProjectId) -> Result<bool> {
+    let prefix = keys::campaign_unsubscribed_all(p);
+    Ok(store
+        .scan(&prefix, None, false)
+        .next()
+        .transpose()?
+        .is_some())
 }

@@ -49,3 +49,9 @@ pub fn purge(store: &dyn Store, p: ProjectId, before: Timestamp, max: usize) -> 
     store.apply(batch)?;
     Ok(gone.len())
 }
+
+/// Whether anything may be old enough to remove: a cheap read, off the actor.
+pub fn due(store: &dyn Store, p: ProjectId, before: Timestamp) -> Result<bool> {
+    let oldest = blocks::oldest(store, &keys::events(p))?;
+    Ok(oldest.is_some_and(|id| id < *EventId::floor(before).as_bytes()))
+}
