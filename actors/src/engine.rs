@@ -13,6 +13,7 @@ use actix::{Actor, Addr, Arbiter, Supervisor};
 
 use crate::campaign::{Campaigns as Runners, RunnerConfig};
 use crate::cluster::ownership::Ownership;
+use crate::directory::Projects;
 use crate::dns::{DnsConfig, DnsSetupError, Resolver};
 use crate::domain::{DomainVerifier, RecordPolicy};
 use crate::error::Error;
@@ -20,7 +21,6 @@ use crate::links::Links;
 use crate::mailer::return_path::ReturnPath;
 use crate::mailer::{Dispatcher, DispatcherConfig, MailerActor, TransportConfig};
 use crate::project::{Registry, RegistryConfig};
-use crate::projects::Projects;
 use crate::render::TemplateCache;
 use crate::retention::{Purger, Retention};
 use crate::scheduler::{Fire, Scheduler, Timer, TimerKind};

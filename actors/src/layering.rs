@@ -191,7 +191,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "model",
             "near_miss",
             "pace",
-            "projects",
+            "directory",
             "render",
             "reputation",
             "scheduler",

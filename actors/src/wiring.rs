@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use crate::campaign::outcomes::CampaignEmails;
 use crate::project::hooks::Hooks;
-use crate::segment::membership::Audience;
+use crate::segment::membership::TrackedSegments;
 
 /// Every feature's hooks.
 pub fn hooks() -> Hooks {
     Hooks::default()
         .after_events(crate::workflow::triggers::on_events)
         .after_events(crate::webhooks::fanout::on_events)
-        .state(|| Box::<Audience>::default())
+        .state(|| Box::<TrackedSegments>::default())
         .state(|| Box::<crate::webhooks::endpoints::Endpoints>::default())
         .emails(Arc::new(CampaignEmails))
         .contact_deleted(crate::suppression::on_contact_deleted)

@@ -10,7 +10,7 @@ use super::runner::Campaigns;
 use crate::campaign::records::{self as campaigns, CampaignPatch, Started};
 use crate::campaign::{Campaign, CampaignStatus, NewCampaign};
 use crate::domain;
-use crate::email::send::{self, unverified};
+use crate::email::actions::{self as send, unverified};
 use crate::email::sending::Marketing;
 use crate::error::{Error, FieldCode, FieldError, Result};
 use crate::model::{CampaignId, EmailAddress, EmailId, ProjectId, Timestamp};

@@ -437,7 +437,7 @@ impl Campaigns {
             }
             if stats.queued >= self.config.queue_ahead
                 || !sender_ok
-                || crate::projects::is_disabled(&*store, p)
+                || crate::directory::is_disabled(&*store, p)
             {
                 drop(step);
                 tokio::time::sleep(PAUSE).await;

@@ -3,7 +3,7 @@
 //! same), and deleting one. A DNS check is `verifier::check_now`.
 
 use super::queries::find_by_name;
-use super::writes::{self, duplicate};
+use super::records::{self, duplicate};
 use super::{Domain, DomainName};
 use crate::domain::messages::{CreateDomain, TrustDomain};
 use crate::error::{Error, Result};
@@ -39,7 +39,7 @@ pub async fn delete(registry: &Registry, p: ProjectId, id: DomainId) -> Result<(
     registry
         .send(
             p,
-            Apply::durable(move |ctx, _| writes::delete(ctx.store, ctx.project, id)),
+            Apply::durable(move |ctx, _| records::delete(ctx.store, ctx.project, id)),
         )
         .await
 }

@@ -10,7 +10,7 @@
 //! An ownership TXT with another token is not "wrong": another project may have added
 //! the same domain, and both tokens live at `_mailroom.<domain>`.
 
-use super::record::{Domain, DomainStatus, RecordPolicy};
+use super::model::{Domain, DomainStatus, RecordPolicy};
 use crate::dns::{Answer, Freshness, Resolver};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use actix::{Handler, ResponseFuture};
 
 use super::messages::{ApplyDomainCheck, CreateDomain, TrustDomain};
-use super::{writes, Domain};
+use super::{records, Domain};
 use crate::error::Result;
 use crate::project::actor::check_room;
 use crate::project::ProjectActor;
@@ -16,7 +16,7 @@ impl Handler<CreateDomain> for ProjectActor {
     fn handle(&mut self, msg: CreateDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
         let result = check_domain_room(self)
-            .and_then(|()| writes::create(&*self.store, self.project, msg, now));
+            .and_then(|()| records::create(&*self.store, self.project, msg, now));
         self.after_flush(result)
     }
 }
@@ -27,7 +27,7 @@ impl Handler<TrustDomain> for ProjectActor {
     fn handle(&mut self, msg: TrustDomain, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
         let max = self.limits.max_domains;
-        let result = writes::trust_within(&*self.store, self.project, msg.0, now, max);
+        let result = records::trust_within(&*self.store, self.project, msg.0, now, max);
         self.after_flush(result)
     }
 }
@@ -37,7 +37,7 @@ impl Handler<ApplyDomainCheck> for ProjectActor {
 
     fn handle(&mut self, msg: ApplyDomainCheck, _ctx: &mut Self::Context) -> Self::Result {
         let now = self.now();
-        let result = writes::apply_check(
+        let result = records::apply_check(
             &*self.store,
             self.project,
             msg.id,

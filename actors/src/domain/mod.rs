@@ -7,14 +7,14 @@ pub mod check;
 pub mod dkim;
 pub mod handlers;
 pub mod messages;
+pub mod model;
 pub mod queries;
-pub mod record;
+pub mod records;
 pub mod sender;
 pub mod verifier;
-pub mod writes;
 
 pub use crate::dns::name::DomainName;
 pub use check::DomainCheck;
-pub use record::{Domain, DomainStatus, RecordPolicy};
+pub use model::{Domain, DomainStatus, RecordPolicy};
 pub use sender::verified_sender;
 pub use verifier::{check_now, DomainVerifier};

@@ -1,6 +1,6 @@
 //! Domain reads, straight from the store.
 
-use super::record::{Domain, DomainStatus};
+use super::model::{Domain, DomainStatus};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{DomainId, Page, PageRequest, ProjectId};
 use crate::store::{keys, Store};

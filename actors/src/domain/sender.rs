@@ -68,7 +68,7 @@ mod tests {
     use super::*;
     use crate::domain::check::{DomainCheck, RecordState};
     use crate::domain::messages::CreateDomain;
-    use crate::domain::{dkim, writes, DomainName};
+    use crate::domain::{dkim, records, DomainName};
     use crate::model::Timestamp;
     use crate::store::SledStore;
 
@@ -83,7 +83,7 @@ mod tests {
             token: dkim::ownership_token(),
             key: key.clone(),
         };
-        writes::create(store, p, msg, Timestamp::from(0))
+        records::create(store, p, msg, Timestamp::from(0))
             .unwrap()
             .id
     }
@@ -112,7 +112,7 @@ mod tests {
         let pending = verified_sender(&*store, p, &from("ada@example.com")).unwrap();
         assert!(pending.is_none(), "PENDING may not send");
 
-        writes::apply_check(
+        records::apply_check(
             &*store,
             p,
             id,
@@ -142,7 +142,7 @@ mod tests {
             "per project"
         );
 
-        writes::apply_check(
+        records::apply_check(
             &*store,
             p,
             id,
@@ -155,7 +155,7 @@ mod tests {
             !is_verified_sender(&*store, p, &from("ada@example.com")).unwrap(),
             "FAILED may not send"
         );
-        writes::apply_check(
+        records::apply_check(
             &*store,
             p,
             id,
@@ -165,7 +165,7 @@ mod tests {
         )
         .unwrap();
         assert!(is_verified_sender(&*store, p, &from("ada@example.com")).unwrap());
-        writes::delete(&*store, p, id).unwrap();
+        records::delete(&*store, p, id).unwrap();
         assert!(
             !is_verified_sender(&*store, p, &from("ada@example.com")).unwrap(),
             "deleted"

@@ -14,8 +14,8 @@ use actix::{Actor, AsyncContext, Context, WrapFuture};
 use futures_util::StreamExt;
 
 use super::check;
+use super::model::RecordPolicy;
 use super::queries::{all_domains, get_domain};
-use super::record::RecordPolicy;
 use crate::dns::Resolver;
 use crate::domain::messages::ApplyDomainCheck;
 use crate::error::{Error, Resource};

@@ -3,8 +3,8 @@
 //! and their opens and clicks (`engagement`).
 //! The mailer delivers what is queued here.
 
+pub mod actions;
 pub mod engagement;
 pub mod handlers;
 pub(crate) mod retention;
-pub mod send;
 pub mod sending;

@@ -1,13 +1,13 @@
 //! The emails' door: `/v1/send`, an email as answered, and the opens and clicks its
 //! links report.
 
+pub use crate::email::actions::SendRequest;
 pub use crate::email::engagement::Hit;
-pub use crate::email::send::SendRequest;
 pub use crate::email::sending::{QueuedEmail, Receipt};
 pub use crate::model::{Engagement, OutboundEmail};
 
 use super::Engine;
-use crate::email::{engagement, send, sending};
+use crate::email::{actions as send, engagement, sending};
 use crate::error::{Error, Resource, Result};
 use crate::idempotency::Claim;
 use crate::model::{EmailId, EmailStatus, ProjectId};

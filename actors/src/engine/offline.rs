@@ -26,5 +26,5 @@ pub fn trust_domain(
     max_domains: usize,
 ) -> Result<Domain> {
     let msg = crate::domain::messages::CreateDomain::generate(name)?;
-    crate::domain::writes::trust_within(store, p, msg, now, max_domains)
+    crate::domain::records::trust_within(store, p, msg, now, max_domains)
 }

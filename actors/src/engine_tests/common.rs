@@ -211,7 +211,7 @@ pub async fn trust_sender(registry: &Registry, p: ProjectId) {
 
 /// One email from news@example.com to `to`, queued through the send use case; its id.
 pub async fn queue_email(registry: &Registry, p: ProjectId, to: &str) -> EmailId {
-    use crate::email::send::{send_request, SendRequest};
+    use crate::email::actions::{send_request, SendRequest};
     let cache = Arc::new(crate::render::TemplateCache::new(Default::default()));
     let request = SendRequest {
         recipients: vec![(EmailAddress::parse(to).unwrap(), None)],

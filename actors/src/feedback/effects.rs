@@ -45,7 +45,7 @@ pub enum Applied {
 /// The project that holds email `id` (ids are unique across projects).
 pub(crate) fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<ProjectId>> {
     let store = registry.store();
-    for project in crate::projects::Projects::new(store.clone()).list()? {
+    for project in crate::directory::Projects::new(store.clone()).list()? {
         if store.get(&keys::email(project.id, id))?.is_some() {
             return Ok(Some(project.id));
         }
@@ -72,7 +72,7 @@ pub fn locate(registry: &Registry, report: &Report) -> Result<Vec<(ProjectId, Op
     };
     let store = registry.store();
     let mut found = Vec::new();
-    for project in crate::projects::Projects::new(store.clone()).list()? {
+    for project in crate::directory::Projects::new(store.clone()).list()? {
         if store
             .get(&keys::contact_by_email(project.id, address.as_str()))?
             .is_some()

@@ -148,7 +148,7 @@ fn purge_every_hour(registry: Registry, days: u32) {
         loop {
             let now = crate::model::Timestamp::from(registry.clock().now()).millis();
             let before = now - days.max(1) as i64 * 86_400_000;
-            let projects = crate::projects::Projects::new(registry.store().clone()).list();
+            let projects = crate::directory::Projects::new(registry.store().clone()).list();
             for p in projects.unwrap_or_default() {
                 if !registry.ownership().owns(p.id) {
                     continue;

@@ -34,7 +34,7 @@ pub fn project(registry: &Registry, p: ProjectId) -> Result<ProjectStats> {
 pub fn over_rates(registry: &Registry, bounce: f64, complaint: f64) -> Result<(u64, u64)> {
     let store = registry.store();
     let (mut b, mut c) = (0, 0);
-    for project in crate::projects::Projects::new(store.clone()).list()? {
+    for project in crate::directory::Projects::new(store.clone()).list()? {
         let w = crate::reputation::load(&**store, project.id)?;
         b += u64::from(w.bounce_rate() > bounce);
         c += u64::from(w.complaint_rate() > complaint);

@@ -221,7 +221,7 @@ impl Links {
                     Made::Legacy => 0,
                 };
                 generation == state.generation
-                    && !crate::projects::is_disabled(store, link.project())
+                    && !crate::directory::is_disabled(store, link.project())
             }
         };
         Ok(Some(Resolved { link, live }))
@@ -381,7 +381,7 @@ fn find_ascii_ci(hay: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::projects::Projects;
+    use crate::directory::Projects;
     use crate::store::SledStore;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine;

@@ -203,7 +203,7 @@ async fn deliver(
     let envelope = match return_path.map(|rp| {
         // Aligned only when the sender's psrp. host points at this return path's domain.
         let aligned = (msg.dkim.aligned_return_path.as_deref() == Some(rp.domain()))
-            .then(|| crate::domain::record::aligned_host(&msg.dkim.domain));
+            .then(|| crate::domain::model::aligned_host(&msg.dkim.domain));
         rp.address_at(msg.email.id, aligned.as_deref()).parse()
     }) {
         None => envelope,

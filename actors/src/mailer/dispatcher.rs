@@ -222,7 +222,7 @@ impl Shared {
             // A disabled project's mail waits in the outbox until it is enabled; another
             // node's goes out there.
             if !self.registry.ownership().owns(project)
-                || crate::projects::is_disabled(&*self.store, project)
+                || crate::directory::is_disabled(&*self.store, project)
             {
                 continue;
             }

@@ -70,7 +70,7 @@ impl ReturnPath {
     pub fn open(&self, address: &str) -> Option<EmailId> {
         let (local, domain) = address.trim().rsplit_once('@')?;
         let domain = domain.trim_end_matches('.');
-        let label = crate::domain::record::RETURN_PATH_LABEL;
+        let label = crate::domain::model::RETURN_PATH_LABEL;
         let aligned = domain
             .split_once('.')
             .is_some_and(|(first, rest)| first.eq_ignore_ascii_case(label) && !rest.is_empty());

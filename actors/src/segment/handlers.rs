@@ -1,10 +1,10 @@
 //! The project actor's handlers of the segment writes that also change the actor's own
-//! state (its `Audience`, the segments it keeps compiled), which an `Apply` cannot
+//! state (its `TrackedSegments`, the segments it keeps compiled), which an `Apply` cannot
 //! reach. The messages are the engine's own: the edge calls `segment::actions`.
 
 use actix::{Handler, Message, ResponseFuture};
 
-use super::membership::Audience;
+use super::membership::TrackedSegments;
 use super::records::{self as segments, CreateSegment, UpdateSegment};
 use super::Segment;
 use crate::error::Result;
@@ -34,7 +34,7 @@ impl Handler<Create> for ProjectActor {
             segments::create(&ctx, msg)
         });
         let result = result.and_then(|segment| {
-            Audience::of_mut(&mut self.states)?.put(segment.clone());
+            TrackedSegments::of_mut(&mut self.states)?.put(segment.clone());
             Ok(segment)
         });
         self.after_flush(result)
@@ -46,14 +46,14 @@ impl Handler<Update> for ProjectActor {
 
     fn handle(&mut self, Update(msg): Update, _ctx: &mut Self::Context) -> Self::Result {
         let starts_tracking = msg.track_membership == Some(true)
-            && Audience::of(&self.states)
+            && TrackedSegments::of(&self.states)
                 .is_ok_and(|a| a.get(msg.id).is_some_and(|e| !e.segment.track_membership));
         let result = check_segment_room(self, false, starts_tracking).and_then(|()| {
             let (ctx, _) = self.ctx();
             segments::update(&ctx, msg)
         });
         let result = result.and_then(|segment| {
-            Audience::of_mut(&mut self.states)?.put(segment.clone());
+            TrackedSegments::of_mut(&mut self.states)?.put(segment.clone());
             Ok(segment)
         });
         self.after_flush(result)
@@ -64,12 +64,12 @@ impl Handler<Delete> for ProjectActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, Delete(id): Delete, _ctx: &mut Self::Context) -> Self::Result {
-        let result = Audience::of(&self.states).map(drop).and_then(|()| {
+        let result = TrackedSegments::of(&self.states).map(drop).and_then(|()| {
             let (ctx, _) = self.ctx();
             segments::delete(&ctx, id)
         });
         let result = result.and_then(|()| {
-            Audience::of_mut(&mut self.states)?.remove(id);
+            TrackedSegments::of_mut(&mut self.states)?.remove(id);
             Ok(())
         });
         self.after_flush(result)
@@ -80,7 +80,7 @@ impl Handler<Delete> for ProjectActor {
 /// of all, whether the actor keeps the segments (an engine built without `wiring`'s
 /// hooks does not), so that nothing is written that the actor would not know of.
 fn check_segment_room(actor: &ProjectActor, new: bool, tracked: bool) -> Result<()> {
-    let audience = Audience::of(&actor.states)?;
+    let audience = TrackedSegments::of(&actor.states)?;
     let l = &actor.limits;
     if new
         && read_counter(&*actor.store, actor.project, segments::SEGMENTS_COUNTER)? >= l.max_segments

@@ -1,4 +1,4 @@
-//! Segment membership tracking. The project actor keeps its segments (`Audience`, a
+//! Segment membership tracking. The project actor keeps its segments (`TrackedSegments`, a
 //! state the core holds for this feature: `project::hooks::ProjectState`), with each
 //! DYNAMIC filter compiled once. When a contact changes, the core's write unit asks it
 //! (`after_contact_write`) which tracked segments the contact entered or left, and
@@ -31,18 +31,18 @@ pub struct Entry {
 
 /// Every segment of a project, as the write path needs them.
 #[derive(Default)]
-pub struct Audience {
+pub struct TrackedSegments {
     entries: Vec<Entry>,
 }
 
-impl Audience {
+impl TrackedSegments {
     /// The project's segments, from the actor's states.
-    pub fn of(states: &States) -> Result<&Audience> {
-        states.get::<Audience>()
+    pub fn of(states: &States) -> Result<&TrackedSegments> {
+        states.get::<TrackedSegments>()
     }
 
-    pub fn of_mut(states: &mut States) -> Result<&mut Audience> {
-        states.get_mut::<Audience>()
+    pub fn of_mut(states: &mut States) -> Result<&mut TrackedSegments> {
+        states.get_mut::<TrackedSegments>()
     }
 
     pub fn load(store: &dyn Store, p: ProjectId) -> Result<Self> {
@@ -54,7 +54,7 @@ impl Audience {
                 segment,
             });
         }
-        Ok(Audience { entries })
+        Ok(TrackedSegments { entries })
     }
 
     pub fn get(&self, id: SegmentId) -> Option<&Entry> {
@@ -118,13 +118,13 @@ pub fn membership_event(
     e
 }
 
-impl ProjectState for Audience {
+impl ProjectState for TrackedSegments {
     fn name(&self) -> &'static str {
         "segments"
     }
 
     fn load(&mut self, store: &dyn Store, p: ProjectId) -> Result<()> {
-        *self = Audience::load(store, p)?;
+        *self = TrackedSegments::load(store, p)?;
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl ProjectState for Audience {
 pub fn on_contact_write(
     store: &dyn Store,
     p: ProjectId,
-    audience: &Audience,
+    audience: &TrackedSegments,
     before: Option<&Contact>,
     after: &Contact,
     new_events: &[Event],

@@ -2,7 +2,7 @@
 //! is one batch. A filter edit on a tracked segment records the entries and exits it
 //! causes in the same batch.
 
-use super::membership::{self, members_counter, Audience};
+use super::membership::{self, members_counter, TrackedSegments};
 use super::{Group, Segment, SegmentKind};
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{EmailAddress, Event, ProjectId, SegmentId};
@@ -25,7 +25,7 @@ pub fn load(store: &dyn Store, p: ProjectId, id: SegmentId) -> Result<Option<Seg
         .transpose()
 }
 
-/// Writes a new segment; the caller puts it in the actor's `Audience` once applied.
+/// Writes a new segment; the caller puts it in the actor's `TrackedSegments` once applied.
 pub fn create(ctx: &WriteCtx, msg: CreateSegment) -> Result<Segment> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let segment = Segment {
@@ -45,7 +45,7 @@ pub fn create(ctx: &WriteCtx, msg: CreateSegment) -> Result<Segment> {
     Ok(segment)
 }
 
-/// Writes a segment's change; the caller puts it in the actor's `Audience` once applied.
+/// Writes a segment's change; the caller puts it in the actor's `TrackedSegments` once applied.
 pub fn update(ctx: &WriteCtx, msg: UpdateSegment) -> Result<Segment> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let before = load(store, p, msg.id)?.ok_or(Error::NotFound(Resource::Segment))?;
@@ -83,7 +83,7 @@ pub fn update(ctx: &WriteCtx, msg: UpdateSegment) -> Result<Segment> {
     Ok(after)
 }
 
-/// Deletes a segment; the caller takes it out of the actor's `Audience` once applied.
+/// Deletes a segment; the caller takes it out of the actor's `TrackedSegments` once applied.
 pub fn delete(ctx: &WriteCtx, id: SegmentId) -> Result<()> {
     let (store, p) = (ctx.store, ctx.project);
     let segment = load(store, p, id)?.ok_or(Error::NotFound(Resource::Segment))?;
@@ -101,7 +101,7 @@ pub fn delete(ctx: &WriteCtx, id: SegmentId) -> Result<()> {
 }
 
 /// The STATIC segment `id`; a DYNAMIC one gives 409 (its members follow its filter).
-fn static_segment(audience: &Audience, id: SegmentId) -> Result<&Segment> {
+fn static_segment(audience: &TrackedSegments, id: SegmentId) -> Result<&Segment> {
     let entry = audience.get(id).ok_or(Error::NotFound(Resource::Segment))?;
     if entry.segment.kind != SegmentKind::Static {
         return Err(Error::Conflict {
@@ -120,7 +120,7 @@ pub fn change_members(
     add: bool,
 ) -> Result<MembersOutcome> {
     let (store, p) = (ctx.store, ctx.project);
-    let segment = static_segment(Audience::of(ctx.states)?, id)?;
+    let segment = static_segment(TrackedSegments::of(ctx.states)?, id)?;
     let mut batch = Batch::new();
     let mut events: Vec<Event> = Vec::new();
     let mut not_found = Vec::new();

@@ -201,7 +201,7 @@ impl Deliverer {
     fn sweep(&self) -> Result<()> {
         let store = self.registry.store().clone();
         let mut found = Vec::new();
-        for project in crate::projects::Projects::new(store.clone()).list()? {
+        for project in crate::directory::Projects::new(store.clone()).list()? {
             if self.registry.ownership().owns(project.id)
                 && store
                     .scan(&keys::webhooks(project.id), None, false)

@@ -25,7 +25,7 @@ use actix::{
 use serde_json::{json, Map, Value};
 
 use super::webhook::WebhookClient;
-use crate::email::send::{send_request, SendRequest};
+use crate::email::actions::{send_request, SendRequest};
 use crate::error::{Error, Result};
 use crate::idempotency::Claim;
 use crate::model::{
@@ -297,7 +297,7 @@ impl Executors {
                 for p in &projects {
                     let busy = self.claimed().iter().filter(|(q, _)| q == p).count();
                     // A disabled project's executions wait until it is enabled.
-                    if busy >= cap || crate::projects::is_disabled(&*store, *p) {
+                    if busy >= cap || crate::directory::is_disabled(&*store, *p) {
                         continue;
                     }
                     let Some(x) = waiting.get_mut(p).and_then(VecDeque::pop_front) else {

@@ -2,8 +2,8 @@
 //! by-name index (one name per project) and the global index the re-checker walks.
 
 use super::check::{DomainCheck, RecordState};
+use super::model::{Domain, DomainStatus};
 use super::queries::{find_by_name, get_domain};
-use super::record::{Domain, DomainStatus};
 use crate::domain::messages::CreateDomain;
 use crate::error::{Error, Resource, Result};
 use crate::model::{DomainId, ProjectId, Timestamp};
