@@ -8,6 +8,7 @@ pub mod audience;
 pub(crate) mod audience_retention;
 pub mod end;
 pub(crate) mod ended_retention;
+pub(crate) mod erasure;
 pub mod model;
 pub mod outcomes;
 pub mod records;

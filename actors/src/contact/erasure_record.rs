@@ -80,3 +80,34 @@ pub struct Step {
     pub used: usize,
     pub cursor: Option<Vec<u8>>,
 }
+
+/// Walks the keys under `prefix` past the erasure's cursor, at most `left` of them,
+/// calling `each` with every key; the cursor moves past the last one seen.
+pub fn walk(
+    store: &dyn Store,
+    prefix: &[u8],
+    erasure: &Erasure,
+    left: usize,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<Step> {
+    let mut used = 0;
+    let mut last = None;
+    for kv in store.scan(prefix, erasure.after(), false) {
+        let (k, v) = kv?;
+        if used == left {
+            return Ok(Step {
+                used,
+                cursor: Some(last.unwrap_or_else(|| erasure.cursor.clone())),
+            });
+        }
+        each(&k, &v)?;
+        used += 1;
+        last = Some(k);
+    }
+    Ok(Step { used, cursor: None })
+}
+
+/// Whether `needle` (not empty) occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}

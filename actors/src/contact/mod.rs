@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod erasure_record;
 pub mod import;
+pub(crate) mod import_erasure;
 pub(crate) mod import_retention;
 pub mod import_runner;
 pub mod queries;

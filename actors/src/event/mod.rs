@@ -4,6 +4,7 @@
 //! batch as its other writes.
 
 pub mod actions;
+pub(crate) mod erasure;
 pub mod queries;
 pub(crate) mod retention;
 pub mod track;

@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub(crate) mod entry_retention;
+pub(crate) mod erasure;
 pub mod executions;
 pub mod executor;
 pub mod records;
