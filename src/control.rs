@@ -228,7 +228,9 @@ fn apply(
 ) -> Result<Value, Failure> {
     let e = Failure::engine;
     Ok(match request {
-        Request::ProjectCreate { name } => keys_json(&projects.create(&name, now).map_err(e)?),
+        Request::ProjectCreate { name } => {
+            keys_json(&offline::create_project(projects, &name, now).map_err(e)?)
+        }
         Request::ProjectList => Value::Array(
             projects
                 .list()
@@ -238,12 +240,14 @@ fn apply(
                 .collect(),
         ),
         Request::ProjectDisable { id } => {
-            project_json(&projects.set_disabled(id, true).map_err(e)?)
+            project_json(&offline::set_project_disabled(projects, id, true).map_err(e)?)
         }
         Request::ProjectEnable { id } => {
-            project_json(&projects.set_disabled(id, false).map_err(e)?)
+            project_json(&offline::set_project_disabled(projects, id, false).map_err(e)?)
         }
-        Request::ProjectRotateKeys { id } => keys_json(&projects.rotate_keys(id, now).map_err(e)?),
+        Request::ProjectRotateKeys { id } => {
+            keys_json(&offline::rotate_project_keys(projects, id, now).map_err(e)?)
+        }
         Request::DomainTrust { project, domain } => {
             projects.get(project).map_err(e)?;
             let d = offline::trust_domain(store, project, domain, now, max_domains).map_err(e)?;
@@ -313,6 +317,28 @@ impl Control {
         progress: tokio::sync::mpsc::UnboundedSender<Progress>,
     ) -> Result<Value, Failure> {
         let now = Timestamp::from(self.clock.now());
+        // A running server's project writes go through the engine's admin door, durable
+        // when it answers, as the /admin API's do.
+        let e = Failure::engine;
+        match request {
+            Request::ProjectCreate { name } => {
+                return Ok(keys_json(&self.admin.create(&name).await.map_err(e)?));
+            }
+            Request::ProjectDisable { id } => {
+                return Ok(project_json(
+                    &self.admin.set_disabled(id, true).await.map_err(e)?,
+                ));
+            }
+            Request::ProjectEnable { id } => {
+                return Ok(project_json(
+                    &self.admin.set_disabled(id, false).await.map_err(e)?,
+                ));
+            }
+            Request::ProjectRotateKeys { id } => {
+                return Ok(keys_json(&self.admin.rotate_keys(id).await.map_err(e)?));
+            }
+            _ => {}
+        }
         if let Request::DomainTrust { project, domain } = request {
             self.admin
                 .projects()

@@ -101,7 +101,7 @@ impl Projects {
         known.generation += 1;
     }
 
-    pub fn create(&self, name: &str, now: Timestamp) -> Result<IssuedKeys> {
+    pub(crate) fn create(&self, name: &str, now: Timestamp) -> Result<IssuedKeys> {
         let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let name = name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
@@ -181,7 +181,7 @@ impl Projects {
         }
     }
 
-    pub fn set_disabled(&self, id: ProjectId, disabled: bool) -> Result<Project> {
+    pub(crate) fn set_disabled(&self, id: ProjectId, disabled: bool) -> Result<Project> {
         let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut project = self.get(id)?;
         project.disabled = disabled;
@@ -194,7 +194,7 @@ impl Projects {
 
     /// Issues new keys; the old ones stop working at once, and so do the click and open
     /// links of mail sent before (the project's link generation advances).
-    pub fn rotate_keys(&self, id: ProjectId, now: Timestamp) -> Result<IssuedKeys> {
+    pub(crate) fn rotate_keys(&self, id: ProjectId, now: Timestamp) -> Result<IssuedKeys> {
         let _writing = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut project = self.get(id)?;
         let (secret_key, public_key) = (

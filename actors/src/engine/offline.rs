@@ -11,9 +11,10 @@ pub use crate::template::records::each as each_template;
 pub use crate::upgrade::{open as open_sled, upgrade, KEY_FORMAT};
 pub use crate::workflow::records::each as each_workflow;
 
+use crate::directory::{IssuedKeys, Projects};
 use crate::domain::{Domain, DomainName};
 use crate::error::Result;
-use crate::model::{ProjectId, Timestamp};
+use crate::model::{Project, ProjectId, Timestamp};
 use crate::store::Store;
 
 /// Marks `name` verified for project `p` without DNS, adding it (with a new DKIM key)
@@ -27,4 +28,23 @@ pub fn trust_domain(
 ) -> Result<Domain> {
     let msg = crate::domain::messages::CreateDomain::generate(name)?;
     crate::domain::records::trust_within(store, p, msg, now, max_domains)
+}
+
+/// A new project with its two keys, written to the store `projects` reads (the caller
+/// flushes it).
+pub fn create_project(projects: &Projects, name: &str, now: Timestamp) -> Result<IssuedKeys> {
+    projects.create(name, now)
+}
+
+pub fn set_project_disabled(projects: &Projects, id: ProjectId, disabled: bool) -> Result<Project> {
+    projects.set_disabled(id, disabled)
+}
+
+/// New keys for the project; the old ones stop working at once.
+pub fn rotate_project_keys(
+    projects: &Projects,
+    id: ProjectId,
+    now: Timestamp,
+) -> Result<IssuedKeys> {
+    projects.rotate_keys(id, now)
 }
