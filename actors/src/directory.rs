@@ -215,7 +215,7 @@ impl Projects {
             project.id.to_string().into_bytes(),
         );
         self.put(&mut batch, &project)?;
-        crate::link_state::advance(&*self.store, &mut batch, id, now)?;
+        crate::link_generation::advance(&*self.store, &mut batch, id, now)?;
         self.store.apply(batch)?;
         self.forget_cached_keys();
         Ok(IssuedKeys {

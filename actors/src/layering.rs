@@ -185,7 +185,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "id",
             "idempotency",
             "json_part",
-            "link_state",
+            "link_generation",
             "links",
             "metrics",
             "model",

@@ -47,7 +47,7 @@ pub(crate) mod idempotency;
 pub(crate) mod json_part;
 #[cfg(test)]
 mod layering;
-pub(crate) mod link_state;
+pub(crate) mod link_generation;
 pub(crate) mod links;
 pub(crate) mod mailer;
 pub(crate) mod metrics;

@@ -14,7 +14,7 @@ use crate::model::{CampaignId, ContactId, EmailId, ProjectId, Timestamp};
 use crate::store::{keys, Batch, Store};
 
 use super::token::{Issue, Made, Sealer, HEAD_LEN};
-use crate::link_state;
+use crate::link_generation;
 
 /// Links to longer URLs are left as they are (not tracked): a token carries its URL.
 const MAX_TRACKED_URL: usize = 2_048;
@@ -167,7 +167,7 @@ impl Links {
     /// What links of `project` made at `now` carry: its current generation and the day.
     pub fn issue(store: &dyn Store, project: ProjectId, now: Timestamp) -> Result<Issue> {
         Ok(Issue {
-            generation: link_state::load(store, project)?.generation,
+            generation: link_generation::load(store, project)?.generation,
             day: day_of(now),
         })
     }
@@ -201,7 +201,7 @@ impl Links {
         let Some((link, made)) = self.read(token) else {
             return Ok(None);
         };
-        let state = link_state::load(store, link.project())?;
+        let state = link_generation::load(store, link.project())?;
         let within_days = |day: u32| {
             i64::from(day_of(now)) <= i64::from(day) + i64::from(self.unsubscribe_valid_days)
         };

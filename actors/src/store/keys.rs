@@ -614,7 +614,7 @@ pub fn parse_timer(k: &[u8]) -> Option<(i64, u8, ProjectId, [u8; 16])> {
 /// The secret that signs unsubscribe and tracking links, made at first start.
 pub const LINK_KEY: &[u8] = b"meta/link-key";
 
-/// A project's link generation (`campaign::link_state`).
+/// A project's link generation (`link_generation`).
 pub fn link_state(p: ProjectId) -> Vec<u8> {
     in_project(p, b"/lk/", &[])
 }
