@@ -50,15 +50,7 @@ pub mod templates;
 pub mod webhooks;
 pub mod workflows;
 
-/// Runs store work that may wait on the database (a list, a scan) off the async
-/// threads.
-pub(crate) async fn off_thread<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Internal(format!("store work off the async threads: {e}")))?
-}
+pub(crate) use crate::store::off_thread;
 
 /// Everything the engine is started with.
 #[derive(Clone, Debug)]

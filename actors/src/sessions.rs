@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::ProjectId;
-use crate::store::{codec, keys, Batch, Store};
+use crate::store::{codec, keys, off_thread, Batch, Store};
 
 /// Sessions held at most; past it a sign-in is refused (never another user's session
 /// dropped: a tenant signing in with its own key in a loop would sign everyone out).
@@ -77,15 +77,6 @@ fn may_read_unknown(reads: &std::sync::Mutex<(std::time::Instant, u32)>) -> bool
     }
     reads.1 += 1;
     true
-}
-
-/// Runs store work that may wait on the database off the async threads.
-async fn off_thread<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Internal(format!("a session's store work: {e}")))?
 }
 
 impl SessionRecords {

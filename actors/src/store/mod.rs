@@ -32,6 +32,16 @@ use crate::id::ProjectId;
 pub use postgres::{PostgresConfig, PostgresStore};
 pub use sled_store::{SledConfig, SledStore};
 
+/// Runs store work that may wait on the database (a list, a scan, a read through)
+/// off the async threads.
+pub(crate) async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        crate::error::Error::Internal(format!("store work off the async threads: {e}"))
+    })?
+}
+
 pub type KvPair = (Vec<u8>, Vec<u8>);
 pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + Send + 'a>;
 pub type Durable = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
