@@ -24,9 +24,10 @@ use mailroom_actors::{AdjustableClock, Clock, SystemClock};
 use crate::config::Settings;
 use crate::control::{self, Control};
 use crate::failure::Failure;
-use crate::http::{self, AppState};
+use crate::http;
 use crate::listen::{self, LinksUrl};
 use crate::startup;
+use crate::state::AppState;
 
 /// A bound, not yet awaited server, and what it needs to shut down cleanly.
 pub struct Application {
@@ -58,7 +59,7 @@ impl Application {
             .map_err(|e| Failure::said(e.to_string()))?;
         settings.links.check().map_err(Failure::said)?;
         settings.server.trusted_proxies().map_err(Failure::said)?;
-        crate::http::feedback::Callbacks::new(&settings.feedback).map_err(Failure::said)?;
+        crate::http::Callbacks::new(&settings.feedback).map_err(Failure::said)?;
         // Bound now: a port in use stops the start, as the HTTP port's does.
         let feedback_tls = settings.feedback.tls().map_err(Failure::said)?;
         let feedback_listener =

@@ -62,8 +62,8 @@ pub struct Server {
 
 impl Server {
     /// `trusted_proxies`, parsed; the entry that is neither an address nor a network.
-    pub fn trusted_proxies(&self) -> Result<crate::http::client_addr::TrustedProxies, String> {
-        crate::http::client_addr::TrustedProxies::parse(&self.trusted_proxies)
+    pub fn trusted_proxies(&self) -> Result<crate::api::client_addr::TrustedProxies, String> {
+        crate::api::client_addr::TrustedProxies::parse(&self.trusted_proxies)
     }
 
     /// The configured base for links in emails; None means "follow the listening address".

@@ -12,9 +12,9 @@ use mailroom_actors::engine::segments::MemberPages;
 use mailroom_actors::model::{Contact, Page, PageRequest, ProjectId, SegmentId};
 use mailroom_actors::{Error, Resource};
 
-use crate::http::error::ApiError;
-use crate::http::validate::{path_id, Query};
-use crate::http::AppState;
+use crate::api::error::ApiError;
+use crate::api::validate::{path_id, Query};
+use crate::state::AppState;
 
 /// Contacts per page of an export: each page is one blocking read and one chunk sent.
 const EXPORT_PAGE: &str = "100";

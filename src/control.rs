@@ -29,10 +29,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
+use crate::api::admin::{keys_json, project_json};
+use crate::api::domains::DomainView;
 use crate::config::Settings;
 use crate::failure::Failure;
-use crate::http::admin::{keys_json, project_json};
-use crate::http::domains::DomainView;
 
 /// A request is a command and a few ids; anything longer is not one.
 const MAX_REQUEST_BYTES: u64 = 16 * 1024;

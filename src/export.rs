@@ -14,14 +14,14 @@ use mailroom_actors::store::Store;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::api::admin::project_json;
+use crate::api::campaigns::CampaignView;
+use crate::api::contacts::ContactView;
+use crate::api::events::EventView;
+use crate::api::segments::SegmentView;
+use crate::api::templates::TemplateView;
+use crate::api::workflows::WorkflowView;
 use crate::failure::Failure;
-use crate::http::admin::project_json;
-use crate::http::campaigns::CampaignView;
-use crate::http::contacts::ContactView;
-use crate::http::events::EventView;
-use crate::http::segments::SegmentView;
-use crate::http::templates::TemplateView;
-use crate::http::workflows::WorkflowView;
 
 /// How often `report` hears of the lines so far.
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);

@@ -1,6 +1,7 @@
 //! Mailroom: a self-hosted email delivery and audience platform. This crate is the
 //! HTTP edge, the CLI and the configuration; the engine lives in `mailroom-actors`.
 
+pub mod api;
 pub mod app;
 pub mod cli;
 pub mod cluster;
@@ -14,4 +15,5 @@ pub mod http;
 pub mod listen;
 pub mod logging;
 pub mod startup;
+pub mod state;
 pub mod transfer;

@@ -1,5 +1,5 @@
 //! The engine's error kinds. The HTTP edge maps each kind to exactly one status and
-//! one code (see `src/http/error.rs`); nothing else builds an error body.
+//! one code (see `src/api/error.rs`); nothing else builds an error body.
 
 use std::fmt;
 
@@ -224,7 +224,7 @@ impl FieldCode {
 
 /// A serde error that keeps its field code: wire types that check their value while they
 /// deserialize (an email address, a bounded string) raise it, and the HTTP edge, which
-/// knows the field's path, turns it back into a `FieldError` (see `src/http/body.rs`).
+/// knows the field's path, turns it back into a `FieldError` (see `src/api/body.rs`).
 pub fn field_de_error<E: serde::de::Error>(code: FieldCode, message: impl fmt::Display) -> E {
     E::custom(format_args!(
         "{}{FIELD_CODE_SEPARATOR}{message}",

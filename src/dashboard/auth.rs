@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::PageError;
 use super::session::{self, Principal, Session};
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// A signed-in session with its project.
 #[derive(Debug, Clone)]

@@ -13,8 +13,9 @@ use serde_json::{json, Value};
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::campaigns::{CreateCampaignRequest, StatsView};
-use crate::http::{body, AppState};
+use crate::api::body;
+use crate::api::campaigns::{CreateCampaignRequest, StatsView};
+use crate::state::AppState;
 
 #[derive(Deserialize, Default)]
 pub struct CampaignForm {

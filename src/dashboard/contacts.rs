@@ -12,8 +12,8 @@ use serde::Deserialize;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::validate::data_within;
-use crate::http::AppState;
+use crate::api::validate::data_within;
+use crate::state::AppState;
 
 /// Contacts per page of the list.
 const PAGE: usize = 50;
@@ -262,7 +262,7 @@ pub async fn edit(
         .contacts()
         .patch(signed.project, msg)
         .await
-        .map_err(crate::http::error::ApiError::from)?;
+        .map_err(crate::api::error::ApiError::from)?;
     Ok(super::see_other(&format!("/app/contacts/{id}")))
 }
 
@@ -280,7 +280,7 @@ pub async fn delete(
         .contacts()
         .delete(signed.project, id)
         .await
-        .map_err(crate::http::error::ApiError::from)?;
+        .map_err(crate::api::error::ApiError::from)?;
     Ok(super::see_other("/app/contacts"))
 }
 

@@ -11,8 +11,9 @@ use serde_json::json;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::domains::{CreateDomainRequest, DomainView};
-use crate::http::{body, AppState};
+use crate::api::body;
+use crate::api::domains::{CreateDomainRequest, DomainView};
+use crate::state::AppState;
 
 pub async fn list(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
     let page = state
@@ -89,7 +90,7 @@ pub async fn create(
         .domains()
         .add(signed.project, name)
         .await
-        .map_err(crate::http::error::ApiError::from)?;
+        .map_err(crate::api::error::ApiError::from)?;
     Ok(super::see_other("/app/domains"))
 }
 

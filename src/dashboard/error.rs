@@ -5,7 +5,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use maud::html;
 
-use crate::http::error::ApiError;
+use crate::api::error::ApiError;
 
 #[derive(Debug)]
 pub enum PageError {

@@ -11,8 +11,8 @@ use super::auth::Signed;
 use super::error::PageError;
 use super::layout;
 use super::overview::events_table;
-use crate::http::wire::MAX_EVENT_NAME_LEN;
-use crate::http::AppState;
+use crate::api::wire::MAX_EVENT_NAME_LEN;
+use crate::state::AppState;
 
 const PAGE: &str = "50";
 

@@ -14,8 +14,8 @@ use super::auth::{parse_form, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use super::session::csrf_matches;
-use crate::http::body::read_within;
-use crate::http::AppState;
+use crate::api::body::read_within;
+use crate::state::AppState;
 
 pub const CSRF_HEADER: &str = "x-csrf-token";
 

@@ -1,6 +1,7 @@
 //! The web dashboard at `/app`: pages rendered on the server (maud), a few lines of
-//! plain JavaScript for the live parts, one stylesheet. Pages reach the engine through
-//! the same functions and messages as the API handlers in `crate::http`, and resolve
+//! plain JavaScript for the live parts, one stylesheet. A page reads its form into the
+//! API's typed request (`crate::api`), calls the engine through its door as the API's
+//! handler does (it cannot call the handler: `http`'s modules are private), and resolves
 //! the project from the session alone, never from a form or a path.
 
 mod assets;

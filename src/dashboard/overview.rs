@@ -11,7 +11,7 @@ use super::auth::{now_ms, Signed};
 use super::chart::{line_chart, Series};
 use super::error::PageError;
 use super::layout;
-use crate::http::AppState;
+use crate::state::AppState;
 
 const DAYS: i64 = 14;
 const DAY_MS: i64 = 86_400_000;

@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::error::ApiError;
-use crate::http::segments::{draft_filter, views, CreateSegmentRequest, SegmentView};
-use crate::http::{body, AppState};
+use crate::api::body;
+use crate::api::error::ApiError;
+use crate::api::segments::{draft_filter, views, CreateSegmentRequest, SegmentView};
+use crate::state::AppState;
 
 /// Condition rows the builder shows.
 const ROWS: usize = 3;

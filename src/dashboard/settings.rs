@@ -10,8 +10,8 @@ use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
 use super::session::Principal;
-use crate::http::admin::keys_json;
-use crate::http::AppState;
+use crate::api::admin::keys_json;
+use crate::state::AppState;
 
 pub async fn page(signed: Signed, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
     let project = state.engine.projects().get(signed.project)?;

@@ -15,7 +15,8 @@ use super::auth::{self, AdminSession};
 use super::error::PageError;
 use super::layout;
 use super::session::{self, Principal};
-use crate::http::{guard, AppState};
+use crate::api::guard;
+use crate::state::AppState;
 
 const SIGN_IN_COOKIE: &str = "mailroom_sign_in";
 
@@ -67,7 +68,7 @@ pub async fn submit(req: HttpRequest, body: web::Bytes) -> Result<HttpResponse, 
     if expected.is_empty() || !session::csrf_matches(&expected, &csrf) {
         return Err(PageError::Csrf);
     }
-    let ip = crate::http::client_addr::of_request(&req, &state.trusted_proxies);
+    let ip = crate::api::client_addr::of_request(&req, &state.trusted_proxies);
     if state.guard.blocked_for(ip).await.is_some() {
         return Ok(too_many(&req));
     }

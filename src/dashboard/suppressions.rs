@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::AppState;
+use crate::state::AppState;
 use mailroom_actors::engine::suppressions::Reason;
 use mailroom_actors::model::{EmailAddress, PageRequest, Timestamp};
 

@@ -13,9 +13,10 @@ use serde_json::json;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::error::ApiError;
-use crate::http::templates::{CreateTemplateRequest, UpdateTemplateRequest};
-use crate::http::{body, AppState};
+use crate::api::body;
+use crate::api::error::ApiError;
+use crate::api::templates::{CreateTemplateRequest, UpdateTemplateRequest};
+use crate::state::AppState;
 
 #[derive(Deserialize, Default)]
 pub struct TemplateForm {

@@ -9,8 +9,9 @@ use serde_json::json;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::webhooks::CreateWebhookRequest;
-use crate::http::{body, AppState};
+use crate::api::body;
+use crate::api::webhooks::CreateWebhookRequest;
+use crate::state::AppState;
 use mailroom_actors::engine::webhooks::{NewWebhook, WebhookPatch};
 use mailroom_actors::model::{Timestamp, WebhookId};
 
@@ -136,7 +137,7 @@ pub async fn create(
             },
         )
         .await
-        .map_err(crate::http::error::ApiError::from)?;
+        .map_err(crate::api::error::ApiError::from)?;
     Ok(secret_page(
         &signed,
         &made.url,

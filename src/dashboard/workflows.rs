@@ -11,8 +11,8 @@ use serde::Deserialize;
 use super::auth::{Posted, Signed};
 use super::error::PageError;
 use super::layout::{self, csrf};
-use crate::http::workflows::ExecutionView;
-use crate::http::AppState;
+use crate::api::workflows::ExecutionView;
+use crate::state::AppState;
 
 const BOX_W: f64 = 260.0;
 const BOX_H: f64 = 44.0;

@@ -9,7 +9,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 
-use super::request_id;
+use crate::api::request_id;
 
 pub async fn middleware(
     req: ServiceRequest,

@@ -4,18 +4,19 @@
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
-use mailroom_actors::engine::projects::IssuedKeys;
 use mailroom_actors::model::{ProjectId, Timestamp};
 use mailroom_actors::Resource;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use super::body::Body;
-use super::error::ApiError;
-use super::validate::path_id;
-use super::AppState;
-use super::{client_addr, guard};
+use crate::api::body::Body;
+use crate::api::error::ApiError;
+use crate::api::validate::path_id;
+use crate::api::{client_addr, guard};
+use crate::state::AppState;
 
+use crate::api::admin::{
+    keys_json, project_json, AdvanceClockRequest, ClockView, CreateProjectRequest, KeysView,
+    ProjectList, ProjectView,
+};
 pub struct Admin;
 
 impl FromRequest for Admin {
@@ -73,14 +74,6 @@ impl FromRequest for Admin {
     }
 }
 
-/// Request body of POST /admin/projects.
-#[derive(Deserialize, ToSchema)]
-pub struct CreateProjectRequest {
-    name: ProjectName,
-}
-
-type ProjectName = super::wire::Text<{ mailroom_actors::engine::projects::MAX_NAME_LEN }>;
-
 #[utoipa::path(post, path = "/admin/projects", tag = "Admin", request_body = CreateProjectRequest,
     responses((status = 201, body = KeysView)), security(("bearer" = [])))]
 pub async fn create_project(
@@ -123,22 +116,24 @@ pub async fn project_action(
 /// tenants verify their domains through DNS.
 #[utoipa::path(post, path = "/admin/projects/{id}/domains/trust", tag = "Admin",
     params(("id" = String, Path, description = "The project id")),
-    responses((status = 200, body = super::domains::DomainView), (status = 404), (status = 422)),
+    responses((status = 200, body = crate::api::domains::DomainView), (status = 404), (status = 422)),
     security(("bearer" = [])))]
 pub async fn trust_domain(
     _: Admin,
     path: web::Path<String>,
-    Body(super::domains::CreateDomainRequest { domain: name }): Body<
-        super::domains::CreateDomainRequest,
+    Body(crate::api::domains::CreateDomainRequest { domain: name }): Body<
+        crate::api::domains::CreateDomainRequest,
     >,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProjectId = path_id(&path, Resource::Project)?;
     let trusted = state.engine.admin().trust_domain(id, name).await?;
-    Ok(HttpResponse::Ok().json(super::domains::DomainView::new(
-        &trusted,
-        state.engine.domains().policy(),
-    )))
+    Ok(
+        HttpResponse::Ok().json(crate::api::domains::DomainView::new(
+            &trusted,
+            state.engine.domains().policy(),
+        )),
+    )
 }
 
 /// POST /admin/clock/advance `{ms}`: moves the server's clock forward (only when
@@ -166,72 +161,4 @@ pub async fn advance_clock(
     Ok(HttpResponse::Ok().json(ClockView {
         now: Timestamp::from(now).to_iso(),
     }))
-}
-
-/// Request body of POST /admin/clock/advance.
-#[derive(Deserialize, ToSchema)]
-pub struct AdvanceClockRequest {
-    /// Milliseconds to move forward: a whole number from 0 to a century.
-    #[schema(maximum = 3_162_240_000_000_u64)]
-    ms: u64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ClockView {
-    now: String,
-}
-
-/// The CLI prints what the admin API answers.
-pub fn keys_json(k: &IssuedKeys) -> serde_json::Value {
-    serde_json::to_value(KeysView::from(k)).unwrap_or_default()
-}
-
-pub fn project_json(p: &mailroom_actors::model::Project) -> serde_json::Value {
-    serde_json::to_value(ProjectView::from(p)).unwrap_or_default()
-}
-
-/// The keys of a new or re-keyed project, shown once.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KeysView {
-    id: String,
-    name: String,
-    secret_key: String,
-    public_key: String,
-}
-
-impl From<&IssuedKeys> for KeysView {
-    fn from(k: &IssuedKeys) -> Self {
-        KeysView {
-            id: k.project.id.to_string(),
-            name: k.project.name.clone(),
-            secret_key: k.secret_key.expose().to_owned(),
-            public_key: k.public_key.expose().to_owned(),
-        }
-    }
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectView {
-    id: String,
-    name: String,
-    disabled: bool,
-    created_at: String,
-}
-
-impl From<&mailroom_actors::model::Project> for ProjectView {
-    fn from(p: &mailroom_actors::model::Project) -> Self {
-        ProjectView {
-            id: p.id.to_string(),
-            name: p.name.clone(),
-            disabled: p.disabled,
-            created_at: Timestamp::from(p.created_at).to_iso(),
-        }
-    }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ProjectList {
-    projects: Vec<ProjectView>,
 }

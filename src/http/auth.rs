@@ -9,8 +9,8 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use mailroom_actors::model::{ApiKey, KeyKind, ProjectId};
 
-use super::error::ApiError;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::state::AppState;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ProjectCtx {

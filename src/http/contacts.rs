@@ -3,83 +3,20 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::engine::contacts::{ContactFilter, Erased, PatchContact, UpsertContact};
-use mailroom_actors::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress};
+use mailroom_actors::model::{ContactId, DataPatch};
 use mailroom_actors::{Error, Resource};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::Body;
-use super::error::ApiError;
-use super::validate::{data_within, path_id, Query};
-use super::AppState;
+use crate::api::body::Body;
+use crate::api::error::ApiError;
+use crate::api::validate::{data_within, path_id, Query};
+use crate::state::AppState;
 
+use crate::api::contacts::{
+    ContactList, ContactView, ErasureQueued, PatchContactRequest, UpsertContactRequest, UpsertMeta,
+};
 /// The longest `search` string that is worth scanning for.
 const MAX_SEARCH_LEN: usize = 254;
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ContactView {
-    pub id: String,
-    pub email: String,
-    pub subscribed: bool,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-    pub created_at: String,
-    pub updated_at: String,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<UpsertMeta>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UpsertMeta {
-    pub is_new: bool,
-    pub is_update: bool,
-}
-
-impl From<&Contact> for ContactView {
-    fn from(c: &Contact) -> Self {
-        ContactView {
-            id: c.id.to_string(),
-            email: c.email.to_string(),
-            subscribed: c.subscribed,
-            data: serde_json::Value::Object(c.data.clone()),
-            created_at: c.created_at.to_iso(),
-            updated_at: c.updated_at.to_iso(),
-            meta: None,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ContactList {
-    pub contacts: Vec<ContactView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
-
-/// Request body of POST /contacts.
-#[derive(Deserialize, ToSchema)]
-pub struct UpsertContactRequest {
-    /// Trimmed and lowercased; the upsert key.
-    email: EmailAddress,
-    /// Default true for a new contact; unchanged on an update when omitted.
-    subscribed: Option<bool>,
-    /// Merged shallowly; a key set to null is removed.
-    #[schema(value_type = Option<Object>)]
-    data: Option<DataMap>,
-}
-
-/// Request body of PATCH /contacts/{id}.
-#[derive(Deserialize, ToSchema)]
-pub struct PatchContactRequest {
-    subscribed: Option<bool>,
-    #[schema(value_type = Option<Object>)]
-    data: Option<DataMap>,
-}
 
 #[utoipa::path(get, path = "/contacts", tag = "Contacts",
     params(("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
@@ -183,14 +120,6 @@ pub async fn patch(
     };
     let contact = state.engine.contacts().patch(p.id, msg).await?;
     Ok(HttpResponse::Ok().json(ContactView::from(&contact)))
-}
-
-/// A delete whose erasure goes on in the background.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErasureQueued {
-    pub id: String,
-    /// Always `"queued"`.
-    pub erasure: String,
 }
 
 #[utoipa::path(delete, path = "/contacts/{id}", tag = "Contacts",

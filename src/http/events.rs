@@ -2,70 +2,18 @@
 //! Bare records and bare list objects.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::engine::events::{Event, EventFilter};
+use mailroom_actors::engine::events::EventFilter;
 use mailroom_actors::engine::requests::parse_instant;
 use mailroom_actors::model::{ContactId, EmailAddress, EventId, Timestamp};
 use mailroom_actors::{FieldCode, FieldError, Resource};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::error::ApiError;
-use super::validate::{path_id, reject_any, Query};
-use super::wire::MAX_EVENT_NAME_LEN;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::api::validate::{path_id, reject_any, Query};
+use crate::api::wire::MAX_EVENT_NAME_LEN;
+use crate::state::AppState;
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EventView {
-    pub id: String,
-    pub name: String,
-    pub contact_id: String,
-    pub email: String,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-    /// API (from /v1/track) or SYSTEM (recorded by the service).
-    pub source: &'static str,
-    pub created_at: String,
-}
-
-impl From<&Event> for EventView {
-    fn from(e: &Event) -> Self {
-        EventView {
-            id: e.id.to_string(),
-            name: e.name.clone(),
-            contact_id: e.contact_id.to_string(),
-            email: e.email.to_string(),
-            data: serde_json::Value::Object(e.data.clone()),
-            source: e.source.as_str(),
-            created_at: e.created_at.to_iso(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EventList {
-    pub events: Vec<EventView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EventName {
-    pub name: String,
-    pub count: u64,
-    pub last_seen_at: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EventNames {
-    pub names: Vec<EventName>,
-    pub total: u64,
-}
-
+use crate::api::events::{EventList, EventName, EventNames, EventView};
 /// One query parameter parsed by `parse`; a failure is noted in `errors`.
 fn param<T>(
     q: &Query,

@@ -12,15 +12,14 @@ use mailroom_actors::engine::feedback::{
     SnsType, WebhookClient,
 };
 use mailroom_actors::{Error, Resource};
-use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
-use utoipa::ToSchema;
 
-use super::error::ApiError;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::state::AppState;
 
+use crate::api::feedback::CallbackResult;
 /// What the edge keeps of `[feedback]`.
 #[derive(Clone, Default)]
 pub struct Callbacks {
@@ -252,21 +251,6 @@ impl Callbacks {
     }
 }
 
-/// What a callback did with the reports it carried.
-#[derive(Debug, Default, Serialize, ToSchema)]
-pub struct CallbackResult {
-    /// Bounces and complaints in the payload.
-    pub reports: u32,
-    pub applied: u32,
-    /// Applied before (the provider sent it again).
-    pub duplicates: u32,
-    /// Naming no email and no contact this server knows.
-    pub unmatched: u32,
-    /// An SNS subscription confirmed (`POST /feedback/ses` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subscribed: Option<bool>,
-}
-
 fn not_configured() -> ApiError {
     Error::NotFound(Resource::Route).into()
 }
@@ -320,7 +304,7 @@ pub async fn postmark(
     if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(refused(CallbackError::BadSignature));
     }
-    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let raw = crate::api::body::raw(&req, &mut payload.into_inner()).await?;
     let reports = providers::postmark(&raw).map_err(refused)?;
     apply_all(&state, reports).await
 }
@@ -345,7 +329,7 @@ pub async fn sendgrid(
     };
     let signature = header("x-twilio-email-event-webhook-signature");
     let timestamp = header("x-twilio-email-event-webhook-timestamp");
-    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let raw = crate::api::body::raw(&req, &mut payload.into_inner()).await?;
     let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis() / 1000;
     let fresh = timestamp
         .parse::<i64>()
@@ -368,7 +352,7 @@ pub async fn mailgun(
     let Some(key) = state.callbacks.mailgun.clone() else {
         return Err(not_configured());
     };
-    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let raw = crate::api::body::raw(&req, &mut payload.into_inner()).await?;
     let now = mailroom_actors::model::Timestamp::from(state.engine.clock().now()).millis() / 1000;
     let reports =
         providers::mailgun(&raw, &key, now, state.callbacks.max_age_secs).map_err(refused)?;
@@ -394,7 +378,7 @@ pub async fn ses(
     let Some(sns) = state.callbacks.ses.clone() else {
         return Err(not_configured());
     };
-    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let raw = crate::api::body::raw(&req, &mut payload.into_inner()).await?;
     let m = ses::parse(&raw).map_err(refused)?;
     if !sns.topics.contains(&m.topic_arn) {
         return Err(ApiError::Suggested(

@@ -32,9 +32,10 @@ use mailroom_actors::model::{ApiKey, KeyKind, ProjectId};
 use mailroom_actors::Error;
 use sha2::Sha256;
 
-use super::error::ApiError;
-use super::AppState;
+use crate::api::client_addr::ForwardedClient;
+use crate::api::error::ApiError;
 use crate::cluster::{ClusterNode, Route};
+use crate::state::AppState;
 
 pub const NODE_HEADER: &str = "x-mailroom-node";
 pub const FORWARDED_BY: &str = "x-mailroom-forwarded-by";
@@ -46,11 +47,6 @@ pub const CLIENT_ADDR: &str = "x-mailroom-client-addr";
 /// How far a forwarded request's timestamp may be from the receiver's clock: covers the
 /// nodes' clock drift and a request's time in flight, and bounds a replay.
 const PROOF_WINDOW_MS: i64 = 30_000;
-
-/// The client address of a request whose forwarding proof checked out (in the request's
-/// extensions).
-#[derive(Clone, Copy)]
-pub struct ForwardedClient(pub std::net::IpAddr);
 
 /// Headers of one connection, not of the request (RFC 9110 7.6.1): never passed on.
 const HOP_BY_HOP: &[&str] = &[
@@ -315,13 +311,14 @@ async fn project_of(
         // path (one no handler takes) compares tokens for free.
         let expected = state.admin_token.as_deref()?;
         let given = header(req, AUTHORIZATION.as_str())?.strip_prefix("Bearer ")?;
-        let client = super::client_addr::of_service_request(req, &state.trusted_proxies);
+        let client = crate::api::client_addr::of_service_request(req, &state.trusted_proxies);
         if state.guard.blocked_for(client).await.is_some() {
             return None;
         }
-        if !super::guard::token_matches(expected, given.trim()) {
+        if !crate::api::guard::token_matches(expected, given.trim()) {
             let wait = state.guard.failed(client).await;
-            req.extensions_mut().insert(super::guard::Charged(wait));
+            req.extensions_mut()
+                .insert(crate::api::guard::Charged(wait));
             return None;
         }
         let id: ProjectId = rest.split('/').next()?.parse().ok()?;
@@ -638,7 +635,8 @@ async fn send(
         }
         out = out.header(name.as_str(), value.as_bytes());
     }
-    let client = super::client_addr::of_service_request(req, &state.trusted_proxies).to_string();
+    let client =
+        crate::api::client_addr::of_service_request(req, &state.trusted_proxies).to_string();
     let request = Forwarded {
         to: to_node,
         method: req.method().as_str(),

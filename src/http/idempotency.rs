@@ -6,7 +6,7 @@ use mailroom_actors::engine::requests::{Claim, MAX_KEY_LEN};
 use mailroom_actors::{Error, FieldCode};
 use serde_json::Value;
 
-use super::error::ApiError;
+use crate::api::error::ApiError;
 
 pub const HEADER: &str = "Idempotency-Key";
 

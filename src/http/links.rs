@@ -11,8 +11,8 @@ use mailroom_actors::model::{CampaignId, ContactId, EmailId, ProjectId};
 use mailroom_actors::{Error, Resource};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::error::ApiError;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::state::AppState;
 
 type Keyed = governor::RateLimiter<
     (EmailId, bool),

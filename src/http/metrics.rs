@@ -27,7 +27,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use super::AppState;
+use crate::state::AppState;
 
 pub struct Metrics {
     registry: Registry,

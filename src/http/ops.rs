@@ -3,27 +3,11 @@
 use std::time::Duration;
 
 use actix_web::{web, HttpResponse};
-use serde::Serialize;
-use utoipa::ToSchema;
 
-use super::error::ApiError;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::state::AppState;
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Health {
-    status: &'static str,
-    version: &'static str,
-    /// `sled` or `postgres`.
-    backend: &'static str,
-    /// This node's `cluster.node_id` (with sled too, where it names the server).
-    node_id: String,
-    /// Projects whose lease this node holds; with sled, every project.
-    projects_owned: usize,
-    /// The nodes this one saw alive at its last lease tick (1 with sled).
-    live_nodes: usize,
-}
-
+use crate::api::ops::Health;
 #[utoipa::path(get, path = "/health", tag = "Operations", responses((status = 200, body = Health)))]
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     let projects_owned = match &state.cluster {

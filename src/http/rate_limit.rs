@@ -14,7 +14,7 @@ use actix_web::HttpMessage;
 use mailroom_actors::engine::requests::{Pace, Verdict};
 use mailroom_actors::model::ProjectId;
 
-use super::error::ApiError;
+use crate::api::error::ApiError;
 
 pub struct ProjectRateLimit {
     pace: Arc<Pace>,

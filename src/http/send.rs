@@ -4,120 +4,22 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use mailroom_actors::engine::emails::{EmailRecord, Receipt, SendRequest as Request};
 use mailroom_actors::engine::requests::{is_reserved_header, markdown_to_html};
-use mailroom_actors::model::DataMap;
 use mailroom_actors::model::{Attachment, EmailAddress, EmailId, Engagement, TemplateId};
 use mailroom_actors::{Error, FieldCode, Resource};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use utoipa::ToSchema;
+use serde_json::Value;
 
 use super::auth::SecretKey;
-use super::body::Partial;
-use super::error::ApiError;
-use super::validate::{data_within, path_id, Fields};
-use super::wire::{display_name_fault, DisplayName, Subject, Text};
-use super::AppState;
-use mailroom_actors::json_part;
+use crate::api::body::Partial;
+use crate::api::error::ApiError;
+use crate::api::validate::{data_within, path_id, Fields};
+use crate::api::wire::{display_name_fault, DisplayName, Text};
+use crate::state::AppState;
 
-pub const MAX_RECIPIENTS: usize = 100;
-pub const MAX_ATTACHMENTS: usize = 10;
-pub const MAX_ATTACHMENT_BYTES: usize = 10 * 1024 * 1024;
-const MAX_SUBJECT: usize = 998;
-const MAX_BODY: usize = 5 << 20;
-const MAX_NAME: usize = 200;
-
-/// Request body of POST /v1/send.
-#[derive(Deserialize, ToSchema)]
-pub struct SendRequest {
-    /// Optional to serde only, so that the rest parses and one 422 names every problem.
-    #[schema(required = true, nullable = false)]
-    to: Option<Recipients>,
-    subject: Option<Subject>,
-    body: Option<SendHtml>,
-    /// The text/plain part, instead of the one made from the HTML: a template rendered
-    /// with the same variables as the body, and not HTML-escaped (like the subject).
-    text: Option<SendText>,
-    /// A template id; its subject, body, from and reply-to are used unless given here.
-    template: Option<TemplateRef>,
-    /// Its domain must be a verified domain of the project.
-    from: Option<Sender>,
-    /// The sender's display name.
-    name: Option<DisplayName>,
-    /// For a recipient that is a new contact; default false.
-    subscribed: Option<bool>,
-    #[schema(value_type = Option<Object>)]
-    data: Option<DataMap>,
-    headers: Option<Headers>,
-    reply: Option<EmailAddress>,
-    attachments: Option<Attachments>,
-    /// How `body` is written: `html` (the default) or `markdown`, which is turned into
-    /// HTML and then rendered as a template. A template's own body is always HTML.
-    #[serde(rename = "type")]
-    body_type: Option<BodyType>,
-}
-
-/// The language of a /v1/send body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum BodyType {
-    Html,
-    Markdown,
-}
-
-type SendHtml = Text<MAX_BODY>;
-type SendText = Text<MAX_BODY>;
-type TemplateRef = Text<64>;
-
-/// `{name, email}` or a bare address.
-fn mailbox_schema() -> Value {
-    // The one schema of an address, EmailAddress's own.
-    let address = json!({"$ref": "#/components/schemas/EmailAddress"});
-    json!({"anyOf": [
-        address,
-        {"type": "object", "required": ["email"], "properties": {
-            "email": address,
-            // Blank is no name; a control character is refused (see `DisplayName`).
-            "name": {"type": ["string", "null"], "maxLength": MAX_NAME,
-                     "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]*$"},
-        }},
-    ]})
-}
-
-json_part!(
-    /// An address, `{name, email}`, or an array of 1 to 100 of either.
-    Recipients,
-    "Recipients",
-    json!({"anyOf": [
-        mailbox_schema(),
-        {"type": "array", "minItems": 1, "maxItems": MAX_RECIPIENTS, "items": mailbox_schema()},
-    ]})
-);
-json_part!(
-    /// An address or `{name, email}`.
-    Sender,
-    "Sender",
-    mailbox_schema()
-);
-json_part!(
-    /// Extra headers: single-line values; the headers Mailroom sets itself are refused.
-    Headers,
-    "Headers",
-    json!({"type": "object", "propertyNames": {"pattern": "^[!-9;-~]{1,76}$"},
-           "additionalProperties": {"type": "string", "maxLength": MAX_SUBJECT, "pattern": "^[^\\r\\n]*$"}})
-);
-json_part!(
-    /// At most 10, and 10 MB in all after decoding.
-    Attachments,
-    "Attachments",
-    json!({"type": "array", "maxItems": MAX_ATTACHMENTS, "items": {
-        "type": "object", "required": ["filename", "content"], "properties": {
-            "filename": {"type": "string", "pattern": "\\S", "description": "Cut to 255 characters"},
-            "content": {"type": "string", "contentEncoding": "base64",
-                        "pattern": "^\\s*([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)\\s*$", "minLength": 1},
-            "contentType": {"type": ["string", "null"]},
-        }}})
-);
-
+use crate::api::send::{
+    BodyType, EmailResponse, EmailView, SendAnswer, SendRequest, SendResponse, SentContact,
+    SentEmail, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, MAX_BODY, MAX_NAME, MAX_RECIPIENTS,
+    MAX_SUBJECT,
+};
 /// One address in a `to` or `from` form: a string or `{name, email}`.
 fn mailbox(f: &mut Fields, field: &str, v: &Value) -> Option<(EmailAddress, Option<String>)> {
     let (email, name) = match v {
@@ -217,6 +119,73 @@ fn recipients(f: &mut Fields, to: Option<&Value>) -> Vec<(EmailAddress, Option<S
         .into_iter()
         .filter_map(|(field, v)| mailbox(f, &field, v))
         .collect()
+}
+
+#[utoipa::path(post, path = "/v1/send", tag = "Public", request_body = SendRequest,
+    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[!-~]{1,255}$",
+            description = "1 to 255 visible ASCII characters: the same key and body within 24 h replay the first answer")),
+    responses((status = 200, body = SendResponse),
+              (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
+    security(("bearer" = [])))]
+pub async fn send(
+    SecretKey(p): SecretKey,
+    req: HttpRequest,
+    body: Partial<SendRequest>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let claim = super::idempotency::claim(&req, "send", &body.json, state.idempotency_ttl_ms)?;
+    let mut f = Fields::of(&body.json)?;
+    f.extend(body.errors);
+    // Every field of SendRequest is optional to serde, so what did not fail parsed.
+    let Some(r) = body.value else {
+        f.finish()?;
+        return Err(Error::Internal("a parsed request went missing".into()).into());
+    };
+    let to = recipients(&mut f, r.to.as_ref().map(|d| &d.0));
+    let from = r.from.as_ref().and_then(|d| mailbox(&mut f, "from", &d.0));
+    let headers = headers(&mut f, r.headers.as_ref().map(|d| &d.0));
+    let attachments = attachments(&mut f, r.attachments.as_ref().map(|d| &d.0));
+    let data = r.data.unwrap_or_default();
+    if let Err(e) = data_within("data", &data, state.limits.max_data_bytes) {
+        f.extend_api(e);
+    }
+    let template = r
+        .template
+        .as_ref()
+        .map(|id| path_id::<TemplateId>(id.as_str(), Resource::Template))
+        .transpose()?;
+    f.finish()?;
+    // Before the Markdown: a replay does no template work.
+    if let Some(receipt) = state.engine.emails().replay(p.id, claim.as_ref())? {
+        return Ok(answer(receipt));
+    }
+    let body = match (r.body, r.body_type) {
+        // A 5 MB Markdown body is real work: off the async threads.
+        (Some(b), Some(BodyType::Markdown)) => Some(
+            super::blocking(move || Ok(markdown_to_html(b.as_str(), MAX_BODY)))
+                .await?
+                .map_err(|e| Error::field("body", FieldCode::TooBig, e))?,
+        ),
+        (b, _) => b.map(Text::into_string),
+    };
+    let request = Request {
+        recipients: to,
+        template,
+        subject: r.subject.map(Text::into_string),
+        body,
+        text: r.text.map(Text::into_string),
+        from,
+        from_name: r.name.map(DisplayName::into_string),
+        reply_to: r.reply,
+        subscribed: r.subscribed,
+        data,
+        headers,
+        attachments,
+        idempotency: claim,
+        execution: None,
+    };
+    let receipt = state.engine.emails().send(p.id, request).await?;
+    Ok(answer(receipt))
 }
 
 fn headers(f: &mut Fields, v: Option<&Value>) -> Vec<(String, String)> {
@@ -324,73 +293,6 @@ fn attachments(f: &mut Fields, v: Option<&Value>) -> Vec<Attachment> {
     out
 }
 
-#[utoipa::path(post, path = "/v1/send", tag = "Public", request_body = SendRequest,
-    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[!-~]{1,255}$",
-            description = "1 to 255 visible ASCII characters: the same key and body within 24 h replay the first answer")),
-    responses((status = 200, body = SendResponse),
-              (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 422)),
-    security(("bearer" = [])))]
-pub async fn send(
-    SecretKey(p): SecretKey,
-    req: HttpRequest,
-    body: Partial<SendRequest>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let claim = super::idempotency::claim(&req, "send", &body.json, state.idempotency_ttl_ms)?;
-    let mut f = Fields::of(&body.json)?;
-    f.extend(body.errors);
-    // Every field of SendRequest is optional to serde, so what did not fail parsed.
-    let Some(r) = body.value else {
-        f.finish()?;
-        return Err(Error::Internal("a parsed request went missing".into()).into());
-    };
-    let to = recipients(&mut f, r.to.as_ref().map(|d| &d.0));
-    let from = r.from.as_ref().and_then(|d| mailbox(&mut f, "from", &d.0));
-    let headers = headers(&mut f, r.headers.as_ref().map(|d| &d.0));
-    let attachments = attachments(&mut f, r.attachments.as_ref().map(|d| &d.0));
-    let data = r.data.unwrap_or_default();
-    if let Err(e) = data_within("data", &data, state.limits.max_data_bytes) {
-        f.extend_api(e);
-    }
-    let template = r
-        .template
-        .as_ref()
-        .map(|id| path_id::<TemplateId>(id.as_str(), Resource::Template))
-        .transpose()?;
-    f.finish()?;
-    // Before the Markdown: a replay does no template work.
-    if let Some(receipt) = state.engine.emails().replay(p.id, claim.as_ref())? {
-        return Ok(answer(receipt));
-    }
-    let body = match (r.body, r.body_type) {
-        // A 5 MB Markdown body is real work: off the async threads.
-        (Some(b), Some(BodyType::Markdown)) => Some(
-            super::blocking(move || Ok(markdown_to_html(b.as_str(), MAX_BODY)))
-                .await?
-                .map_err(|e| Error::field("body", FieldCode::TooBig, e))?,
-        ),
-        (b, _) => b.map(Text::into_string),
-    };
-    let request = Request {
-        recipients: to,
-        template,
-        subject: r.subject.map(Text::into_string),
-        body,
-        text: r.text.map(Text::into_string),
-        from,
-        from_name: r.name.map(DisplayName::into_string),
-        reply_to: r.reply,
-        subscribed: r.subscribed,
-        data,
-        headers,
-        attachments,
-        idempotency: claim,
-        execution: None,
-    };
-    let receipt = state.engine.emails().send(p.id, request).await?;
-    Ok(answer(receipt))
-}
-
 fn answer(receipt: Receipt) -> HttpResponse {
     HttpResponse::Ok().json(SendResponse {
         success: true,
@@ -415,73 +317,6 @@ fn answer(receipt: Receipt) -> HttpResponse {
             timestamp: mailroom_actors::model::Timestamp::from(receipt.at).to_iso(),
         },
     })
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SendResponse {
-    success: bool,
-    data: SendAnswer,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SendAnswer {
-    emails: Vec<SentEmail>,
-    timestamp: String,
-}
-
-/// One recipient: its contact, and its email's id (none when it was skipped).
-#[derive(Serialize, ToSchema)]
-pub struct SentEmail {
-    contact: SentContact,
-    email: Option<String>,
-    /// Why nothing was sent to it: `unsubscribed` (a MARKETING template) or
-    /// `suppressed` (the address is on the suppression list).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    skipped: Option<String>,
-    /// True when the address is on the suppression list (then `email` is null).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    suppressed: bool,
-    /// Why the address is suppressed: hard_bounce, soft_bounce, complaint or manual.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SentContact {
-    id: String,
-    email: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct EmailResponse {
-    success: bool,
-    data: EmailView,
-}
-
-/// An email record (API.md section 5, beyond the spec).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EmailView {
-    id: String,
-    to: String,
-    from: String,
-    subject: String,
-    /// QUEUED, SENDING, SENT, FAILED or BOUNCED.
-    status: &'static str,
-    contact_id: String,
-    campaign_id: Option<String>,
-    workflow_execution_id: Option<String>,
-    attempts: u32,
-    last_error: Option<String>,
-    created_at: String,
-    sent_at: Option<String>,
-    opened_at: Option<String>,
-    clicked_at: Option<String>,
-    opens: u32,
-    clicks: u32,
-    /// Whether retention removed the email's content (`retention.email_content_days`):
-    /// the record stays, without its HTML, custom headers and attachments.
-    content_removed: bool,
 }
 
 #[utoipa::path(get, path = "/emails/{id}", tag = "Public",

@@ -2,26 +2,12 @@
 //! complaint rates. A bare object, as the contact endpoints answer.
 
 use actix_web::{web, HttpResponse};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::error::ApiError;
-use super::AppState;
+use crate::api::error::ApiError;
+use crate::state::AppState;
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectStatsView {
-    pub contacts: u64,
-    pub subscribed: u64,
-    /// Bounced of the last 1,000 to 2,000 emails the relay answered (0 to 1).
-    pub bounce_rate: f64,
-    /// Complaints of the same emails (0 to 1).
-    pub complaint_rate: f64,
-    /// Addresses on the suppression list.
-    pub suppressed: u64,
-}
-
+use crate::api::stats::ProjectStatsView;
 #[utoipa::path(get, path = "/stats", tag = "Stats",
     responses((status = 200, body = ProjectStatsView)), security(("bearer" = [])))]
 pub async fn get(

@@ -2,84 +2,17 @@
 //! object, as the contact endpoints answer.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::engine::suppressions::{parse_reason, Imported, Reason, Suppression};
-use mailroom_actors::model::{EmailAddress, Timestamp};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use mailroom_actors::engine::suppressions::{parse_reason, Reason};
 
 use super::auth::SecretKey;
-use super::body::Body;
-use super::error::ApiError;
-use super::validate::Query;
-use super::AppState;
+use crate::api::body::Body;
+use crate::api::error::ApiError;
+use crate::api::validate::Query;
+use crate::state::AppState;
 
-/// One address on the list.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SuppressionView {
-    /// The address; null once its contact was deleted (then `emailHash` still matches).
-    pub email: Option<String>,
-    /// SHA-256 (hex) of the address in lower case.
-    pub email_hash: String,
-    /// hard_bounce, soft_bounce, complaint or manual.
-    pub reason: &'static str,
-    /// The email whose report put the address here.
-    pub email_id: Option<String>,
-    pub created_at: String,
-    /// When a soft-bounce suppression lifts; null: it stays until removed.
-    pub expires_at: Option<String>,
-}
-
-impl SuppressionView {
-    pub fn new(s: &Suppression) -> Self {
-        SuppressionView {
-            email: s.email.clone(),
-            email_hash: s.hash_hex(),
-            reason: s.reason.as_str(),
-            email_id: s.email_id.clone(),
-            created_at: Timestamp::from(s.created_at).to_iso(),
-            expires_at: s.expires_at.map(|at| Timestamp::from(at).to_iso()),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SuppressionList {
-    pub suppressions: Vec<SuppressionView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
-
-/// Why an address is on the list (`?reason=` takes one).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SuppressionReason {
-    HardBounce,
-    SoftBounce,
-    Complaint,
-    Manual,
-}
-
-/// The one reason a tenant gives by hand; the others come from delivery reports.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ManualReason {
-    Manual,
-}
-
-/// Request body of POST /suppressions.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddSuppressionRequest {
-    email: EmailAddress,
-    /// `manual`, the default.
-    #[serde(default)]
-    #[allow(dead_code)]
-    reason: Option<ManualReason>,
-}
-
+use crate::api::suppressions::{
+    AddSuppressionRequest, ImportResult, SuppressionList, SuppressionReason, SuppressionView,
+};
 #[utoipa::path(get, path = "/suppressions", tag = "Suppressions",
     params(("limit" = Option<u32>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query),
            ("reason" = Option<SuppressionReason>, Query)),
@@ -141,37 +74,6 @@ pub async fn remove(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// What an import made of the file.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ImportResult {
-    pub added: u64,
-    /// Addresses on the list already (kept as they were).
-    pub existing: u64,
-    /// Rows that name no valid address.
-    pub invalid: Vec<InvalidRow>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct InvalidRow {
-    /// The row's number in the file, the header being 1.
-    pub row: u64,
-    pub error: String,
-}
-
-impl From<Imported> for ImportResult {
-    fn from(i: Imported) -> Self {
-        ImportResult {
-            added: i.added,
-            existing: i.existing,
-            invalid: i
-                .invalid
-                .into_iter()
-                .map(|(row, error)| InvalidRow { row, error })
-                .collect(),
-        }
-    }
-}
-
 #[utoipa::path(post, path = "/suppressions/import", tag = "Suppressions",
     request_body(content = String, description = "CSV with a header row: an `email` column, and an optional `reason` column", content_type = "text/csv"),
     responses((status = 200, body = ImportResult), (status = 413), (status = 422)), security(("bearer" = [])))]
@@ -181,7 +83,7 @@ pub async fn import(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = super::body::raw(&req, &mut payload.into_inner()).await?;
+    let raw = crate::api::body::raw(&req, &mut payload.into_inner()).await?;
     let text = String::from_utf8(raw.to_vec())
         .map_err(|_| ApiError::BadRequest("The CSV is not UTF-8 text".into()))?;
     let done = state.engine.suppressions().import(p.id, text).await?;

@@ -3,104 +3,19 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::engine::templates::{NewTemplate, Template, TemplateKind, TemplatePatch};
-use mailroom_actors::model::{EmailAddress, TemplateId};
+use mailroom_actors::model::TemplateId;
 use mailroom_actors::{Error, FieldCode, Resource};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::Body;
-use super::error::ApiError;
-use super::validate::{path_id, Query};
-use super::wire::{Description, DisplayName, Html, Name, Subject, Text};
-use super::AppState;
+use crate::api::body::Body;
+use crate::api::error::ApiError;
+use crate::api::validate::{path_id, Query};
+use crate::api::wire::{DisplayName, Text};
+use crate::state::AppState;
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TemplateView {
-    id: String,
-    name: String,
-    description: Option<String>,
-    subject: String,
-    body: String,
-    /// The text/plain part of its emails; null: made from the body.
-    text: Option<String>,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    from: Option<String>,
-    from_name: Option<String>,
-    reply_to: Option<String>,
-    created_at: String,
-    updated_at: String,
-}
-
-impl From<&Template> for TemplateView {
-    fn from(t: &Template) -> Self {
-        TemplateView {
-            id: t.id.to_string(),
-            name: t.name.clone(),
-            description: t.description.clone(),
-            subject: t.subject.clone(),
-            body: t.body.clone(),
-            text: t.text.clone(),
-            kind: t.kind.as_str(),
-            from: t.from.as_ref().map(|e| e.to_string()),
-            from_name: t.from_name.clone(),
-            reply_to: t.reply_to.as_ref().map(|e| e.to_string()),
-            created_at: t.created_at.to_iso(),
-            updated_at: t.updated_at.to_iso(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TemplateList {
-    templates: Vec<TemplateView>,
-    cursor: Option<String>,
-    has_more: bool,
-    total: u64,
-    page: u64,
-    page_size: u64,
-    total_pages: u64,
-}
-
-/// Request body of POST /templates.
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateTemplateRequest {
-    name: Name,
-    subject: Subject,
-    /// HTML, with `{{variable}}`, `{{ data.x }}` and `{{x ?? "fallback"}}`.
-    body: Html,
-    /// The text/plain part of its emails, a template like the body but not HTML-escaped;
-    /// without it the part is made from the HTML.
-    text: Option<Html>,
-    /// TRANSACTIONAL (default) or MARKETING.
-    #[serde(rename = "type")]
-    kind: Option<TemplateKind>,
-    from: Option<EmailAddress>,
-    from_name: Option<DisplayName>,
-    reply_to: Option<EmailAddress>,
-    description: Option<Description>,
-}
-
-/// Request body of PATCH /templates/{id}: the fields to change.
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UpdateTemplateRequest {
-    name: Option<Name>,
-    subject: Option<Subject>,
-    body: Option<Html>,
-    text: Option<Html>,
-    #[serde(rename = "type")]
-    kind: Option<TemplateKind>,
-    from: Option<EmailAddress>,
-    from_name: Option<DisplayName>,
-    reply_to: Option<EmailAddress>,
-    description: Option<Description>,
-}
-
+use crate::api::templates::{
+    CreateTemplateRequest, TemplateList, TemplateView, UpdateTemplateRequest,
+};
 impl From<UpdateTemplateRequest> for TemplatePatch {
     fn from(r: UpdateTemplateRequest) -> Self {
         TemplatePatch {

@@ -4,51 +4,17 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use mailroom_actors::engine::events::Track;
-use mailroom_actors::model::{DataMap, DataPatch, EmailAddress, KeyKind};
-use serde::{Deserialize, Serialize};
+use mailroom_actors::model::{DataMap, DataPatch, KeyKind};
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use super::auth::AnyKey;
-use super::body::BodyJson;
-use super::error::ApiError;
 use super::idempotency;
-use super::validate::data_within;
-use super::wire::EventName;
-use super::AppState;
+use crate::api::body::BodyJson;
+use crate::api::error::ApiError;
+use crate::api::validate::data_within;
+use crate::state::AppState;
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TrackData {
-    /// The contact's id.
-    pub contact: String,
-    /// The event's id.
-    pub event: String,
-    pub timestamp: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TrackResponse {
-    pub success: bool,
-    pub data: TrackData,
-}
-
-/// Request body of POST /v1/track.
-#[derive(Deserialize, ToSchema)]
-pub struct TrackRequest {
-    email: EmailAddress,
-    /// The event name; `email.*`, `contact.subscribed`, `contact.unsubscribed` and
-    /// `segment.*.entry|exit` are reserved (422 `reserved_event`).
-    event: EventName,
-    /// Sets the subscription flag; a new contact is subscribed by default. With a public
-    /// key it applies only to a contact that this call creates.
-    subscribed: Option<bool>,
-    /// Values are merged into the contact; a value `{value, persistent: false}` is kept
-    /// on the event only, and `{value, persistent: true}` is stored as its plain value.
-    /// `null` deletes the key, with the secret key only.
-    #[schema(value_type = Option<Object>)]
-    data: Option<DataMap>,
-}
-
+use crate::api::track::{TrackData, TrackRequest, TrackResponse};
 /// A `data` value of the form `{value, persistent: bool}` (exactly those two keys),
 /// unwrapped; any other value is plain, and persistent.
 fn unwrap(v: &Value) -> (&Value, bool) {

@@ -3,154 +3,22 @@
 //! deliveries themselves are the engine's (`mailroom_actors::webhooks`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::engine::webhooks::{Delivery, Webhook};
 use mailroom_actors::engine::webhooks::{NewWebhook, WebhookPatch};
-use mailroom_actors::model::{Timestamp, WebhookId};
+use mailroom_actors::model::WebhookId;
 use mailroom_actors::Resource;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::auth::SecretKey;
-use super::body::Body;
-use super::envelope;
-use super::error::ApiError;
-use super::validate::{path_id, Query};
-use super::wire::{Description, Nullable, Text};
-use super::AppState;
+use crate::api::body::Body;
+use crate::api::envelope;
+use crate::api::error::ApiError;
+use crate::api::validate::{path_id, Query};
+use crate::api::wire::Text;
+use crate::state::AppState;
 
-type Url = Text<2048>;
-type EventName = Text<255>;
-
-/// An endpoint. `secret` is shown when it is created and by rotate-secret only.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookView {
-    pub id: String,
-    pub url: String,
-    /// Event names, or `*` for every event.
-    pub events: Vec<String>,
-    pub enabled: bool,
-    pub description: Option<String>,
-    /// `whsec_...`: verify `webhook-signature` with it (Standard Webhooks).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
-    /// Why the service disabled the endpoint (a 410, failures for too long).
-    pub disabled_reason: Option<String>,
-    pub created_at: String,
-}
-
-impl WebhookView {
-    fn new(w: &Webhook, with_secret: bool) -> Self {
-        WebhookView {
-            id: w.id.to_string(),
-            url: w.url.clone(),
-            events: w.events.clone(),
-            enabled: w.enabled,
-            description: w.description.clone(),
-            secret: with_secret.then(|| w.secret.clone()),
-            disabled_reason: w.disabled_reason.clone(),
-            created_at: Timestamp::from(w.created_at).to_iso(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct WebhookList {
-    pub webhooks: Vec<WebhookView>,
-}
-
-/// One delivery of an event to an endpoint.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryView {
-    pub id: String,
-    /// The event's id: the `webhook-id` header of every attempt.
-    pub event_id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Attempts made so far.
-    pub attempt: u32,
-    /// PENDING, DELIVERED, FAILED or CANCELLED.
-    pub status: &'static str,
-    pub status_code: Option<u16>,
-    pub error: Option<String>,
-    /// The last attempt, or when the delivery was made.
-    pub at: String,
-    pub next_attempt_at: Option<String>,
-}
-
-impl DeliveryView {
-    fn new(d: &Delivery) -> Self {
-        let iso = |ms: i64| Timestamp::from(ms).to_iso();
-        DeliveryView {
-            id: d.id.to_string(),
-            event_id: d.event.to_string(),
-            kind: d.kind.clone(),
-            attempt: d.attempts,
-            status: d.status.as_str(),
-            status_code: d.status_code,
-            error: d.error.clone(),
-            at: iso(d.attempted_at.unwrap_or(d.created_at)),
-            next_attempt_at: d.next_attempt_at.map(iso),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DeliveryList {
-    pub deliveries: Vec<DeliveryView>,
-}
-
-/// What the test event got.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TestResult {
-    pub delivered: bool,
-    pub status_code: Option<u16>,
-    pub error: Option<String>,
-}
-
-/// Request body of POST /webhooks.
-#[derive(Deserialize, ToSchema)]
-pub struct CreateWebhookRequest {
-    /// http:// or https://; not a private address unless the operator allows it.
-    url: Url,
-    /// Event names (`email.sent`, `email.open`, `contact.unsubscribed`, a tracked
-    /// event's name, ...) or `*`; at least one.
-    #[schema(min_items = 1)]
-    events: Vec<EventName>,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    description: Option<Description>,
-}
-
-/// Request body of PATCH /webhooks/{id}: what is left out stays as it is.
-#[derive(Deserialize, ToSchema)]
-pub struct UpdateWebhookRequest {
-    #[serde(default)]
-    url: Option<Url>,
-    #[serde(default)]
-    #[schema(min_items = 1)]
-    events: Option<Vec<EventName>>,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<Description>)]
-    description: Nullable<Description>,
-}
-
-impl CreateWebhookRequest {
-    /// The URL and the event names (the dashboard's form sends the same request).
-    pub fn into_parts(self) -> (String, Vec<String>) {
-        (self.url.into_string(), names(self.events))
-    }
-}
-
-fn names(events: Vec<EventName>) -> Vec<String> {
-    events.into_iter().map(Text::into_string).collect()
-}
-
+use crate::api::webhooks::{
+    names, CreateWebhookRequest, DeliveryList, DeliveryView, TestResult, UpdateWebhookRequest,
+    WebhookList, WebhookView,
+};
 #[utoipa::path(post, path = "/webhooks", tag = "Webhooks", request_body = CreateWebhookRequest,
     responses((status = 201, body = WebhookView), (status = 409, description = "limits.max_webhooks"),
               (status = 422, description = "a URL or an event name that cannot be used")),

@@ -227,7 +227,7 @@ fn a_forwarding_proof_is_good_once_and_only_for_the_body_it_was_made_for() {
     let p = c.node(0).create_project("Acme");
     let auth = format!("Bearer {}", p.secret);
     let proof = |body: &str| {
-        mailroom::http::forward::Forwarded {
+        mailroom::http::Forwarded {
             to: "node-0",
             method: "POST",
             target: "/contacts",

@@ -1,5 +1,5 @@
 //! Failed authentication attempts counted where every node sees them: the guard of the
-//! admin API and the dashboard's sign-in (`http::guard` in the binary) asks these when
+//! admin API and the dashboard's sign-in (`api::guard` in the binary) asks these when
 //! the store is shared by several nodes, so a guesser gets one budget, not one per node.
 //! The PostgreSQL store implements it (`store::postgres::guard`); sled has one node, and
 //! the guard counts in memory there.

@@ -4,6 +4,7 @@
 use actix_web::http::header::{HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
+use mailroom_actors::model::Timestamp;
 use mailroom_actors::{Error, Resource};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -244,7 +245,7 @@ impl ResponseError for ApiError {
                 suggestion: self.suggestion(),
             },
             message,
-            timestamp: super::now_iso(),
+            timestamp: now_iso(),
         };
         let mut res = HttpResponse::build(status).json(body);
         if let Some(secs) = self.retry_after() {
@@ -300,6 +301,11 @@ const DISK_FULL_RETRY_SECS: u64 = 5;
 
 /// The most field errors one 422 lists.
 const MAX_FIELD_ERRORS: usize = 100;
+
+/// Now, as an error body's `timestamp`.
+fn now_iso() -> String {
+    Timestamp::from(chrono::Utc::now()).to_iso()
+}
 
 #[cfg(test)]
 mod tests {

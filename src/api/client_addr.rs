@@ -10,7 +10,10 @@ use std::net::IpAddr;
 use actix_web::dev::ServiceRequest;
 use actix_web::{HttpMessage, HttpRequest};
 
-use super::forward::ForwardedClient;
+/// The client address of a request whose forwarding proof checked out (in the request's
+/// extensions, put there by `http::forward`).
+#[derive(Clone, Copy)]
+pub struct ForwardedClient(pub std::net::IpAddr);
 
 /// A list of addresses and networks (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`).
 #[derive(Debug, Clone, Default)]

@@ -23,7 +23,7 @@ use utoipa::ToSchema;
 use super::error::ApiError;
 use super::validate::json_type;
 use super::value_de::{DeError, JsonType, ValueDe};
-use super::AppState;
+use crate::state::AppState;
 use mailroom_actors::engine::requests::near_misses as near_miss_errors;
 
 /// A typed request body.
