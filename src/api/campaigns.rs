@@ -2,6 +2,7 @@
 //! `http/campaigns.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::campaigns::{AudienceKind, Campaign, CampaignStats, NewCampaign};
 use mailroom_actors::engine::segments::{FilterDocument, Group};
 use mailroom_actors::model::EmailAddress;
@@ -66,14 +67,9 @@ impl From<&Campaign> for CampaignView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CampaignList {
-    pub campaigns: Vec<CampaignView>,
-    pub cursor: Option<String>,
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(CampaignList {
+    campaigns: CampaignView
+});
 
 /// A campaign's counts. `sent` = `delivered` + `bounced` (the relay answered for good);
 /// rates are fractions of `sent`. `queued` is what still waits in the outbox,

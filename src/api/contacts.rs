@@ -2,6 +2,7 @@
 //! `http/contacts.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::model::{Contact, DataMap, EmailAddress};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -41,14 +42,9 @@ impl From<&Contact> for ContactView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ContactList {
-    pub contacts: Vec<ContactView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(ContactList {
+    contacts: ContactView
+});
 
 /// Request body of POST /contacts.
 #[derive(Deserialize, ToSchema)]

@@ -2,6 +2,7 @@
 //! `http/domains.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::domains::{Domain, DomainName, RecordPolicy};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -66,14 +67,9 @@ impl DomainView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DomainList {
-    pub domains: Vec<DomainView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(DomainList {
+    domains: DomainView
+});
 
 /// Request body of POST /domains.
 #[derive(Deserialize, ToSchema)]

@@ -2,6 +2,7 @@
 //! `http/events.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::events::Event;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -34,14 +35,7 @@ impl From<&Event> for EventView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EventList {
-    pub events: Vec<EventView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(EventList { events: EventView });
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod feedback;
 pub mod guard;
+pub mod listing;
 pub mod ops;
 pub mod request_id;
 pub mod segments;

@@ -2,6 +2,7 @@
 //! `http/segments.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::segments::{
     slug, CreateSegment, FilterDocument, Group, Segment, SegmentKind,
 };
@@ -55,14 +56,9 @@ impl SegmentView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SegmentList {
-    pub segments: Vec<SegmentView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(SegmentList {
+    segments: SegmentView
+});
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -2,6 +2,7 @@
 //! `http/suppressions.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::suppressions::{Imported, Suppression};
 use mailroom_actors::model::{EmailAddress, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -37,14 +38,9 @@ impl SuppressionView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SuppressionList {
-    pub suppressions: Vec<SuppressionView>,
-    pub cursor: Option<String>,
-    #[serde(rename = "hasMore")]
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(SuppressionList {
+    suppressions: SuppressionView
+});
 
 /// Why an address is on the list (`?reason=` takes one).
 #[derive(Debug, Deserialize, ToSchema)]

@@ -4,6 +4,7 @@
 
 use mailroom_actors::engine::templates::{Template, TemplateKind};
 use mailroom_actors::model::EmailAddress;
+use mailroom_actors::model::Page;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -57,6 +58,23 @@ pub struct TemplateList {
     pub page: u64,
     pub page_size: u64,
     pub total_pages: u64,
+}
+
+impl TemplateList {
+    /// The paged shape of every list, with Plunk's page numbers beside it: `before`
+    /// templates match ahead of this page, `limit` to a page.
+    pub fn of(page: Page<TemplateView>, before: usize, limit: usize) -> Self {
+        let total = page.total;
+        TemplateList {
+            has_more: page.has_more(),
+            cursor: page.next_cursor,
+            templates: page.items,
+            total,
+            page: (before / limit) as u64 + 1,
+            page_size: limit as u64,
+            total_pages: total.div_ceil(limit as u64),
+        }
+    }
 }
 
 /// Request body of POST /templates.

@@ -2,6 +2,7 @@
 //! `http/workflows.rs`, shared with the dashboard, the export and the control socket): the
 //! wire shapes, which are also the OpenAPI schema.
 
+use crate::api::listing::paged_list;
 use mailroom_actors::engine::workflows::{
     parse_steps as steps_of, step_json, Execution, Step, StepsDocument, Workflow, WorkflowPatch,
 };
@@ -48,14 +49,9 @@ impl From<&Workflow> for WorkflowView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkflowList {
-    pub workflows: Vec<WorkflowView>,
-    pub cursor: Option<String>,
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(WorkflowList {
+    workflows: WorkflowView
+});
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -118,14 +114,9 @@ impl From<&Execution> for ExecutionView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecutionList {
-    pub executions: Vec<ExecutionView>,
-    pub cursor: Option<String>,
-    pub has_more: bool,
-    pub total: u64,
-}
+paged_list!(ExecutionList {
+    executions: ExecutionView
+});
 
 /// Request body of POST /workflows.
 #[derive(Deserialize, ToSchema)]

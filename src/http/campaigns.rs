@@ -47,13 +47,8 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
     let page = state.engine.campaigns().list(p.id, page).await?;
-    let has_more = page.has_more();
-    Ok(envelope::ok(CampaignList {
-        campaigns: page.items.iter().map(|c| view(&state, p.id, c)).collect(),
-        cursor: page.next_cursor,
-        has_more,
-        total: page.total,
-    }))
+    let page = page.map(|c| view(&state, p.id, &c));
+    Ok(envelope::ok(CampaignList::from(page)))
 }
 
 #[utoipa::path(post, path = "/campaigns", tag = "Campaigns", request_body = CreateCampaignRequest,

@@ -50,12 +50,8 @@ pub async fn list(
         search,
     };
     let page = state.engine.contacts().list(p.id, filter, page).await?;
-    Ok(HttpResponse::Ok().json(ContactList {
-        contacts: page.items.iter().map(ContactView::from).collect(),
-        has_more: page.has_more(),
-        cursor: page.next_cursor,
-        total: page.total,
-    }))
+    let page = page.map(|c| ContactView::from(&c));
+    Ok(HttpResponse::Ok().json(ContactList::from(page)))
 }
 
 #[utoipa::path(post, path = "/contacts", tag = "Contacts", request_body = UpsertContactRequest,

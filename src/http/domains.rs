@@ -34,16 +34,9 @@ pub async fn list(
         DomainStatus::parse,
     )?;
     let page = state.engine.domains().list(p.id, status, page).await?;
-    Ok(HttpResponse::Ok().json(DomainList {
-        domains: page
-            .items
-            .iter()
-            .map(|d| DomainView::new(d, state.engine.domains().policy()))
-            .collect(),
-        has_more: page.has_more(),
-        cursor: page.next_cursor,
-        total: page.total,
-    }))
+    let domains = state.engine.domains();
+    let page = page.map(|d| DomainView::new(&d, domains.policy()));
+    Ok(HttpResponse::Ok().json(DomainList::from(page)))
 }
 
 #[utoipa::path(post, path = "/domains", tag = "Domains", request_body = CreateDomainRequest,

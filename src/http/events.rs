@@ -85,12 +85,8 @@ pub async fn list(
     let page = q.page()?;
     let filter = filter(&q)?;
     let page = state.engine.events().list(p.id, filter, page).await?;
-    Ok(HttpResponse::Ok().json(EventList {
-        events: page.items.iter().map(EventView::from).collect(),
-        has_more: page.has_more(),
-        cursor: page.next_cursor,
-        total: page.total,
-    }))
+    let page = page.map(|e| EventView::from(&e));
+    Ok(HttpResponse::Ok().json(EventList::from(page)))
 }
 
 #[utoipa::path(get, path = "/events/names", tag = "Events",

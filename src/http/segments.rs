@@ -28,14 +28,10 @@ pub async fn list(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let page = state.engine.segments().list(p.id, page).await?;
-    let has_more = page.has_more();
-    let segments = views(state.engine.segments().counted(p.id, page.items).await?);
-    Ok(HttpResponse::Ok().json(SegmentList {
-        segments,
-        cursor: page.next_cursor,
-        has_more,
-        total: page.total,
-    }))
+    let mut page = page;
+    let segments = std::mem::take(&mut page.items);
+    let segments = views(state.engine.segments().counted(p.id, segments).await?);
+    Ok(HttpResponse::Ok().json(SegmentList::from(page.with_items(segments))))
 }
 
 #[utoipa::path(post, path = "/segments", tag = "Segments", request_body = CreateSegmentRequest,
@@ -114,12 +110,8 @@ pub async fn contacts(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let page = state.engine.segments().contacts(p.id, id, page).await?;
-    Ok(HttpResponse::Ok().json(ContactList {
-        contacts: page.items.iter().map(ContactView::from).collect(),
-        has_more: page.has_more(),
-        cursor: page.next_cursor,
-        total: page.total,
-    }))
+    let page = page.map(|c| ContactView::from(&c));
+    Ok(HttpResponse::Ok().json(ContactList::from(page)))
 }
 
 #[utoipa::path(post, path = "/segments/{id}/members", tag = "Segments", request_body = MembersRequest,

@@ -29,12 +29,8 @@ pub async fn list(
         None => None,
     };
     let page = state.engine.suppressions().list(p.id, reason, page).await?;
-    Ok(HttpResponse::Ok().json(SuppressionList {
-        has_more: page.has_more(),
-        suppressions: page.items.iter().map(SuppressionView::new).collect(),
-        cursor: page.next_cursor,
-        total: page.total,
-    }))
+    let page = page.map(|s| SuppressionView::new(&s));
+    Ok(HttpResponse::Ok().json(SuppressionList::from(page)))
 }
 
 #[utoipa::path(post, path = "/suppressions", tag = "Suppressions", request_body = AddSuppressionRequest,

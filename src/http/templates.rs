@@ -2,9 +2,11 @@
 //! with `page`, `pageSize` and `totalPages` beside the cursor fields.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use mailroom_actors::engine::templates::{NewTemplate, Template, TemplateKind, TemplatePatch};
+use mailroom_actors::engine::templates::{
+    NewTemplate, TemplateFilter, TemplateKind, TemplatePatch,
+};
 use mailroom_actors::model::TemplateId;
-use mailroom_actors::{Error, FieldCode, Resource};
+use mailroom_actors::Resource;
 
 use super::auth::SecretKey;
 use crate::api::body::Body;
@@ -72,45 +74,14 @@ pub async fn list(
     let q = Query::parse(req.query_string())?;
     let page = q.page()?;
     let kind = q.opt_enum("type", "'TRANSACTIONAL' | 'MARKETING'", TemplateKind::parse)?;
-    let search = q
-        .get("search")
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty());
-    let cursor = match page.cursor() {
-        Some(c) => Some(
-            c.parse::<TemplateId>()
-                .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?,
-        ),
-        None => None,
+    let filter = TemplateFilter {
+        kind,
+        search: q.get("search").map(str::to_owned),
     };
     let limit = page.limit();
-    let all = state.engine.templates().all(p.id).await?;
-    let matching: Vec<&Template> = all
-        .iter()
-        .filter(|t| kind.is_none_or(|k| t.kind == k))
-        .filter(|t| {
-            search
-                .as_deref()
-                .is_none_or(|s| t.name.to_lowercase().contains(s))
-        })
-        .collect();
-    let skip = cursor.map_or(0, |c| matching.iter().take_while(|t| t.id >= c).count());
-    let items: Vec<&Template> = matching.iter().skip(skip).take(limit).copied().collect();
-    let has_more = skip + items.len() < matching.len();
-    let total = matching.len() as u64;
-    Ok(HttpResponse::Ok().json(TemplateList {
-        cursor: if has_more {
-            items.last().map(|t| t.id.to_string())
-        } else {
-            None
-        },
-        templates: items.into_iter().map(TemplateView::from).collect(),
-        has_more,
-        total,
-        page: (skip / limit) as u64 + 1,
-        page_size: limit as u64,
-        total_pages: total.div_ceil(limit as u64),
-    }))
+    let (page, before) = state.engine.templates().list(p.id, filter, page).await?;
+    let page = page.map(|t| TemplateView::from(&t));
+    Ok(HttpResponse::Ok().json(TemplateList::of(page, before, limit)))
 }
 
 #[utoipa::path(get, path = "/templates/{id}", tag = "Templates",

@@ -28,13 +28,8 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::parse(req.query_string())?.page()?;
     let page = state.engine.workflows().list(p.id, page).await?;
-    let has_more = page.has_more();
-    Ok(HttpResponse::Ok().json(WorkflowList {
-        workflows: page.items.iter().map(WorkflowView::from).collect(),
-        cursor: page.next_cursor,
-        has_more,
-        total: page.total,
-    }))
+    let page = page.map(|w| WorkflowView::from(&w));
+    Ok(HttpResponse::Ok().json(WorkflowList::from(page)))
 }
 
 #[utoipa::path(post, path = "/workflows", tag = "Workflows", request_body = CreateWorkflowRequest,
@@ -126,13 +121,8 @@ pub async fn executions(
         .workflows()
         .executions(p.id, id, status, page)
         .await?;
-    let has_more = page.has_more();
-    Ok(HttpResponse::Ok().json(ExecutionList {
-        executions: page.items.iter().map(ExecutionView::from).collect(),
-        cursor: page.next_cursor,
-        has_more,
-        total: page.total,
-    }))
+    let page = page.map(|e| ExecutionView::from(&e));
+    Ok(HttpResponse::Ok().json(ExecutionList::from(page)))
 }
 
 #[utoipa::path(get, path = "/workflows/{id}/executions/{executionId}", tag = "Workflows",

@@ -4,9 +4,18 @@ pub use crate::model::template::TemplatePatch;
 pub use crate::model::{NewTemplate, Template, TemplateKind};
 
 use super::{off_thread, Engine};
+use crate::error::FieldCode;
 use crate::error::{Error, Resource, Result};
-use crate::model::{EmailAddress, ProjectId, TemplateId};
+use crate::model::{EmailAddress, Page, PageRequest, ProjectId, TemplateId};
 use crate::template::{actions, records};
+
+/// Which templates a list shows: of one kind, and whose name contains `search` (in any
+/// case; blank is none).
+#[derive(Debug, Default)]
+pub struct TemplateFilter {
+    pub kind: Option<TemplateKind>,
+    pub search: Option<String>,
+}
 
 /// `engine.templates()`.
 pub struct Templates<'e>(pub(super) &'e Engine);
@@ -27,6 +36,49 @@ impl Templates<'_> {
     pub async fn all(&self, p: ProjectId) -> Result<Vec<Template>> {
         let store = self.0.store.clone();
         off_thread(move || records::all(&*store, p)).await
+    }
+
+    /// One page of the templates `filter` matches, newest first, and how many match
+    /// before it (a page number's base: Plunk's answer numbers its pages).
+    pub async fn list(
+        &self,
+        p: ProjectId,
+        filter: TemplateFilter,
+        page: PageRequest,
+    ) -> Result<(Page<Template>, usize)> {
+        let cursor = match page.cursor() {
+            Some(c) => Some(
+                c.parse::<TemplateId>()
+                    .map_err(|_| Error::field("cursor", FieldCode::Custom, "Invalid cursor"))?,
+            ),
+            None => None,
+        };
+        let search = filter
+            .search
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty());
+        let matching: Vec<Template> = self
+            .all(p)
+            .await?
+            .into_iter()
+            .filter(|t| filter.kind.is_none_or(|k| t.kind == k))
+            .filter(|t| {
+                search
+                    .as_deref()
+                    .is_none_or(|s| t.name.to_lowercase().contains(s))
+            })
+            .collect();
+        let before = cursor.map_or(0, |c| matching.iter().take_while(|t| t.id >= c).count());
+        let total = matching.len() as u64;
+        let fetched = matching
+            .into_iter()
+            .skip(before)
+            .take(page.limit() + 1)
+            .collect();
+        Ok((
+            Page::of(fetched, &page, total, |t| t.id.to_string()),
+            before,
+        ))
     }
 
     pub async fn update(

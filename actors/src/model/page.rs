@@ -106,6 +106,25 @@ impl<T> Page<T> {
     pub fn has_more(&self) -> bool {
         self.next_cursor.is_some()
     }
+
+    /// The same page with each item turned into another (a record into its view).
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+            total: self.total,
+        }
+    }
+
+    /// The same page (cursor, total) around other items: what a list that turns the
+    /// whole page at once (counts read in one go) answers with.
+    pub fn with_items<U>(self, items: Vec<U>) -> Page<U> {
+        Page {
+            items,
+            next_cursor: self.next_cursor,
+            total: self.total,
+        }
+    }
 }
 
 /// `8-4-4-4-12` hex digits.
