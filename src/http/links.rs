@@ -121,34 +121,34 @@ fn expired() -> HttpResponse {
 }
 
 /// The sender and the address as the page names them (text; the page escapes it).
-struct Shown {
+struct Named {
     sender: String,
     address: Option<String>,
 }
 
-fn shown(r: &Recipient) -> Shown {
+fn named(r: &Recipient) -> Named {
     let sender = match (&r.sender.name, &r.sender.address) {
         (Some(name), Some(address)) => format!("{name} ({})", address.as_str()),
         (Some(name), None) => name.clone(),
         (None, Some(address)) => address.as_str().to_owned(),
         (None, None) => "these emails".to_owned(),
     };
-    Shown {
+    Named {
         sender,
         address: r.masked.clone(),
     }
 }
 
 /// An unsubscribe token that still works: what it is about, and who the page names.
-struct Valid {
+struct LiveToken {
     project: ProjectId,
     contact: ContactId,
     campaign: Option<CampaignId>,
-    shown: Shown,
+    named: Named,
 }
 
 /// Either a valid unsubscribe token, or the page to answer instead (expired).
-fn valid(state: &AppState, token: &str) -> Result<Result<Valid, HttpResponse>, ApiError> {
+fn live_token(state: &AppState, token: &str) -> Result<Result<LiveToken, HttpResponse>, ApiError> {
     let Resolved {
         link:
             Link::Unsubscribe {
@@ -165,11 +165,11 @@ fn valid(state: &AppState, token: &str) -> Result<Result<Valid, HttpResponse>, A
         return Ok(Err(expired()));
     }
     let r = state.engine.links().recipient(project, contact, campaign)?;
-    Ok(Ok(Valid {
+    Ok(Ok(LiveToken {
         project,
         contact,
         campaign,
-        shown: shown(&r),
+        named: named(&r),
     }))
 }
 
@@ -179,7 +179,7 @@ pub async fn unsubscribe_page(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let v = match valid(&state, &token)? {
+    let v = match live_token(&state, &token)? {
         Ok(v) => v,
         Err(page) => return Ok(page),
     };
@@ -187,8 +187,8 @@ pub async fn unsubscribe_page(
         StatusCode::OK,
         "Unsubscribe",
         html! {
-            p { "Unsubscribe from " (v.shown.sender) "?" }
-            @if let Some(a) = &v.shown.address {
+            p { "Unsubscribe from " (v.named.sender) "?" }
+            @if let Some(a) = &v.named.address {
                 p { "Emails to " strong { (a) } " will stop." }
             }
             form method="post" action=(token.as_str()) {
@@ -205,7 +205,7 @@ pub async fn unsubscribe(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let v = match valid(&state, &token)? {
+    let v = match live_token(&state, &token)? {
         Ok(v) => v,
         Err(page) => return Ok(page),
     };
@@ -220,8 +220,8 @@ pub async fn unsubscribe(
         "You are unsubscribed",
         html! {
             p {
-                "You will not receive emails from " (v.shown.sender)
-                @if let Some(a) = &v.shown.address { " to " strong { (a) } }
+                "You will not receive emails from " (v.named.sender)
+                @if let Some(a) = &v.named.address { " to " strong { (a) } }
                 " any more."
             }
             form method="post" action={ (token.as_str()) "/resubscribe" } {
@@ -239,7 +239,7 @@ pub async fn resubscribe(
     token: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let v = match valid(&state, &token)? {
+    let v = match live_token(&state, &token)? {
         Ok(v) => v,
         Err(page) => return Ok(page),
     };
@@ -256,7 +256,7 @@ pub async fn resubscribe(
             html! {
                 p {
                     "This address was not unsubscribed through this link. To receive emails from "
-                    (v.shown.sender) " again, ask the sender."
+                    (v.named.sender) " again, ask the sender."
                 }
             },
         ));
@@ -266,8 +266,8 @@ pub async fn resubscribe(
         "You are subscribed again",
         html! {
             p {
-                "You will receive emails from " (v.shown.sender)
-                @if let Some(a) = &v.shown.address { " at " strong { (a) } }
+                "You will receive emails from " (v.named.sender)
+                @if let Some(a) = &v.named.address { " at " strong { (a) } }
                 " again."
             }
             form method="post" action={ "../" (token.as_str()) } {

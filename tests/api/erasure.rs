@@ -296,3 +296,49 @@ fn deleting_a_contact_erases_its_address_from_the_rejected_rows_of_its_imports()
     assert_eq!(rejected.len(), 1, "the row is still counted: {after}");
     assert_eq!(rejected[0]["line"], 2, "{after}");
 }
+
+#[test]
+fn a_campaign_email_waiting_when_its_contact_is_deleted_counts_as_cancelled_and_the_campaign_ends()
+{
+    // The only recipient's relay asks to come back in a minute, on the moved clock: the
+    // campaign's one email waits in the outbox, its campaign SENDING.
+    let (_dns, smtp, app, p) = rig(|s| s.sending.retry_base_ms = 60000);
+    smtp.refuse(
+        mailroom_testkit::Stage::RcptTo,
+        &format!("451 4.2.1 mailbox of <{VICTIM}> busy, try later"),
+    );
+    let r = app.post("/contacts", &p.secret, json!({"email": VICTIM}));
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    let contact = campaigns::contact_of(&app, &p, VICTIM)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cid = id(&campaigns::create(&app, &p, json!({})));
+    let r = campaigns::send(&app, &p, &cid, json!({}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Refused once: the email is back in the outbox, a minute away.
+    campaigns::eventually(30, || smtp.refused(), |n: &u64| *n >= 1);
+    let waiting = campaigns::stats_when(&app, &p, &cid, |s| count(s, "queued") == 1);
+    assert_eq!(
+        (
+            count(&waiting, "totalRecipients"),
+            count(&waiting, "cancelled")
+        ),
+        (1, 0),
+        "{waiting}"
+    );
+
+    let r = app.delete(&format!("/contacts/{contact}"), &p.secret);
+    assert_eq!(r.status, 204, "{}", r.text);
+    let ended = campaigns::campaign_when(&app, &p, &cid, "SENT");
+    let stats = campaigns::stats(&app, &p, &cid);
+    assert_eq!(
+        (count(&stats, "queued"), count(&stats, "cancelled")),
+        (0, 1),
+        "the erased contact's email counts as cancelled: {stats} ({ended})"
+    );
+
+    advance(&app, 10 * 60_000);
+    control(&app, &p, &smtp, KEEP);
+    assert_eq!(mails_to(&smtp, VICTIM), 0, "the cancelled email never went");
+}

@@ -276,7 +276,7 @@ pub fn send(ctx: &WriteCtx, id: CampaignId, at: Option<Timestamp>) -> Result<Sta
             batch.put(t.key(), Vec::new());
             put(&mut batch, p, &c)?;
             store.apply(batch)?;
-            ctx.starts.arm_after_write(t);
+            ctx.wakeups.arm_after_write(t);
             Ok(Started::Scheduled(c))
         }
         None => {

@@ -4,7 +4,7 @@
 
 use crate::campaign::records::{self as campaigns, load};
 use crate::campaign::stats as campaign_stats;
-use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
+use crate::contact::records::{self as contacts, PatchContact, ProjectCounts, WriteCtx, WriteUnit};
 use crate::error::Result;
 use crate::model::{CampaignId, ContactId, DataPatch, EmailAddress, ProjectId};
 use crate::project::apply::Apply;
@@ -74,7 +74,7 @@ fn project_name(store: &dyn Store, project: ProjectId) -> Result<Option<String>>
 /// changes nothing), and the campaign counts it once.
 pub fn unsubscribe(
     ctx: &WriteCtx,
-    counts: &mut Counts,
+    counts: &mut ProjectCounts,
     contact: ContactId,
     campaign: Option<CampaignId>,
 ) -> Result<()> {
@@ -83,7 +83,7 @@ pub fn unsubscribe(
         return Ok(());
     };
     // The contact's change, the campaign's count and its marker, in one batch.
-    let mut unit = Unit::new(*counts);
+    let mut unit = WriteUnit::new(*counts);
     if c.subscribed {
         let patch = PatchContact {
             id: contact,
@@ -121,7 +121,7 @@ pub fn unsubscribe(
 /// Answers whether the contact is subscribed now.
 pub fn resubscribe(
     ctx: &WriteCtx,
-    counts: &mut Counts,
+    counts: &mut ProjectCounts,
     contact: ContactId,
     campaign: Option<CampaignId>,
 ) -> Result<bool> {
@@ -140,7 +140,7 @@ pub fn resubscribe(
     if !by_link {
         return Ok(false);
     }
-    let mut unit = Unit::new(*counts);
+    let mut unit = WriteUnit::new(*counts);
     let patch = PatchContact {
         id: contact,
         subscribed: Some(true),

@@ -10,7 +10,7 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::records::{self as contacts, Change, Counts};
+use super::records::{self as contacts, Change, ProjectCounts};
 use crate::error::{Error, FieldCode, Result};
 use crate::model::{DataMap, DataPatch, EmailAddress, ImportId, ProjectId, Timestamp};
 use crate::project::write::WriteCtx;
@@ -595,7 +595,12 @@ fn reason(e: &Error) -> String {
 /// Applies a slice in the project's actor: its contacts through the upsert path, its
 /// rejections and the cursor past it, in one batch. A slice whose start is not the
 /// record's cursor was applied already (or the import ended): nothing is written.
-pub fn apply(ctx: &WriteCtx, counts: &mut Counts, id: ImportId, slice: Slice) -> Result<Import> {
+pub fn apply(
+    ctx: &WriteCtx,
+    counts: &mut ProjectCounts,
+    id: ImportId,
+    slice: Slice,
+) -> Result<Import> {
     let p = ctx.project;
     let mut import =
         load(ctx.store, p, id)?.ok_or_else(|| Error::storage("import record missing"))?;

@@ -1,4 +1,4 @@
-//! Contact writes. Each builds one atomic batch (a `Unit`): the record, the email
+//! Contact writes. Each builds one atomic batch (a `WriteUnit`): the record, the email
 //! index, the counters behind `total`, any `contact.subscribed` /
 //! `contact.unsubscribed` event (recorded only when the flag really changes), the
 //! events the caller adds (a tracked event), and the segment entries and exits the
@@ -7,9 +7,9 @@
 
 use crate::error::{Error, Resource, Result};
 use crate::model::{Contact, ContactId, DataMap, DataPatch, EmailAddress, Event, ProjectId};
-pub use crate::project::counters::{read_counter, Counts};
+pub use crate::project::counters::{read_counter, ProjectCounts};
 use crate::project::limits::json_len;
-pub use crate::project::unit::{Change, Unit};
+pub use crate::project::unit::{Change, WriteUnit};
 pub use crate::project::write::WriteCtx;
 use crate::store::{codec, keys, Batch, Store};
 use serde_json::{Map, Value};
@@ -35,7 +35,7 @@ pub fn load(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Con
 /// Creates or updates the contact with this email, in memory.
 pub fn prepare_upsert(
     ctx: &WriteCtx,
-    counts: Counts,
+    counts: ProjectCounts,
     email: &EmailAddress,
     subscribed: Option<bool>,
     default_subscribed: bool,
@@ -89,7 +89,11 @@ pub fn prepare_upsert(
     })
 }
 
-pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result<UpsertOutcome> {
+pub fn upsert(
+    ctx: &WriteCtx,
+    counts: &mut ProjectCounts,
+    msg: UpsertContact,
+) -> Result<UpsertOutcome> {
     let change = prepare_upsert(
         ctx,
         *counts,
@@ -106,7 +110,7 @@ pub fn upsert(ctx: &WriteCtx, counts: &mut Counts, msg: UpsertContact) -> Result
     })
 }
 
-pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<Contact> {
+pub fn patch(ctx: &WriteCtx, counts: &mut ProjectCounts, msg: PatchContact) -> Result<Contact> {
     let change = prepare_patch(ctx, *counts, msg)?;
     commit(ctx, &change, Batch::new(), Vec::new())?;
     *counts = change.counts;
@@ -114,7 +118,7 @@ pub fn patch(ctx: &WriteCtx, counts: &mut Counts, msg: PatchContact) -> Result<C
 }
 
 /// Changes a contact's flag or data, in memory.
-pub fn prepare_patch(ctx: &WriteCtx, counts: Counts, msg: PatchContact) -> Result<Change> {
+pub fn prepare_patch(ctx: &WriteCtx, counts: ProjectCounts, msg: PatchContact) -> Result<Change> {
     let before = ctx
         .table
         .get(msg.id)?
@@ -152,7 +156,7 @@ pub fn prepare_patch(ctx: &WriteCtx, counts: Counts, msg: PatchContact) -> Resul
 /// Writes a prepared change in one batch, with `batch` (which the caller may have
 /// started, e.g. with an idempotent reply) and the caller's `events`.
 pub fn commit(ctx: &WriteCtx, change: &Change, batch: Batch, events: Vec<Event>) -> Result<()> {
-    let mut unit = Unit::with(batch, events, change.counts_before);
+    let mut unit = WriteUnit::with(batch, events, change.counts_before);
     unit.stage(ctx, change)?;
     unit.apply(ctx).map(drop)
 }
@@ -164,14 +168,14 @@ pub fn commit_all(ctx: &WriteCtx, changes: &[Change], batch: Batch) -> Result<()
     let Some(first) = changes.first() else {
         return ctx.store.apply(batch).map(drop);
     };
-    let mut unit = Unit::with(batch, Vec::new(), first.counts_before);
+    let mut unit = WriteUnit::with(batch, Vec::new(), first.counts_before);
     for change in changes {
         unit.stage(ctx, change)?;
     }
     unit.apply(ctx).map(drop)
 }
 
-pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> {
+pub fn delete(ctx: &WriteCtx, counts: &mut ProjectCounts, id: ContactId) -> Result<()> {
     let (store, p) = (ctx.store, ctx.project);
     let contact = ctx
         .table
@@ -200,7 +204,7 @@ pub fn delete(ctx: &WriteCtx, counts: &mut Counts, id: ContactId) -> Result<()> 
     Ok(())
 }
 
-fn adjust_subscribed(counts: &mut Counts, before: Option<bool>, after: bool) {
+fn adjust_subscribed(counts: &mut ProjectCounts, before: Option<bool>, after: bool) {
     match (before.unwrap_or(false), after) {
         (false, true) => counts.subscribed += 1,
         (true, false) => counts.subscribed = counts.subscribed.saturating_sub(1),

@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod engagement;
+pub(crate) mod erasure;
 pub mod handlers;
 pub(crate) mod retention;
 pub mod sending;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::contact::records::{self as contacts, Counts, PatchContact, Unit, WriteCtx};
+use crate::contact::records::{self as contacts, PatchContact, ProjectCounts, WriteCtx, WriteUnit};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::links::token::Issue;
@@ -245,7 +245,7 @@ pub fn render(
 /// recipient who is unsubscribed now.
 pub fn queue(
     ctx: &WriteCtx,
-    counts: &mut Counts,
+    counts: &mut ProjectCounts,
     spec: SendSpec,
     rendered: Vec<Rendered>,
 ) -> Result<Queued> {
@@ -269,7 +269,7 @@ pub fn queue(
     // One batch for the whole send: every recipient's contact, every email, the
     // idempotent reply and their events. An address listed twice is one contact, staged
     // once (the table the next change is prepared from changes only when it applies).
-    let mut unit = Unit::new(*counts);
+    let mut unit = WriteUnit::new(*counts);
     let mut staged: HashMap<String, Contact> = HashMap::new();
     let mut suppressed: HashMap<String, crate::suppression::Reason> = HashMap::new();
     let mut rendered = rendered;
@@ -477,7 +477,7 @@ pub fn read_email(
 /// What a cancelled campaign's email says when the cancel took it before it was sent.
 pub const CANCELLED_BEFORE_SENT: &str = "The campaign was cancelled before this email was sent";
 
-pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Result<()> {
+pub fn record(ctx: &WriteCtx, counts: &mut ProjectCounts, msg: RecordDelivery) -> Result<()> {
     let (store, p, now) = (ctx.store, ctx.project, ctx.now);
     let mut batch = Batch::new();
     batch.delete(msg.outbox_key);
@@ -580,7 +580,7 @@ pub fn record(ctx: &WriteCtx, counts: &mut Counts, msg: RecordDelivery) -> Resul
         _ => Vec::new(),
     };
     // The outcome, and for a bounce the contact's unsubscribe, in one batch.
-    let mut unit = Unit::with(batch, events, *counts);
+    let mut unit = WriteUnit::with(batch, events, *counts);
     if let (true, Some(to)) = (bounced && !erased, &to) {
         // A dead address goes on the suppression list: no mail of any kind reaches it.
         let unit_batch = &mut unit.batch;

@@ -43,7 +43,7 @@ impl<'e> Ops<'e> {
     /// saw waiting (blocking: a scan).
     pub fn webhook_backlog(&self) -> Result<u64> {
         let queued = crate::webhooks::deliver::backlog(&*self.0.store)?;
-        Ok(queued + self.0.registry.starts().webhooks().waiting())
+        Ok(queued + self.0.registry.wakeups().webhooks().waiting())
     }
 
     /// How many projects are over each pause rate: (bounce, complaint) (blocking).

@@ -8,8 +8,9 @@
 //! 1. campaign unsubscribe markers;
 //! 2. workflow executions (with their waits, timers and ready entries) and re-entry
 //!    records;
-//! 3. emails (`erasure_emails`): those still waiting are cancelled, and every one keeps
-//!    its status and times for the campaign stats but loses its address and content;
+//! 3. emails: those still waiting are cancelled (their campaigns count them through
+//!    the core's hooks), and every one keeps its status and times for the campaign
+//!    stats but loses its address and content;
 //! 4. events, from the contact's index: the log, the by-name index, then the index;
 //! 5. the contact's per-name statistics;
 //! 6. remembered Idempotency-Key answers that name the contact;
@@ -17,24 +18,24 @@
 //! 8. event webhook deliveries that carry the contact (waiting ones called off).
 //!
 //! Each phase is its feature's (`campaign::erasure`, `workflow::erasure`,
-//! `event::erasure`, `contact::import_erasure`, `webhooks::records::erase_contact`),
-//! which alone names its keys; this module keeps their order, the cursor, the
-//! idempotency phase (a foundation's keys) and the emails phase (`emails`), which
-//! names both the email and the campaign feature.
+//! `email::erasure`, `event::erasure`, `contact::import_erasure`,
+//! `webhooks::records::erase_contact`), which alone names its keys; this module keeps
+//! their order, the cursor and the idempotency phase (a foundation's keys).
 //!
 //! Emails come before events: a delivery outcome of an email not yet anonymised still
 //! records an `email.sent` event for the contact, which phase 4 then takes; once the
 //! email is anonymised its outcome records none (the placeholder is no address).
 
-use super::emails as erasure_emails;
 use crate::campaign::erasure as campaign_erasure;
 use crate::contact::erasure_record::{contains, walk};
 pub use crate::contact::erasure_record::{load, Erasure, Phase, Step};
 use crate::contact::import_erasure;
+use crate::email::erasure as email_erasure;
 use crate::error::Result;
 use crate::event::erasure as event_erasure;
 use crate::model::{ContactId, EmailId, ProjectId};
 use crate::project::attempts::Attempts;
+use crate::project::hooks::Hooks;
 use crate::store::keys;
 use crate::store::{codec, Batch, Store};
 use crate::workflow::erasure as workflow_erasure;
@@ -54,6 +55,7 @@ pub fn run(
     p: ProjectId,
     c: ContactId,
     attempts: &Attempts,
+    hooks: &Hooks,
     budget: usize,
     now: crate::model::Timestamp,
 ) -> Result<Progress> {
@@ -77,15 +79,16 @@ pub fn run(
                 workflow_erasure::executions(store, &mut batch, p, c, &erasure, left)?
             }
             Phase::Emails => {
-                let ctx = erasure_emails::Ctx {
+                let ctx = email_erasure::Ctx {
                     store,
                     p,
                     c,
                     erasure: &erasure,
                     attempts,
+                    hooks,
                     now,
                 };
-                let (step, dropped) = erasure_emails::slice(&ctx, &mut batch, left)?;
+                let (step, dropped) = email_erasure::slice(&ctx, &mut batch, left)?;
                 progress.dropped.extend(dropped);
                 step
             }
@@ -197,9 +200,17 @@ mod tests {
 
         let attempts = Attempts::default();
         let mut runs = 0;
-        while !run(&*store, p, gone, &attempts, 7, Timestamp::from(9_999))
-            .unwrap()
-            .done
+        while !run(
+            &*store,
+            p,
+            gone,
+            &attempts,
+            &Hooks::default(),
+            7,
+            Timestamp::from(9_999),
+        )
+        .unwrap()
+        .done
         {
             runs += 1;
             assert!(runs < 100, "the erasure ends");

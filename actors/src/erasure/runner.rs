@@ -31,7 +31,7 @@ pub async fn delete_contact(registry: &Registry, p: ProjectId, c: ContactId) -> 
             p,
             Apply::durable(move |ctx, counts| {
                 contacts::delete(ctx, counts, c)?;
-                erasure::run(ctx.store, ctx.project, c, &held, budget, ctx.now)
+                erasure::run(ctx.store, ctx.project, c, &held, ctx.hooks, budget, ctx.now)
             }),
         )
         .await?;
@@ -109,7 +109,7 @@ async fn slice(registry: &Registry, p: ProjectId, c: ContactId) -> Result<bool> 
         .send(
             p,
             Apply::durable(move |ctx, _| {
-                erasure::run(ctx.store, ctx.project, c, &held, budget, ctx.now)
+                erasure::run(ctx.store, ctx.project, c, &held, ctx.hooks, budget, ctx.now)
             }),
         )
         .await?;

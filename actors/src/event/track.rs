@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::contact::records::{self as contacts, Counts, WriteCtx};
+use crate::contact::records::{self as contacts, ProjectCounts, WriteCtx};
 use crate::error::Result;
 use crate::idempotency::{self, Claim};
 use crate::model::{
@@ -26,7 +26,7 @@ impl TrackOutcome {
     }
 }
 
-pub fn track(ctx: &WriteCtx, counts: &mut Counts, msg: Track) -> Result<TrackOutcome> {
+pub fn track(ctx: &WriteCtx, counts: &mut ProjectCounts, msg: Track) -> Result<TrackOutcome> {
     // Tenants may not write the service's own events (a forged `email.open` or
     // `contact.unsubscribed` would fool stats, segments and workflows).
     if crate::model::event::is_reserved_name(&msg.event) {

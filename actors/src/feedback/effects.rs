@@ -24,7 +24,7 @@ use crate::model::{
 };
 use crate::project::apply::Apply;
 use crate::project::registry::Registry;
-use crate::project::unit::Unit;
+use crate::project::unit::WriteUnit;
 use crate::project::write::WriteCtx;
 use crate::store::{keys, Batch};
 use crate::suppression::{self, Reason, Suppression};
@@ -166,7 +166,7 @@ pub async fn apply(
         .send(
             p,
             Apply::durable(move |ctx, counts| {
-                let mut unit = Unit::new(*counts);
+                let mut unit = WriteUnit::new(*counts);
                 let applied = in_actor(ctx, &mut unit, &config, email, &report)?;
                 if applied == Applied::Done {
                     *counts = unit.apply(ctx)?;
@@ -194,7 +194,7 @@ fn seen_key_of_email(p: ProjectId, email: EmailId, kind: Kind) -> Vec<u8> {
 
 fn in_actor(
     ctx: &WriteCtx,
-    unit: &mut Unit,
+    unit: &mut WriteUnit,
     config: &FeedbackConfig,
     email_id: Option<EmailId>,
     report: &Report,

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::model::ProjectId;
-use crate::project::counters::Counts;
+use crate::project::counters::ProjectCounts;
 use crate::project::registry::Registry;
 
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +18,7 @@ pub struct ProjectStats {
 
 pub fn project(registry: &Registry, p: ProjectId) -> Result<ProjectStats> {
     let store = registry.store();
-    let counts = Counts::load(&**store, p)?;
+    let counts = ProjectCounts::load(&**store, p)?;
     let window = crate::reputation::load(&**store, p)?;
     Ok(ProjectStats {
         contacts: counts.contacts,

@@ -13,13 +13,13 @@ use actix::{
     Supervised,
 };
 
-use super::counters::Counts;
+use super::counters::ProjectCounts;
 use super::hooks::{Hooks, States};
 use super::limits::{self, TenantLimits};
 use super::messages::{Generation, Restart};
 use super::recorder::Recorder;
-use super::starts::Starts;
 use super::table::ContactTable;
+use super::wakeups::Wakeups;
 use super::write::WriteCtx;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -29,14 +29,14 @@ use crate::store::Store;
 
 pub struct ProjectActor {
     pub(crate) limits: TenantLimits,
-    pub(crate) starts: Starts,
+    pub(crate) wakeups: Wakeups,
     pub(crate) project: ProjectId,
     /// The store, noting what the actor's messages apply: the writes its next wait is
     /// for (`after_flush`, `flush_soon`).
     pub(crate) store: Arc<Recorder>,
     clock: Arc<dyn Clock>,
     mailbox_capacity: usize,
-    counts: Counts,
+    counts: ProjectCounts,
     /// The features' states (the segments, filters compiled), which judge each contact
     /// write; each feature's handlers reach its own by type.
     pub(crate) states: States,
@@ -83,7 +83,7 @@ pub struct ActorShared {
     /// Rung when emails were queued, to wake the dispatcher.
     pub outbox: Arc<tokio::sync::Notify>,
     pub limits: TenantLimits,
-    pub starts: Starts,
+    pub wakeups: Wakeups,
     /// What the features do inside each write (wired by `crate::wiring`).
     pub hooks: Arc<Hooks>,
     /// Test faults (debug builds only).
@@ -98,18 +98,18 @@ impl ProjectActor {
             mailbox_capacity,
             outbox,
             limits,
-            starts,
+            wakeups,
             hooks,
             faults,
         } = shared;
         ProjectActor {
             limits,
-            starts,
+            wakeups,
             project,
             store: Arc::new(Recorder::new(store)),
             clock,
             mailbox_capacity,
-            counts: Counts::default(),
+            counts: ProjectCounts::default(),
             states: hooks.new_states(),
             table,
             generation: 0,
@@ -132,7 +132,7 @@ impl ProjectActor {
 
     fn load(&mut self) {
         self.generation += 1;
-        match Counts::load(&*self.store, self.project) {
+        match ProjectCounts::load(&*self.store, self.project) {
             Ok(c) => self.counts = c,
             Err(e) => {
                 tracing::error!(project = %self.project, error = %e, "loading project counters")
@@ -170,7 +170,7 @@ impl ProjectActor {
     }
 
     /// Splits the actor's state into the write context and the counters it updates.
-    pub(crate) fn ctx(&mut self) -> (WriteCtx<'_>, &mut Counts) {
+    pub(crate) fn ctx(&mut self) -> (WriteCtx<'_>, &mut ProjectCounts) {
         self.faults.hit(Point::ProjectWrite);
         let now = self.now();
         (
@@ -181,8 +181,8 @@ impl ProjectActor {
                 table: &self.table,
                 now,
                 limits: &self.limits,
-                starts: &self.starts,
-                metrics: self.starts.metrics(),
+                wakeups: &self.wakeups,
+                metrics: self.wakeups.metrics(),
                 hooks: &self.hooks,
             },
             &mut self.counts,
@@ -196,8 +196,8 @@ impl ProjectActor {
         result: Result<T>,
     ) -> ResponseFuture<Result<T>> {
         let durable = self.store.durable_for_mine();
-        let noted = self.starts.take_noted();
-        let timers = self.starts.timers().clone();
+        let noted = self.wakeups.take_noted();
+        let timers = self.wakeups.timers().clone();
         Box::pin(async move {
             if result.is_err() && noted.is_empty() {
                 return result;
@@ -215,7 +215,7 @@ impl ProjectActor {
     /// For a write nobody waits on: asks for a flush, and arms its noted timers once it
     /// is done.
     pub(crate) fn flush_soon(&self) {
-        let noted = self.starts.take_noted();
+        let noted = self.wakeups.take_noted();
         if noted.is_empty() {
             // Nobody waits: ask for a flush, and leave what was applied to the next wait
             // (or the release's), which then fails if these writes were dropped.
@@ -223,7 +223,7 @@ impl ProjectActor {
             return;
         }
         let durable = self.store.durable_for_mine();
-        let timers = self.starts.timers().clone();
+        let timers = self.wakeups.timers().clone();
         actix::spawn(async move {
             if durable.await.is_ok() {
                 for t in noted {

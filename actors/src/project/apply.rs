@@ -3,11 +3,11 @@
 
 use actix::Message;
 
-use super::counters::Counts;
+use super::counters::ProjectCounts;
 use super::write::WriteCtx;
 use crate::error::Result;
 
-type Run<T> = Box<dyn FnOnce(&WriteCtx, &mut Counts) -> Result<T> + Send>;
+type Run<T> = Box<dyn FnOnce(&WriteCtx, &mut ProjectCounts) -> Result<T> + Send>;
 
 pub struct Apply<T> {
     pub(crate) run: Run<T>,
@@ -18,7 +18,9 @@ pub struct Apply<T> {
 
 impl<T> Apply<T> {
     /// A write answered once durable.
-    pub fn durable(run: impl FnOnce(&WriteCtx, &mut Counts) -> Result<T> + Send + 'static) -> Self {
+    pub fn durable(
+        run: impl FnOnce(&WriteCtx, &mut ProjectCounts) -> Result<T> + Send + 'static,
+    ) -> Self {
         Apply {
             run: Box::new(run),
             durable: true,
@@ -26,7 +28,9 @@ impl<T> Apply<T> {
     }
 
     /// A write answered once applied (readable), flushed soon after.
-    pub fn applied(run: impl FnOnce(&WriteCtx, &mut Counts) -> Result<T> + Send + 'static) -> Self {
+    pub fn applied(
+        run: impl FnOnce(&WriteCtx, &mut ProjectCounts) -> Result<T> + Send + 'static,
+    ) -> Self {
         Apply {
             run: Box::new(run),
             durable: false,

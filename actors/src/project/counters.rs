@@ -35,16 +35,16 @@ const DATA_BYTES: &str = "data-bytes";
 
 /// The counters a project actor keeps in memory and in the store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct ProjectCounts {
     pub contacts: u64,
     pub subscribed: u64,
     /// Bytes of `data` (as JSON) over all contacts.
     pub data_bytes: u64,
 }
 
-impl Counts {
+impl ProjectCounts {
     pub fn load(store: &dyn Store, p: ProjectId) -> Result<Self> {
-        Ok(Counts {
+        Ok(ProjectCounts {
             contacts: read_counter(store, p, CONTACTS)?,
             subscribed: read_counter(store, p, SUBSCRIBED)?,
             data_bytes: read_counter(store, p, DATA_BYTES)?,
@@ -53,7 +53,7 @@ impl Counts {
 
     /// Writes the counters that differ from `before`: most updates change neither,
     /// and every key left out is one less to log and move into sled.
-    pub fn write_changed(&self, before: &Counts, batch: &mut Batch, p: ProjectId) {
+    pub fn write_changed(&self, before: &ProjectCounts, batch: &mut Batch, p: ProjectId) {
         if self.contacts != before.contacts {
             batch.put(keys::counter(p, CONTACTS), codec::encode_u64(self.contacts));
         }

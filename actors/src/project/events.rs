@@ -55,7 +55,7 @@ pub fn append_all(ctx: &WriteCtx, batch: &mut Batch, events: &[Event]) -> Result
         store: ctx.store,
         project: ctx.project,
         states: ctx.states,
-        starts: ctx.starts,
+        wakeups: ctx.wakeups,
     };
     ctx.hooks.run_after_events(&hooked, batch, events)
 }

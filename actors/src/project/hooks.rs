@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::starts::Starts;
+use super::wakeups::Wakeups;
 use crate::error::{Error, Result};
 use crate::model::{
     Contact, ContactId, Engagement, Event, Hit, OutboundEmail, ProjectId, Timestamp,
@@ -27,7 +27,7 @@ pub struct EventsCtx<'a> {
     pub store: &'a dyn Store,
     pub project: ProjectId,
     pub states: &'a States,
-    pub starts: &'a Starts,
+    pub wakeups: &'a Wakeups,
 }
 
 /// When a contact is deleted, in its delete batch: what a feature keeps by the address
@@ -85,6 +85,19 @@ pub trait EmailWatch: Send + Sync {
         p: ProjectId,
         email: &OutboundEmail,
         called_off: bool,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// After `emails`, waiting in the outbox, were cancelled because their contact was
+    /// erased (each now FAILED, never sent), in the batch that records it. All of one
+    /// batch come at once: a batch cannot read its own writes, so a count kept per
+    /// campaign must add them up before it writes.
+    fn after_cancelled(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        emails: &[OutboundEmail],
         now: Timestamp,
     ) -> Result<()>;
 
@@ -239,6 +252,21 @@ impl Hooks {
     ) -> Result<()> {
         for watch in &self.emails {
             watch.after_outcome(store, batch, p, email, called_off, now)?;
+        }
+        Ok(())
+    }
+
+    /// Tells every feature of the waiting emails an erasure cancelled, in its batch.
+    pub fn after_cancelled(
+        &self,
+        store: &dyn Store,
+        batch: &mut Batch,
+        p: ProjectId,
+        emails: &[OutboundEmail],
+        now: Timestamp,
+    ) -> Result<()> {
+        for watch in &self.emails {
+            watch.after_cancelled(store, batch, p, emails, now)?;
         }
         Ok(())
     }

@@ -14,10 +14,10 @@ pub mod limits;
 pub mod messages;
 mod recorder;
 pub mod registry;
-pub mod starts;
 pub mod table;
 mod table_load;
 pub mod unit;
+pub mod wakeups;
 pub mod write;
 
 pub use actor::{ActorShared, ProjectActor};

@@ -25,7 +25,7 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Supervisor};
 
 use super::actor::Guarded;
 use super::hooks::Hooks;
-use super::starts::Starts;
+use super::wakeups::Wakeups;
 use super::{ActorShared, ContactTable, ProjectActor};
 use crate::clock::Clock;
 use crate::cluster::ownership::Ownership;
@@ -78,7 +78,7 @@ impl Default for RegistryConfig {
             mailbox_capacity: 1024,
             render_threads: 1,
             tenant: Default::default(),
-            max_entries_per_day: super::starts::MAX_ENTRIES_PER_DAY,
+            max_entries_per_day: super::wakeups::MAX_ENTRIES_PER_DAY,
             erasure_slice: 1_000,
             import_slice_rows: 1000,
             templates: Default::default(),
@@ -113,7 +113,7 @@ struct Inner {
     renders: RenderPool,
     /// The re-entry cap, the durable timers in memory (see `scheduler`) and the
     /// executors' wake-up.
-    starts: Starts,
+    wakeups: Wakeups,
     /// How marketing mail's links are signed and where they point.
     links: Arc<Links>,
     /// The gate a clean stop closes (see `shutdown`).
@@ -180,7 +180,7 @@ impl Registry {
                 retention: Arc::new(tokio::sync::Notify::new()),
                 attempts: Arc::default(),
                 renders: RenderPool::new(config.render_threads, config.templates),
-                starts: Starts::new(config.max_entries_per_day, Arc::default())
+                wakeups: Wakeups::new(config.max_entries_per_day, Arc::default())
                     .with_ownership(ownership.clone()),
                 links: Arc::new(links),
                 drain: Arc::default(),
@@ -213,7 +213,7 @@ impl Registry {
                     mailbox_capacity: self.inner.config.mailbox_capacity,
                     outbox: self.inner.outbox.clone(),
                     limits: self.inner.config.tenant,
-                    starts: self.inner.starts.for_actor(),
+                    wakeups: self.inner.wakeups.for_actor(),
                     hooks: self.inner.hooks.clone(),
                     faults: self.inner.faults.clone(),
                 };
@@ -525,7 +525,7 @@ impl Registry {
             slots.remove(&p);
             self.inner.ownership.forget(p);
         }
-        self.inner.starts.timers().forget(p);
+        self.inner.wakeups.timers().forget(p);
         let paces = self.hand_over_paces(p).unwrap_or_else(|e| {
             tracing::warn!(project = %p, error = %e, "writing a project's paces for its next owner");
             Default::default()
@@ -573,7 +573,7 @@ impl Registry {
             .scan(&keys::with_id(keys::READY, p.as_bytes()), None, false)
             .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k)))
             .collect();
-        self.inner.starts.ready().hint(&ready);
+        self.inner.wakeups.ready().hint(&ready);
         self.inner.outbox.notify_one();
         let resumes = self
             .inner
@@ -647,18 +647,18 @@ impl Registry {
     }
 
     pub fn timers(&self) -> &Arc<Timers> {
-        self.inner.starts.timers()
+        self.inner.wakeups.timers()
     }
 
     /// Where writes start and wake workflow executions (the re-entry cap, the timers,
     /// the executors' wake-up).
-    pub fn starts(&self) -> &Starts {
-        &self.inner.starts
+    pub fn wakeups(&self) -> &Wakeups {
+        &self.inner.wakeups
     }
 
     /// The engine's counters: this engine's work only.
     pub fn metrics(&self) -> &Arc<Metrics> {
-        self.inner.starts.metrics()
+        self.inner.wakeups.metrics()
     }
 
     /// Records one slice of a contact's erasure handles (config `erasure.slice`).
@@ -854,7 +854,7 @@ mod tests {
         assert!(roomy.renders().compile("s".into(), body).await.is_ok());
         let settings = |r: &Registry| {
             (
-                r.starts().max_entries_per_day(),
+                r.wakeups().max_entries_per_day(),
                 r.erasure_slice(),
                 r.import_slice_rows(),
             )

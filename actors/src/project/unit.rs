@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::counters::Counts;
+use super::counters::ProjectCounts;
 use super::events;
 use super::write::WriteCtx;
 use crate::error::Result;
@@ -21,8 +21,8 @@ pub struct Change {
     pub before: Option<Contact>,
     pub after: Contact,
     /// The counters before and after the change.
-    pub counts_before: Counts,
-    pub counts: Counts,
+    pub counts_before: ProjectCounts,
+    pub counts: ProjectCounts,
     /// What the `contact.subscribed` / `.unsubscribed` event says beyond the flag
     /// (`reason`, `campaignId`).
     pub note: Map<String, Value>,
@@ -35,25 +35,25 @@ impl Change {
 }
 
 /// The batch of one message, its events, and the contact changes it makes.
-pub struct Unit {
+pub struct WriteUnit {
     pub batch: Batch,
     /// Appended once, by `apply`. A caller adds the events of a contact before staging
     /// its change, so the segments judge the change with them.
     pub events: Vec<Event>,
-    counts_before: Counts,
-    counts: Counts,
+    counts_before: ProjectCounts,
+    counts: ProjectCounts,
     /// Each staged contact, as stored, for the in-memory table once the batch applies.
     contacts: Vec<(Contact, Vec<u8>)>,
 }
 
-impl Unit {
-    pub fn new(counts: Counts) -> Self {
-        Unit::with(Batch::new(), Vec::new(), counts)
+impl WriteUnit {
+    pub fn new(counts: ProjectCounts) -> Self {
+        WriteUnit::with(Batch::new(), Vec::new(), counts)
     }
 
     /// A unit that starts with the caller's `batch` and `events`.
-    pub fn with(batch: Batch, events: Vec<Event>, counts: Counts) -> Self {
-        Unit {
+    pub fn with(batch: Batch, events: Vec<Event>, counts: ProjectCounts) -> Self {
+        WriteUnit {
             batch,
             events,
             counts_before: counts,
@@ -64,7 +64,7 @@ impl Unit {
 
     /// The counters as the staged changes leave them: what the next change is
     /// prepared from.
-    pub fn counts(&self) -> Counts {
+    pub fn counts(&self) -> ProjectCounts {
         self.counts
     }
 
@@ -124,7 +124,7 @@ impl Unit {
     /// Writes the counters and the events into the batch, applies it, then updates the
     /// contact table; answers the counters the actor keeps from now on. Nothing is
     /// written when any step fails.
-    pub fn apply(mut self, ctx: &WriteCtx) -> Result<Counts> {
+    pub fn apply(mut self, ctx: &WriteCtx) -> Result<ProjectCounts> {
         let p = ctx.project;
         self.counts
             .write_changed(&self.counts_before, &mut self.batch, p);

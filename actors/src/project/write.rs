@@ -5,8 +5,8 @@
 
 use super::hooks::{Hooks, States};
 use super::limits::TenantLimits;
-use super::starts::Starts;
 use super::table::ContactTable;
+use super::wakeups::Wakeups;
 use crate::metrics::Metrics;
 use crate::model::{ProjectId, Timestamp};
 use crate::store::Store;
@@ -21,7 +21,7 @@ pub struct WriteCtx<'a> {
     pub now: Timestamp,
     pub limits: &'a TenantLimits,
     /// Where the events of a write start and wake workflow executions.
-    pub starts: &'a Starts,
+    pub wakeups: &'a Wakeups,
     /// The engine's counters (what `/metrics` shows).
     pub metrics: &'a Metrics,
     /// What the features do inside this write (see `hooks`).

@@ -109,30 +109,30 @@ impl Cmp {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Period {
     pub amount: f64,
-    pub unit: Unit,
+    pub unit: PeriodUnit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub enum PeriodUnit {
     Minutes,
     Hours,
     Days,
 }
 
-impl Unit {
+impl PeriodUnit {
     fn name(self) -> &'static str {
         match self {
-            Unit::Minutes => "minutes",
-            Unit::Hours => "hours",
-            Unit::Days => "days",
+            PeriodUnit::Minutes => "minutes",
+            PeriodUnit::Hours => "hours",
+            PeriodUnit::Days => "days",
         }
     }
 
     fn millis(self) -> f64 {
         match self {
-            Unit::Minutes => 60_000.0,
-            Unit::Hours => 3_600_000.0,
-            Unit::Days => 86_400_000.0,
+            PeriodUnit::Minutes => 60_000.0,
+            PeriodUnit::Hours => 3_600_000.0,
+            PeriodUnit::Days => 86_400_000.0,
         }
     }
 }
@@ -440,11 +440,11 @@ impl Parser {
         };
         let unit = match c.unit {
             // Days when omitted: the unit most filters mean.
-            None | Some(Value::Null) => Unit::Days,
+            None | Some(Value::Null) => PeriodUnit::Days,
             Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
-                "minutes" | "minute" => Unit::Minutes,
-                "hours" | "hour" => Unit::Hours,
-                "days" | "day" => Unit::Days,
+                "minutes" | "minute" => PeriodUnit::Minutes,
+                "hours" | "hour" => PeriodUnit::Hours,
+                "days" | "day" => PeriodUnit::Days,
                 _ => {
                     self.err(
                         &format!("{}.unit", c.path),

@@ -162,7 +162,7 @@ impl Deliverer {
                         Err(e) => tracing::warn!(error = %e, "listing the projects with webhooks"),
                     }
                 }
-                let noted = looping.registry.starts().webhooks().take();
+                let noted = looping.registry.wakeups().webhooks().take();
                 looping.dirty().extend(noted);
                 if let Err(e) = looping.round() {
                     tracing::warn!(error = %e, "a webhook delivery round failed; trying again");
@@ -171,7 +171,7 @@ impl Deliverer {
                 tokio::select! {
                     _ = tokio::time::sleep(ROUND) => {}
                     _ = looping.freed.notified() => {}
-                    _ = looping.registry.starts().webhooks().notified() => {}
+                    _ = looping.registry.wakeups().webhooks().notified() => {}
                     _ = looping.registry.drain().stopped() => return,
                 }
                 // Under load every batch of events notes its project: rounds are spaced
@@ -388,7 +388,7 @@ impl Deliverer {
                     self.dirty().insert(p);
                 }
             }
-            self.registry.starts().webhooks().set_waiting(waiting);
+            self.registry.wakeups().webhooks().set_waiting(waiting);
         }
         for (p, w, to) in cursors {
             let registry = self.registry.clone();

@@ -66,7 +66,7 @@ pub fn on_events(ctx: &EventsCtx, _batch: &mut Batch, events: &[Event]) -> Resul
         .iter()
         .any(|w| events.iter().any(|e| w.wants(&e.name)))
     {
-        ctx.starts.webhooks().note(ctx.project);
+        ctx.wakeups.webhooks().note(ctx.project);
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::metrics::{ExecutionMove, Metrics};
 use crate::model::{
     ContactId, ExecStatus, Execution, ExecutionId, HistoryEntry, ProjectId, WorkflowId,
 };
-pub use crate::project::starts::Starts;
+pub use crate::project::wakeups::Wakeups;
 use crate::scheduler::{Timer, TimerKind};
 use crate::store::{codec, keys, Batch, Store};
 
@@ -58,7 +58,7 @@ pub fn triggers(store: &dyn Store, p: ProjectId, event: &str) -> Result<Vec<Trig
 /// unsubscribes and one on `contact.unsubscribed` that subscribes, stop there).
 pub fn may_enter(
     store: &dyn Store,
-    starts: &Starts,
+    wakeups: &Wakeups,
     p: ProjectId,
     t: &Trigger,
     c: ContactId,
@@ -69,7 +69,7 @@ pub fn may_enter(
         // Forward: a reverse range read costs more, and only re-entry needs the last.
         return Ok(store.scan(&prefix, None, false).next().is_none());
     }
-    let max = starts.max_entries_per_day();
+    let max = wakeups.max_entries_per_day();
     if Entries::load(store, p, t.workflow, c)?.at(now).count >= max {
         return Ok(false);
     }
@@ -149,7 +149,7 @@ fn count_entry(
 /// the actor, which has applied the batch; one lost in a crash is lost with it.)
 pub fn start(
     store: &dyn Store,
-    starts: &Starts,
+    wakeups: &Wakeups,
     batch: &mut Batch,
     p: ProjectId,
     t: &Trigger,
@@ -159,7 +159,7 @@ pub fn start(
     if t.allow_reentry {
         count_entry(
             store,
-            starts.max_entries_per_day(),
+            wakeups.max_entries_per_day(),
             batch,
             p,
             t,
@@ -194,13 +194,13 @@ pub fn start(
             }
             e.status = ExecStatus::Waiting;
             e.wait = Some(wait);
-            starts.arm_after_write(timer);
+            wakeups.arm_after_write(timer);
         }
         None => batch.put(keys::ready(p, e.id), Vec::new()),
     }
     put(batch, p, &e)?;
     // Counted as the batch is made: a store batch is applied whole or the process stops.
-    starts.metrics().execution(ExecutionMove::Started);
+    wakeups.metrics().execution(ExecutionMove::Started);
     Ok(e)
 }
 
@@ -287,7 +287,7 @@ pub fn entry(step: &str, kind: &str, status: &str, now: i64) -> HistoryEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::project::starts::MAX_ENTRIES_PER_DAY;
+    use crate::project::wakeups::MAX_ENTRIES_PER_DAY;
     use crate::store::SledStore;
 
     fn reentry(w: WorkflowId) -> Trigger {
@@ -302,14 +302,14 @@ mod tests {
     /// Starts an execution of `t` for `c` at `now` and ends it at once.
     fn enter_and_end(
         store: &dyn Store,
-        starts: &Starts,
+        wakeups: &Wakeups,
         p: ProjectId,
         t: &Trigger,
         c: ContactId,
         now: i64,
     ) {
         let mut batch = Batch::new();
-        let mut e = start(store, starts, &mut batch, p, t, c, now).unwrap();
+        let mut e = start(store, wakeups, &mut batch, p, t, c, now).unwrap();
         end(
             store,
             &Metrics::default(),
@@ -334,10 +334,10 @@ mod tests {
             reentry(WorkflowId::new()),
         );
         let now = 1_000_000;
-        let starts = Starts::default();
+        let wakeups = Wakeups::default();
         for i in 0..MAX_ENTRIES_PER_DAY {
-            assert!(may_enter(&*store, &starts, p, &t, c, now + i64::from(i)).unwrap());
-            enter_and_end(&*store, &starts, p, &t, c, now + i64::from(i));
+            assert!(may_enter(&*store, &wakeups, p, &t, c, now + i64::from(i)).unwrap());
+            enter_and_end(&*store, &wakeups, p, &t, c, now + i64::from(i));
         }
         let mut batch = Batch::new();
         for kv in store.scan(&keys::executions_of(p, t.workflow), None, false) {
@@ -345,14 +345,14 @@ mod tests {
         }
         store.apply(batch).unwrap();
         assert!(
-            !may_enter(&*store, &starts, p, &t, c, now + 1_000).unwrap(),
+            !may_enter(&*store, &wakeups, p, &t, c, now + 1_000).unwrap(),
             "the cap still holds with the index pruned"
         );
         assert!(
-            may_enter(&*store, &starts, p, &t, c, now + DAY_MS).unwrap(),
+            may_enter(&*store, &wakeups, p, &t, c, now + DAY_MS).unwrap(),
             "a day after the window began, the contact may enter again"
         );
-        enter_and_end(&*store, &starts, p, &t, c, now + DAY_MS);
+        enter_and_end(&*store, &wakeups, p, &t, c, now + DAY_MS);
         let window = Entries::load(&*store, p, t.workflow, c).unwrap();
         assert_eq!(
             window,
@@ -368,17 +368,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
         let (strict, lenient) = (
-            Starts::new(2, Default::default()),
-            Starts::new(5, Default::default()),
+            Wakeups::new(2, Default::default()),
+            Wakeups::new(5, Default::default()),
         );
         let now = 1_000_000;
         let p = ProjectId::new();
         let (strict_contact, lenient_contact) = (ContactId::new(), ContactId::new());
         let t = reentry(WorkflowId::new());
-        let entered = |starts: &Starts, c: ContactId| {
+        let entered = |wakeups: &Wakeups, c: ContactId| {
             let mut n = 0;
-            while n < 10 && may_enter(&*store, starts, p, &t, c, now + n).unwrap() {
-                enter_and_end(&*store, starts, p, &t, c, now + n);
+            while n < 10 && may_enter(&*store, wakeups, p, &t, c, now + n).unwrap() {
+                enter_and_end(&*store, wakeups, p, &t, c, now + n);
                 n += 1;
             }
             n
@@ -396,7 +396,7 @@ mod tests {
     fn a_waiting_execution_notes_its_timer_for_its_own_engine_only_and_arms_none_yet() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), 8 << 20).unwrap();
-        let (mine, other) = (Starts::default(), Starts::default());
+        let (mine, other) = (Wakeups::default(), Wakeups::default());
         let mut t = reentry(WorkflowId::new());
         t.wait = Some(FirstWait {
             ms: 60_000,

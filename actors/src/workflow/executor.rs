@@ -250,7 +250,7 @@ impl Executors {
                         .filter_map(|kv| kv.ok().and_then(|(k, _)| keys::parse_ready(&k))),
                 );
             }
-            unsure.extend(self.registry.starts().ready().take());
+            unsure.extend(self.registry.wakeups().ready().take());
             unsure.retain(|&(p, x)| {
                 let key = keys::ready(p, x);
                 match store.scan_durable(&key, None).next() {
@@ -320,7 +320,7 @@ impl Executors {
                 Duration::from_millis(10)
             };
             tokio::select! {
-                _ = self.registry.starts().ready().notified() => {
+                _ = self.registry.wakeups().ready().notified() => {
                     // What rang it becomes durable within a flush interval.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
@@ -349,7 +349,7 @@ impl Executors {
             .await?;
         if moved {
             self.registry
-                .starts()
+                .wakeups()
                 .ready()
                 .hint(&[(t.project, x_of(&t))]);
         }
@@ -357,7 +357,7 @@ impl Executors {
     }
 
     fn requeue(&self, p: ProjectId, x: ExecutionId) {
-        self.registry.starts().ready().hint(&[(p, x)]);
+        self.registry.wakeups().ready().hint(&[(p, x)]);
     }
 
     fn now(&self) -> i64 {

@@ -4,7 +4,9 @@
 //! timer and an event at once) moves the execution once.
 
 use super::executions::{self, Trigger};
-use crate::contact::records::{self as contacts, read_counter, Counts, PatchContact, WriteCtx};
+use crate::contact::records::{
+    self as contacts, read_counter, PatchContact, ProjectCounts, WriteCtx,
+};
 use crate::error::{Error, FieldCode, Resource, Result};
 use crate::model::{
     DataPatch, ExecStatus, Execution, ExecutionId, HistoryEntry, Page, PageRequest, ProjectId,
@@ -400,7 +402,7 @@ pub fn step_done(
 /// follow, as with every contact write), then the step is done.
 pub fn update_contact(
     ctx: &WriteCtx,
-    counts: &mut Counts,
+    counts: &mut ProjectCounts,
     x: ExecutionId,
     end: StepEnd,
     data: DataPatch,
@@ -450,7 +452,7 @@ pub fn wait(ctx: &WriteCtx, x: ExecutionId, step: &str, wait: Wait) -> Result<()
     e.wait = Some(wait);
     executions::put(&mut batch, p, &e)?;
     store.apply(batch)?;
-    ctx.starts.arm_after_write(timer);
+    ctx.wakeups.arm_after_write(timer);
     Ok(())
 }
 

@@ -9,14 +9,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::executions::{self, Starts, Trigger};
+use super::executions::{self, Trigger, Wakeups};
 use crate::error::Result;
 use crate::model::{ContactId, Event, ExecStatus, ExecutionId, ProjectId, WorkflowId};
 use crate::project::hooks::EventsCtx;
 use crate::store::{keys, Batch, Store};
 
 pub fn on_events(ctx: &EventsCtx, batch: &mut Batch, events: &[Event]) -> Result<()> {
-    let (store, starts, p): (&dyn Store, &Starts, ProjectId) = (ctx.store, ctx.starts, ctx.project);
+    let (store, wakeups, p): (&dyn Store, &Wakeups, ProjectId) =
+        (ctx.store, ctx.wakeups, ctx.project);
     let mut triggers: HashMap<&str, Vec<Trigger>> = HashMap::new();
     let mut started: HashSet<(WorkflowId, ContactId)> = HashSet::new();
     let mut woken: HashSet<ExecutionId> = HashSet::new();
@@ -45,7 +46,7 @@ pub fn on_events(ctx: &EventsCtx, batch: &mut Batch, events: &[Event]) -> Result
             let step = e.current.clone().unwrap_or_default();
             let next = e.wait.as_ref().and_then(|w| w.next.clone());
             let entry = executions::entry(&step, "WAIT_FOR_EVENT", "COMPLETED", now);
-            executions::go_on(store, starts.metrics(), batch, p, &mut e, entry, next)?;
+            executions::go_on(store, wakeups.metrics(), batch, p, &mut e, entry, next)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }
@@ -59,17 +60,17 @@ pub fn on_events(ctx: &EventsCtx, batch: &mut Batch, events: &[Event]) -> Result
         };
         for t in list {
             if started.contains(&(t.workflow, ev.contact_id))
-                || !executions::may_enter(store, starts, p, t, ev.contact_id, now)?
+                || !executions::may_enter(store, wakeups, p, t, ev.contact_id, now)?
             {
                 continue;
             }
             started.insert((t.workflow, ev.contact_id));
-            let e = executions::start(store, starts, batch, p, t, ev.contact_id, now)?;
+            let e = executions::start(store, wakeups, batch, p, t, ev.contact_id, now)?;
             if e.status == ExecStatus::Running {
                 ready.push((p, e.id));
             }
         }
     }
-    starts.ready().hint(&ready);
+    wakeups.ready().hint(&ready);
     Ok(())
 }

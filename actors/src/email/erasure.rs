@@ -1,28 +1,31 @@
-//! The emails phase of an erasure (`erasure`). Emails have no index by contact, so the
+//! The emails phase of an erasure (`erasure::erase`). Emails have no index by contact, so the
 //! phase walks the project's email records in slices. A contact's email stays, for the
 //! campaign stats and the sender's log, with its status and times; its address becomes
 //! `Recipient::Erased`, and its subject, content, headers and attachments go. One still waiting
 //! in the outbox is cancelled first (FAILED, counted as `cancelled`), as a campaign's
-//! cancel drops its emails: never sent after the delete.
+//! cancel drops its emails: never sent after the delete. What that means to a campaign
+//! (its queued count, its end) is the campaign's to say, through the core's hooks
+//! (`EmailWatch::after_cancelled`), so this phase names no other feature.
 
 use std::collections::HashMap;
 
-use crate::campaign::{end as campaign_end, stats as campaign_stats};
+use super::sending;
 use crate::contact::erasure_record::{Erasure, Step, ERASED_ERROR};
-use crate::email::sending;
 use crate::error::Result;
 use crate::model::{
-    CampaignId, ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Recipient, Timestamp,
+    ContactId, EmailId, EmailStatus, OutboundEmail, ProjectId, Recipient, Timestamp,
 };
 use crate::project::attempts::Attempts;
+use crate::project::hooks::Hooks;
 use crate::store::{codec, keys, Batch, Store};
 
-pub(super) struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub store: &'a dyn Store,
     pub p: ProjectId,
     pub c: ContactId,
     pub erasure: &'a Erasure,
     pub attempts: &'a Attempts,
+    pub hooks: &'a Hooks,
     pub now: Timestamp,
 }
 
@@ -30,13 +33,13 @@ const CANCELLED: &str = "The contact was deleted before this email was sent";
 
 /// Up to `left` email records past the cursor; answers the step and the emails it took
 /// out of the outbox.
-pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, Vec<EmailId>)> {
+pub(crate) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, Vec<EmailId>)> {
     let (store, p) = (ctx.store, ctx.p);
     let prefix = keys::emails(p);
     let mut used = 0;
     let mut last: Option<Vec<u8>> = None;
     let mut dropped = Vec::new();
-    let mut cancelled: HashMap<CampaignId, u64> = HashMap::new();
+    let mut cancelled: Vec<OutboundEmail> = Vec::new();
     let mut attachments: HashMap<EmailId, u32> = HashMap::new();
     let mut finished = true;
     for kv in store.scan(&prefix, ctx.erasure.after(), false) {
@@ -59,10 +62,7 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
             batch.delete(keys::outbox(email.due_at, p, email.id));
             email.status = EmailStatus::Failed;
             email.last_error = Some(CANCELLED.into());
-            if let Some(c) = email.campaign_id {
-                batch.delete(keys::campaign_queued_email(p, c, email.id));
-                *cancelled.entry(c).or_default() += 1;
-            }
+            cancelled.push(email.clone());
             // Its share of the send's attachments is released here, as an outcome
             // would have released it.
             if let Some(a) = email.attachments_id {
@@ -84,13 +84,8 @@ pub(super) fn slice(ctx: &Ctx, batch: &mut Batch, left: usize) -> Result<(Step, 
             batch.put(keys::engagement(p, email.id), codec::encode(&e)?);
         }
     }
-    for (c, n) in cancelled {
-        let stats = campaign_stats::update(store, batch, p, c, |s| {
-            s.queued = s.queued.saturating_sub(n);
-            s.cancelled += n;
-        })?;
-        campaign_end::after_outcome(store, batch, p, c, &stats, ctx.now)?;
-    }
+    ctx.hooks
+        .after_cancelled(store, batch, p, &cancelled, ctx.now)?;
     for (a, n) in attachments {
         sending::release_attachments(store, batch, p, Some(a), n)?;
     }

@@ -1,5 +1,7 @@
-//! What the event path needs to start and wake workflow executions: the re-entry cap,
-//! the scheduler's timers, the executors' wake-up and the engine's counters. The
+//! What a write wakes once it is durable: the scheduler's timers, the workflow
+//! executors and the webhook dispatcher, with the re-entry cap the event path needs to
+//! start executions and the engine's counters. (It was `Starts`, which said only the
+//! first of these.) The
 //! Registry carries one, and every writer reaches it through the write context, so two
 //! engines in one process (two tests, two `Application`s) each keep their own.
 //!
@@ -19,7 +21,7 @@ use crate::scheduler::{Timer, Timers};
 pub const MAX_ENTRIES_PER_DAY: u32 = 100;
 
 #[derive(Clone)]
-pub struct Starts {
+pub struct Wakeups {
     max_entries_per_day: u32,
     timers: Arc<Timers>,
     ready: Arc<Ready>,
@@ -29,10 +31,10 @@ pub struct Starts {
     noted: Arc<Mutex<Vec<Timer>>>,
 }
 
-impl Starts {
+impl Wakeups {
     /// A cap of 0 would shut re-entry workflows entirely; at least one entry a day.
     pub fn new(max_entries_per_day: u32, metrics: Arc<Metrics>) -> Self {
-        Starts {
+        Wakeups {
             max_entries_per_day: max_entries_per_day.max(1),
             timers: Arc::default(),
             ready: Arc::default(),
@@ -49,8 +51,8 @@ impl Starts {
     }
 
     /// The same engine's starts with a note list of its own, for one project actor.
-    pub fn for_actor(&self) -> Starts {
-        Starts {
+    pub fn for_actor(&self) -> Wakeups {
+        Wakeups {
             noted: Arc::default(),
             ..self.clone()
         }
@@ -135,9 +137,9 @@ impl WebhookWake {
     }
 }
 
-impl Default for Starts {
+impl Default for Wakeups {
     fn default() -> Self {
-        Starts::new(MAX_ENTRIES_PER_DAY, Arc::default())
+        Wakeups::new(MAX_ENTRIES_PER_DAY, Arc::default())
     }
 }
 
