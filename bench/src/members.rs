@@ -165,6 +165,9 @@ pub fn count(
         {"field": "data.plan", "operator": "equals", "value": "pro"},
         {"field": "subscribed", "operator": "equals", "value": true}]}});
     let key = Some(server.secret_key.as_str());
+    // The segment's creation counts its members too: the first count, which picks
+    // `data.plan` out of every contact's JSON (the later ones read what the rows kept).
+    let t = Instant::now();
     let (status, seg) = rt.block_on(client::call(
         addr,
         "POST",
@@ -172,6 +175,7 @@ pub fn count(
         key,
         Some(filters.to_string()),
     ));
+    let first_ms = t.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(status, 201, "creating the segment: {seg}");
     let path = format!("/segments/{}", seg["id"].as_str().unwrap_or_default());
     let mut times = Vec::new();
@@ -199,7 +203,7 @@ pub fn count(
     }
     times.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "members: GET /segments/{{id}} over {contacts} contacts (two conditions) answers memberCount {count} in {:.0} ms median, {:.0} ms best; server peak RSS {} MiB",
+        "members: GET /segments/{{id}} over {contacts} contacts (two conditions) answers memberCount {count} in {:.0} ms median, {:.0} ms best (the first count, at POST /segments: {first_ms:.0} ms); server peak RSS {} MiB",
         times[2],
         times[0],
         server.peak_rss_kib() / 1024

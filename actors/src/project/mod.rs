@@ -15,6 +15,7 @@ pub mod messages;
 mod recorder;
 pub mod registry;
 pub mod table;
+pub mod table_columns;
 mod table_load;
 pub mod unit;
 pub mod wakeups;

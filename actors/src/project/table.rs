@@ -14,12 +14,16 @@
 //! once, in its row. About 40 bytes a contact beyond the row's bytes and its `Arc`; the
 //! row is the id, the email, the data as JSON text and two timestamps. Measured: 149
 //! bytes a contact in all at 1M with small data (docs/performance.md, 2026-11-25).
+//!
+//! Once a project is counted, the table also keeps columns beside the rows
+//! (`table_columns`): what a count reads, in contiguous arrays, instead of every row.
 
 use std::hash::BuildHasher;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use super::table_columns::{ColumnView, Columns};
 use crate::error::Result;
 use crate::model::{Contact, ContactId, ProjectId};
 use crate::store::{keys, Store};
@@ -53,6 +57,11 @@ struct Rows {
     by_email: HashTable<u32>,
     /// Seeded at random per table, so nobody can choose emails that collide.
     hasher: DefaultHashBuilder,
+    /// What counts read instead of the rows (`table_columns`), once a count built them.
+    columns: Option<Columns>,
+    /// Moves at every insert and remove: columns built from a copy of the rows are
+    /// installed only if no write came in between.
+    generation: u64,
 }
 
 impl Rows {
@@ -96,6 +105,14 @@ impl Rows {
     }
 
     fn insert(&mut self, id: ContactId, email: &str, row: Row) {
+        self.generation += 1;
+        let slot = self.slot_of_id(id).unwrap_or(self.rows.len());
+        if let Some(c) = &mut self.columns {
+            if c.set(slot, &row).is_err() {
+                // A row that does not decode: counts read the rows again.
+                self.columns = None;
+            }
+        }
         if let Some(s) = self.slot_of_id(id) {
             let old = std::mem::replace(&mut self.rows[s], row);
             match head(&old) {
@@ -147,6 +164,10 @@ impl Rows {
         }
         let last = self.rows.len() - 1;
         self.rows.swap_remove(s);
+        self.generation += 1;
+        if let Some(c) = &mut self.columns {
+            c.swap_remove(s);
+        }
         if s == last {
             return;
         }
@@ -210,6 +231,7 @@ impl Rows {
         rows + self.rows.capacity() * std::mem::size_of::<Row>()
             + self.by_id.allocation_size()
             + self.by_email.allocation_size()
+            + self.columns.as_ref().map_or(0, Columns::heap_bytes)
     }
 }
 
@@ -304,6 +326,64 @@ impl ContactTable {
     /// Every row at this moment, for a count that runs without the lock.
     pub fn rows(&self) -> Vec<Row> {
         self.read().rows.clone()
+    }
+
+    /// Runs `f` over the table's columns (`table_columns`) with the `data` columns of
+    /// `keys`, under the table's read lock: writes wait for it, and a walk over the
+    /// columns takes milliseconds. What is missing is built first from a copy of the
+    /// rows, outside the lock, and kept if no write came in the meantime. None when a
+    /// key can have no column, or writes kept coming while it was built: the caller
+    /// then reads the rows.
+    pub fn with_columns<R>(
+        &self,
+        keys: &[String],
+        f: impl FnOnce(&ColumnView<'_>) -> R,
+    ) -> Result<Option<R>> {
+        // Three tries at building; the fourth pass only reads what they built.
+        for attempt in 0..4 {
+            let (copy, generation, base, missing) = {
+                let rows = self.read();
+                if let Some(c) = &rows.columns {
+                    if let Some(view) = c.view(keys) {
+                        return Ok(Some(f(&view)));
+                    }
+                    if c.refuses(keys) {
+                        return Ok(None);
+                    }
+                }
+                if attempt == 3 {
+                    return Ok(None);
+                }
+                let missing: Vec<String> = match &rows.columns {
+                    Some(c) => keys
+                        .iter()
+                        .filter(|k| !c.has(std::slice::from_ref(*k)))
+                        .cloned()
+                        .collect(),
+                    None => keys.to_vec(),
+                };
+                let copy = rows.rows.clone();
+                (copy, rows.generation, rows.columns.is_none(), missing)
+            };
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let (base, cols) = Columns::build_parts(&copy, base, &missing, threads)?;
+            drop(copy);
+            let mut rows = self.write();
+            if rows.generation != generation {
+                continue;
+            }
+            if let Some(base) = base {
+                rows.columns = Some(base);
+            }
+            if let Some(c) = &mut rows.columns {
+                for (k, col) in missing.iter().zip(cols) {
+                    if !c.has(std::slice::from_ref(k)) {
+                        c.add_data(k, col);
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     pub fn len(&self) -> usize {

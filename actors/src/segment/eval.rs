@@ -33,6 +33,7 @@ pub struct Compiled {
     data_keys: Vec<String>,
     event_names: Vec<String>,
     conditions: u64,
+    tests_email: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -169,6 +170,7 @@ struct Builder {
     data_keys: Vec<String>,
     event_names: Vec<String>,
     conditions: u64,
+    tests_email: bool,
 }
 
 fn slot_of(list: &mut Vec<String>, name: &str) -> usize {
@@ -206,6 +208,7 @@ impl Builder {
 
     fn condition(&mut self, c: &Condition) -> Node {
         self.conditions += 1;
+        self.tests_email |= matches!(c, Condition::Email(_));
         match c {
             Condition::Email(t) => match t {
                 TextTest::Equals(s) => Node::EmailEq(s.clone()),
@@ -302,6 +305,7 @@ impl Compiled {
             data_keys: Vec::new(),
             event_names: Vec::new(),
             conditions: 0,
+            tests_email: false,
         };
         let root = b.group(g);
         Compiled {
@@ -309,6 +313,7 @@ impl Compiled {
             data_keys: b.data_keys,
             event_names: b.event_names,
             conditions: b.conditions,
+            tests_email: b.tests_email,
         }
     }
 
@@ -324,6 +329,11 @@ impl Compiled {
             op: GroupOp::And,
             items: vec![Filter::Condition(c.clone())],
         })
+    }
+
+    /// Whether the filter reads the email (a count from the table's columns cannot).
+    pub fn tests_email(&self) -> bool {
+        self.tests_email
     }
 
     /// The top-level `data` keys the filter reads; a subject needs only these.

@@ -79,7 +79,7 @@ pub fn member_counts(
     budget::check("filters", table.len(), conditions, max_evaluations)?;
     for (i, n) in dynamic
         .into_iter()
-        .zip(scan::count(&table.rows(), &mut matchers, now)?)
+        .zip(scan::count_table(table, &mut matchers, now)?)
     {
         counts[i] = n;
     }
@@ -115,7 +115,7 @@ pub fn segment_contacts(
         table.ensure_loaded(store, p)?;
         budget::check("filters", table.len(), c.conditions(), max_evaluations)?;
         let mut m = Matcher::load(store, p, c)?;
-        return scan::page(store, &table.rows(), p, &mut m, page, now);
+        return scan::page(store, table, p, &mut m, page, now);
     }
     let mut out = static_page(store, p, segment, page)?;
     out.total = static_member_count(store, p, segment.id)?;

@@ -6,20 +6,18 @@
 //! skipped without building values. Event conditions read per-contact statistics that
 //! were loaded once, before the scan, from the per-name index.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::eval::{Compiled, Subject};
 use crate::error::{Error, Result};
+pub use crate::model::pick::pick;
 use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest, ProjectId};
 use crate::project::events::stats_by_contact;
-use crate::project::table::Row;
+use crate::project::table::{ContactTable, Row};
+use crate::project::table_columns::ColumnView;
 use crate::store::{keys, Store};
 
 /// A compiled filter with what it needs to evaluate stored contacts. A clone shares
@@ -98,6 +96,125 @@ const PARALLEL_FROM: usize = 50_000;
 /// machine's cores, each part counted with its own clones of the matchers.
 pub fn count(rows: &[Row], matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    count_rows(rows, matchers, now, threads)
+}
+
+/// Counts the contacts of `table` each matcher accepts: over the table's columns
+/// (`table_columns`) when the filters test no email, else over its rows (`count`).
+pub fn count_table(table: &ContactTable, matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
+    if !matchers.is_empty() && matchers.iter().all(|m| !m.compiled.tests_email()) {
+        let mut keys: Vec<String> = Vec::new();
+        for m in matchers.iter() {
+            for k in m.compiled.data_keys() {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        let maps: Vec<Vec<usize>> = matchers
+            .iter()
+            .map(|m| {
+                let data_keys = m.compiled.data_keys();
+                data_keys
+                    .iter()
+                    .map(|k| keys.iter().position(|x| x == k).unwrap_or(0))
+                    .collect()
+            })
+            .collect();
+        let counted =
+            table.with_columns(&keys, |view| count_columns(view, matchers, &maps, now))?;
+        if let Some(counts) = counted {
+            return counts;
+        }
+    }
+    count(&table.rows(), matchers, now)
+}
+
+/// A contact as the columns give it: row `slot`, and the matcher's map from its `data`
+/// slots to the view's `data` columns.
+struct Columned<'a, 'b> {
+    view: &'b ColumnView<'a>,
+    slot: usize,
+    map: &'b [usize],
+    events: &'b [HashMap<ContactId, EventStats>],
+}
+
+impl Subject for Columned<'_, '_> {
+    fn email(&self) -> &str {
+        // Never asked: a filter that tests the email is counted over the rows.
+        ""
+    }
+    fn subscribed(&self) -> bool {
+        self.view.subscribed[self.slot]
+    }
+    fn created_at(&self) -> i64 {
+        self.view.created_at[self.slot]
+    }
+    fn updated_at(&self) -> i64 {
+        self.view.updated_at[self.slot]
+    }
+    fn data(&self, slot: usize) -> Option<&Value> {
+        self.view.data[self.map[slot]].value(self.slot)
+    }
+    fn event(&self, slot: usize) -> Option<EventStats> {
+        self.events[slot].get(&self.view.ids[self.slot]).copied()
+    }
+}
+
+fn count_columns(
+    view: &ColumnView<'_>,
+    matchers: &[Matcher],
+    maps: &[Vec<usize>],
+    now: i64,
+) -> Result<Vec<u64>> {
+    let part = |from: usize, to: usize| {
+        let mut counts = vec![0u64; matchers.len()];
+        for slot in from..to {
+            for ((m, map), n) in matchers.iter().zip(maps).zip(counts.iter_mut()) {
+                let subject = Columned {
+                    view,
+                    slot,
+                    map,
+                    events: &m.events,
+                };
+                if m.compiled.matches(&subject, now) {
+                    *n += 1;
+                }
+            }
+        }
+        counts
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if view.len() < PARALLEL_FROM || threads < 2 {
+        return Ok(part(0, view.len()));
+    }
+    let size = view.len().div_ceil(threads);
+    let parts: Vec<std::thread::Result<Vec<u64>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let part = &part;
+                let (from, to) = (t * size, ((t + 1) * size).min(view.len()));
+                s.spawn(move || part(from, to))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut counts = vec![0u64; matchers.len()];
+    for p in parts {
+        let p = p.map_err(|_| Error::Internal("a count thread panicked".into()))?;
+        for (total, n) in counts.iter_mut().zip(p) {
+            *total += n;
+        }
+    }
+    Ok(counts)
+}
+
+fn count_rows(
+    rows: &[Row],
+    matchers: &mut [Matcher],
+    now: i64,
+    threads: usize,
+) -> Result<Vec<u64>> {
     if matchers.is_empty() || rows.len() < PARALLEL_FROM || threads < 2 {
         return count_part(rows, matchers, now);
     }
@@ -166,14 +283,14 @@ pub fn each_pair(
 /// matches.
 pub fn page(
     store: &dyn Store,
-    rows: &[Row],
+    table: &ContactTable,
     p: ProjectId,
     m: &mut Matcher,
     page: &PageRequest,
     now: i64,
 ) -> Result<Page<Contact>> {
     let mut out = items(store, p, m, page, now)?;
-    out.total = count(rows, std::slice::from_mut(m), now)?[0];
+    out.total = count_table(table, std::slice::from_mut(m), now)?[0];
     Ok(out)
 }
 
@@ -201,77 +318,6 @@ pub fn items(
     Ok(Page::of(items, page, 0, |c| c.id.to_string()))
 }
 
-/// Fills `out[i]` with the top-level value named `keys[i]` of the JSON object `data`,
-/// skipping every other value without building it, and stopping once all are found.
-pub fn pick(data: &str, keys: &[String], out: &mut [Option<Value>]) {
-    out.iter_mut().for_each(|o| *o = None);
-    if keys.is_empty() || data.len() <= 2 {
-        return;
-    }
-    let mut de = serde_json::Deserializer::from_str(data);
-    // Stopping early leaves the rest unread, which serde_json reports as an error;
-    // what was picked by then is what we wanted.
-    let _ = de.deserialize_map(Pick {
-        keys,
-        out,
-        found: 0,
-    });
-}
-
-struct Pick<'k, 'o> {
-    keys: &'k [String],
-    out: &'o mut [Option<Value>],
-    found: usize,
-}
-
-impl<'de> Visitor<'de> for Pick<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> std::result::Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            match self.keys.iter().position(|k| *k == key.0) {
-                Some(i) => {
-                    self.out[i] = Some(map.next_value()?);
-                    self.found += 1;
-                    if self.found == self.keys.len() {
-                        return Ok(());
-                    }
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A map key that borrows from the input when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,5 +333,130 @@ mod tests {
         assert_eq!(out, [Some(json!("pro")), Some(json!(3)), None]);
         pick("{}", &keys, &mut out);
         assert_eq!(out, [None, None, None]);
+    }
+
+    use crate::model::{DataMap, EmailAddress, Timestamp};
+    use crate::segment::filter::Group;
+
+    fn contact(i: usize, data: Value) -> Contact {
+        Contact {
+            id: ContactId::new(),
+            email: EmailAddress::parse(&format!("c{i}@example.com")).unwrap(),
+            subscribed: i.is_multiple_of(2),
+            data: data.as_object().cloned().unwrap_or_else(DataMap::new),
+            created_at: Timestamp::from(1_000 + i as i64),
+            updated_at: Timestamp::from(2_000),
+        }
+    }
+
+    fn matcher(filter: &Value) -> Matcher {
+        let compiled = Compiled::new(&Group::parse(filter, "filters").unwrap());
+        Matcher {
+            slots: vec![None; compiled.data_keys().len()],
+            compiled: Arc::new(compiled),
+            events: Arc::new(Vec::new()),
+        }
+    }
+
+    fn data_is(key: &str, value: Value) -> Value {
+        json!({"operator": "AND", "conditions": [
+            {"field": format!("data.{key}"), "operator": "equals", "value": value}]})
+    }
+
+    /// Each filter counted over the table (its columns when it can) and, for the
+    /// truth, row by row.
+    fn agree(table: &ContactTable, filters: &[Value], what: &str) {
+        let mut ms: Vec<Matcher> = filters.iter().map(matcher).collect();
+        let over_table = count_table(table, &mut ms, 0).unwrap();
+        let over_rows = count_rows(&table.rows(), &mut ms, 0, 1).unwrap();
+        assert_eq!(over_table, over_rows, "{what}");
+    }
+
+    #[test]
+    fn a_count_over_the_columns_sees_every_write_since_they_were_built() {
+        let table = ContactTable::default();
+        let mut people: Vec<Contact> = (0..300)
+            .map(|i| {
+                let plan = ["pro", "free", "team"][i % 3];
+                contact(i, json!({"plan": plan, "n": i}))
+            })
+            .collect();
+        for c in &people {
+            table.put(c, &c.encode().unwrap());
+        }
+        let pro = data_is("plan", json!("pro"));
+        let mut m = [matcher(&pro)];
+        assert_eq!(count_table(&table, &mut m, 0).unwrap(), [100]);
+        assert!(
+            table
+                .with_columns(&["plan".to_owned()], |_| ())
+                .unwrap()
+                .is_some(),
+            "the count built the plan's column"
+        );
+        // Rewrites, removals from the middle and new contacts, after the columns.
+        for i in (1..300).step_by(3) {
+            people[i].data.insert("plan".into(), json!("pro"));
+            table.put(&people[i], &people[i].encode().unwrap());
+        }
+        for i in (0..300).step_by(7) {
+            table.remove(&people[i]);
+        }
+        for i in 300..340 {
+            let c = contact(i, json!({"plan": "pro"}));
+            table.put(&c, &c.encode().unwrap());
+        }
+        let subscribed_pro = json!({"operator": "AND", "conditions": [
+            {"field": "data.plan", "operator": "equals", "value": "pro"},
+            {"field": "subscribed", "operator": "equals", "value": true}]});
+        agree(&table, &[pro.clone(), subscribed_pro], "after the writes");
+        let kept = (0..300).filter(|i| i % 7 != 0);
+        let want = kept.filter(|i| i % 3 != 2).count() as u64 + 40;
+        assert_eq!(count_table(&table, &mut m, 0).unwrap(), [want]);
+    }
+
+    #[test]
+    fn counts_over_many_keys_and_keys_of_many_values_agree_with_the_rows() {
+        let table = ContactTable::default();
+        for i in 0..5_000usize {
+            let mut data = serde_json::Map::new();
+            for k in 0..20 {
+                if (i + k) % 3 != 0 {
+                    data.insert(format!("k{k}"), json!((i * k) % 4));
+                }
+            }
+            // `id` has a value per contact: too many for a column.
+            data.insert("id".into(), json!(i));
+            if i.is_multiple_of(5) {
+                let city = ["Oslo", "Lima"][i % 2];
+                data.insert("addr".into(), json!({ "city": city }));
+            }
+            let c = contact(i, Value::Object(data));
+            table.put(&c, &c.encode().unwrap());
+        }
+        // Twenty keys, more than the table keeps columns of, then a nested path, a key
+        // of a value per contact, and a date: each alone and two at once.
+        for k in 0..20 {
+            let one = data_is(&format!("k{k}"), json!(k % 4));
+            let two = json!({"operator": "OR", "conditions": [
+                {"field": format!("data.k{}", (k + 7) % 20), "operator": "equals", "value": 1},
+                {"field": "subscribed", "operator": "equals", "value": true}]});
+            agree(&table, &[one, two], &format!("key {k}"));
+        }
+        let city = data_is("addr.city", json!("Oslo"));
+        let id = json!({"operator": "AND", "conditions": [
+            {"field": "data.id", "operator": "greaterThan", "value": 4_000}]});
+        agree(
+            &table,
+            &[city, id],
+            "a nested path and a key of a value per contact",
+        );
+        assert!(
+            table
+                .with_columns(&["id".to_owned()], |_| ())
+                .unwrap()
+                .is_none(),
+            "a key of a value per contact has no column"
+        );
     }
 }
