@@ -266,11 +266,18 @@ impl ContactTable {
     /// actor restart promises a reload from the store).
     pub fn reload(&self, store: &dyn Store, p: ProjectId) -> Result<()> {
         let mut rows = self.write();
+        // The generation goes on: columns built from a copy taken before the reload
+        // must not be installed over the reloaded rows.
+        let generation = rows.generation + 1;
         *rows = Rows::default();
+        rows.generation = generation;
         Self::fill(&mut rows, store, p)
     }
 
     fn fill(rows: &mut Rows, store: &dyn Store, p: ProjectId) -> Result<()> {
+        // Columns of the rows before are no columns of these.
+        rows.columns = None;
+        rows.generation += 1;
         let started = std::time::Instant::now();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         rows.rows = super::table_load::read(store, &keys::contacts(p), threads)?;
@@ -344,7 +351,7 @@ impl ContactTable {
             let (copy, generation, base, missing) = {
                 let rows = self.read();
                 if let Some(c) = &rows.columns {
-                    if let Some(view) = c.view(keys) {
+                    if let Some(view) = c.view(keys).filter(|v| v.len() == rows.rows.len()) {
                         return Ok(Some(f(&view)));
                     }
                     if c.refuses(keys) {
@@ -505,6 +512,8 @@ mod tests {
         store.apply(b).unwrap();
         store.durable().await.unwrap();
         let t = ContactTable::default();
+        // Columns asked of the table before its load are not the loaded rows' columns.
+        assert_eq!(t.with_columns(&[], |v| v.len()).unwrap(), Some(0));
         t.ensure_loaded(&*store, p).unwrap();
         assert_eq!(t.len(), people.len());
         for c in &people {
@@ -513,6 +522,17 @@ mod tests {
         }
         t.remove(&people[0]);
         assert_eq!(t.id_by_email(people[0].email.as_str()), None);
+        assert_eq!(
+            t.with_columns(&[], |v| v.len()).unwrap(),
+            Some(people.len() - 1),
+            "columns of every row"
+        );
+        t.reload(&*store, p).unwrap();
+        assert_eq!(
+            t.with_columns(&[], |v| v.len()).unwrap(),
+            Some(people.len()),
+            "after a reload, columns of the reloaded rows"
+        );
         assert_eq!(
             t.id_by_email(people[1_999].email.as_str()),
             Some(people[1_999].id)

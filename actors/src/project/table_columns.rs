@@ -258,6 +258,14 @@ impl Columns {
             .iter()
             .map(|k| self.data.get(k))
             .collect::<Option<Vec<_>>>()?;
+        // Every column has a value per row; should one not, the count reads the rows
+        // rather than a wrong column.
+        if data.iter().any(|d| d.codes.len() != self.ids.len()) {
+            return None;
+        }
+        debug_assert!(
+            self.subscribed.len() == self.ids.len() && self.updated_at.len() == self.ids.len()
+        );
         Some(ColumnView {
             ids: &self.ids,
             subscribed: &self.subscribed,
@@ -384,7 +392,13 @@ mod tests {
         let mut col = DataColumn::new();
         let big = |i: usize| Some(json!(format!("{i}{}", "x".repeat(40_000))));
         let codes: Vec<Option<u32>> = (0..30).map(|i| col.code(big(i))).collect();
-        assert!(codes[..10].iter().all(Option::is_some), "the first values fit");
-        assert_eq!(codes[29], None, "30 values of 40 kB pass MAX_DISTINCT_BYTES");
+        assert!(
+            codes[..10].iter().all(Option::is_some),
+            "the first values fit"
+        );
+        assert_eq!(
+            codes[29], None,
+            "30 values of 40 kB pass MAX_DISTINCT_BYTES"
+        );
     }
 }
