@@ -25,6 +25,7 @@ mod smtp_client;
 mod soak;
 mod webhooks;
 mod workflows;
+mod wrk;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -51,7 +52,8 @@ pub struct Args {
     /// /contacts/import, timed to COMPLETED), footprint (--contacts through POST /contacts,
     /// then a restart: RSS per contact and the project's load time), feedback (/v1/send with a return path per email beside without, and delivery reports/s through the receiving SMTP server), webhooks (/v1/track
     /// with an endpoint subscribed to * beside none, and deliveries/s to a local
-    /// receiver), failover (needs
+    /// receiver), wrk (/v1/track and the upsert under `wrk -t2 -c64`, each as a share
+    /// of /health under the same wrk: issue #35's first two figures), failover (needs
     /// --postgres-url: two nodes, --contacts imported, kill -9 of the owner, the time
     /// until the other node serves the project).
     #[arg(
@@ -217,6 +219,10 @@ fn main() {
     }
     if wanted("webhooks") {
         webhooks::run(&rt, &bin, &env, args.connections, args.seconds);
+    }
+    if wanted("wrk") {
+        let fresh = server::Server::start(&bin, &setup::env(&dns, &smtp, 0, args.smtp_connections));
+        wrk::run(&fresh, args.seconds);
     }
     if wanted("failover") {
         let url = args

@@ -16,14 +16,14 @@
 //! bytes a contact in all at 1M with small data (docs/performance.md, 2026-11-25).
 //!
 //! Once a project is counted, the table also keeps columns beside the rows
-//! (`table_columns`): what a count reads, in contiguous arrays, instead of every row.
+//! (`table_columns`): what a count copies, in contiguous arrays, instead of every row.
 
 use std::hash::BuildHasher;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use super::table_columns::{ColumnView, Columns};
+use super::table_columns::{Change, ColumnView, Columns, Needs, MAX_DATA_COLUMNS};
 use crate::error::Result;
 use crate::model::{Contact, ContactId, ProjectId};
 use crate::store::{keys, Store};
@@ -33,7 +33,12 @@ pub type Row = Arc<[u8]>;
 #[derive(Default)]
 pub struct ContactTable {
     inner: RwLock<Rows>,
+    /// Held by the one count that builds columns (`with_columns`).
+    building: Mutex<()>,
 }
+
+/// Writes logged while columns are built before the build is abandoned.
+const MAX_BUILD_LOG: usize = 100_000;
 
 /// The fields an index compares: the first two of the stored form (see `Stored` in
 /// model/contact.rs), decoded without reading the rest.
@@ -59,9 +64,12 @@ struct Rows {
     hasher: DefaultHashBuilder,
     /// What counts read instead of the rows (`table_columns`), once a count built them.
     columns: Option<Columns>,
-    /// Moves at every insert and remove: columns built from a copy of the rows are
-    /// installed only if no write came in between.
-    generation: u64,
+    /// Moves at every load and reload: columns built from a copy of other rows are
+    /// never installed.
+    epoch: u64,
+    /// While columns are built from a copy of the rows, the writes since the copy, to
+    /// replay onto them (None: no build, or one abandoned past `MAX_BUILD_LOG`).
+    build_log: Option<Vec<Change>>,
 }
 
 impl Rows {
@@ -105,8 +113,8 @@ impl Rows {
     }
 
     fn insert(&mut self, id: ContactId, email: &str, row: Row) {
-        self.generation += 1;
         let slot = self.slot_of_id(id).unwrap_or(self.rows.len());
+        self.log(Change::Set(slot, row.clone()));
         if let Some(c) = &mut self.columns {
             if c.set(slot, &row).is_err() {
                 // A row that does not decode: counts read the rows again.
@@ -164,7 +172,7 @@ impl Rows {
         }
         let last = self.rows.len() - 1;
         self.rows.swap_remove(s);
-        self.generation += 1;
+        self.log(Change::SwapRemove(s));
         if let Some(c) = &mut self.columns {
             c.swap_remove(s);
         }
@@ -179,6 +187,17 @@ impl Rows {
         };
         Self::repoint(&mut self.by_id, id_hash, last, s);
         Self::repoint(&mut self.by_email, email_hash, last, s);
+    }
+
+    /// Notes a write for the columns being built, if any; past `MAX_BUILD_LOG` writes
+    /// the build is abandoned (its count reads the rows; a later one builds again).
+    fn log(&mut self, change: Change) {
+        if let Some(log) = &mut self.build_log {
+            match log.len() < MAX_BUILD_LOG {
+                true => log.push(change),
+                false => self.build_log = None,
+            }
+        }
     }
 
     /// Builds both indexes over `rows` (a load), one on each of two threads: they only
@@ -266,18 +285,19 @@ impl ContactTable {
     /// actor restart promises a reload from the store).
     pub fn reload(&self, store: &dyn Store, p: ProjectId) -> Result<()> {
         let mut rows = self.write();
-        // The generation goes on: columns built from a copy taken before the reload
-        // must not be installed over the reloaded rows.
-        let generation = rows.generation + 1;
+        // The epoch goes on: columns built from a copy taken before the reload must
+        // not be installed over the reloaded rows.
+        let epoch = rows.epoch;
         *rows = Rows::default();
-        rows.generation = generation;
+        rows.epoch = epoch;
         Self::fill(&mut rows, store, p)
     }
 
     fn fill(rows: &mut Rows, store: &dyn Store, p: ProjectId) -> Result<()> {
         // Columns of the rows before are no columns of these.
         rows.columns = None;
-        rows.generation += 1;
+        rows.build_log = None;
+        rows.epoch += 1;
         let started = std::time::Instant::now();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         rows.rows = super::table_load::read(store, &keys::contacts(p), threads)?;
@@ -335,62 +355,86 @@ impl ContactTable {
         self.read().rows.clone()
     }
 
-    /// Runs `f` over the table's columns (`table_columns`) with the `data` columns of
-    /// `keys`, under the table's read lock: writes wait for it, and a walk over the
-    /// columns takes milliseconds. What is missing is built first from a copy of the
-    /// rows, outside the lock, and kept if no write came in the meantime. None when a
-    /// key can have no column, or writes kept coming while it was built: the caller
+    /// Runs `f` over a copy of the table's columns (`table_columns`) with the `data`
+    /// columns of `keys` (and the ids and times when `needs` says), made under the
+    /// read lock (a memory copy: milliseconds at a million contacts, which is all the
+    /// actor's writes wait), so that `f` walks it with no lock held. What is missing is
+    /// built first, once at a time per table, from a copy of the rows and outside the
+    /// lock; the writes that land meanwhile are replayed onto it before it is kept.
+    /// None when a key can have no column or another count is building: the caller
     /// then reads the rows.
     pub fn with_columns<R>(
         &self,
         keys: &[String],
-        f: impl FnOnce(&ColumnView<'_>) -> R,
+        needs: Needs,
+        f: impl FnOnce(&ColumnView) -> R,
     ) -> Result<Option<R>> {
-        // Three tries at building; the fourth pass only reads what they built.
-        for attempt in 0..4 {
-            let (copy, generation, base, missing) = {
+        if keys.len() > MAX_DATA_COLUMNS {
+            return Ok(None);
+        }
+        for attempt in 0..2 {
+            {
                 let rows = self.read();
                 if let Some(c) = &rows.columns {
-                    if let Some(view) = c.view(keys).filter(|v| v.len() == rows.rows.len()) {
+                    if let Some(view) = c.copy(keys, needs, rows.rows.len()) {
+                        drop(rows);
                         return Ok(Some(f(&view)));
                     }
-                    if c.refuses(keys) {
+                    if !c.can_hold(keys) {
                         return Ok(None);
                     }
                 }
-                if attempt == 3 {
-                    return Ok(None);
-                }
-                let missing: Vec<String> = match &rows.columns {
-                    Some(c) => keys
-                        .iter()
-                        .filter(|k| !c.has(std::slice::from_ref(*k)))
-                        .cloned()
-                        .collect(),
-                    None => keys.to_vec(),
-                };
-                let copy = rows.rows.clone();
-                (copy, rows.generation, rows.columns.is_none(), missing)
-            };
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let (base, cols) = Columns::build_parts(&copy, base, &missing, threads)?;
-            drop(copy);
-            let mut rows = self.write();
-            if rows.generation != generation {
-                continue;
             }
-            if let Some(base) = base {
-                rows.columns = Some(base);
-            }
-            if let Some(c) = &mut rows.columns {
-                for (k, col) in missing.iter().zip(cols) {
-                    if !c.has(std::slice::from_ref(k)) {
-                        c.add_data(k, col);
-                    }
-                }
+            if attempt == 1 || !self.build(keys)? {
+                return Ok(None);
             }
         }
         Ok(None)
+    }
+
+    /// Builds the columns `keys` lack; whether they were kept (not when another build
+    /// runs, a reload came, or too many writes did).
+    fn build(&self, keys: &[String]) -> Result<bool> {
+        let Ok(_only) = self.building.try_lock() else {
+            return Ok(false);
+        };
+        let (copy, epoch, base, missing) = {
+            let mut rows = self.write();
+            let (base, missing) = match &rows.columns {
+                // Columns that disagree with the rows (never seen) are built again.
+                Some(c) if c.copy(&[], Needs::default(), rows.rows.len()).is_some() => {
+                    (false, c.missing(keys))
+                }
+                _ => (true, keys.to_vec()),
+            };
+            rows.build_log = Some(Vec::new());
+            (rows.rows.clone(), rows.epoch, base, missing)
+        };
+        let started = std::time::Instant::now();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let built = Columns::build(&copy, base, &missing, threads);
+        drop(copy);
+        let mut rows = self.write();
+        let log = rows.build_log.take();
+        let mut built = built?;
+        let Some(log) = log.filter(|_| rows.epoch == epoch) else {
+            return Ok(false);
+        };
+        for change in &log {
+            built.replay(change, base)?;
+        }
+        Columns::install(&mut rows.columns, built, base);
+        if rows.rows.len() >= 10_000 {
+            tracing::info!(
+                contacts = rows.rows.len(),
+                keys = ?missing,
+                millis = started.elapsed().as_millis() as u64,
+                writes_replayed = log.len(),
+                column_bytes = rows.columns.as_ref().map_or(0, Columns::heap_bytes) as u64,
+                "built the contact table's columns for counts"
+            );
+        }
+        Ok(true)
     }
 
     pub fn len(&self) -> usize {
@@ -513,7 +557,10 @@ mod tests {
         store.durable().await.unwrap();
         let t = ContactTable::default();
         // Columns asked of the table before its load are not the loaded rows' columns.
-        assert_eq!(t.with_columns(&[], |v| v.len()).unwrap(), Some(0));
+        assert_eq!(
+            t.with_columns(&[], Needs::default(), |v| v.len()).unwrap(),
+            Some(0)
+        );
         t.ensure_loaded(&*store, p).unwrap();
         assert_eq!(t.len(), people.len());
         for c in &people {
@@ -523,13 +570,13 @@ mod tests {
         t.remove(&people[0]);
         assert_eq!(t.id_by_email(people[0].email.as_str()), None);
         assert_eq!(
-            t.with_columns(&[], |v| v.len()).unwrap(),
+            t.with_columns(&[], Needs::default(), |v| v.len()).unwrap(),
             Some(people.len() - 1),
             "columns of every row"
         );
         t.reload(&*store, p).unwrap();
         assert_eq!(
-            t.with_columns(&[], |v| v.len()).unwrap(),
+            t.with_columns(&[], Needs::default(), |v| v.len()).unwrap(),
             Some(people.len()),
             "after a reload, columns of the reloaded rows"
         );

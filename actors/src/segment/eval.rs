@@ -34,6 +34,7 @@ pub struct Compiled {
     event_names: Vec<String>,
     conditions: u64,
     tests_email: bool,
+    tests_dates: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -171,6 +172,7 @@ struct Builder {
     event_names: Vec<String>,
     conditions: u64,
     tests_email: bool,
+    tests_dates: bool,
 }
 
 fn slot_of(list: &mut Vec<String>, name: &str) -> usize {
@@ -209,6 +211,7 @@ impl Builder {
     fn condition(&mut self, c: &Condition) -> Node {
         self.conditions += 1;
         self.tests_email |= matches!(c, Condition::Email(_));
+        self.tests_dates |= matches!(c, Condition::Date { .. });
         match c {
             Condition::Email(t) => match t {
                 TextTest::Equals(s) => Node::EmailEq(s.clone()),
@@ -306,6 +309,7 @@ impl Compiled {
             event_names: Vec::new(),
             conditions: 0,
             tests_email: false,
+            tests_dates: false,
         };
         let root = b.group(g);
         Compiled {
@@ -314,6 +318,7 @@ impl Compiled {
             event_names: b.event_names,
             conditions: b.conditions,
             tests_email: b.tests_email,
+            tests_dates: b.tests_dates,
         }
     }
 
@@ -334,6 +339,11 @@ impl Compiled {
     /// Whether the filter reads the email (a count from the table's columns cannot).
     pub fn tests_email(&self) -> bool {
         self.tests_email
+    }
+
+    /// Whether the filter reads `createdAt` or `updatedAt`.
+    pub fn tests_dates(&self) -> bool {
+        self.tests_dates
     }
 
     /// The top-level `data` keys the filter reads; a subject needs only these.

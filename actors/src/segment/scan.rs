@@ -17,7 +17,7 @@ pub use crate::model::pick::pick;
 use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest, ProjectId};
 use crate::project::events::stats_by_contact;
 use crate::project::table::{ContactTable, Row};
-use crate::project::table_columns::ColumnView;
+use crate::project::table_columns::{ColumnView, Needs};
 use crate::store::{keys, Store};
 
 /// A compiled filter with what it needs to evaluate stored contacts. A clone shares
@@ -121,8 +121,15 @@ pub fn count_table(table: &ContactTable, matchers: &mut [Matcher], now: i64) -> 
                     .collect()
             })
             .collect();
-        let counted =
-            table.with_columns(&keys, |view| count_columns(view, matchers, &maps, now))?;
+        let needs = Needs {
+            ids: matchers
+                .iter()
+                .any(|m| !m.compiled.event_names().is_empty()),
+            times: matchers.iter().any(|m| m.compiled.tests_dates()),
+        };
+        let counted = table.with_columns(&keys, needs, |view| {
+            count_columns(view, matchers, &maps, now)
+        })?;
         if let Some(counts) = counted {
             return counts;
         }
@@ -132,14 +139,14 @@ pub fn count_table(table: &ContactTable, matchers: &mut [Matcher], now: i64) -> 
 
 /// A contact as the columns give it: row `slot`, and the matcher's map from its `data`
 /// slots to the view's `data` columns.
-struct Columned<'a, 'b> {
-    view: &'b ColumnView<'a>,
+struct Columned<'b> {
+    view: &'b ColumnView,
     slot: usize,
     map: &'b [usize],
     events: &'b [HashMap<ContactId, EventStats>],
 }
 
-impl Subject for Columned<'_, '_> {
+impl Subject for Columned<'_> {
     fn email(&self) -> &str {
         // Never asked: a filter that tests the email is counted over the rows.
         ""
@@ -162,7 +169,7 @@ impl Subject for Columned<'_, '_> {
 }
 
 fn count_columns(
-    view: &ColumnView<'_>,
+    view: &ColumnView,
     matchers: &[Matcher],
     maps: &[Vec<usize>],
     now: i64,
@@ -389,7 +396,7 @@ mod tests {
         assert_eq!(count_table(&table, &mut m, 0).unwrap(), [100]);
         assert!(
             table
-                .with_columns(&["plan".to_owned()], |_| ())
+                .with_columns(&["plan".to_owned()], Needs::default(), |_| ())
                 .unwrap()
                 .is_some(),
             "the count built the plan's column"
@@ -453,7 +460,7 @@ mod tests {
         );
         assert!(
             table
-                .with_columns(&["id".to_owned()], |_| ())
+                .with_columns(&["id".to_owned()], Needs::default(), |_| ())
                 .unwrap()
                 .is_none(),
             "a key of a value per contact has no column"
