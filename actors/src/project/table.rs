@@ -113,15 +113,18 @@ impl Rows {
     }
 
     fn insert(&mut self, id: ContactId, email: &str, row: Row) {
-        let slot = self.slot_of_id(id).unwrap_or(self.rows.len());
-        self.log(Change::Set(slot, row.clone()));
-        if let Some(c) = &mut self.columns {
-            if c.set(slot, &row).is_err() {
-                // A row that does not decode: counts read the rows again.
-                self.columns = None;
+        let existing = self.slot_of_id(id);
+        if self.columns.is_some() || self.build_log.is_some() {
+            let slot = existing.unwrap_or(self.rows.len());
+            self.log(Change::Set(slot, row.clone()));
+            if let Some(c) = &mut self.columns {
+                if c.set(slot, &row).is_err() {
+                    // A row that does not decode: counts read the rows again.
+                    self.columns = None;
+                }
             }
         }
-        if let Some(s) = self.slot_of_id(id) {
+        if let Some(s) = existing {
             let old = std::mem::replace(&mut self.rows[s], row);
             match head(&old) {
                 Some(h) if h.email == email => {}
