@@ -8,7 +8,7 @@ use crate::project::table::ContactTable;
 use crate::segment::records as segments;
 use crate::segment::scan::Matcher;
 use crate::segment::{budget, Compiled, SegmentKind};
-use crate::store::{keys, Store};
+use crate::store::Store;
 
 /// How the audience is found: every subscribed contact (that a matcher, if any,
 /// accepts), or a static segment's members.
@@ -113,16 +113,12 @@ fn static_members(
     s: SegmentId,
     limit: usize,
 ) -> Result<Vec<ContactId>> {
-    let prefix = keys::segment_members(p, s);
     let mut ids = Vec::new();
-    for kv in store.scan(&prefix, None, false) {
+    for id in crate::segment::records::members(store, p, s) {
         if ids.len() >= limit {
             break;
         }
-        let (k, _) = kv?;
-        let Some(id) = keys::id_after::<ContactId>(&k, &prefix) else {
-            continue;
-        };
+        let id = id?;
         if table.get(id)?.is_some_and(|c| c.subscribed) {
             ids.push(id);
         }

@@ -38,6 +38,8 @@ impl EmailWatch for CampaignEmails {
         let Some(c) = email.campaign_id else {
             return Ok(());
         };
+        // It waits in the campaign's queue no more.
+        batch.delete(keys::campaign_queued_email(p, c, email.id));
         let status = email.status;
         let stats = stats::update(store, batch, p, c, |s| {
             s.queued = s.queued.saturating_sub(1);

@@ -362,10 +362,10 @@ pub fn cancel(
                         return Err(e);
                     }
                 };
-                batch.delete(keys::outbox(email.due_at, p, email_id));
+                sending::drop_from_outbox(&mut batch, &email);
                 email.status = EmailStatus::Failed;
                 email.last_error = Some(sending::CANCELLED_BEFORE_SENT.into());
-                batch.put(keys::email(p, email_id), email.encode()?);
+                sending::put_record(&mut batch, &email)?;
                 n += 1;
             }
             campaign_stats::update(store, &mut batch, p, id, |s| {
@@ -593,6 +593,8 @@ pub fn queue_batch(ctx: &WriteCtx, b: QueueBatch) -> Result<Option<Campaign>> {
         email.html = html;
         email.headers.extend(r.headers);
         put_email(&mut batch, &email)?;
+        // Its place in the campaign's queue, which a cancel drops.
+        batch.put(keys::campaign_queued_email(p, b.id, email.id), Vec::new());
         queued += 1;
     }
     let total_skipped = skipped + (b.to - b.from).saturating_sub(queued + skipped);

@@ -28,6 +28,19 @@ pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Opt
 /// Newest first. The cursor is the id of the last contact of the previous page, so a
 /// page boundary survives inserts and deletes without skipping or repeating anyone.
 /// The key a page of contacts starts after: its cursor is a contact id.
+/// Every stored contact of `p` (its stored bytes, for a light decode), in id order or,
+/// `newest_first`, the other way, from past `after` (a `page_start`).
+pub fn stored<'a>(
+    store: &'a dyn Store,
+    p: ProjectId,
+    after: Option<&[u8]>,
+    newest_first: bool,
+) -> impl Iterator<Item = Result<Vec<u8>>> + 'a {
+    store
+        .scan(&keys::contacts(p), after, newest_first)
+        .map(|kv| kv.map(|(_, v)| v))
+}
+
 pub fn page_start(p: ProjectId, page: &PageRequest) -> Result<Option<Vec<u8>>> {
     page.cursor()
         .map(|c| {

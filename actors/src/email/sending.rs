@@ -404,16 +404,31 @@ pub fn new_email(
     }
 }
 
-/// Writes a new email, its outbox entry and, for a campaign's, its place in the
-/// campaign's queue (what a cancel drops).
+/// Writes a new email and its outbox entry. (A campaign's email also takes its place
+/// in the campaign's queue, which the campaign writes beside it.)
 pub fn put_email(batch: &mut Batch, email: &OutboundEmail) -> Result<()> {
-    let p = email.project;
-    batch.put(keys::email(p, email.id), email.encode()?);
-    batch.put(keys::outbox(email.due_at, p, email.id), Vec::new());
-    if let Some(c) = email.campaign_id {
-        batch.put(keys::campaign_queued_email(p, c, email.id), Vec::new());
-    }
+    put_record(batch, email)?;
+    batch.put(
+        keys::outbox(email.due_at, email.project, email.id),
+        Vec::new(),
+    );
     Ok(())
+}
+
+/// Writes the email's record as it now is (a status, an error).
+pub fn put_record(batch: &mut Batch, email: &OutboundEmail) -> Result<()> {
+    batch.put(keys::email(email.project, email.id), email.encode()?);
+    Ok(())
+}
+
+/// Takes the email out of the outbox: it will not be attempted again.
+pub fn drop_from_outbox(batch: &mut Batch, email: &OutboundEmail) {
+    batch.delete(keys::outbox(email.due_at, email.project, email.id));
+}
+
+/// Whether project `p` has an email `id`.
+pub fn exists(store: &dyn Store, p: ProjectId, id: EmailId) -> Result<bool> {
+    Ok(store.get(&keys::email(p, id))?.is_some())
 }
 
 /// One email of a send no longer needs its attachments; the last one deletes them.
@@ -546,9 +561,6 @@ pub fn record(ctx: &WriteCtx, counts: &mut ProjectCounts, msg: RecordDelivery) -
     let to = email.to.email.address().cloned();
     if email.status != EmailStatus::Queued {
         release_attachments(store, &mut batch, p, email.attachments_id, 1)?;
-        if let Some(c) = email.campaign_id {
-            batch.delete(keys::campaign_queued_email(p, c, email.id));
-        }
         // Its campaign counts it, and ends when it was the last one waiting.
         ctx.hooks
             .after_outcome(store, &mut batch, p, &email, cancelled, now)?;

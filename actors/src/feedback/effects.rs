@@ -46,7 +46,7 @@ pub enum Applied {
 pub(crate) fn project_of_email(registry: &Registry, id: EmailId) -> Result<Option<ProjectId>> {
     let store = registry.store();
     for project in crate::directory::Projects::new(store.clone()).list()? {
-        if store.get(&keys::email(project.id, id))?.is_some() {
+        if crate::email::sending::exists(&**store, project.id, id)? {
             return Ok(Some(project.id));
         }
     }
@@ -73,8 +73,7 @@ pub fn locate(registry: &Registry, report: &Report) -> Result<Vec<(ProjectId, Op
     let store = registry.store();
     let mut found = Vec::new();
     for project in crate::directory::Projects::new(store.clone()).list()? {
-        if store
-            .get(&keys::contact_by_email(project.id, address.as_str()))?
+        if crate::contact::records::find_id_by_email(&**store, project.id, address.as_str())?
             .is_some()
         {
             found.push((project.id, None));
@@ -325,7 +324,7 @@ fn bounce_email(ctx: &WriteCtx, batch: &mut Batch, email: &OutboundEmail) -> Res
     }
     let mut e = email.clone();
     e.status = EmailStatus::Bounced;
-    batch.put(keys::email(ctx.project, e.id), e.encode()?);
+    crate::email::sending::put_record(batch, &e)?;
     if let Some(c) = e.campaign_id {
         crate::campaign::stats::update(ctx.store, batch, ctx.project, c, |s| {
             s.delivered = s.delivered.saturating_sub(1);

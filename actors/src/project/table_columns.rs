@@ -168,7 +168,8 @@ pub struct Needs {
 /// A write that lands while columns are built from a copy of the rows, replayed onto
 /// them before they are installed.
 pub enum Change {
-    Set(usize, crate::project::table::Row),
+    /// Row `slot` is now these bytes (a table row, `table::Row`).
+    Set(usize, std::sync::Arc<[u8]>),
     SwapRemove(usize),
 }
 

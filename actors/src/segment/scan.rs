@@ -18,7 +18,7 @@ use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest
 use crate::project::events::stats_by_contact;
 use crate::project::table::{ContactTable, Row};
 use crate::project::table_columns::{ColumnView, Needs};
-use crate::store::{keys, Store};
+use crate::store::Store;
 
 /// A compiled filter with what it needs to evaluate stored contacts. A clone shares
 /// the filter and the event statistics and has scratch slots of its own, so that
@@ -277,8 +277,8 @@ pub fn each_pair(
     now: i64,
     mut f: impl FnMut(ContactId, &str, bool, bool) -> Result<()>,
 ) -> Result<()> {
-    for kv in store.scan(&keys::contacts(p), None, false) {
-        let (_, v) = kv?;
+    for v in crate::contact::queries::stored(store, p, None, false) {
+        let v = v?;
         let c = ContactRef::decode(&v)?;
         let (was, is) = (before.matches(&c, now), after.matches(&c, now));
         f(c.id, c.email, was, is)?;
@@ -310,11 +310,10 @@ pub fn items(
     page: &PageRequest,
     now: i64,
 ) -> Result<Page<Contact>> {
-    let prefix = keys::contacts(p);
     let after = crate::contact::queries::page_start(p, page)?;
     let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store.scan(&prefix, after.as_deref(), true) {
-        let (_, v) = kv?;
+    for v in crate::contact::queries::stored(store, p, after.as_deref(), true) {
+        let v = v?;
         if m.matches(&ContactRef::decode(&v)?, now) {
             items.push(Contact::decode(&v)?);
             if items.len() > page.limit() {

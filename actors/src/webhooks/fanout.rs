@@ -4,9 +4,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::Result;
-use crate::model::{EmailId, Event, OutboundEmail, ProjectId};
+use crate::model::{EmailId, Event, ProjectId};
 use crate::project::hooks::EventsCtx;
-use crate::store::{keys, Batch, Store};
+use crate::store::{Batch, Store};
 
 use super::endpoints::Endpoints;
 
@@ -26,8 +26,11 @@ pub fn payload(store: &dyn Store, p: ProjectId, event: &Event) -> String {
         .get("emailId")
         .and_then(Value::as_str)
         .and_then(|id| id.parse::<EmailId>().ok())
-        .and_then(|id| store.get(&keys::email(p, id)).ok().flatten())
-        .and_then(|b| OutboundEmail::decode(&b).ok())
+        .and_then(|id| {
+            crate::email::sending::load_email(store, p, id)
+                .ok()
+                .flatten()
+        })
     {
         data.insert(
             "messageId".into(),
