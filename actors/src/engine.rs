@@ -106,7 +106,7 @@ impl EngineConfig {
             },
             workflows: WorkflowsConfig {
                 executor: ExecutorConfig {
-                    workers: 32,
+                    workers: 128,
                     bounds: crate::workflow::records::Bounds {
                         max_history: 100,
                         max_finished: 1_000,
