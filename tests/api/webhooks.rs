@@ -184,15 +184,24 @@ fn an_endpoint_shows_its_secret_once_and_bad_urls_names_and_counts_are_refused()
 fn deliveries_to_an_endpoint_that_keeps_its_connections_open_share_one() {
     let (app, p) = app();
     let server = HookServer::keeping_alive(200);
-    endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
-    // One at a time, each delivered before the next is tracked: each goes in a lane of
-    // its own, and the connection the first lane opened carries the others.
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    let deliveries = format!("/webhooks/{}/deliveries", made["id"].as_str().unwrap());
+    // One at a time, each settled before the next is tracked: each goes in a lane of
+    // its own, and the connection the first lane opened carries the others. (A hit alone
+    // is not enough: the server sees the request before its answer is read.)
     for (n, email) in ["ada@example.com", "bea@example.com", "cy@example.com"]
         .iter()
         .enumerate()
     {
         track(&app, &p, email, "signup");
-        hits(&server, n + 1);
+        eventually(
+            30,
+            || data(&app.get(&deliveries, &p.secret), 200)["deliveries"].clone(),
+            |d: &Value| {
+                let d = d.as_array().map(Vec::as_slice).unwrap_or_default();
+                d.len() == n + 1 && d.iter().all(|d| d["status"] == "DELIVERED")
+            },
+        );
     }
     let got = server.hits();
     assert_eq!(got.len(), 3, "{got:?}");
@@ -564,7 +573,6 @@ fn kill_9_in_a_burst_of_5000_events_loses_no_delivery() {
 
 #[test]
 fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
-    use std::time::{Duration, Instant};
     let app = TestApp::spawn_with(|s| {
         s.webhooks.allow_private_addresses = true;
         s.webhooks.timeout_seconds = 20;
@@ -574,26 +582,28 @@ fn a_dead_endpoint_of_one_project_does_not_slow_a_live_one_of_another() {
     // A's endpoint takes connections and never answers them.
     let (silent_url, held) = silent();
     let live = HookServer::start(200);
-    endpoint(&app, &a, &silent_url, json!(["*"]));
+    let dead = endpoint(&app, &a, &silent_url, json!(["*"]));
     endpoint(&app, &b, &live.url("/hook"), json!(["ping"]));
-    let latency = |n: usize| {
-        let started = Instant::now();
-        track(&app, &b, &format!("b{n}@example.com"), "ping");
-        assert_eq!(hits(&live, n).len(), n);
-        started.elapsed()
-    };
-    let before = latency(1);
+    track(&app, &b, "b1@example.com", "ping");
+    assert_eq!(hits(&live, 1).len(), 1);
     for i in 0..50 {
         track(&app, &a, &format!("a{i}@example.com"), "stuck");
     }
     // Each of A's lanes is stuck on its first delivery, the rest of its queue behind it.
     let hanging = eventually(30, || held.lock().unwrap().len(), |n| *n >= 2);
     assert!(hanging >= 2, "A's endpoint holds its connections");
-    let during = latency(2);
-    assert!(
-        during < before.max(Duration::from_millis(500)) * 3,
-        "B's delivery took {during:?} beside A's dead endpoint, {before:?} before"
+    track(&app, &b, "b2@example.com", "ping");
+    assert_eq!(hits(&live, 2).len(), 2, "B's second delivery arrives");
+    // No attempt of A's has ended yet (each waits out its 20 s timeout before it is
+    // recorded): B's delivery went out beside A's stuck lanes, not after them.
+    let recorded = data(
+        &app.get(
+            &format!("/webhooks/{}/deliveries", dead["id"].as_str().unwrap()),
+            &a.secret,
+        ),
+        200,
     );
+    assert_eq!(recorded["deliveries"], json!([]), "{recorded}");
     assert!(
         held.lock().unwrap().len() <= 4,
         "A's endpoint holds at most its 4 slots (webhooks.max_in_flight_per_endpoint)"

@@ -189,30 +189,28 @@ impl ProjectActor {
         )
     }
 
-    /// Turns an applied write into a reply that resolves when it is durable, arming the
-    /// timers the write noted then (the one place timers of writes are armed).
+    /// Turns an applied write into a reply that resolves when it is durable, waking
+    /// what the write noted then (the one place timers of writes are armed).
     pub(crate) fn after_flush<T: Send + 'static>(
         &self,
         result: Result<T>,
     ) -> ResponseFuture<Result<T>> {
         let durable = self.store.durable_for_mine();
         let noted = self.wakeups.take_noted();
-        let timers = self.wakeups.timers().clone();
+        let wakeups = self.wakeups.clone();
         Box::pin(async move {
             if result.is_err() && noted.is_empty() {
                 return result;
             }
             // A failed flush arms nothing: what did reach the store is loaded at the
-            // next start, like every timer.
+            // next start, like every timer (and walked at the dispatcher's next sweep).
             durable.await?;
-            for t in noted {
-                timers.arm(t);
-            }
+            wakeups.wake(noted);
             result
         })
     }
 
-    /// For a write nobody waits on: asks for a flush, and arms its noted timers once it
+    /// For a write nobody waits on: asks for a flush, and wakes what it noted once it
     /// is done.
     pub(crate) fn flush_soon(&self) {
         let noted = self.wakeups.take_noted();
@@ -223,12 +221,10 @@ impl ProjectActor {
             return;
         }
         let durable = self.store.durable_for_mine();
-        let timers = self.wakeups.timers().clone();
+        let wakeups = self.wakeups.clone();
         actix::spawn(async move {
             if durable.await.is_ok() {
-                for t in noted {
-                    timers.arm(t);
-                }
+                wakeups.wake(noted);
             }
         });
     }

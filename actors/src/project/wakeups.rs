@@ -7,7 +7,8 @@
 //!
 //! A write that makes a timer notes it here (`arm_after_write`) rather than arming it:
 //! the project's actor arms what its write noted once that write is durable, so the
-//! Scheduler never fires a timer whose key a crash could still take back. Each actor
+//! Scheduler never fires a timer whose key a crash could still take back. Events an
+//! endpoint wants are noted the same way (`webhooks_after_write`). Each actor
 //! has its own note list (`for_actor`), so one actor's flush never arms another's.
 
 use std::sync::{Arc, Mutex};
@@ -27,8 +28,25 @@ pub struct Wakeups {
     ready: Arc<Ready>,
     webhooks: Arc<WebhookWake>,
     metrics: Arc<Metrics>,
-    /// Timers of writes not yet durable, armed by the actor that made them.
-    noted: Arc<Mutex<Vec<Timer>>>,
+    /// What writes not yet durable wake, woken by the actor that made them.
+    noted: Arc<Mutex<Noted>>,
+}
+
+/// What an actor's writes noted: their timers, and whether they wrote events a webhook
+/// endpoint wants. Both wake only once the writes are durable: the scheduler must not
+/// fire a timer a crash could take back, and the webhook dispatcher reads durable
+/// events only (woken earlier, its round could find nothing new and leave the events
+/// to the next sweep, seconds later).
+#[derive(Default)]
+pub struct Noted {
+    pub timers: Vec<Timer>,
+    pub webhooks: Option<ProjectId>,
+}
+
+impl Noted {
+    pub fn is_empty(&self) -> bool {
+        self.timers.is_empty() && self.webhooks.is_none()
+    }
 }
 
 impl Wakeups {
@@ -64,15 +82,31 @@ impl Wakeups {
 
     /// Notes a timer whose key is in the batch being written; armed once it is durable.
     pub fn arm_after_write(&self, timer: Timer) {
-        self.noted().push(timer);
+        self.noted().timers.push(timer);
     }
 
-    /// Takes the timers the writes so far noted (the actor, right after a write).
-    pub fn take_noted(&self) -> Vec<Timer> {
+    /// Notes that the batch being written holds events an endpoint of `p` wants; the
+    /// dispatcher is told once it is durable.
+    pub fn webhooks_after_write(&self, p: ProjectId) {
+        self.noted().webhooks = Some(p);
+    }
+
+    /// Takes what the writes so far noted (the actor, right after a write).
+    pub fn take_noted(&self) -> Noted {
         std::mem::take(&mut *self.noted())
     }
 
-    fn noted(&self) -> std::sync::MutexGuard<'_, Vec<Timer>> {
+    /// Wakes what a durable write noted.
+    pub fn wake(&self, noted: Noted) {
+        for t in noted.timers {
+            self.timers.arm(t);
+        }
+        if let Some(p) = noted.webhooks {
+            self.webhooks.note(p);
+        }
+    }
+
+    fn noted(&self) -> std::sync::MutexGuard<'_, Noted> {
         self.noted.lock().unwrap_or_else(|p| p.into_inner())
     }
 

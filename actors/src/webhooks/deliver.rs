@@ -428,7 +428,8 @@ impl Deliverer {
                 // One connection for the lane's attempts, kept while the endpoint keeps it.
                 let mut session = me.session(p, w);
                 while let Some(&job) = lane.queue.get(lane.next) {
-                    let sent = me.attempt(&mut session, p, w, job).await;
+                    let last = lane.next + 1 == lane.queue.len();
+                    let sent = me.attempt(&mut session, p, w, job, last).await;
                     lane.next += 1;
                     me.release(w, &[job.delivery]);
                     match sent {
@@ -581,12 +582,15 @@ impl Deliverer {
 
     /// Sends one delivery and records what it got; true when the endpoint took it (or
     /// it had nothing to send), false when the endpoint failed.
+    /// The lane's `last` attempt hands its connection back before its outcome is
+    /// written: a delivery seen as settled has its connection ready for the next lane.
     async fn attempt(
         &self,
         session: &mut Session,
         p: ProjectId,
         w: WebhookId,
         job: Job,
+        last: bool,
     ) -> Result<bool> {
         let store = self.registry.store().clone();
         let stored = records::load_delivery(&*store, p, w, job.delivery)?;
@@ -629,13 +633,17 @@ impl Deliverer {
                 let sent = self
                     .client
                     .call_in(session, &hook.url, "POST", &headers, body);
-                Some(match sent.await {
+                let answer = match sent.await {
                     Ok(code) => Answer::Status(code),
                     Err(e) => {
                         tracing::debug!(project = %p, delivery = %job.delivery, detail = %e.detail(), "a webhook got no answer");
                         Answer::NoAnswer(e.to_string())
                     }
-                })
+                };
+                if last {
+                    self.keep_session(p, w, std::mem::take(session));
+                }
+                Some(answer)
             }
             // Gone, done, or its endpoint disabled: it leaves the queue.
             _ => None,

@@ -56,7 +56,7 @@ pub fn payload(store: &dyn Store, p: ProjectId, event: &Event) -> String {
 }
 
 /// The after-events hook: when an endpoint of the project wants one of `events`, the
-/// deliverer is told to look at the project's log. Nothing is written here: the event
+/// deliverer is told to look at the project's log once the batch is durable. Nothing is written here: the event
 /// log is the queue, and each endpoint's cursor says how far it has been delivered, so
 /// an event with an endpoint costs its write no more than one without (each delivery
 /// used to add two keys to the event's batch, a quarter of `/v1/track`'s throughput).
@@ -69,7 +69,7 @@ pub fn on_events(ctx: &EventsCtx, _batch: &mut Batch, events: &[Event]) -> Resul
         .iter()
         .any(|w| events.iter().any(|e| w.wants(&e.name)))
     {
-        ctx.wakeups.webhooks().note(ctx.project);
+        ctx.wakeups.webhooks_after_write(ctx.project);
     }
     Ok(())
 }

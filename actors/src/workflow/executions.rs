@@ -420,7 +420,7 @@ mod tests {
             0,
             "not armed before the batch is durable"
         );
-        assert_eq!(mine.take_noted().len(), 1);
-        assert_eq!(other.take_noted().len(), 0);
+        assert_eq!(mine.take_noted().timers.len(), 1);
+        assert_eq!(other.take_noted().timers.len(), 0);
     }
 }
