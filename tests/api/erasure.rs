@@ -227,10 +227,12 @@ fn an_email_waiting_in_the_outbox_is_cancelled_by_the_delete_and_never_sent() {
         .unwrap()
         .to_owned();
     let path = format!("/emails/{email}");
+    // Its attempt is recorded a moment before the dispatcher lets it go (SENDING till
+    // then): wait for both.
     let retried = campaigns::eventually(
         30,
         || data(&app.get(&path, &p.secret), 200),
-        |e: &Value| e["attempts"] == 1,
+        |e: &Value| e["attempts"] == 1 && e["status"] == "QUEUED",
     );
     assert_eq!(
         (retried["status"].as_str(), retried["attempts"].as_u64()),
