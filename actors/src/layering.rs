@@ -191,6 +191,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "model",
             "near_miss",
             "pace",
+            "parts",
             "directory",
             "render",
             "reputation",

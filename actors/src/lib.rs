@@ -54,6 +54,7 @@ pub(crate) mod metrics;
 pub mod model;
 pub(crate) mod near_miss;
 pub(crate) mod pace;
+pub(crate) mod parts;
 pub(crate) mod project;
 pub(crate) mod render;
 pub(crate) mod reputation;

@@ -114,7 +114,7 @@ fn static_members(
     limit: usize,
 ) -> Result<Vec<ContactId>> {
     let mut ids = Vec::new();
-    for id in crate::segment::records::members(store, p, s) {
+    for id in crate::segment::queries::static_members(store, p, s) {
         if ids.len() >= limit {
             break;
         }

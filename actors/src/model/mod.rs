@@ -10,7 +10,7 @@ pub mod event;
 pub use crate::id;
 pub mod outbound;
 pub mod page;
-pub mod pick;
+pub(crate) mod pick;
 pub mod project;
 pub mod template;
 pub use crate::timestamp as time;

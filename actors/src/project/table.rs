@@ -405,17 +405,14 @@ impl ContactTable {
             let mut rows = self.write();
             let (base, missing) = match &rows.columns {
                 // Columns that disagree with the rows (never seen) are built again.
-                Some(c) if c.copy(&[], Needs::default(), rows.rows.len()).is_some() => {
-                    (false, c.missing(keys))
-                }
+                Some(c) if c.has_rows(rows.rows.len()) => (false, c.missing(keys)),
                 _ => (true, keys.to_vec()),
             };
             rows.build_log = Some(Vec::new());
             (rows.rows.clone(), rows.epoch, base, missing)
         };
         let started = std::time::Instant::now();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let built = Columns::build(&copy, base, &missing, threads);
+        let built = Columns::build(&copy, base, &missing, crate::parts::cores());
         drop(copy);
         let mut rows = self.write();
         let log = rows.build_log.take();

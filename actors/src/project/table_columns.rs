@@ -24,9 +24,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::pick::pick;
 use crate::model::{ContactId, ContactRef};
+use crate::parts::in_parts;
 
 /// A `data` key with more distinct values than this gets no column.
 pub const MAX_DISTINCT: usize = 4096;
@@ -50,7 +51,6 @@ fn value_bytes(v: &Value) -> usize {
 
 /// One top-level `data` key's value in every row, as a code into its distinct values
 /// (code 0: the row has no such key).
-#[derive(Clone)]
 pub struct DataColumn {
     codes: Vec<u32>,
     values: Vec<Option<Value>>,
@@ -73,6 +73,17 @@ impl DataColumn {
     /// The value of row `slot`.
     pub fn value(&self, slot: usize) -> Option<&Value> {
         self.values[self.codes[slot] as usize].as_ref()
+    }
+
+    /// A copy to count over: the codes and the values, without the index (a count
+    /// makes no code).
+    fn for_count(&self) -> DataColumn {
+        DataColumn {
+            codes: self.codes.clone(),
+            values: self.values.clone(),
+            index: HashMap::new(),
+            bytes: self.bytes,
+        }
     }
 
     /// The code of `v`, a new one if it is new; None past `MAX_DISTINCT` values or
@@ -231,29 +242,11 @@ impl Columns {
         threads: usize,
     ) -> Result<Columns> {
         let keys = &keys[..keys.len().min(MAX_DATA_COLUMNS)];
-        let parts: Vec<Result<(Columns, Vec<Option<DataColumn>>)>> =
-            if threads < 2 || rows.len() < 50_000 {
-                vec![Self::build_one(rows, base, keys)]
-            } else {
-                let size = rows.len().div_ceil(threads);
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = rows
-                        .chunks(size)
-                        .map(|chunk| s.spawn(move || Self::build_one(chunk, base, keys)))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(Error::Internal("a column build panicked".into()))
-                            })
-                        })
-                        .collect()
-                })
-            };
+        let parts = in_parts(rows.len(), threads, 50_000, "a column build", |r| {
+            Self::build_one(&rows[r], base, keys)
+        })?;
         let mut joined: Option<(Columns, Vec<Option<DataColumn>>)> = None;
-        for part in parts {
-            let (b, cols) = part?;
+        for (b, cols) in parts {
             let Some((jb, jcols)) = &mut joined else {
                 joined = Some((b, cols));
                 continue;
@@ -299,6 +292,12 @@ impl Columns {
         self.data.len() + n <= MAX_DATA_COLUMNS
     }
 
+    /// Whether the first four columns hold `rows` rows (they always do: a table that
+    /// keeps columns keeps them beside its rows).
+    pub fn has_rows(&self, rows: usize) -> bool {
+        self.subscribed.len() == rows
+    }
+
     /// The keys of `keys` without a column.
     pub fn missing(&self, keys: &[String]) -> Vec<String> {
         keys.iter()
@@ -310,12 +309,17 @@ impl Columns {
     /// A copy of what a count over `keys` reads, if every key has a column and every
     /// column has `rows` values.
     pub fn copy(&self, keys: &[String], needs: Needs, rows: usize) -> Option<ColumnView> {
-        if self.subscribed.len() != rows {
+        if !self.has_rows(rows) {
             return None;
         }
         let data = keys
             .iter()
-            .map(|k| self.data.get(k).filter(|d| d.codes.len() == rows).cloned())
+            .map(|k| {
+                self.data
+                    .get(k)
+                    .filter(|d| d.codes.len() == rows)
+                    .map(DataColumn::for_count)
+            })
             .collect::<Option<Vec<_>>>()?;
         Some(ColumnView {
             ids: if needs.ids {

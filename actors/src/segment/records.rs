@@ -5,28 +5,13 @@
 use super::membership::{self, members_counter, TrackedSegments};
 use super::{Group, Segment, SegmentKind};
 use crate::error::{Error, FieldCode, Resource, Result};
-use crate::model::{ContactId, EmailAddress, Event, ProjectId, SegmentId};
+use crate::model::{EmailAddress, Event, ProjectId, SegmentId};
 use crate::project::counters::{add_to_counter, read_counter};
 use crate::project::events;
 use crate::project::write::WriteCtx;
 use crate::store::{keys, Batch, Store};
 
 pub const SEGMENTS_COUNTER: &str = "segments";
-
-/// The members of a STATIC segment, in id order.
-pub fn members(
-    store: &dyn Store,
-    p: ProjectId,
-    s: SegmentId,
-) -> impl Iterator<Item = Result<ContactId>> + '_ {
-    let prefix = keys::segment_members(p, s);
-    store
-        .scan(&prefix, None, false)
-        .filter_map(move |kv| match kv {
-            Ok((k, _)) => keys::id_after::<ContactId>(&k, &prefix).map(Ok),
-            Err(e) => Some(Err(e)),
-        })
-}
 
 /// The number of members of a STATIC segment (kept in the batches that change it).
 pub fn static_member_count(store: &dyn Store, p: ProjectId, s: SegmentId) -> Result<u64> {

@@ -7,14 +7,16 @@
 //! were loaded once, before the scan, from the per-name index.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::eval::{Compiled, Subject};
-use crate::error::{Error, Result};
+use crate::error::Result;
 pub use crate::model::pick::pick;
 use crate::model::{Contact, ContactId, ContactRef, EventStats, Page, PageRequest, ProjectId};
+use crate::parts::{cores, in_parts};
 use crate::project::events::stats_by_contact;
 use crate::project::table::{ContactTable, Row};
 use crate::project::table_columns::{ColumnView, Needs};
@@ -95,8 +97,7 @@ const PARALLEL_FROM: usize = 50_000;
 /// (the rows of the project's in-memory table). Large tables are split over the
 /// machine's cores, each part counted with its own clones of the matchers.
 pub fn count(rows: &[Row], matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    count_rows(rows, matchers, now, threads)
+    count_rows(rows, matchers, now, cores())
 }
 
 /// Counts the contacts of `table` each matcher accepts: over the table's columns
@@ -174,9 +175,9 @@ fn count_columns(
     maps: &[Vec<usize>],
     now: i64,
 ) -> Result<Vec<u64>> {
-    let part = |from: usize, to: usize| {
+    let part = |slots: Range<usize>| {
         let mut counts = vec![0u64; matchers.len()];
-        for slot in from..to {
+        for slot in slots {
             for ((m, map), n) in matchers.iter().zip(maps).zip(counts.iter_mut()) {
                 let subject = Columned {
                     view,
@@ -191,29 +192,21 @@ fn count_columns(
         }
         counts
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if view.len() < PARALLEL_FROM || threads < 2 {
-        return Ok(part(0, view.len()));
-    }
-    let size = view.len().div_ceil(threads);
-    let parts: Vec<std::thread::Result<Vec<u64>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let part = &part;
-                let (from, to) = (t * size, ((t + 1) * size).min(view.len()));
-                s.spawn(move || part(from, to))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join()).collect()
-    });
-    let mut counts = vec![0u64; matchers.len()];
+    let parts = in_parts(view.len(), cores(), PARALLEL_FROM, "a count thread", |r| {
+        Ok(part(r))
+    })?;
+    Ok(sum(parts, matchers.len()))
+}
+
+/// The counts of each part, added up matcher by matcher.
+fn sum(parts: Vec<Vec<u64>>, matchers: usize) -> Vec<u64> {
+    let mut counts = vec![0u64; matchers];
     for p in parts {
-        let p = p.map_err(|_| Error::Internal("a count thread panicked".into()))?;
         for (total, n) in counts.iter_mut().zip(p) {
             *total += n;
         }
     }
-    Ok(counts)
+    counts
 }
 
 fn count_rows(
@@ -222,33 +215,14 @@ fn count_rows(
     now: i64,
     threads: usize,
 ) -> Result<Vec<u64>> {
-    if matchers.is_empty() || rows.len() < PARALLEL_FROM || threads < 2 {
-        return count_part(rows, matchers, now);
+    if matchers.is_empty() {
+        return Ok(Vec::new());
     }
-    let part = rows.len().div_ceil(threads);
-    let results: Vec<Result<Vec<u64>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = rows
-            .chunks(part)
-            .map(|chunk| {
-                let mut mine = matchers.to_vec();
-                s.spawn(move || count_part(chunk, &mut mine, now))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Internal("a count thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut counts = vec![0u64; matchers.len()];
-    for r in results {
-        for (total, n) in counts.iter_mut().zip(r?) {
-            *total += n;
-        }
-    }
-    Ok(counts)
+    // Each part evaluates with its own clones of the matchers (their scratch slots).
+    let parts = in_parts(rows.len(), threads, PARALLEL_FROM, "a count thread", |r| {
+        count_part(&rows[r], &mut matchers.to_vec(), now)
+    })?;
+    Ok(sum(parts, matchers.len()))
 }
 
 fn count_part(rows: &[Row], matchers: &mut [Matcher], now: i64) -> Result<Vec<u64>> {
