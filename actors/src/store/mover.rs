@@ -62,7 +62,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What the mover does with a folded group: write it to sled and forget it in the
 /// overlay (`upto` is the overlay version the ops reach).
 pub trait Target: Send + Sync + 'static {
-    fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()>;
+    fn apply(&self, folded: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()>;
     /// Makes sled's files durable and removes a log file they now cover.
     fn checkpoint(&self, old_log: PathBuf);
     /// A checkpoint that will not run (the store is closing with writes sled lacks):
@@ -157,14 +157,13 @@ impl Mover {
                     };
                 }
             }
-            let kept = folded.clone();
-            if let Err(e) = target.apply(folded, upto) {
+            if let Err(e) = target.apply(&folded, upto) {
                 // The log still has these writes and the overlay still serves them. They
                 // go back to the front of the queue (folded into one group), with the
                 // checkpoint, so the next move tries them again: dropping them would
                 // keep them in the overlay and the log file on disk for the rest of the run.
                 tracing::error!(error = %e, "moving synced writes into sled failed; will retry");
-                let ops = kept
+                let ops = folded
                     .into_iter()
                     .map(|(k, v)| match v {
                         Some(v) => Op::Put(k, v),
@@ -181,6 +180,11 @@ impl Mover {
             *moved = upto;
             tracing::debug!(
                 groups = n_groups,
+                keys = folded.len(),
+                bytes = folded
+                    .iter()
+                    .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+                    .sum::<usize>(),
                 micros = started.elapsed().as_micros() as u64,
                 "moved synced writes into sled"
             );
@@ -242,7 +246,7 @@ mod tests {
     }
 
     impl Target for Flaky {
-        fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, _upto: u64) -> Result<()> {
+        fn apply(&self, folded: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, _upto: u64) -> Result<()> {
             if self
                 .failures
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -250,7 +254,7 @@ mod tests {
             {
                 return Err(crate::error::Error::storage("disk hiccup"));
             }
-            lock(&self.applied).extend(folded);
+            lock(&self.applied).extend(folded.clone());
             Ok(())
         }
 

@@ -142,9 +142,9 @@ impl Log {
 }
 
 impl Target for Log {
-    fn apply(&self, folded: BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()> {
+    fn apply(&self, folded: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, upto: u64) -> Result<()> {
         let mut batch = sled::Batch::default();
-        for (k, v) in &folded {
+        for (k, v) in folded {
             match v {
                 Some(v) => batch.insert(k.as_slice(), v.as_slice()),
                 None => batch.remove(k.as_slice()),
