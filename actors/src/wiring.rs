@@ -18,4 +18,5 @@ pub fn hooks() -> Hooks {
         .state(|| Box::<crate::webhooks::endpoints::Endpoints>::default())
         .emails(Arc::new(CampaignEmails))
         .contact_deleted(crate::suppression::on_contact_deleted)
+        .contact_deleted(crate::campaign::unsubscribe::on_contact_deleted)
 }

@@ -34,24 +34,6 @@ struct Overview {
     recent: Vec<Event>,
 }
 
-/// How many `name` events the project has from `since` to `until`, inclusive.
-async fn count(
-    state: &AppState,
-    p: ProjectId,
-    name: &str,
-    since: i64,
-    until: i64,
-) -> Result<u64, PageError> {
-    let filter = EventFilter {
-        name: Some(name.to_owned()),
-        since: Some(Timestamp::from(since)),
-        until: Some(Timestamp::from(until)),
-        ..Default::default()
-    };
-    let page = PageRequest::first(1);
-    Ok(state.engine.events().list(p, filter, page).await?.total)
-}
-
 async fn load(state: &AppState, p: ProjectId, now: i64) -> Result<Overview, PageError> {
     let contacts = state.engine.contacts();
     let first = || PageRequest::first(1);
@@ -70,14 +52,12 @@ async fn load(state: &AppState, p: ProjectId, now: i64) -> Result<Overview, Page
         .iter()
         .map(|s| Timestamp::from(*s).to_iso()[..10].to_owned())
         .collect();
-    let mut series = Vec::new();
-    for (name, _, _) in SERIES {
-        let mut values = Vec::new();
-        for start in &starts {
-            values.push(count(state, p, name, *start, start + DAY_MS - 1).await?);
-        }
-        series.push(values);
-    }
+    let names = SERIES.iter().map(|(n, _, _)| (*n).to_owned()).collect();
+    let series = state
+        .engine
+        .events()
+        .daily_counts(p, names, starts, DAY_MS)
+        .await?;
     let events = state.engine.events();
     let recent = events
         .list(p, EventFilter::default(), PageRequest::first(10))

@@ -583,3 +583,45 @@ fn the_suppressions_page_adds_imports_and_removes_addresses_and_the_overview_sho
         overview.text
     );
 }
+
+#[test]
+fn the_overviews_chart_counts_todays_sent_emails() {
+    use crate::support::campaign::{data, eventually, rig};
+    let (_dns, _smtp, app, p) = rig(|_| {});
+    let mut ids = Vec::new();
+    for to in ["ada@example.com", "bea@example.com", "cy@example.com"] {
+        let r = app.post(
+            "/v1/send",
+            &p.secret,
+            serde_json::json!({"to": to, "from": "hello@acme.test", "subject": "Hi", "body": "<p>Hi</p>"}),
+        );
+        ids.push(
+            data(&r, 200)["emails"][0]["email"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let sent = eventually(
+        30,
+        || {
+            ids.iter()
+                .filter(|id| {
+                    data(&app.get(&format!("/emails/{id}"), &p.secret), 200)["status"] == "SENT"
+                })
+                .count()
+        },
+        |n| *n == 3,
+    );
+    assert_eq!(sent, 3);
+    let mut v = Visitor::new(&app);
+    assert_eq!(v.sign_in(&p.secret).status, 303);
+    let page = v.get("/app/overview");
+    assert_eq!(page.status, 200, "{}", page.text);
+    // The chart's top tick is its largest day: today's three sent emails.
+    assert!(
+        page.text.contains("text-anchor=\"end\">3</text>"),
+        "{}",
+        page.text
+    );
+}

@@ -195,6 +195,18 @@ pub async fn resubscribe_contact(
         .await
 }
 
+/// The contact-deleted hook: the marker an unsubscribe link left goes with the contact,
+/// in its delete batch (it names the contact's id, and nothing reads it afterwards).
+pub(crate) fn on_contact_deleted(
+    _store: &dyn crate::store::Store,
+    batch: &mut crate::store::Batch,
+    p: ProjectId,
+    contact: &crate::model::Contact,
+) -> Result<()> {
+    batch.delete(keys::link_unsubscribed(p, contact.id));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

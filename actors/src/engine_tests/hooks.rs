@@ -253,3 +253,36 @@ async fn a_retry_of_a_sending_campaigns_email_stays_queued_for_its_next_attempt(
     let counts = stats::load(&*engine.store, engine.project, c).unwrap();
     assert_eq!((counts.queued, counts.cancelled), (1, 0));
 }
+
+#[actix::test]
+async fn a_deleted_contact_takes_its_unsubscribe_links_marker_with_it_in_its_delete_batch() {
+    let engine = Engine::start(crate::wiring::hooks());
+    let p = engine.project;
+    let ada = track(&engine.registry, p, signup("ada@example.com"))
+        .await
+        .unwrap()
+        .contact;
+    crate::campaign::unsubscribe::unsubscribe_contact(&engine.registry, p, ada, None)
+        .await
+        .unwrap();
+    let marker = keys::link_unsubscribed(p, ada);
+    assert!(
+        engine.store.get(&marker).unwrap().is_some(),
+        "the link's unsubscribe left its marker"
+    );
+    let before = engine.store.batches_applied();
+    engine
+        .registry
+        .send(
+            p,
+            Apply::durable(move |ctx, counts| crate::contact::records::delete(ctx, counts, ada)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(engine.store.batches_applied() - before, 1);
+    assert_eq!(
+        engine.store.get(&marker).unwrap(),
+        None,
+        "the campaign feature's contact-deleted hook dropped it"
+    );
+}

@@ -116,7 +116,6 @@ pub fn run(
                 }
                 None => {
                     batch.delete(keys::erasure(p, c));
-                    batch.delete(keys::link_unsubscribed(p, c));
                     store.apply(batch)?;
                     tracing::info!(project = %p, contact = %c, "contact erased");
                     progress.done = true;
