@@ -618,9 +618,38 @@ fn the_overviews_chart_counts_todays_sent_emails() {
     assert_eq!(v.sign_in(&p.secret).status, 303);
     let page = v.get("/app/overview");
     assert_eq!(page.status, 200, "{}", page.text);
-    // The chart's top tick is its largest day: today's three sent emails.
+    // The chart's numbers, a row a day (oldest first): Sent, Opened, Clicked, Bounced.
+    let body = page
+        .text
+        .split("<tbody>")
+        .nth(1)
+        .expect("the numbers table");
+    let rows: Vec<Vec<u64>> = body
+        .split("</tbody>")
+        .next()
+        .unwrap_or_default()
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td>")
+                .skip(1)
+                .map(|td| td.split('<').next().unwrap().parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 14, "{rows:?}");
+    let column = |i: usize| rows.iter().map(|r| r[i]).sum::<u64>();
+    assert_eq!(
+        (column(0), column(1), column(2), column(3)),
+        (3, 0, 0, 0),
+        "{rows:?}"
+    );
+    assert!(rows[13][0] >= 1, "today is the last row: {rows:?}");
+    // The chart's top tick is its largest day.
+    let top = rows.iter().map(|r| r[0]).max().unwrap();
     assert!(
-        page.text.contains("text-anchor=\"end\">3</text>"),
+        page.text
+            .contains(&format!("text-anchor=\"end\">{top}</text>")),
         "{}",
         page.text
     );

@@ -194,13 +194,22 @@ fn deliveries_to_an_endpoint_that_keeps_its_connections_open_share_one() {
         .enumerate()
     {
         track(&app, &p, email, "signup");
-        eventually(
+        let settled = eventually(
             30,
             || data(&app.get(&deliveries, &p.secret), 200)["deliveries"].clone(),
             |d: &Value| {
                 let d = d.as_array().map(Vec::as_slice).unwrap_or_default();
                 d.len() == n + 1 && d.iter().all(|d| d["status"] == "DELIVERED")
             },
+        );
+        assert_eq!(settled.as_array().map(Vec::len), Some(n + 1), "{settled}");
+        assert!(
+            settled
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|d| d["status"] == "DELIVERED"),
+            "{settled}"
         );
     }
     let got = server.hits();

@@ -203,8 +203,15 @@ pub(crate) fn on_contact_deleted(
     p: ProjectId,
     contact: &crate::model::Contact,
 ) -> Result<()> {
-    batch.delete(keys::link_unsubscribed(p, contact.id));
+    forget_marker(batch, p, contact.id);
     Ok(())
+}
+
+/// Drops the contact's marker (idempotent). The erasure's last step calls it too: a
+/// contact deleted by a version before the hook has its marker still, until its
+/// erasure (resumed after the upgrade) ends.
+pub(crate) fn forget_marker(batch: &mut crate::store::Batch, p: ProjectId, contact: ContactId) {
+    batch.delete(keys::link_unsubscribed(p, contact));
 }
 
 #[cfg(test)]

@@ -116,6 +116,7 @@ pub fn run(
                 }
                 None => {
                     batch.delete(keys::erasure(p, c));
+                    crate::campaign::unsubscribe::forget_marker(&mut batch, p, c);
                     store.apply(batch)?;
                     tracing::info!(project = %p, contact = %c, "contact erased");
                     progress.done = true;
