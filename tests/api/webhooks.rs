@@ -222,6 +222,33 @@ fn deliveries_to_an_endpoint_that_keeps_its_connections_open_share_one() {
 }
 
 #[test]
+fn an_endpoint_that_answers_an_error_gets_a_fresh_connection_for_the_next_delivery() {
+    let (app, p) = app();
+    let server = HookServer::keeping_alive(500);
+    let made = endpoint(&app, &p, &server.url("/hook"), json!(["signup"]));
+    let deliveries = format!("/webhooks/{}/deliveries", made["id"].as_str().unwrap());
+    for (n, email) in ["ada@example.com", "bea@example.com"].iter().enumerate() {
+        track(&app, &p, email, "signup");
+        // Each first attempt recorded (a 500: a retry waits) before the next event.
+        let tried = eventually(
+            30,
+            || data(&app.get(&deliveries, &p.secret), 200)["deliveries"].clone(),
+            |d: &Value| {
+                let d = d.as_array().map(Vec::as_slice).unwrap_or_default();
+                d.len() == n + 1 && d.iter().all(|d| d["statusCode"] == 500)
+            },
+        );
+        assert_eq!(tried.as_array().map(Vec::len), Some(n + 1), "{tried}");
+    }
+    let got = hits(&server, 2);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_ne!(
+        got[0].connection, got[1].connection,
+        "the connection that carried a failed delivery is not kept"
+    );
+}
+
+#[test]
 fn deliveries_to_an_endpoint_that_closes_its_connections_each_open_another() {
     let (app, p) = app();
     let server = HookServer::start(200);

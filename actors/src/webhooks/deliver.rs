@@ -434,7 +434,13 @@ impl Deliverer {
                     me.release(w, &[job.delivery]);
                     match sent {
                         Ok(true) => {}
-                        Ok(false) => break,
+                        Ok(false) => {
+                            // An endpoint that failed (an error status, a 410, no answer)
+                            // keeps no connection: its retry opens a fresh one, and it
+                            // takes no idle slot from the project's healthy endpoints.
+                            session = Session::default();
+                            break;
+                        }
                         Err(e) => {
                             tracing::warn!(project = %p, delivery = %job.delivery, error = %e, "a webhook delivery");
                             lane.failed = true;
@@ -582,8 +588,9 @@ impl Deliverer {
 
     /// Sends one delivery and records what it got; true when the endpoint took it (or
     /// it had nothing to send), false when the endpoint failed.
-    /// The lane's `last` attempt hands its connection back before its outcome is
-    /// written: a delivery seen as settled has its connection ready for the next lane.
+    /// The lane's `last` attempt, when the endpoint took it, hands its connection back
+    /// before its outcome is written: a delivery seen as settled has its connection
+    /// ready for the next lane.
     async fn attempt(
         &self,
         session: &mut Session,
@@ -640,7 +647,7 @@ impl Deliverer {
                         Answer::NoAnswer(e.to_string())
                     }
                 };
-                if last {
+                if last && matches!(answer, Answer::Status(200..=299)) {
                     self.keep_session(p, w, std::mem::take(session));
                 }
                 Some(answer)
