@@ -16,18 +16,9 @@ pub struct ContactFilter {
 
 /// Every contact of a project, oldest first, read as the walk goes (an export).
 pub fn each_contact(store: &dyn Store, p: ProjectId) -> impl Iterator<Item = Result<Contact>> + '_ {
-    store
-        .scan(&keys::contacts(p), None, false)
-        .map(|kv| Contact::decode(&kv?.1))
+    stored(store, p, None, false).map(|v| Contact::decode(&v?))
 }
 
-pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
-    super::records::load(store, p, id)
-}
-
-/// Newest first. The cursor is the id of the last contact of the previous page, so a
-/// page boundary survives inserts and deletes without skipping or repeating anyone.
-/// The key a page of contacts starts after: its cursor is a contact id.
 /// Every stored contact of `p` (its stored bytes, for a light decode), in id order or,
 /// `newest_first`, the other way, from past `after` (a `page_start`).
 pub fn stored<'a>(
@@ -41,6 +32,13 @@ pub fn stored<'a>(
         .map(|kv| kv.map(|(_, v)| v))
 }
 
+pub fn get_contact(store: &dyn Store, p: ProjectId, id: ContactId) -> Result<Option<Contact>> {
+    super::records::load(store, p, id)
+}
+
+/// Newest first. The cursor is the id of the last contact of the previous page, so a
+/// page boundary survives inserts and deletes without skipping or repeating anyone.
+/// The key a page of contacts starts after: its cursor is a contact id.
 pub fn page_start(p: ProjectId, page: &PageRequest) -> Result<Option<Vec<u8>>> {
     page.cursor()
         .map(|c| {
@@ -58,7 +56,6 @@ pub fn list_contacts(
     filter: &ContactFilter,
     page: &PageRequest,
 ) -> Result<Page<Contact>> {
-    let prefix = keys::contacts(p);
     let after = page_start(p, page)?;
     let needle = filter.search.as_ref().map(|s| s.trim().to_lowercase());
     let matches = |c: &Contact| {
@@ -68,9 +65,8 @@ pub fn list_contacts(
                 .is_none_or(|n| c.email.as_str().contains(n))
     };
     let mut items = Vec::with_capacity(page.limit() + 1);
-    for kv in store.scan(&prefix, after.as_deref(), true) {
-        let (_, v) = kv?;
-        let c = Contact::decode(&v)?;
+    for v in stored(store, p, after.as_deref(), true) {
+        let c = Contact::decode(&v?)?;
         if matches(&c) {
             items.push(c);
             if items.len() > page.limit() {
@@ -89,8 +85,8 @@ pub fn list_contacts(
                 .saturating_sub(read_counter(store, p, "subscribed")?),
             (Some(_), _) => {
                 let mut n = 0;
-                for kv in store.scan(&prefix, None, false) {
-                    if matches(&Contact::decode(&kv?.1)?) {
+                for v in stored(store, p, None, false) {
+                    if matches(&Contact::decode(&v?)?) {
                         n += 1;
                     }
                 }

@@ -302,7 +302,7 @@ impl ContactTable {
         rows.build_log = None;
         rows.epoch += 1;
         let started = std::time::Instant::now();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let threads = crate::parts::cores().min(4);
         rows.rows = super::table_load::read(store, &keys::contacts(p), threads)?;
         let read = started.elapsed();
         rows.index_all()?;

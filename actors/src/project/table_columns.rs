@@ -321,23 +321,17 @@ impl Columns {
                     .map(DataColumn::for_count)
             })
             .collect::<Option<Vec<_>>>()?;
+        fn copied<T: Clone>(needed: bool, column: &[T]) -> Vec<T> {
+            match needed {
+                true => column.to_vec(),
+                false => Vec::new(),
+            }
+        }
         Some(ColumnView {
-            ids: if needs.ids {
-                self.ids.clone()
-            } else {
-                Vec::new()
-            },
+            ids: copied(needs.ids, &self.ids),
             subscribed: self.subscribed.clone(),
-            created_at: if needs.times {
-                self.created_at.clone()
-            } else {
-                Vec::new()
-            },
-            updated_at: if needs.times {
-                self.updated_at.clone()
-            } else {
-                Vec::new()
-            },
+            created_at: copied(needs.times, &self.created_at),
+            updated_at: copied(needs.times, &self.updated_at),
             data,
         })
     }

@@ -56,10 +56,11 @@ pub fn payload(store: &dyn Store, p: ProjectId, event: &Event) -> String {
 }
 
 /// The after-events hook: when an endpoint of the project wants one of `events`, the
-/// deliverer is told to look at the project's log once the batch is durable. Nothing is written here: the event
-/// log is the queue, and each endpoint's cursor says how far it has been delivered, so
-/// an event with an endpoint costs its write no more than one without (each delivery
-/// used to add two keys to the event's batch, a quarter of `/v1/track`'s throughput).
+/// deliverer is told to look at the project's log once the batch is durable. Nothing
+/// is written here: the event log is the queue, and each endpoint's cursor says how far
+/// it has been delivered, so an event with an endpoint costs its write no more than one
+/// without (each delivery used to add two keys to the event's batch, a quarter of
+/// `/v1/track`'s throughput).
 pub fn on_events(ctx: &EventsCtx, _batch: &mut Batch, events: &[Event]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
